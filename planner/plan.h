@@ -1,0 +1,388 @@
+/*
+ * planner/plan.h - HyperOffload's residency planner (pure computation).
+ *
+ * The contract is ../shared/design/PLANNER.md: a trace of one step of one
+ * client, a schedule of prefetch/store/free actions, the execution model
+ * that judges a schedule (plan_simulate), and the planners (hoplan and the
+ * baselines).  This library has no sockets, no threads of its own and does
+ * no logging: every fallible call returns 0 or a negative code
+ * (hyperoffload/errors.h) and, where a message helps, fills a caller buffer.
+ *
+ * Indices vs ids: in memory, ops and storages are addressed by their index
+ * (uint32_t).  The trace's own storage ids (arbitrary uint64) are kept in
+ * plan_storage.id and are what the JSON and protobuf forms carry.
+ *
+ * Ownership: plan_trace_* and plan_schedule_* objects are heap objects owned
+ * by whoever received them from a *_new / *_read / plan_make call and are
+ * released with the matching *_free (which accepts NULL).
+ */
+#ifndef HO_PLANNER_PLAN_H
+#define HO_PLANNER_PLAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------ limits */
+
+#define PLAN_MAX_OPS (1u << 25)            /* 33.5 M ops per trace */
+#define PLAN_MAX_STORAGES (1u << 24)       /* 16.7 M storages */
+#define PLAN_MAX_REFS (1u << 28)           /* total read+write entries */
+#define PLAN_MAX_OP_REFS 65536u            /* reads+writes of one op */
+#define PLAN_MAX_STORAGE_BYTES (1ull << 50)/* 1 PiB per storage */
+#define PLAN_MAX_NAME 256u                 /* op / trace name bytes */
+#define PLAN_MAX_ACTIONS (1u << 28)
+#define PLAN_NONE UINT32_MAX               /* "no index" */
+
+/* ------------------------------------------------------------------ trace */
+
+typedef enum plan_kind {
+    PLAN_KIND_ACTIVATION = 0,
+    PLAN_KIND_PARAM,
+    PLAN_KIND_GRAD,
+    PLAN_KIND_OPTIMIZER,
+    PLAN_KIND_KV,
+    PLAN_KIND_OTHER,
+    PLAN_KIND__COUNT
+} plan_kind;
+
+typedef enum plan_initial {
+    PLAN_INIT_NONE = 0,   /* created by its first write */
+    PLAN_INIT_DEVICE,     /* on device at step start */
+    PLAN_INIT_HOST,       /* only a host copy at step start */
+    PLAN_INIT__COUNT
+} plan_initial;
+
+const char *plan_kind_name(plan_kind k);       /* "activation", ... */
+const char *plan_initial_name(plan_initial i); /* "none", "device", "host" */
+int plan_kind_parse(const char *s, plan_kind *ret);       /* 0 / -EINVAL */
+int plan_initial_parse(const char *s, plan_initial *ret); /* 0 / -EINVAL */
+
+typedef struct plan_storage {
+    uint64_t id;      /* the trace's id, unique */
+    uint64_t bytes;   /* > 0, <= PLAN_MAX_STORAGE_BYTES */
+    uint8_t kind;     /* plan_kind */
+    uint8_t initial;  /* plan_initial */
+    bool retained;
+    bool pinned;
+} plan_storage;
+
+typedef struct plan_link {
+    double h2d_gbps;   /* 10^9 bytes/s, > 0 */
+    double d2h_gbps;
+    double latency_us; /* >= 0 */
+    bool duplex;       /* separate H2D and D2H engines */
+} plan_link;
+
+typedef struct plan_op {
+    double duration_us;  /* >= 0 */
+    uint32_t name;       /* offset of a NUL-terminated name in trace->names */
+    uint32_t n_reads;
+    uint32_t n_writes;
+    uint64_t first_ref;  /* trace->refs[first_ref ..+n_reads] are reads,
+                            then n_writes writes (storage indices) */
+} plan_op;
+
+/* One access of a storage, derived by plan_trace_finish().  A storage that
+ * an op both reads and writes has one entry with both flags. */
+#define PLAN_ACC_READ 1u
+#define PLAN_ACC_WRITE 2u
+typedef struct plan_access {
+    uint32_t op;
+    uint32_t flags;
+} plan_access;
+
+typedef struct plan_trace {
+    char *name;                 /* owned; never NULL after new */
+    plan_link link;
+    uint32_t n_storages, cap_storages;
+    plan_storage *storages;
+    uint32_t n_ops, cap_ops;
+    plan_op *ops;
+    uint64_t n_refs, cap_refs;
+    uint32_t *refs;             /* storage indices */
+    char *names;                /* op names, NUL-separated */
+    size_t names_len, names_cap;
+
+    /* Derived by plan_trace_finish(); read-only afterwards. */
+    bool finished;
+    uint32_t *acc_start;        /* n_storages + 1 offsets into acc */
+    plan_access *acc;           /* accesses per storage, by op order */
+    void *id_index;             /* private: id -> index hash */
+} plan_trace;
+
+/* A new, empty trace with the given name (copied) and link.  NULL on OOM. */
+plan_trace *plan_trace_new(const char *name, const plan_link *link);
+void plan_trace_free(plan_trace *t);
+
+/* Append a storage.  Returns its index in *ret_index (may be NULL).
+ * -EINVAL for bytes == 0 or above the limit, bad kind/initial;
+ * HO_E_BAD_TRACE for a duplicate id (message names it); -E2BIG at the limit. */
+int plan_trace_add_storage(plan_trace *t, const plan_storage *s,
+                           uint32_t *ret_index, char *err, size_t errlen);
+
+/* Append an op.  reads/writes are storage *indices* already added.
+ * -EINVAL for a negative/NaN duration or an index out of range. */
+int plan_trace_add_op(plan_trace *t, const char *name, double duration_us,
+                      const uint32_t *reads, uint32_t n_reads,
+                      const uint32_t *writes, uint32_t n_writes,
+                      char *err, size_t errlen);
+
+/* Look up a storage index by id (works before and after finish).
+ * Returns PLAN_NONE when absent. */
+uint32_t plan_trace_find(const plan_trace *t, uint64_t id);
+
+/* Validate and derive the access lists.  Checks: at least one op; every
+ * `initial: none` storage is written before it is first read (the message
+ * names op and storage); duplicates inside one op's reads or writes are
+ * merged.  Storages never accessed are allowed.  HO_E_BAD_TRACE with a
+ * message naming the place.  Idempotent. */
+int plan_trace_finish(plan_trace *t, char *err, size_t errlen);
+
+static inline const char *plan_op_name(const plan_trace *t, uint32_t op)
+{
+    return t->names + t->ops[op].name;
+}
+
+/* Stable 64-bit hash of the trace content (not of its name). */
+uint64_t plan_trace_hash(const plan_trace *t);
+
+/* Summary used by `hoctl trace show` and by planners. */
+typedef struct plan_trace_summary {
+    uint32_t n_ops, n_storages;
+    uint64_t n_refs;
+    uint64_t bytes_by_kind[PLAN_KIND__COUNT];
+    uint32_t count_by_kind[PLAN_KIND__COUNT];
+    uint64_t total_bytes;
+    double compute_us;
+    uint64_t no_offload_peak;       /* peak of the `none` schedule */
+    uint64_t max_op_working_set;    /* largest bytes any single op needs */
+    uint32_t max_op_working_set_op;
+} plan_trace_summary;
+int plan_trace_summarize(const plan_trace *t, plan_trace_summary *ret);
+
+/* ------------------------------------------------------------------ schedule */
+
+typedef enum plan_act_kind {
+    PLAN_ACT_PREFETCH = 0,
+    PLAN_ACT_STORE,
+    PLAN_ACT_FREE_DEVICE,
+    PLAN_ACT_FREE_HOST,
+    PLAN_ACT__COUNT
+} plan_act_kind;
+
+typedef enum plan_when { PLAN_BEFORE = 0, PLAN_AFTER = 1 } plan_when;
+
+const char *plan_act_name(plan_act_kind k); /* "prefetch", ... */
+int plan_act_parse(const char *s, plan_act_kind *ret);
+
+typedef struct plan_action {
+    uint64_t storage_id; /* authoritative (serialised) */
+    uint32_t storage;    /* index into the trace, or PLAN_NONE until
+                            plan_schedule_bind() */
+    uint32_t op;
+    uint8_t when;        /* plan_when */
+    uint8_t kind;        /* plan_act_kind */
+} plan_action;
+
+typedef struct plan_metrics {
+    uint64_t peak_device_bytes;
+    uint64_t peak_host_bytes;
+    double compute_us;
+    double step_time_us;
+    double exposed_us;
+    uint64_t h2d_bytes;
+    uint64_t d2h_bytes;
+} plan_metrics;
+
+typedef struct plan_schedule {
+    char planner[32];
+    uint64_t budget_bytes;
+    size_t n_actions, cap_actions;
+    plan_action *actions;  /* in execution order (stable by op, when) */
+    bool has_predicted;
+    plan_metrics predicted;
+} plan_schedule;
+
+plan_schedule *plan_schedule_new(const char *planner, uint64_t budget);
+void plan_schedule_free(plan_schedule *s);
+/* Append; -ENOMEM, -E2BIG. `storage` is an index of `t` (t may be NULL if
+ * the caller fills storage_id itself through plan_schedule_push_id). */
+int plan_schedule_push(plan_schedule *s, const plan_trace *t, uint32_t op,
+                       plan_when when, plan_act_kind kind, uint32_t storage);
+int plan_schedule_push_id(plan_schedule *s, uint32_t op, plan_when when,
+                          plan_act_kind kind, uint64_t storage_id);
+/* Resolve storage ids to indices of `t`, and stable-sort by (op, when).
+ * HO_E_BAD_SCHEDULE naming the action for an unknown id or op index. */
+int plan_schedule_bind(plan_schedule *s, const plan_trace *t, char *err,
+                       size_t errlen);
+
+/* ------------------------------------------------------------------ judge */
+
+typedef struct plan_violation {
+    int code;            /* HO_E_BAD_SCHEDULE or 0 */
+    uint32_t op;         /* op index, PLAN_NONE for "at step end" */
+    uint64_t storage_id; /* offending storage id (UINT64_MAX if none) */
+    size_t action;       /* index of the offending action, SIZE_MAX if none */
+    char message[256];
+} plan_violation;
+
+/* Optional observer for pictures and tests.  Callbacks may be NULL. */
+typedef struct plan_sim_observer {
+    void *ctx;
+    /* device bytes allocated change at time t (after applying the change) */
+    void (*device_bytes)(void *ctx, double t_us, uint64_t bytes);
+    /* a copy: dir 0 = H2D, 1 = D2H */
+    void (*transfer)(void *ctx, int dir, uint32_t storage, double start_us,
+                     double end_us, uint64_t bytes);
+    /* op i ran from start to end */
+    void (*op)(void *ctx, uint32_t op, double start_us, double end_us);
+} plan_sim_observer;
+
+/* Run the execution model of PLANNER.md §3 exactly.  The schedule must be
+ * bound to `t` (plan_schedule_bind).  Returns 0 and fills *ret_metrics when
+ * the schedule is valid *and* peak_device_bytes <= s->budget_bytes;
+ * otherwise HO_E_BAD_SCHEDULE with the first violation in *ret_violation
+ * (metrics are still filled as far as computed).  obs may be NULL. */
+int plan_simulate(const plan_trace *t, const plan_schedule *s,
+                  plan_metrics *ret_metrics, plan_violation *ret_violation,
+                  const plan_sim_observer *obs);
+
+/* ------------------------------------------------------------------ planners */
+
+typedef struct plan_options {
+    const char *planner;        /* NULL or "hoplan"; see plan_planner_names */
+    uint32_t select_distance;   /* ms-distance, default 100 */
+    uint32_t select_num;        /* ms-distance, default 100 */
+    uint32_t prefetch_distance; /* ms-distance, default 50 */
+} plan_options;
+
+typedef struct plan_result {
+    uint64_t no_offload_peak;
+    uint64_t working_set_bound; /* largest single-op working set */
+    uint64_t min_budget;        /* smallest budget this planner can meet
+                                   (hoplan; 0 when not computed) */
+    double planning_ms;
+    char message[256];          /* why, when infeasible or failing */
+} plan_result;
+
+/* Names of the available planners, NULL-terminated:
+ * "hoplan", "none", "seed-greedy", "ms-distance", "reactive-lru", "oracle". */
+extern const char *const plan_planner_names[];
+
+/* Plan `t` (finished) for `budget` bytes of device memory.  On success a
+ * new schedule with `predicted` filled from plan_simulate.  hoplan returns
+ * HO_E_INFEASIBLE (and result->min_budget) when it cannot meet the budget;
+ * baselines return their schedule even when it goes over budget (the
+ * caller sees it through plan_simulate), and fail only on bad input.
+ * -EINVAL for an unknown planner name.  Deterministic. */
+int plan_make(const plan_trace *t, uint64_t budget, const plan_options *opt,
+              plan_schedule **ret, plan_result *result);
+
+/* ------------------------------------------------------------------ formats */
+
+/* JSON (PLANNER.md §1-§2).  Readers return HO_E_BAD_TRACE /
+ * HO_E_BAD_SCHEDULE with a message naming the place ("ops[12].reads[1]:
+ * unknown storage id 99"), -ENOENT/-EIO for the file.  A trace read is
+ * finished.  A schedule read is not bound (ids only). */
+int plan_trace_read_json(const char *path, plan_trace **ret, char *err,
+                         size_t errlen);
+int plan_trace_parse_json(const char *buf, size_t len, plan_trace **ret,
+                          char *err, size_t errlen);
+int plan_trace_write_json(const plan_trace *t, FILE *out);
+int plan_schedule_read_json(const char *path, plan_schedule **ret,
+                            char *err, size_t errlen);
+int plan_schedule_parse_json(const char *buf, size_t len,
+                             plan_schedule **ret, char *err, size_t errlen);
+int plan_schedule_write_json(const plan_schedule *s, FILE *out);
+
+/* Protobuf (proto/plan.proto), lossless against JSON.  *ret_buf is
+ * malloc'ed, owned by the caller. */
+int plan_trace_to_pb(const plan_trace *t, uint8_t **ret_buf, size_t *ret_len);
+int plan_trace_from_pb(const uint8_t *buf, size_t len, plan_trace **ret,
+                       char *err, size_t errlen);
+int plan_schedule_to_pb(const plan_schedule *s, uint8_t **ret_buf,
+                        size_t *ret_len);
+int plan_schedule_from_pb(const uint8_t *buf, size_t len,
+                          plan_schedule **ret, char *err, size_t errlen);
+
+/* Read a file in either format (JSON when it starts with '{' after
+ * whitespace, protobuf otherwise). */
+int plan_trace_read_file(const char *path, plan_trace **ret, char *err,
+                         size_t errlen);
+int plan_schedule_read_file(const char *path, plan_schedule **ret,
+                            char *err, size_t errlen);
+
+/* ------------------------------------------------------------------ workloads */
+
+typedef struct plan_model {
+    char name[32];
+    uint32_t layers, hidden, heads, kv_heads, ffn, vocab;
+    bool swiglu;
+} plan_model;
+
+typedef struct plan_device {
+    char name[32];
+    double tflops, hbm_gib, hbm_gbps, link_gbps, link_latency_us;
+} plan_device;
+
+/* Built-in copies of ../shared/workloads/{models,devices}.json. */
+const plan_model *plan_model_find(const char *name);
+const plan_device *plan_device_find(const char *name);
+extern const plan_model plan_models[];   /* terminated by name[0] == 0 */
+extern const plan_device plan_devices[];
+
+typedef struct plan_gen_train_cfg {
+    plan_model model;
+    plan_device device;
+    uint32_t seq;            /* tokens per sequence */
+    uint32_t micro_batch;    /* sequences per micro-batch */
+    uint32_t n_micro;        /* micro-batches (gradient accumulation) */
+    uint32_t dtype_bytes;    /* 2 for bf16 */
+    bool params_on_host;     /* parameters initial: host */
+    bool optimizer_on_host;  /* optimizer state initial: host */
+    bool optimizer_step;     /* include the optimizer update ops */
+} plan_gen_train_cfg;
+
+/* Decoder-only transformer training step (forward, backward per micro-
+ * batch, gradient accumulation, optimizer update) with durations from
+ * FLOPs and the device profile. */
+int plan_gen_train(const plan_gen_train_cfg *cfg, plan_trace **ret,
+                   char *err, size_t errlen);
+
+typedef struct plan_gen_decode_cfg {
+    plan_model model;
+    plan_device device;
+    uint32_t prompt;         /* prompt tokens already in the KV cache */
+    uint32_t tokens;         /* tokens generated in the step */
+    uint32_t batch;
+    uint32_t dtype_bytes;
+    uint32_t kv_block;       /* tokens per KV block storage */
+} plan_gen_decode_cfg;
+
+/* Inference decode with a KV cache that grows by blocks. */
+int plan_gen_decode(const plan_gen_decode_cfg *cfg, plan_trace **ret,
+                    char *err, size_t errlen);
+
+typedef struct plan_gen_random_cfg {
+    uint64_t seed;
+    uint32_t n_ops;
+    uint32_t n_storages;
+    uint32_t max_refs_per_op;
+    uint64_t min_bytes, max_bytes;
+    double p_initial_device, p_initial_host, p_retained, p_pinned;
+} plan_gen_random_cfg;
+
+/* Random but well-formed trace, for property tests and scale benchmarks. */
+int plan_gen_random(const plan_gen_random_cfg *cfg, plan_trace **ret,
+                    char *err, size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
