@@ -36,28 +36,52 @@ typedef struct tier_ddr_stats {
     uint64_t capacity;
     uint64_t used;            /* bytes charged (live, DDR-resident extents) */
     uint64_t committed;       /* sum of arena file sizes */
-    uint64_t largest_free;    /* capacity - used bounded by arena space */
-    double fragmentation;     /* over all arenas' committed space */
-    uint64_t extents;
+    uint64_t largest_free;    /* capacity - used, bounded by the largest
+                                 free block of any arena's offset space
+                                 (not bounded when there is no arena) */
+    double fragmentation;     /* 1 - largest_free / (capacity - used);
+                                 0 when the pool is full */
+    uint64_t extents;         /* live allocations, evicted ones included */
     uint32_t arenas;
     bool locked;              /* pages are being mlocked */
     int numa_node;            /* -1 when not bound */
-    char detail[160];         /* e.g. "mlock refused: Operation not
+    char detail[160];         /* "<numa>; <lock>", e.g. "bound to NUMA
+                                 node 0; mlock refused: Operation not
                                  permitted (RLIMIT_MEMLOCK 8 MiB)" */
 } tier_ddr_stats;
 
-/* Create the pool.  Checks capacity against the node's memory (numa or
- * sysinfo) and fails with HO_E_BAD_CONFIG and a message when it cannot be
- * met.  Tries mlock once and records why not in stats.detail. */
+/* Create the pool.  capacity is rounded down to align.  HO_E_BAD_CONFIG
+ * with a message in err when: align is not a power of two >= 4096 (with
+ * hugepages: not a multiple of 2 MiB), the rounded capacity is 0, the NUMA
+ * node does not exist, or the capacity exceeds the memory of the bound
+ * node (numa_node_size64) or of the host (sysinfo) -- the message gives
+ * both figures.  -ENOMEM.  When NUMA is unavailable the pool is created
+ * unbound and stats.detail says so.  With cfg->lock, tries mlock once on a
+ * scratch page and records a refusal in stats.detail (locked=false).
+ * On success *ret owns the pool (tier_ddr_free); *ret is untouched on
+ * failure. */
 int tier_ddr_new(const tier_ddr_config *cfg, tier_ddr **ret, char *err,
                  size_t errlen);
-tier_ddr *tier_ddr_free(tier_ddr *d); /* all arenas must be gone; NULL ok */
+/* Free the pool.  All arenas should be gone; any left are freed as by
+ * tier_arena_free (their pointers die with the pool).  NULL ok; NULL. */
+tier_ddr *tier_ddr_free(tier_ddr *d);
 
-/* New arena for an owner (name only for diagnostics).  NULL on failure
- * with the reason in err. The arena is owned by the caller and released
- * with tier_arena_free(), which also frees all of its extents. */
+/* New arena for an owner (name only for diagnostics: it appears, made of
+ * [A-Za-z0-9._:@-], in the memfd name "hyperoffload-arena-<id>-<owner>").
+ * The memfd is created (MFD_CLOEXEC|MFD_ALLOW_SEALING, MFD_HUGETLB with
+ * hugepages), sealed F_SEAL_SHRINK then F_SEAL_SEAL, mapped
+ * MAP_SHARED|MAP_NORESERVE over map_size (= pool capacity) and bound to
+ * the NUMA node (a failing mbind is recorded in stats.detail, the pool
+ * then stays unbound).  The file starts at size 0 and grows in 2 MiB steps
+ * as allocations need.  Arena ids start at 1 and are never reused by the
+ * pool.  NULL on failure with the reason in err. The arena is owned by the
+ * caller and released with tier_arena_free(), which also frees all of its
+ * extents. */
 tier_arena *tier_arena_new(tier_ddr *d, const char *owner, char *err,
                            size_t errlen);
+/* Punch the whole file (memory returns to the kernel even while clients
+ * still map it), unmap, close the memfd, uncharge the pool for the
+ * arena's resident extents.  NULL ok; returns NULL. */
 tier_arena *tier_arena_free(tier_arena *a);
 
 uint64_t tier_arena_id(const tier_arena *a);
@@ -66,18 +90,41 @@ uint64_t tier_arena_map_size(const tier_arena *a);
 uint8_t *tier_arena_base(const tier_arena *a); /* daemon's mapping */
 
 /* Allocate `len` bytes (rounded to align) in the arena, charging the pool.
- * HO_E_INVALID_SIZE, HO_E_TOO_LARGE (> capacity), HO_E_TIER_FULL. */
+ * HO_E_INVALID_SIZE (0, overflow), HO_E_TOO_LARGE (> capacity),
+ * HO_E_TIER_FULL (pool budget or the arena's offset space), -errno from
+ * ftruncate; state unchanged on failure.  Placement as tier_extents_alloc.
+ * The range reads as zeros (holes); while locking it is mlocked (and so
+ * populated) -- the first refusal turns locking off for the pool and is
+ * recorded in stats.detail, the allocation still succeeds. */
 int tier_arena_alloc(tier_arena *a, uint64_t len, uint64_t *ret_off,
                      uint64_t *ret_len);
-/* Free an allocation: punches the pages out, uncharges the pool. */
+/* Free an allocation (len as requested or rounded), resident or evicted:
+ * munlock and punch its pages out, uncharge the pool if resident.
+ * HO_E_UNKNOWN_EXTENT (unchanged), -errno from fallocate (unchanged). */
 int tier_arena_release(tier_arena *a, uint64_t off, uint64_t len);
 
 /* For spill: the allocation stays reserved in the arena's offset space but
- * its pages are punched out and the pool is uncharged. */
+ * its pages are munlocked and punched out (they read as zeros) and the
+ * pool is uncharged.  HO_E_UNKNOWN_EXTENT, HO_E_STATE when already
+ * evicted, -errno from fallocate; state unchanged on failure. */
 int tier_arena_evict(tier_arena *a, uint64_t off, uint64_t len);
 /* For fill: charge the pool again for an evicted allocation (pages are
- * faulted in by the writer).  HO_E_TIER_FULL when the pool is full. */
+ * faulted in by the writer; mlocked -- populated with zeros -- while
+ * locking).  HO_E_TIER_FULL when the pool is full, HO_E_UNKNOWN_EXTENT,
+ * HO_E_STATE when not evicted; state unchanged on failure. */
 int tier_arena_restore(tier_arena *a, uint64_t off, uint64_t len);
+/* 1 when the allocation is evicted, 0 when resident, HO_E_UNKNOWN_EXTENT. */
+int tier_arena_is_evicted(const tier_arena *a, uint64_t off, uint64_t len);
+
+typedef struct tier_arena_stats {
+    uint64_t resident;      /* bytes charged to the pool by this arena */
+    uint64_t reserved;      /* bytes of live allocations, evicted included */
+    uint64_t committed;     /* memfd file size */
+    uint64_t extents;       /* live allocations */
+    uint64_t largest_free;  /* largest free block of the offset space */
+} tier_arena_stats;
+
+void tier_arena_stats_get(const tier_arena *a, tier_arena_stats *ret);
 
 void tier_ddr_stats_get(const tier_ddr *d, tier_ddr_stats *ret);
 

@@ -1,0 +1,152 @@
+/*
+ * client/client_internal.h - what the files of libhyperoffload share, and
+ * the raw request interface hoctl uses (hoctl links the library's objects
+ * statically, so these hidden symbols are reachable to it but are not
+ * exported from libhyperoffload.so).
+ *
+ * Files:
+ *   transport.c  socket path, connect, frame I/O, descriptor queue, request
+ *                and reply matching across threads (hoc_call), errors
+ *   session.c    handshake (ho_connect/ho_close), Welcome facts, register
+ *                and the pool mapping, last error
+ *   extent.c     alloc / free / spill / fill
+ *   stats.c      tier statistics
+ *   size.c       IEC size formatting and parsing, version
+ *
+ * Locking: `mu` protects the request list, the reader hand-off, `dead`,
+ * `last_error` and the registration state; `wmu` serialises writes to the
+ * socket so frames never interleave.  The reader state (rbuf, frame reader,
+ * descriptor queue) belongs to whichever thread holds `reader_busy`.
+ * Welcome facts are written once in ho_connect() before the client is
+ * handed out; session facts are written once by ho_register() and
+ * published through the atomic `session_id`.
+ */
+#ifndef HO_CLIENT_INTERNAL_H
+#define HO_CLIENT_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "frame.h"
+#include "hyperoffload/client.h"
+
+#define HOC_RBUF_SIZE (64u * 1024u)  /* socket read buffer */
+#define HOC_MAX_FDS 8u               /* descriptors queued, at most */
+#define HOC_MAX_FDS_PER_MSG 4u       /* descriptors one recvmsg accepts */
+#define HOC_MAX_CAPS 64u             /* capabilities kept from Welcome */
+#define HOC_ERRLEN 512u
+
+/* One request waiting for its reply; lives on the caller's stack. */
+typedef struct hoc_pending {
+    uint64_t request_id;
+    Hyperoffload__Envelope *reply;  /* owned by the waiter once done */
+    int fd;                         /* descriptor that came with it, or -1 */
+    int err;                        /* transport failure, 0 if none */
+    bool done;
+    struct hoc_pending *next;
+} hoc_pending;
+
+struct ho_client {
+    int fd;
+    char socket_path[HO_SOCKET_PATH_MAX + 1];
+    char client_name[HO_CLIENT_MAX_NAME + 1];
+
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    pthread_mutex_t wmu;
+    bool reader_busy;
+    int dead;                  /* 0, or the code every new call returns */
+    uint64_t next_request_id;
+    hoc_pending *pending;      /* requests in flight */
+    char last_error[HOC_ERRLEN];
+
+    /* reader state: owned by the thread holding reader_busy */
+    ho_frame_reader reader;
+    uint8_t *rbuf;             /* HOC_RBUF_SIZE bytes */
+    size_t rbuf_off, rbuf_end;
+    int fdq[HOC_MAX_FDS];      /* received descriptors, arrival order */
+    unsigned fdq_len;
+    char read_why[128];        /* detail of the last read failure */
+
+    uint32_t send_limit;       /* largest frame payload we may send */
+    atomic_int shutting_down;
+
+    /* Welcome */
+    uint64_t connection_id;
+    uint32_t version;
+    uint32_t max_frame;
+    bool admin;
+    uint32_t uid, gid, pid;
+    char server_version[64];
+    char *caps[HOC_MAX_CAPS];  /* owned */
+    size_t ncaps;
+
+    /* session */
+    int register_state;        /* 0 none, 1 in progress, 2 done (under mu) */
+    atomic_uint_fast64_t session_id;
+    uint64_t arena_id;
+    uint8_t *pool;             /* MAP_SHARED mapping, owned */
+    uint64_t pool_size;
+    uint64_t ddr_alignment;
+    int device;
+    uint64_t hbm_granted;
+};
+
+/* transport.c ----------------------------------------------------------- */
+
+/* Connect a SOCK_STREAM socket to `path` (close-on-exec).  Returns the
+ * descriptor (>= 0) or -errno. */
+int hoc_socket_connect(const char *path);
+
+/* Prepare the transport parts of a zero-initialised client for `fd`
+ * (mutexes, read buffer, frame reader limited to `recv_limit`).  Returns
+ * 0 or -ENOMEM; on failure nothing is left to undo. */
+int hoc_transport_init(ho_client *c, int fd, uint32_t recv_limit);
+/* Close the socket and every queued descriptor, free the read buffer,
+ * destroy mutexes.  Safe on a client whose init succeeded. */
+void hoc_transport_done(ho_client *c);
+
+/* Send `req` (its version and request_id are overwritten) and wait for
+ * the reply with the same request id.  On success returns 0, *ret_reply is
+ * the decoded reply (owned by the caller, ho_frame_envelope_free()) and
+ * *ret_fd (may be NULL) the descriptor that came with it or -1 (owned by
+ * the caller; when ret_fd is NULL such a descriptor is closed).  An Error
+ * reply is not a success: its message is stored as the last error, the
+ * reply is freed and its negative code returned.  Transport failures:
+ * HO_E_DISCONNECTED (peer closed, reset, or the client is already dead),
+ * HO_E_FRAME_TOO_LARGE (request above the send limit: nothing sent, the
+ * connection stays usable; or a reply above the receive limit: the
+ * connection is closed), HO_E_PROTOCOL (undecodable reply, excess
+ * descriptors: the connection is closed), -ENOMEM. */
+int hoc_call(ho_client *c, Hyperoffload__Envelope *req,
+             Hyperoffload__Envelope **ret_reply, int *ret_fd);
+
+/* Record a library sentence as the last error (printf-style) and return
+ * `code`, for `return hoc_fail(c, code, "...", ...)`. */
+int hoc_fail(ho_client *c, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Mark the connection dead (every later call gets HO_E_DISCONNECTED),
+ * shut the socket down, and wake waiters with `err`. */
+void hoc_kill(ho_client *c, int err);
+
+/* Raise the receive limit after the handshake (reader must be idle). */
+void hoc_transport_set_limits(ho_client *c, uint32_t recv_limit,
+                              uint32_t send_limit);
+
+/* Like hoc_call(), and the reply must have body `want`: another kind is
+ * HO_E_PROTOCOL (the reply is freed, the connection stays usable). */
+int hoc_call_expect(ho_client *c, Hyperoffload__Envelope *req,
+                    Hyperoffload__Envelope__BodyCase want,
+                    Hyperoffload__Envelope **ret_reply, int *ret_fd);
+
+/* stats.c --------------------------------------------------------------- */
+
+/* Copy a TierStats into the public struct (strings truncated). */
+void hoc_tier_stats_copy(ho_tier_stats *dst,
+                         const Hyperoffload__TierStats *src);
+
+#endif

@@ -1,0 +1,511 @@
+/*
+ * client/transport.c - libhyperoffload's connection: socket path
+ * resolution, connect, frame I/O with descriptor passing, and matching of
+ * replies to requests across threads.
+ *
+ * Reading is done by whichever waiting thread finds nobody else reading
+ * (leader/follower): it reads one frame at a time without holding `mu`,
+ * then hands the reply to its waiter under `mu` and wakes everyone.  A
+ * thread whose own reply arrived stops reading; another waiter takes over.
+ */
+#include "client_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+/* ----------------------------------------------------------- socket path */
+
+static int copy_path(const char *src, char *buf, size_t len)
+{
+    size_t n = strlen(src);
+    if (n > HO_SOCKET_PATH_MAX || n >= len) {
+        buf[0] = '\0';
+        return -ENAMETOOLONG;
+    }
+    memcpy(buf, src, n + 1);
+    return 0;
+}
+
+HO_EXPORT int ho_socket_path(const char *explicit_path, char *buf,
+                             size_t len)
+{
+    if (!buf || len == 0)
+        return -EINVAL;
+    if (explicit_path && explicit_path[0])
+        return copy_path(explicit_path, buf, len);
+    const char *env = getenv(HO_SOCKET_ENV);
+    if (env && env[0])
+        return copy_path(env, buf, len);
+    struct stat st;
+    if (stat(HO_SOCKET_LOCAL, &st) == 0)
+        return copy_path(HO_SOCKET_LOCAL, buf, len);
+    return copy_path(HO_SOCKET_SYSTEM, buf, len);
+}
+
+int hoc_socket_connect(const char *path)
+{
+    struct sockaddr_un sa;
+    size_t n = strlen(path);
+    if (n == 0)
+        return -EINVAL;
+    if (n >= sizeof(sa.sun_path))
+        return -ENAMETOOLONG;
+    memset(&sa, 0, sizeof(sa));
+    sa.sun_family = AF_UNIX;
+    memcpy(sa.sun_path, path, n + 1);
+
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    for (;;) {
+        if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
+            return fd;
+        if (errno == EINTR)
+            continue;
+        if (errno == EISCONN) /* a connect interrupted earlier completed */
+            return fd;
+        int err = -errno;
+        close(fd);
+        return err;
+    }
+}
+
+/* ----------------------------------------------------------- errors */
+
+static void vset_error(ho_client *c, const char *fmt, va_list ap)
+{
+    vsnprintf(c->last_error, sizeof(c->last_error), fmt, ap);
+}
+
+int hoc_fail(ho_client *c, int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    pthread_mutex_lock(&c->mu);
+    vset_error(c, fmt, ap);
+    pthread_mutex_unlock(&c->mu);
+    va_end(ap);
+    return code;
+}
+
+/* With mu held: make the connection unusable and complete every waiter
+ * with `err`. */
+static void kill_locked(ho_client *c, int err)
+{
+    if (!c->dead) {
+        c->dead = HO_E_DISCONNECTED;
+        shutdown(c->fd, SHUT_RDWR);
+        if (err == HO_E_DISCONNECTED)
+            snprintf(c->last_error, sizeof(c->last_error),
+                     "connection to the daemon at %s lost", c->socket_path);
+        else
+            snprintf(c->last_error, sizeof(c->last_error),
+                     "connection to the daemon at %s closed: %s%s%s",
+                     c->socket_path, ho_strerror(err),
+                     c->read_why[0] ? ": " : "", c->read_why);
+    }
+    for (hoc_pending *p = c->pending; p; p = p->next) {
+        if (!p->done) {
+            p->err = err;
+            p->done = true;
+        }
+    }
+    pthread_cond_broadcast(&c->cv);
+}
+
+void hoc_kill(ho_client *c, int err)
+{
+    pthread_mutex_lock(&c->mu);
+    kill_locked(c, err);
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* ----------------------------------------------------------- init / done */
+
+int hoc_transport_init(ho_client *c, int fd, uint32_t recv_limit)
+{
+    c->rbuf = malloc(HOC_RBUF_SIZE);
+    if (!c->rbuf)
+        return -ENOMEM;
+    if (pthread_mutex_init(&c->mu, NULL) != 0)
+        goto fail_buf;
+    if (pthread_mutex_init(&c->wmu, NULL) != 0)
+        goto fail_mu;
+    if (pthread_cond_init(&c->cv, NULL) != 0)
+        goto fail_wmu;
+    c->fd = fd;
+    c->next_request_id = 0;
+    c->send_limit = HO_FRAME_LIMIT_HANDSHAKE;
+    ho_frame_reader_init(&c->reader, recv_limit);
+    atomic_init(&c->shutting_down, 0);
+    return 0;
+
+fail_wmu:
+    pthread_mutex_destroy(&c->wmu);
+fail_mu:
+    pthread_mutex_destroy(&c->mu);
+fail_buf:
+    free(c->rbuf);
+    c->rbuf = NULL;
+    return -ENOMEM;
+}
+
+void hoc_transport_done(ho_client *c)
+{
+    if (c->fd >= 0)
+        close(c->fd);
+    c->fd = -1;
+    for (unsigned i = 0; i < c->fdq_len; i++)
+        close(c->fdq[i]);
+    c->fdq_len = 0;
+    ho_frame_reader_done(&c->reader);
+    free(c->rbuf);
+    c->rbuf = NULL;
+    pthread_cond_destroy(&c->cv);
+    pthread_mutex_destroy(&c->wmu);
+    pthread_mutex_destroy(&c->mu);
+}
+
+void hoc_transport_set_limits(ho_client *c, uint32_t recv_limit,
+                              uint32_t send_limit)
+{
+    pthread_mutex_lock(&c->mu);
+    ho_frame_reader_set_limit(&c->reader, recv_limit);
+    c->send_limit = send_limit;
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* ----------------------------------------------------------- I/O */
+
+static int send_all(int fd, const uint8_t *buf, size_t len)
+{
+    while (len > 0) {
+        ssize_t n = send(fd, buf, len, MSG_NOSIGNAL);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EPIPE || errno == ECONNRESET || errno == ENOTCONN)
+                return HO_E_DISCONNECTED;
+            return -errno;
+        }
+        buf += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+/* Receive more bytes into rbuf (which must be empty) and queue any
+ * descriptors that came with them.  Reader context.  Returns 0 or a
+ * connection-fatal code. */
+static int recv_more(ho_client *c)
+{
+    union {
+        char buf[CMSG_SPACE(sizeof(int) * HOC_MAX_FDS_PER_MSG)];
+        struct cmsghdr align;
+    } ctrl;
+    struct iovec iov = {.iov_base = c->rbuf, .iov_len = HOC_RBUF_SIZE};
+    struct msghdr msg;
+    ssize_t n;
+
+    for (;;) {
+        memset(&msg, 0, sizeof(msg));
+        msg.msg_iov = &iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = ctrl.buf;
+        msg.msg_controllen = sizeof(ctrl.buf);
+        n = recvmsg(c->fd, &msg, MSG_CMSG_CLOEXEC);
+        if (n >= 0 || errno != EINTR)
+            break;
+    }
+    if (n < 0) {
+        if (errno == ECONNRESET || errno == EPIPE || errno == ENOTCONN)
+            return HO_E_DISCONNECTED;
+        return -errno;
+    }
+
+    int rc = 0;
+    for (struct cmsghdr *cm = CMSG_FIRSTHDR(&msg); cm;
+         cm = CMSG_NXTHDR(&msg, cm)) {
+        if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+            continue;
+        size_t nfd = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (size_t i = 0; i < nfd; i++) {
+            int fd;
+            memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+            if (c->fdq_len < HOC_MAX_FDS) {
+                c->fdq[c->fdq_len++] = fd;
+            } else {
+                close(fd);
+                snprintf(c->read_why, sizeof(c->read_why),
+                         "more than %u descriptors pending", HOC_MAX_FDS);
+                rc = HO_E_PROTOCOL;
+            }
+        }
+    }
+    if (msg.msg_flags & MSG_CTRUNC) {
+        snprintf(c->read_why, sizeof(c->read_why),
+                 "ancillary data truncated");
+        rc = HO_E_PROTOCOL;
+    }
+    if (rc < 0)
+        return rc;
+    if (n == 0)
+        return HO_E_DISCONNECTED;
+    c->rbuf_off = 0;
+    c->rbuf_end = (size_t)n;
+    return 0;
+}
+
+/* Does this reply announce a descriptor sent with it? */
+static bool wants_fd(const Hyperoffload__Envelope *env)
+{
+    if (env->body_case == HYPEROFFLOAD__ENVELOPE__BODY_REGISTER_REPLY &&
+        env->register_reply && env->register_reply->arena)
+        return env->register_reply->arena->fd_attached;
+    return false;
+}
+
+/* Read one envelope.  Reader context, mu not held.  On success *ret_env
+ * is set; a body this library does not know decodes with body_case
+ * NOT_SET.  *ret_fd is the descriptor the envelope announced, or -1.
+ * Returns 0 or a connection-fatal code. */
+static int read_envelope(ho_client *c, Hyperoffload__Envelope **ret_env,
+                         int *ret_fd)
+{
+    for (;;) {
+        if (c->rbuf_off < c->rbuf_end) {
+            size_t used = 0, plen = 0;
+            uint8_t *payload = NULL;
+            int rc = ho_frame_reader_feed(&c->reader, c->rbuf + c->rbuf_off,
+                                          c->rbuf_end - c->rbuf_off, &used,
+                                          &payload, &plen);
+            c->rbuf_off += used;
+            if (rc == HO_E_FRAME_TOO_LARGE)
+                snprintf(c->read_why, sizeof(c->read_why),
+                         "reply of %u bytes exceeds the limit %u",
+                         ho_frame_header_len(c->reader.hdr), c->reader.limit);
+            else if (rc == HO_E_PROTOCOL)
+                snprintf(c->read_why, sizeof(c->read_why),
+                         "zero-length frame");
+            if (rc < 0)
+                return rc;
+            if (rc == 1) {
+                Hyperoffload__Envelope *env =
+                    hyperoffload__envelope__unpack(NULL, plen, payload);
+                free(payload);
+                if (!env) {
+                    snprintf(c->read_why, sizeof(c->read_why),
+                             "undecodable frame of %zu bytes", plen);
+                    return HO_E_PROTOCOL;
+                }
+                int fd = -1;
+                if (wants_fd(env)) {
+                    if (c->fdq_len == 0) {
+                        ho_frame_envelope_free(env);
+                        snprintf(c->read_why, sizeof(c->read_why),
+                                 "a reply announces a descriptor that did "
+                                 "not arrive");
+                        return HO_E_PROTOCOL;
+                    }
+                    fd = c->fdq[0];
+                    memmove(c->fdq, c->fdq + 1,
+                            (c->fdq_len - 1) * sizeof(int));
+                    c->fdq_len--;
+                }
+                *ret_env = env;
+                *ret_fd = fd;
+                return 0;
+            }
+            continue;
+        }
+        int rc = recv_more(c);
+        if (rc < 0)
+            return rc;
+    }
+}
+
+/* With mu held: hand an envelope to its waiter, or consume an event. */
+static void dispatch_locked(ho_client *c, Hyperoffload__Envelope *env, int fd)
+{
+    if (env->request_id == 0) {
+        if (env->body_case == HYPEROFFLOAD__ENVELOPE__BODY_EVENT &&
+            env->event &&
+            env->event->kind == HYPEROFFLOAD__EVENT_KIND__EVENT_SHUTTING_DOWN)
+            atomic_store(&c->shutting_down, 1);
+        else if (env->body_case == HYPEROFFLOAD__ENVELOPE__BODY_ERROR &&
+                 env->error && env->error->message)
+            /* A connection-level error (the close follows): keep why. */
+            snprintf(c->last_error, sizeof(c->last_error), "%s",
+                     env->error->message);
+        goto drop;
+    }
+    for (hoc_pending *p = c->pending; p; p = p->next) {
+        if (p->request_id == env->request_id && !p->done) {
+            if (env->body_case == HYPEROFFLOAD__ENVELOPE__BODY__NOT_SET) {
+                p->err = HO_E_PROTOCOL; /* a reply kind we cannot read */
+                p->done = true;
+                goto drop;
+            }
+            p->reply = env;
+            p->fd = fd;
+            p->done = true;
+            return;
+        }
+    }
+drop:
+    /* A reply nobody waits for (cannot happen with a correct daemon). */
+    if (fd >= 0)
+        close(fd);
+    ho_frame_envelope_free(env);
+}
+
+static void unlink_locked(ho_client *c, hoc_pending *p)
+{
+    for (hoc_pending **pp = &c->pending; *pp; pp = &(*pp)->next) {
+        if (*pp == p) {
+            *pp = p->next;
+            return;
+        }
+    }
+}
+
+int hoc_call(ho_client *c, Hyperoffload__Envelope *req,
+             Hyperoffload__Envelope **ret_reply, int *ret_fd)
+{
+    hoc_pending p = {.fd = -1};
+    uint8_t *frame = NULL;
+    size_t flen = 0;
+    int rc;
+
+    pthread_mutex_lock(&c->mu);
+    if (c->dead) {
+        rc = c->dead;
+        pthread_mutex_unlock(&c->mu);
+        return rc;
+    }
+    p.request_id = ++c->next_request_id;
+    uint32_t send_limit = c->send_limit;
+    req->version = c->version ? c->version : HO_PROTO_VERSION;
+    req->request_id = p.request_id;
+    p.next = c->pending;
+    c->pending = &p;
+    pthread_mutex_unlock(&c->mu);
+
+    rc = ho_frame_encode(req, &frame, &flen);
+    if (rc == 0 && flen - HO_FRAME_HEADER > send_limit) {
+        free(frame);
+        frame = NULL;
+        rc = HO_E_FRAME_TOO_LARGE;
+    }
+    if (rc < 0) {
+        pthread_mutex_lock(&c->mu);
+        unlink_locked(c, &p);
+        snprintf(c->last_error, sizeof(c->last_error),
+                 rc == HO_E_FRAME_TOO_LARGE
+                     ? "request of %zu bytes exceeds the frame limit %u"
+                     : "cannot encode a request of %zu bytes (limit %u)",
+                 flen, send_limit);
+        pthread_mutex_unlock(&c->mu);
+        return rc;
+    }
+
+    pthread_mutex_lock(&c->wmu);
+    rc = send_all(c->fd, frame, flen);
+    pthread_mutex_unlock(&c->wmu);
+    free(frame);
+
+    pthread_mutex_lock(&c->mu);
+    if (rc < 0)
+        kill_locked(c, rc); /* a partial frame leaves the stream unusable */
+    while (!p.done) {
+        if (c->reader_busy) {
+            pthread_cond_wait(&c->cv, &c->mu);
+            continue;
+        }
+        c->reader_busy = true;
+        pthread_mutex_unlock(&c->mu);
+        Hyperoffload__Envelope *env = NULL;
+        int fd = -1;
+        int rrc = read_envelope(c, &env, &fd);
+        pthread_mutex_lock(&c->mu);
+        c->reader_busy = false;
+        if (rrc < 0)
+            kill_locked(c, rrc);
+        else
+            dispatch_locked(c, env, fd);
+        pthread_cond_broadcast(&c->cv);
+    }
+    unlink_locked(c, &p);
+
+    if (p.err) {
+        rc = p.err;
+        pthread_mutex_unlock(&c->mu);
+        return rc;
+    }
+    Hyperoffload__Envelope *reply = p.reply;
+    if (reply->body_case == HYPEROFFLOAD__ENVELOPE__BODY_ERROR) {
+        const Hyperoffload__Error *e = reply->error;
+        rc = e ? ho_frame_error_code(e) : HO_E_PROTOCOL;
+        if (rc >= 0)
+            rc = HO_E_INTERNAL;
+        snprintf(c->last_error, sizeof(c->last_error), "%s",
+                 e && e->message && e->message[0] ? e->message
+                                                  : ho_strerror(rc));
+        pthread_mutex_unlock(&c->mu);
+        if (p.fd >= 0)
+            close(p.fd);
+        ho_frame_envelope_free(reply);
+        return rc;
+    }
+    pthread_mutex_unlock(&c->mu);
+
+    *ret_reply = reply;
+    if (ret_fd)
+        *ret_fd = p.fd;
+    else if (p.fd >= 0)
+        close(p.fd);
+    return 0;
+}
+
+static const char *body_name(Hyperoffload__Envelope__BodyCase b)
+{
+    const ProtobufCFieldDescriptor *f =
+        protobuf_c_message_descriptor_get_field(
+            &hyperoffload__envelope__descriptor, (unsigned)b);
+    return f ? f->name : "nothing";
+}
+
+int hoc_call_expect(ho_client *c, Hyperoffload__Envelope *req,
+                    Hyperoffload__Envelope__BodyCase want,
+                    Hyperoffload__Envelope **ret_reply, int *ret_fd)
+{
+    Hyperoffload__Envelope *reply = NULL;
+    int fd = -1;
+    int rc = hoc_call(c, req, &reply, &fd);
+    if (rc < 0)
+        return rc;
+    if (reply->body_case != want) {
+        Hyperoffload__Envelope__BodyCase got = reply->body_case;
+        if (fd >= 0)
+            close(fd);
+        ho_frame_envelope_free(reply);
+        return hoc_fail(c, HO_E_PROTOCOL,
+                        "daemon answered %s with %s instead of %s",
+                        body_name(req->body_case), body_name(got),
+                        body_name(want));
+    }
+    *ret_reply = reply;
+    if (ret_fd)
+        *ret_fd = fd;
+    else if (fd >= 0)
+        close(fd);
+    return 0;
+}

@@ -1,0 +1,1201 @@
+/* daemon/config.c - see config.h. */
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+
+#include "hyperoffload/errors.h"
+#include "log.h"
+
+typedef enum cfg_type {
+    T_SIZE,      /* uint64_t, IEC suffixes */
+    T_U32,       /* uint32_t */
+    T_I32,       /* int32_t */
+    T_BOOL,      /* bool */
+    T_STR,       /* char *, length min..max */
+    T_MODE,      /* uint32_t, octal permission bits */
+    T_LEVEL,     /* int, log level name */
+    T_PATHLIST,  /* char *[SRV_MAX_FLASH] + uint32_t count */
+    T_SIZELIST,  /* uint64_t[SRV_MAX_DEVICES] + uint32_t count */
+    T_NAMELIST,  /* char [SRV_MAX_DEVICES][SRV_DEVICE_NAME] + count */
+} cfg_type;
+
+typedef struct cfg_row {
+    const char *section;
+    const char *key;
+    const char *flag;      /* without the leading "--" */
+    cfg_type type;
+    size_t off;            /* field in srv_config */
+    size_t count_off;      /* list types: uint32_t count field */
+    int64_t min, max;      /* value bounds (strings, lists: lengths/items) */
+    const char *def;       /* default, as config text */
+    bool runtime;          /* applied by SIGHUP without a restart */
+    const char *help;
+} cfg_row;
+
+#define F(field) offsetof(srv_config, field)
+#define KiB (1ll << 10)
+#define MiB (1ll << 20)
+#define GiB (1ll << 30)
+#define TiB (1ll << 40)
+#define PiB (1ll << 50)
+
+/* The settings.  Sections appear in this order in files and help. */
+static const cfg_row rows[] = {
+    {"server", "socket", "socket", T_STR, F(socket), 0, 1,
+     sizeof(((struct sockaddr_un *)0)->sun_path) - 1,
+     "./.hyperoffload/hyperoffloadd.sock", false,
+     "Unix socket path (ignored when systemd passes a socket)"},
+    {"server", "socket_mode", "socket-mode", T_MODE, F(socket_mode), 0, 0,
+     0777, "0660", false,
+     "permission bits of the socket file the daemon creates"},
+    {"server", "state_dir", "state-dir", T_STR, F(state_dir), 0, 1,
+     PATH_MAX - 64, "./.hyperoffload/state", false,
+     "directory for persistent state (quotas)"},
+    {"server", "max_connections", "max-connections", T_U32,
+     F(max_connections), 0, 1, 65536, "1024", true,
+     "connections served at once; more are refused with an error"},
+    {"server", "max_frame", "max-frame", T_SIZE, F(max_frame), 0, 64 * KiB,
+     GiB, "64M", false,
+     "largest frame accepted after the handshake (announced in Welcome)"},
+    {"server", "max_output", "max-output", T_SIZE, F(max_output), 0, MiB,
+     4 * GiB, "128M", true,
+     "replies queued for one connection before it is dropped as too slow"},
+    {"server", "max_extents_per_session", "max-extents", T_U32,
+     F(max_extents), 0, 1, 1 << 24, "65536", true,
+     "extents one session may hold at once"},
+    {"server", "admin_group", "admin-group", T_STR, F(admin_group), 0, 0, 255,
+     "hyperoffload", true,
+     "members of this group (and root) may use admin requests; empty: root "
+     "only"},
+    {"server", "watchdog", "watchdog", T_BOOL, F(watchdog), 0, 0, 1, "yes",
+     true, "send WATCHDOG=1 pings when systemd asks for them"},
+    {"server", "drain_timeout", "drain-timeout", T_U32, F(drain_timeout_s), 0,
+     0, 3600, "10", true,
+     "seconds SIGTERM waits for moves and plans in flight"},
+    {"log", "level", "log-level", T_LEVEL, F(log_level), 0, 0, 0, "info",
+     true, "error, warning, notice, info or debug"},
+    {"ddr", "capacity", "ddr-capacity", T_SIZE, F(ddr_capacity), 0, 4 * MiB,
+     64 * TiB, "1G", false, "bytes of host DDR the pool may hold"},
+    {"ddr", "numa_node", "ddr-numa-node", T_I32, F(ddr_numa_node), 0, -1, 1023,
+     "-1", false, "NUMA node the pool's pages are bound to; -1: no binding"},
+    {"ddr", "lock", "ddr-lock", T_BOOL, F(ddr_lock), 0, 0, 1, "yes", false,
+     "mlock pool pages (needs CAP_IPC_LOCK or LimitMEMLOCK)"},
+    {"ddr", "hugepages", "ddr-hugepages", T_BOOL, F(ddr_hugepages), 0, 0, 1,
+     "no", false, "back arenas with 2 MiB huge pages (MFD_HUGETLB)"},
+    {"ddr", "alignment", "ddr-alignment", T_SIZE, F(ddr_alignment), 0, 4 * KiB,
+     GiB, "4K", false, "extent alignment, a power of two"},
+    {"flash", "paths", "flash-paths", T_PATHLIST, F(flash_paths), F(n_flash),
+     1, SRV_MAX_FLASH, "./.hyperoffload/flash0", false,
+     "comma-separated flash files, one preallocated file each"},
+    {"flash", "capacity", "flash-capacity", T_SIZE, F(flash_capacity), 0, MiB,
+     PiB, "4G", false, "bytes of each flash file"},
+    {"flash", "direct", "flash-direct", T_BOOL, F(flash_direct), 0, 0, 1,
+     "yes", false, "use O_DIRECT (buffered I/O when the filesystem refuses)"},
+    {"devices", "count", "devices", T_U32, F(n_devices), 0, 0,
+     SRV_MAX_DEVICES, "2", false, "accelerator devices whose HBM is budgeted"},
+    {"devices", "names", "device-names", T_NAMELIST, F(device_names),
+     F(n_device_names), 0, SRV_MAX_DEVICES, "", false,
+     "comma-separated device names; empty: emu0, emu1, ..."},
+    {"devices", "hbm_capacity", "hbm-capacity", T_SIZELIST, F(hbm_capacity),
+     F(n_hbm_capacity), MiB, PiB, "1G", false,
+     "HBM bytes per device: one value for all, or one per device"},
+    {"devices", "hbm_reserve", "hbm-reserve", T_SIZELIST, F(hbm_reserve),
+     F(n_hbm_reserve), 0, PiB, "0", false,
+     "HBM bytes per device kept back from grants: one value or one per "
+     "device"},
+    {"planning", "planner", "planner", T_STR, F(planner), 0, 1, 31, "hoplan",
+     true, "planner used when a PlanRequest names none"},
+    {"planning", "cache_entries", "plan-cache", T_U32, F(plan_cache), 0, 0,
+     4096, "64", true, "plans kept in the cache (0 disables caching)"},
+};
+
+#define N_ROWS ((int)(sizeof(rows) / sizeof(rows[0])))
+
+static const char *const sections[] = {"server", "log", "ddr", "flash",
+                                       "devices", "planning"};
+#define N_SECTIONS ((int)(sizeof(sections) / sizeof(sections[0])))
+
+/* Planner names of planner/plan.h (plan_planner_names); kept here so the
+ * config has no link dependency on the planner. */
+static const char *const planner_names[] = {
+    "hoplan", "none", "seed-greedy", "ms-distance", "reactive-lru", "oracle"};
+
+static void errf(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void errf(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (!err || !errlen)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+int srv_config_rows(void) { return N_ROWS; }
+bool srv_config_row_runtime(int row) { return rows[row].runtime; }
+const char *srv_config_row_flag(int row) { return rows[row].flag; }
+
+const char *srv_config_row_name(int row)
+{
+    static char names[N_ROWS][64];
+    if (!names[row][0])
+        snprintf(names[row], sizeof(names[row]), "%s.%s", rows[row].section,
+                 rows[row].key);
+    return names[row];
+}
+
+/* ------------------------------------------------------------------ sizes */
+
+int srv_size_parse(const char *s, uint64_t *ret)
+{
+    static const struct {
+        const char *suffix;
+        unsigned shift;
+    } units[] = {{"", 0},    {"B", 0},    {"K", 10},  {"KiB", 10},
+                 {"M", 20},  {"MiB", 20}, {"G", 30},  {"GiB", 30},
+                 {"T", 40},  {"TiB", 40}, {"P", 50},  {"PiB", 50}};
+    if (!s || !isdigit((unsigned char)*s))
+        return -EINVAL;
+    uint64_t v = 0;
+    const char *p = s;
+    while (isdigit((unsigned char)*p)) {
+        unsigned d = (unsigned)(*p - '0');
+        if (v > (UINT64_MAX - d) / 10)
+            return -ERANGE;
+        v = v * 10 + d;
+        p++;
+    }
+    if (*p == ' ')
+        p++;
+    for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+        if (strcasecmp(p, units[i].suffix) != 0)
+            continue;
+        if (units[i].shift && v > (UINT64_MAX >> units[i].shift))
+            return -ERANGE;
+        *ret = v << units[i].shift;
+        return 0;
+    }
+    return -EINVAL;
+}
+
+const char *srv_size_format(uint64_t bytes, char *buf, size_t len)
+{
+    static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB",
+                                       "PiB", "EiB"};
+    if (bytes < 1024) {
+        snprintf(buf, len, "%llu B", (unsigned long long)bytes);
+        return buf;
+    }
+    int u = 0;
+    double v = (double)bytes;
+    while (v >= 1024.0 && u < 6) {
+        v /= 1024.0;
+        u++;
+    }
+    snprintf(buf, len, "%.1f %s", v, unit[u]);
+    return buf;
+}
+
+/* Config text for a size: the largest exact suffix. */
+static void size_text(uint64_t v, char *buf, size_t len)
+{
+    static const char suf[] = "KMGTP";
+    int u = -1;
+    while (v && u < 4 && (v & 1023) == 0) {
+        v >>= 10;
+        u++;
+    }
+    if (u < 0)
+        snprintf(buf, len, "%llu", (unsigned long long)v);
+    else
+        snprintf(buf, len, "%llu%c", (unsigned long long)v, suf[u]);
+}
+
+/* "64 TiB" for bound messages; exact when the value is a whole unit. */
+static void bound_text(cfg_type t, int64_t v, char *buf, size_t len)
+{
+    if (t == T_SIZE || t == T_SIZELIST) {
+        char a[32];
+        size_text((uint64_t)v, a, sizeof(a));
+        if (v >= 1024) {
+            char h[32];
+            srv_size_format((uint64_t)v, h, sizeof(h));
+            snprintf(buf, len, "%s (%s)", a, h);
+        } else {
+            snprintf(buf, len, "%s", a);
+        }
+    } else {
+        snprintf(buf, len, "%lld", (long long)v);
+    }
+}
+
+/* ------------------------------------------------------------------ values */
+
+static int parse_uint(const char *s, uint64_t *ret)
+{
+    if (!isdigit((unsigned char)*s))
+        return -EINVAL;
+    errno = 0;
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno == ERANGE)
+        return -ERANGE;
+    if (*end)
+        return -EINVAL;
+    *ret = v;
+    return 0;
+}
+
+static int parse_int(const char *s, int64_t *ret)
+{
+    const char *p = s;
+    if (*p == '-' || *p == '+')
+        p++;
+    if (!isdigit((unsigned char)*p))
+        return -EINVAL;
+    errno = 0;
+    char *end;
+    long long v = strtoll(s, &end, 10);
+    if (errno == ERANGE)
+        return -ERANGE;
+    if (*end)
+        return -EINVAL;
+    *ret = v;
+    return 0;
+}
+
+static int parse_bool(const char *s, bool *ret)
+{
+    static const char *const yes[] = {"yes", "true", "on", "1"};
+    static const char *const no[] = {"no", "false", "off", "0"};
+    for (int i = 0; i < 4; i++) {
+        if (strcasecmp(s, yes[i]) == 0) {
+            *ret = true;
+            return 0;
+        }
+        if (strcasecmp(s, no[i]) == 0) {
+            *ret = false;
+            return 0;
+        }
+    }
+    return -EINVAL;
+}
+
+/* Parse one size against the row's bounds; err gets the reason only. */
+static int parse_bounded_size(const cfg_row *r, const char *s, uint64_t *ret,
+                              char *err, size_t errlen)
+{
+    uint64_t v;
+    int rc = srv_size_parse(s, &v);
+    if (rc == -ERANGE) {
+        errf(err, errlen, "'%s' is too large", s);
+        return HO_E_BAD_CONFIG;
+    }
+    if (rc < 0) {
+        errf(err, errlen,
+             "'%s' is not a size (a number with an optional K, M, G, T or P "
+             "suffix)", s);
+        return HO_E_BAD_CONFIG;
+    }
+    char b[80];
+    if (v < (uint64_t)r->min) {
+        bound_text(r->type, r->min, b, sizeof(b));
+        errf(err, errlen, "'%s' is below the minimum %s", s, b);
+        return HO_E_BAD_CONFIG;
+    }
+    if (v > (uint64_t)r->max) {
+        bound_text(r->type, r->max, b, sizeof(b));
+        errf(err, errlen, "'%s' is above the maximum %s", s, b);
+        return HO_E_BAD_CONFIG;
+    }
+    *ret = v;
+    return 0;
+}
+
+static void trim(char **s)
+{
+    char *p = *s;
+    while (isspace((unsigned char)*p))
+        p++;
+    size_t n = strlen(p);
+    while (n && isspace((unsigned char)p[n - 1]))
+        p[--n] = '\0';
+    *s = p;
+}
+
+/* Split a comma list into at most max trimmed items (in a copy owned by
+ * *ret_copy).  Empty text gives 0 items; empty items are an error. */
+static int split_list(const char *s, char **items, uint32_t max,
+                      uint32_t *ret_n, char **ret_copy, char *err,
+                      size_t errlen)
+{
+    char *copy = strdup(s);
+    if (!copy)
+        return -ENOMEM;
+    uint32_t n = 0;
+    char *p = copy;
+    trim(&p);
+    if (*p) {
+        for (;;) {
+            char *comma = strchr(p, ',');
+            if (comma)
+                *comma = '\0';
+            char *item = p;
+            trim(&item);
+            if (!*item) {
+                errf(err, errlen, "'%s' has an empty item", s);
+                free(copy);
+                return HO_E_BAD_CONFIG;
+            }
+            if (n >= max) {
+                errf(err, errlen, "'%s' has more than the maximum %u items",
+                     s, max);
+                free(copy);
+                return HO_E_BAD_CONFIG;
+            }
+            items[n++] = item;
+            if (!comma)
+                break;
+            p = comma + 1;
+        }
+    }
+    *ret_n = n;
+    *ret_copy = copy;
+    return 0;
+}
+
+/* Set row r of c from text; on failure err gets the reason (no place). */
+static int set_row(srv_config *c, const cfg_row *r, const char *value,
+                   char *err, size_t errlen)
+{
+    char *field = (char *)c + r->off;
+    char b[80];
+    int rc;
+
+    switch (r->type) {
+    case T_SIZE: {
+        uint64_t v;
+        rc = parse_bounded_size(r, value, &v, err, errlen);
+        if (rc < 0)
+            return rc;
+        *(uint64_t *)(void *)field = v;
+        return 0;
+    }
+    case T_U32:
+    case T_I32: {
+        int64_t v;
+        if (r->type == T_U32) {
+            uint64_t u;
+            rc = parse_uint(value, &u);
+            v = rc == 0 && u > INT64_MAX ? INT64_MAX : (int64_t)u;
+        } else {
+            rc = parse_int(value, &v);
+        }
+        if (rc == -ERANGE) {
+            errf(err, errlen, "'%s' is out of range (%lld..%lld)", value,
+                 (long long)r->min, (long long)r->max);
+            return HO_E_BAD_CONFIG;
+        }
+        if (rc < 0) {
+            errf(err, errlen, "'%s' is not %s", value,
+                 r->type == T_U32 ? "a non-negative integer" : "an integer");
+            return HO_E_BAD_CONFIG;
+        }
+        if (v < r->min) {
+            bound_text(r->type, r->min, b, sizeof(b));
+            errf(err, errlen, "'%s' is below the minimum %s", value, b);
+            return HO_E_BAD_CONFIG;
+        }
+        if (v > r->max) {
+            bound_text(r->type, r->max, b, sizeof(b));
+            errf(err, errlen, "'%s' is above the maximum %s", value, b);
+            return HO_E_BAD_CONFIG;
+        }
+        if (r->type == T_U32)
+            *(uint32_t *)(void *)field = (uint32_t)v;
+        else
+            *(int32_t *)(void *)field = (int32_t)v;
+        return 0;
+    }
+    case T_BOOL: {
+        bool v;
+        if (parse_bool(value, &v) < 0) {
+            errf(err, errlen, "'%s' is not a boolean (yes/no, true/false, "
+                 "on/off, 1/0)", value);
+            return HO_E_BAD_CONFIG;
+        }
+        *(bool *)field = v;
+        return 0;
+    }
+    case T_MODE: {
+        char *end;
+        errno = 0;
+        if (!*value || !isdigit((unsigned char)*value)) {
+            errf(err, errlen, "'%s' is not an octal mode such as 0660",
+                 value);
+            return HO_E_BAD_CONFIG;
+        }
+        unsigned long v = strtoul(value, &end, 8);
+        if (*end || errno) {
+            errf(err, errlen, "'%s' is not an octal mode such as 0660",
+                 value);
+            return HO_E_BAD_CONFIG;
+        }
+        if (v > (unsigned long)r->max) {
+            errf(err, errlen, "'%s' is above the maximum 0777", value);
+            return HO_E_BAD_CONFIG;
+        }
+        *(uint32_t *)(void *)field = (uint32_t)v;
+        return 0;
+    }
+    case T_LEVEL: {
+        int lv;
+        if (srv_log_level_parse(value, &lv) < 0) {
+            errf(err, errlen, "'%s' is not a log level (error, warning, "
+                 "notice, info, debug)", value);
+            return HO_E_BAD_CONFIG;
+        }
+        *(int *)(void *)field = lv;
+        return 0;
+    }
+    case T_STR: {
+        size_t n = strlen(value);
+        if ((int64_t)n < r->min) {
+            errf(err, errlen, "an empty value is not allowed");
+            return HO_E_BAD_CONFIG;
+        }
+        if ((int64_t)n > r->max) {
+            errf(err, errlen, "'%.40s...' is %zu bytes, above the maximum "
+                 "%lld", value, n, (long long)r->max);
+            return HO_E_BAD_CONFIG;
+        }
+        for (size_t i = 0; i < n; i++)
+            if (iscntrl((unsigned char)value[i])) {
+                errf(err, errlen, "control characters are not allowed");
+                return HO_E_BAD_CONFIG;
+            }
+        char *s = strdup(value);
+        if (!s)
+            return -ENOMEM;
+        char **slot = (char **)(void *)field;
+        free(*slot);
+        *slot = s;
+        return 0;
+    }
+    case T_PATHLIST:
+    case T_SIZELIST:
+    case T_NAMELIST: {
+        char *items[SRV_MAX_DEVICES];
+        uint32_t n, max = (uint32_t)(r->type == T_PATHLIST ? r->max
+                                                           : SRV_MAX_DEVICES);
+        char *copy = NULL;
+        rc = split_list(value, items, max, &n, &copy, err, errlen);
+        if (rc < 0)
+            return rc;
+        uint32_t *count = (uint32_t *)(void *)((char *)c + r->count_off);
+        if (r->type == T_PATHLIST) {
+            char *paths[SRV_MAX_FLASH] = {0};
+            if (n < (uint32_t)r->min) {
+                errf(err, errlen, "at least %lld path is required",
+                     (long long)r->min);
+                rc = HO_E_BAD_CONFIG;
+                goto list_out;
+            }
+            for (uint32_t i = 0; i < n; i++) {
+                if (strlen(items[i]) > PATH_MAX - 64) {
+                    errf(err, errlen, "path %u is longer than %d bytes", i,
+                         PATH_MAX - 64);
+                    rc = HO_E_BAD_CONFIG;
+                    goto paths_fail;
+                }
+                paths[i] = strdup(items[i]);
+                if (!paths[i]) {
+                    rc = -ENOMEM;
+                    goto paths_fail;
+                }
+            }
+            char **slots = (char **)(void *)field;
+            for (uint32_t i = 0; i < SRV_MAX_FLASH; i++) {
+                free(slots[i]);
+                slots[i] = paths[i];
+            }
+            *count = n;
+            rc = 0;
+            goto list_out;
+        paths_fail:
+            for (uint32_t i = 0; i < n; i++)
+                free(paths[i]);
+            goto list_out;
+        }
+        if (r->type == T_SIZELIST) {
+            uint64_t vals[SRV_MAX_DEVICES];
+            if (n == 0) {
+                errf(err, errlen, "at least one size is required");
+                rc = HO_E_BAD_CONFIG;
+                goto list_out;
+            }
+            for (uint32_t i = 0; i < n; i++) {
+                rc = parse_bounded_size(r, items[i], &vals[i], err, errlen);
+                if (rc < 0)
+                    goto list_out;
+            }
+            memcpy(field, vals, n * sizeof(uint64_t));
+            *count = n;
+            rc = 0;
+            goto list_out;
+        }
+        /* T_NAMELIST */
+        for (uint32_t i = 0; i < n; i++) {
+            size_t len = strlen(items[i]);
+            if (len >= SRV_DEVICE_NAME) {
+                errf(err, errlen, "name '%s' is longer than %d bytes",
+                     items[i], SRV_DEVICE_NAME - 1);
+                rc = HO_E_BAD_CONFIG;
+                goto list_out;
+            }
+            for (size_t k = 0; k < len; k++)
+                if (!isgraph((unsigned char)items[i][k])) {
+                    errf(err, errlen, "name '%s' has a space or control "
+                         "character", items[i]);
+                    rc = HO_E_BAD_CONFIG;
+                    goto list_out;
+                }
+        }
+        {
+            char(*names)[SRV_DEVICE_NAME] = (char(*)[SRV_DEVICE_NAME])(void *)field;
+            for (uint32_t i = 0; i < n; i++)
+                snprintf(names[i], SRV_DEVICE_NAME, "%s", items[i]);
+            *count = n;
+        }
+        rc = 0;
+    list_out:
+        free(copy);
+        return rc;
+    }
+    }
+    return HO_E_INTERNAL;
+}
+
+void srv_config_format(const srv_config *c, int row, char *buf, size_t len)
+{
+    const cfg_row *r = &rows[row];
+    const char *field = (const char *)c + r->off;
+    switch (r->type) {
+    case T_SIZE:
+        size_text(*(const uint64_t *)(const void *)field, buf, len);
+        return;
+    case T_U32:
+        snprintf(buf, len, "%u", *(const uint32_t *)(const void *)field);
+        return;
+    case T_I32:
+        snprintf(buf, len, "%d", *(const int32_t *)(const void *)field);
+        return;
+    case T_BOOL:
+        snprintf(buf, len, "%s", *(const bool *)field ? "yes" : "no");
+        return;
+    case T_MODE:
+        snprintf(buf, len, "0%03o", *(const uint32_t *)(const void *)field);
+        return;
+    case T_LEVEL:
+        snprintf(buf, len, "%s",
+                 srv_log_level_name(*(const int *)(const void *)field));
+        return;
+    case T_STR: {
+        const char *s = *(char *const *)(const void *)field;
+        snprintf(buf, len, "%s", s ? s : "");
+        return;
+    }
+    case T_PATHLIST:
+    case T_SIZELIST:
+    case T_NAMELIST: {
+        uint32_t n = *(const uint32_t *)(const void *)((const char *)c +
+                                                       r->count_off);
+        size_t off = 0;
+        buf[0] = '\0';
+        for (uint32_t i = 0; i < n && off < len; i++) {
+            char item[PATH_MAX];
+            if (r->type == T_PATHLIST)
+                snprintf(item, sizeof(item), "%s",
+                         ((char *const *)(const void *)field)[i]);
+            else if (r->type == T_SIZELIST)
+                size_text(((const uint64_t *)(const void *)field)[i], item,
+                          sizeof(item));
+            else
+                snprintf(item, sizeof(item), "%s",
+                         ((const char(*)[SRV_DEVICE_NAME])(const void *)field)[i]);
+            int w = snprintf(buf + off, len - off, "%s%s", i ? "," : "", item);
+            if (w < 0)
+                break;
+            off += (size_t)w;
+        }
+        return;
+    }
+    }
+    buf[0] = '\0';
+}
+
+static int find_row(const char *section, const char *key)
+{
+    for (int i = 0; i < N_ROWS; i++)
+        if (strcmp(rows[i].section, section) == 0 &&
+            strcmp(rows[i].key, key) == 0)
+            return i;
+    return -1;
+}
+
+static bool known_section(const char *s)
+{
+    for (int i = 0; i < N_SECTIONS; i++)
+        if (strcmp(sections[i], s) == 0)
+            return true;
+    return false;
+}
+
+int srv_config_set(srv_config *c, const char *section, const char *key,
+                   const char *value, char *err, size_t errlen)
+{
+    if (!known_section(section)) {
+        errf(err, errlen, "unknown section [%s]", section);
+        return -ENOENT;
+    }
+    int row = find_row(section, key);
+    if (row < 0) {
+        errf(err, errlen, "unknown key '%s' in section [%s]", key, section);
+        return -ENOENT;
+    }
+    char why[512];
+    int rc = set_row(c, &rows[row], value, why, sizeof(why));
+    if (rc < 0)
+        errf(err, errlen, "[%s] %s: %s", section, key, why);
+    return rc;
+}
+
+int srv_config_copy_row(srv_config *dst, const srv_config *src, int row)
+{
+    char text[SRV_MAX_FLASH * PATH_MAX];
+    char why[256];
+    srv_config_format(src, row, text, sizeof(text));
+    int rc = set_row(dst, &rows[row], text, why, sizeof(why));
+    return rc == -ENOMEM ? rc : 0;
+}
+
+/* ------------------------------------------------------------------ init */
+
+void srv_config_done(srv_config *c)
+{
+    if (!c)
+        return;
+    free(c->socket);
+    free(c->state_dir);
+    free(c->admin_group);
+    free(c->planner);
+    free(c->config_path);
+    for (int i = 0; i < SRV_MAX_FLASH; i++)
+        free(c->flash_paths[i]);
+    memset(c, 0, sizeof(*c));
+}
+
+int srv_config_init(srv_config *c)
+{
+    memset(c, 0, sizeof(*c));
+    for (int i = 0; i < N_ROWS; i++) {
+        char why[256];
+        int rc = set_row(c, &rows[i], rows[i].def, why, sizeof(why));
+        if (rc < 0) {
+            srv_config_done(c);
+            /* A default that does not parse is a bug of the table. */
+            return rc == -ENOMEM ? rc : HO_E_INTERNAL;
+        }
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ files */
+
+int srv_config_load_file(srv_config *c, const char *path, char *err,
+                         size_t errlen)
+{
+    int rc = 0;
+    char *buf = NULL;
+    int first_line[N_ROWS] = {0};
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        rc = -errno;
+        errf(err, errlen, "%s: %s", path, strerror(errno));
+        return rc;
+    }
+    struct stat st;
+    if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+        errf(err, errlen, "%s: is a directory", path);
+        rc = -EISDIR;
+        goto out;
+    }
+    buf = malloc(SRV_MAX_CONFIG_LINE + 2);
+    if (!buf) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    char section[64] = "";
+    unsigned lineno = 0;
+    size_t total = 0;
+    while (fgets(buf, SRV_MAX_CONFIG_LINE + 2, f)) {
+        lineno++;
+        size_t n = strlen(buf);
+        total += n;
+        if (total > SRV_MAX_CONFIG_FILE) {
+            errf(err, errlen, "%s: file is larger than %u bytes", path,
+                 SRV_MAX_CONFIG_FILE);
+            rc = HO_E_BAD_CONFIG;
+            goto out;
+        }
+        if (n && buf[n - 1] != '\n' && !feof(f)) {
+            errf(err, errlen, "%s:%u: line is longer than %u bytes", path,
+                 lineno, SRV_MAX_CONFIG_LINE);
+            rc = HO_E_BAD_CONFIG;
+            goto out;
+        }
+        char *p = buf;
+        trim(&p);
+        if (!*p || *p == '#' || *p == ';')
+            continue;
+        if (*p == '[') {
+            char *end = strchr(p, ']');
+            char *tail = end ? end + 1 : NULL;
+            if (tail)
+                trim(&tail);
+            if (!end || (tail && *tail && *tail != '#' && *tail != ';')) {
+                errf(err, errlen, "%s:%u: malformed section header '%s'",
+                     path, lineno, p);
+                rc = HO_E_BAD_CONFIG;
+                goto out;
+            }
+            *end = '\0';
+            char *name = p + 1;
+            trim(&name);
+            if (!known_section(name)) {
+                errf(err, errlen, "%s:%u: unknown section [%s] (known: "
+                     "server, log, ddr, flash, devices, planning)", path,
+                     lineno, name);
+                rc = HO_E_BAD_CONFIG;
+                goto out;
+            }
+            snprintf(section, sizeof(section), "%s", name);
+            continue;
+        }
+        char *eq = strchr(p, '=');
+        if (!eq) {
+            errf(err, errlen, "%s:%u: expected 'key = value', got '%s'", path,
+                 lineno, p);
+            rc = HO_E_BAD_CONFIG;
+            goto out;
+        }
+        *eq = '\0';
+        char *key = p, *value = eq + 1;
+        trim(&key);
+        trim(&value);
+        if (*value == '"') {
+            char *close = strchr(value + 1, '"');
+            char *tail = close ? close + 1 : NULL;
+            if (tail)
+                trim(&tail);
+            if (!close || (*tail && *tail != '#' && *tail != ';')) {
+                errf(err, errlen, "%s:%u: unterminated quoted value for '%s'",
+                     path, lineno, key);
+                rc = HO_E_BAD_CONFIG;
+                goto out;
+            }
+            *close = '\0';
+            value++;
+        } else {
+            /* A comment after the value needs whitespace before it. */
+            for (char *q = value; *q; q++)
+                if ((*q == '#' || *q == ';') && q > value &&
+                    isspace((unsigned char)q[-1])) {
+                    *q = '\0';
+                    trim(&value);
+                    break;
+                }
+        }
+        if (!*section) {
+            errf(err, errlen, "%s:%u: key '%s' is outside of any [section]",
+                 path, lineno, key);
+            rc = HO_E_BAD_CONFIG;
+            goto out;
+        }
+        int row = find_row(section, key);
+        if (row < 0) {
+            errf(err, errlen, "%s:%u: unknown key '%s' in section [%s]", path,
+                 lineno, key, section);
+            rc = HO_E_BAD_CONFIG;
+            goto out;
+        }
+        if (first_line[row]) {
+            errf(err, errlen, "%s:%u: [%s] %s is set twice (first at line "
+                 "%d)", path, lineno, section, key, first_line[row]);
+            rc = HO_E_BAD_CONFIG;
+            goto out;
+        }
+        first_line[row] = (int)lineno;
+        char why[512];
+        rc = set_row(c, &rows[row], value, why, sizeof(why));
+        if (rc < 0) {
+            if (rc != -ENOMEM) {
+                errf(err, errlen, "%s:%u: [%s] %s: %s", path, lineno, section,
+                     key, why);
+                rc = HO_E_BAD_CONFIG;
+            } else {
+                errf(err, errlen, "%s:%u: out of memory", path, lineno);
+            }
+            goto out;
+        }
+    }
+    if (ferror(f)) {
+        rc = -EIO;
+        errf(err, errlen, "%s: read error", path);
+    }
+out:
+    free(buf);
+    fclose(f);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ checks */
+
+uint64_t srv_config_hbm_capacity(const srv_config *c, uint32_t i)
+{
+    if (c->n_hbm_capacity == 0)
+        return 0;
+    return c->n_hbm_capacity == 1 ? c->hbm_capacity[0]
+           : i < c->n_hbm_capacity ? c->hbm_capacity[i] : 0;
+}
+
+uint64_t srv_config_hbm_reserve(const srv_config *c, uint32_t i)
+{
+    if (c->n_hbm_reserve == 0)
+        return 0;
+    return c->n_hbm_reserve == 1 ? c->hbm_reserve[0]
+           : i < c->n_hbm_reserve ? c->hbm_reserve[i] : 0;
+}
+
+void srv_config_device_name(const srv_config *c, uint32_t i, char *buf,
+                            size_t len)
+{
+    if (i < c->n_device_names)
+        snprintf(buf, len, "%s", c->device_names[i]);
+    else
+        snprintf(buf, len, "emu%u", i);
+}
+
+int srv_config_validate(const srv_config *c, char *err, size_t errlen)
+{
+    char a[64], b[64];
+    if (c->ddr_alignment & (c->ddr_alignment - 1)) {
+        size_text(c->ddr_alignment, a, sizeof(a));
+        errf(err, errlen, "[ddr] alignment %s is not a power of two", a);
+        return HO_E_BAD_CONFIG;
+    }
+    if (c->ddr_capacity < c->ddr_alignment) {
+        errf(err, errlen, "[ddr] capacity is smaller than [ddr] alignment");
+        return HO_E_BAD_CONFIG;
+    }
+    if (c->ddr_hugepages) {
+        if (c->ddr_alignment < 2 * MiB) {
+            size_text(c->ddr_alignment, a, sizeof(a));
+            errf(err, errlen, "[ddr] hugepages = yes needs [ddr] alignment of "
+                 "at least 2M (it is %s)", a);
+            return HO_E_BAD_CONFIG;
+        }
+        if (c->ddr_capacity % (2 * MiB)) {
+            size_text(c->ddr_capacity, a, sizeof(a));
+            errf(err, errlen, "[ddr] hugepages = yes needs [ddr] capacity to "
+                 "be a multiple of 2M (it is %s)", a);
+            return HO_E_BAD_CONFIG;
+        }
+    }
+    if (c->max_output < c->max_frame) {
+        size_text(c->max_output, a, sizeof(a));
+        size_text(c->max_frame, b, sizeof(b));
+        errf(err, errlen, "[server] max_output %s is below [server] max_frame "
+             "%s", a, b);
+        return HO_E_BAD_CONFIG;
+    }
+    if (strlen(c->socket) >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
+        errf(err, errlen, "[server] socket path is too long");
+        return HO_E_BAD_CONFIG;
+    }
+    for (uint32_t i = 0; i < c->n_flash; i++)
+        for (uint32_t j = i + 1; j < c->n_flash; j++)
+            if (strcmp(c->flash_paths[i], c->flash_paths[j]) == 0) {
+                errf(err, errlen, "[flash] paths lists '%s' twice",
+                     c->flash_paths[i]);
+                return HO_E_BAD_CONFIG;
+            }
+    if (c->n_hbm_capacity != 1 && c->n_hbm_capacity != c->n_devices) {
+        errf(err, errlen, "[devices] hbm_capacity has %u values but [devices] "
+             "count is %u (give one value for all or one per device)",
+             c->n_hbm_capacity, c->n_devices);
+        return HO_E_BAD_CONFIG;
+    }
+    if (c->n_hbm_reserve != 1 && c->n_hbm_reserve != c->n_devices) {
+        errf(err, errlen, "[devices] hbm_reserve has %u values but [devices] "
+             "count is %u (give one value for all or one per device)",
+             c->n_hbm_reserve, c->n_devices);
+        return HO_E_BAD_CONFIG;
+    }
+    if (c->n_device_names != 0 && c->n_device_names != c->n_devices) {
+        errf(err, errlen, "[devices] names has %u names but [devices] count "
+             "is %u", c->n_device_names, c->n_devices);
+        return HO_E_BAD_CONFIG;
+    }
+    for (uint32_t i = 0; i < c->n_devices; i++) {
+        uint64_t cap = srv_config_hbm_capacity(c, i);
+        uint64_t res = srv_config_hbm_reserve(c, i);
+        if (res >= cap) {
+            size_text(res, a, sizeof(a));
+            size_text(cap, b, sizeof(b));
+            errf(err, errlen, "[devices] hbm_reserve %s of device %u is not "
+                 "below its hbm_capacity %s", a, i, b);
+            return HO_E_BAD_CONFIG;
+        }
+        for (uint32_t j = i + 1; j < c->n_device_names; j++)
+            if (strcmp(c->device_names[i], c->device_names[j]) == 0) {
+                errf(err, errlen, "[devices] names lists '%s' twice",
+                     c->device_names[i]);
+                return HO_E_BAD_CONFIG;
+            }
+    }
+    bool known = false;
+    for (size_t i = 0; i < sizeof(planner_names) / sizeof(planner_names[0]); i++)
+        if (strcmp(c->planner, planner_names[i]) == 0)
+            known = true;
+    if (!known) {
+        errf(err, errlen, "[planning] planner '%s' is not one of hoplan, "
+             "none, seed-greedy, ms-distance, reactive-lru, oracle",
+             c->planner);
+        return HO_E_BAD_CONFIG;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ argv */
+
+static int find_flag(const char *name, size_t len)
+{
+    for (int i = 0; i < N_ROWS; i++)
+        if (strlen(rows[i].flag) == len && strncmp(rows[i].flag, name, len) == 0)
+            return i;
+    return -1;
+}
+
+int srv_cmdline_parse(int argc, char **argv, srv_cmdline *ret, char *err,
+                      size_t errlen)
+{
+    memset(ret, 0, sizeof(*ret));
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            ret->help = true;
+            continue;
+        }
+        if (strcmp(a, "-V") == 0 || strcmp(a, "--version") == 0) {
+            ret->version = true;
+            continue;
+        }
+        if (strcmp(a, "--check-config") == 0) {
+            ret->check_config = true;
+            continue;
+        }
+        if (strcmp(a, "--print-config") == 0) {
+            ret->print_config = true;
+            continue;
+        }
+        if (strncmp(a, "--", 2) != 0 || !a[2]) {
+            errf(err, errlen, "unexpected argument '%s' (see --help)", a);
+            return HO_E_BAD_CONFIG;
+        }
+        const char *name = a + 2;
+        const char *eq = strchr(name, '=');
+        size_t len = eq ? (size_t)(eq - name) : strlen(name);
+        const char *value = eq ? eq + 1 : NULL;
+        bool is_config = len == 6 && strncmp(name, "config", 6) == 0;
+        int row = is_config ? -1 : find_flag(name, len);
+        if (!is_config && row < 0) {
+            errf(err, errlen, "unknown option '--%.*s' (see --help)",
+                 (int)len, name);
+            return HO_E_BAD_CONFIG;
+        }
+        if (!value) {
+            bool is_bool = row >= 0 && rows[row].type == T_BOOL;
+            if (is_bool && (i + 1 >= argc || strncmp(argv[i + 1], "--", 2) == 0))
+                value = "yes";
+            else if (i + 1 < argc)
+                value = argv[++i];
+            else {
+                errf(err, errlen, "option '%s' needs a value", a);
+                return HO_E_BAD_CONFIG;
+            }
+        }
+        if (is_config) {
+            if (!*value) {
+                errf(err, errlen, "option '--config' needs a file name");
+                return HO_E_BAD_CONFIG;
+            }
+            ret->config_path = value;
+            continue;
+        }
+        if (ret->n_settings >= (int)(sizeof(ret->settings) /
+                                     sizeof(ret->settings[0]))) {
+            errf(err, errlen, "too many options");
+            return HO_E_BAD_CONFIG;
+        }
+        ret->settings[ret->n_settings].row = row;
+        ret->settings[ret->n_settings].value = value;
+        ret->settings[ret->n_settings].flag = rows[row].flag;
+        ret->n_settings++;
+    }
+    return 0;
+}
+
+int srv_config_build(const srv_cmdline *cl, srv_config *ret, char *err,
+                     size_t errlen)
+{
+    srv_config c;
+    int rc = srv_config_init(&c);
+    if (rc < 0) {
+        errf(err, errlen, "out of memory");
+        return rc;
+    }
+    if (cl->config_path) {
+        rc = srv_config_load_file(&c, cl->config_path, err, errlen);
+        if (rc < 0)
+            goto fail;
+        char *abs = realpath(cl->config_path, NULL);
+        c.config_path = abs ? abs : strdup(cl->config_path);
+        if (!c.config_path) {
+            rc = -ENOMEM;
+            goto fail;
+        }
+    }
+    for (int i = 0; i < cl->n_settings; i++) {
+        const cfg_row *r = &rows[cl->settings[i].row];
+        char why[512];
+        rc = set_row(&c, r, cl->settings[i].value, why, sizeof(why));
+        if (rc < 0) {
+            errf(err, errlen, "--%s: %s", r->flag, why);
+            goto fail;
+        }
+    }
+    rc = srv_config_validate(&c, err, errlen);
+    if (rc < 0)
+        goto fail;
+    *ret = c;
+    return 0;
+fail:
+    srv_config_done(&c);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ output */
+
+static const char *type_word(cfg_type t)
+{
+    switch (t) {
+    case T_SIZE: return "SIZE";
+    case T_U32:
+    case T_I32: return "N";
+    case T_BOOL: return "BOOL";
+    case T_STR: return "TEXT";
+    case T_MODE: return "MODE";
+    case T_LEVEL: return "LEVEL";
+    case T_PATHLIST: return "PATH[,PATH]";
+    case T_SIZELIST: return "SIZE[,SIZE]";
+    case T_NAMELIST: return "NAME[,NAME]";
+    }
+    return "VALUE";
+}
+
+static void bounds_line(const cfg_row *r, char *buf, size_t len)
+{
+    char a[80], b[80];
+    switch (r->type) {
+    case T_SIZE:
+    case T_SIZELIST:
+        size_text((uint64_t)r->min, a, sizeof(a));
+        size_text((uint64_t)r->max, b, sizeof(b));
+        snprintf(buf, len, "%s..%s", a, b);
+        return;
+    case T_U32:
+    case T_I32:
+        bound_text(r->type, r->min, a, sizeof(a));
+        bound_text(r->type, r->max, b, sizeof(b));
+        snprintf(buf, len, "%s..%s", a, b);
+        return;
+    case T_MODE:
+        snprintf(buf, len, "0000..0777");
+        return;
+    default:
+        buf[0] = '\0';
+    }
+}
+
+void srv_config_write_help(const char *prog, FILE *out)
+{
+    fprintf(out,
+            "Usage: %s [--config FILE] [--check-config] [--print-config] "
+            "[OPTION VALUE]...\n"
+            "HyperOffload node memory-tiering daemon.\n\n"
+            "  --config FILE      read settings from an INI file (flags "
+            "override it)\n"
+            "  --check-config     validate the settings and exit (0 valid, 1 "
+            "not)\n"
+            "  --print-config     print the effective settings as a config "
+            "file and exit\n"
+            "  --help, --version\n\n"
+            "Settings ([section] key in a config file; * = applied on "
+            "SIGHUP):\n",
+            prog);
+    for (int i = 0; i < N_ROWS; i++) {
+        const cfg_row *r = &rows[i];
+        char opt[64], bounds[96];
+        snprintf(opt, sizeof(opt), "--%s %s", r->flag, type_word(r->type));
+        bounds_line(r, bounds, sizeof(bounds));
+        fprintf(out, "  %-34s %s%s\n", opt, r->runtime ? "* " : "  ", r->help);
+        fprintf(out, "  %-34s   [%s] %s, default '%s'%s%s\n", "", r->section,
+                r->key, r->def, bounds[0] ? ", " : "", bounds);
+    }
+}
+
+void srv_config_write_ini(const srv_config *c, bool commented, FILE *out)
+{
+    fprintf(out, "# hyperoffloadd configuration.  Every setting is shown with "
+                 "its default;\n# flags (--section-key style, see "
+                 "hyperoffloadd --help) override this file.\n"
+                 "# Settings marked 'reload' are applied on SIGHUP, the "
+                 "others need a restart.\n");
+    for (int s = 0; s < N_SECTIONS; s++) {
+        fprintf(out, "\n[%s]\n", sections[s]);
+        for (int i = 0; i < N_ROWS; i++) {
+            const cfg_row *r = &rows[i];
+            if (strcmp(r->section, sections[s]) != 0)
+                continue;
+            char bounds[96], val[SRV_MAX_FLASH * 256];
+            bounds_line(r, bounds, sizeof(bounds));
+            srv_config_format(c, i, val, sizeof(val));
+            fprintf(out, "# %s.\n# flag --%s%s%s; %s\n", r->help, r->flag,
+                    bounds[0] ? "; range " : "", bounds,
+                    r->runtime ? "reload" : "restart");
+            fprintf(out, "%s%s = %s\n", commented ? "#" : "", r->key, val);
+        }
+    }
+}

@@ -1,0 +1,170 @@
+/*
+ * daemon/config.h - hyperoffloadd's settings.
+ *
+ * Every setting is one row of a table (config.c): section, key, flag, type,
+ * bounds, default (as text, parsed by the same code as a file value),
+ * whether a running daemon can apply a new value on SIGHUP, and a help
+ * sentence.  The help text (--help), the example config and the docs are
+ * generated from / checked against that table.
+ *
+ * Sources, later ones win: the embedded defaults, the INI file given with
+ * --config, then the command-line flags.  A setting given twice in the same
+ * file is an error; a flag given twice takes the last value.
+ *
+ * INI syntax: "[section]", "key = value", blank lines, whole-line comments
+ * starting with '#' or ';', and trailing comments introduced by " #" or
+ * " ;".  Values may be quoted with "..." (no escapes).  Unknown sections and
+ * keys are errors.  Sizes accept IEC suffixes: K, M, G, T, P (factor 1024),
+ * also written KiB, MiB, ...; a plain number is bytes.
+ *
+ * Errors are written into a caller buffer naming the place ("FILE:LINE: "
+ * or "--flag: "), the setting ("[ddr] capacity"), the value and the bound
+ * that was violated.  Nothing here logs.
+ */
+#ifndef HO_DAEMON_CONFIG_H
+#define HO_DAEMON_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define SRV_MAX_FLASH 16        /* flash paths */
+#define SRV_MAX_DEVICES 64      /* emulated / real devices */
+#define SRV_DEVICE_NAME 32      /* bytes incl. NUL (tier_hbm_device.name) */
+#define SRV_MAX_CONFIG_FILE (1u << 20) /* bytes of a config file */
+#define SRV_MAX_CONFIG_LINE 4096
+
+typedef struct srv_config {
+    /* [server] */
+    char *socket;                 /* owned */
+    uint32_t socket_mode;
+    char *state_dir;              /* owned */
+    uint32_t max_connections;
+    uint64_t max_frame;
+    uint64_t max_output;
+    uint32_t max_extents;         /* per session */
+    char *admin_group;            /* owned; "" = only root is admin */
+    bool watchdog;
+    uint32_t drain_timeout_s;
+    /* [log] */
+    int log_level;                /* srv_log_level */
+    /* [ddr] */
+    uint64_t ddr_capacity;
+    int32_t ddr_numa_node;        /* -1 none */
+    bool ddr_lock;
+    bool ddr_hugepages;
+    uint64_t ddr_alignment;
+    /* [flash] */
+    uint32_t n_flash;
+    char *flash_paths[SRV_MAX_FLASH]; /* owned */
+    uint64_t flash_capacity;      /* per path */
+    bool flash_direct;
+    /* [devices] */
+    uint32_t n_devices;
+    uint32_t n_device_names;      /* 0: generated "emu<i>" */
+    char device_names[SRV_MAX_DEVICES][SRV_DEVICE_NAME];
+    uint32_t n_hbm_capacity;      /* 1 (applies to all) or n_devices */
+    uint64_t hbm_capacity[SRV_MAX_DEVICES];
+    uint32_t n_hbm_reserve;
+    uint64_t hbm_reserve[SRV_MAX_DEVICES];
+    /* [planning] */
+    char *planner;                /* owned */
+    uint32_t plan_cache;          /* entries */
+
+    char *config_path;            /* owned; NULL: embedded default */
+} srv_config;
+
+/* What the command line asked for besides settings. */
+typedef struct srv_cmdline {
+    const char *config_path;      /* --config FILE (points into argv) */
+    bool check_config;            /* --check-config */
+    bool print_config;            /* --print-config */
+    bool help;                    /* --help / -h */
+    bool version;                 /* --version / -V */
+    int n_settings;               /* flags that set a setting */
+    struct {
+        int row;                  /* index in the table */
+        const char *value;        /* points into argv */
+        const char *flag;         /* as written, for messages */
+    } settings[128];
+} srv_cmdline;
+
+/* Fill *c with the embedded defaults.  0 or -ENOMEM (then *c holds no
+ * allocation).  Release with srv_config_done(). */
+int srv_config_init(srv_config *c);
+/* Free the strings of *c (safe on a zeroed or half-built config). */
+void srv_config_done(srv_config *c);
+
+/* Set one setting from text.  `section`/`key` name the row.  -ENOENT for
+ * an unknown section or key (err says which), HO_E_BAD_CONFIG for a value
+ * that does not parse or violates a bound (err names value and bound),
+ * -ENOMEM.  Leaves the setting unchanged on failure. */
+int srv_config_set(srv_config *c, const char *section, const char *key,
+                   const char *value, char *err, size_t errlen);
+
+/* Parse an INI file into *c (settings not in the file keep their value).
+ * A file above SRV_MAX_CONFIG_FILE bytes or with a line above
+ * SRV_MAX_CONFIG_LINE is refused.  Errors: -errno for the file itself
+ * ("FILE: No such file or directory"), HO_E_BAD_CONFIG with
+ * "FILE:LINE: ..." for contents.  On failure *c may be partly updated: load
+ * into a scratch config and keep the old one when that matters. */
+int srv_config_load_file(srv_config *c, const char *path, char *err,
+                         size_t errlen);
+
+/* Cross-setting checks (alignment a power of two, list lengths matching the
+ * device count, hugepage alignment, reserves below capacities, distinct
+ * flash paths and device names, socket path length, max_output >=
+ * max_frame, planner name).  0 or HO_E_BAD_CONFIG with err. */
+int srv_config_validate(const srv_config *c, char *err, size_t errlen);
+
+/* Parse argv (argv[0] is the program).  Flags: every setting as
+ * "--flag VALUE" or "--flag=VALUE" (booleans also bare "--flag"), and
+ * --config FILE, --check-config, --print-config, --help, --version.
+ * Unknown flags, missing values and stray arguments are HO_E_BAD_CONFIG
+ * with err.  Values are not parsed here (srv_config_build does). */
+int srv_cmdline_parse(int argc, char **argv, srv_cmdline *ret, char *err,
+                      size_t errlen);
+
+/* Build the effective config: defaults, then cl->config_path (if any),
+ * then cl's settings, then srv_config_validate().  On success *ret is set
+ * (release with srv_config_done) and 0 is returned; on failure *ret holds
+ * nothing and err says why. */
+int srv_config_build(const srv_cmdline *cl, srv_config *ret, char *err,
+                     size_t errlen);
+
+/* Number of rows and their names ("ddr.capacity"). */
+int srv_config_rows(void);
+const char *srv_config_row_name(int row);
+const char *srv_config_row_flag(int row);
+bool srv_config_row_runtime(int row);
+
+/* Format row's value of c as config text into buf ("1G", "yes", "a,b").
+ * Sizes are written with the largest exact IEC suffix. */
+void srv_config_format(const srv_config *c, int row, char *buf, size_t len);
+
+/* Copy one row's value from src into dst (used to keep restart-only
+ * settings at their running value on reload).  0 or -ENOMEM. */
+int srv_config_copy_row(srv_config *dst, const srv_config *src, int row);
+
+/* Write c as an INI file (every setting with its help as a comment; with
+ * `commented` every assignment is commented out, which is the form of the
+ * example config). */
+void srv_config_write_ini(const srv_config *c, bool commented, FILE *out);
+
+/* Write the --help text (usage + one line per setting from the table). */
+void srv_config_write_help(const char *prog, FILE *out);
+
+/* Sizes: parse "2G", "512MiB", "4096" (-EINVAL for syntax, -ERANGE for
+ * overflow) and format with a binary unit ("1.5 GiB", "512 B"). */
+int srv_size_parse(const char *s, uint64_t *ret);
+const char *srv_size_format(uint64_t bytes, char *buf, size_t len);
+
+/* HBM capacity / reserve of device i (applies the one-value-for-all
+ * rule), and its name (configured or "emu<i>"). */
+uint64_t srv_config_hbm_capacity(const srv_config *c, uint32_t i);
+uint64_t srv_config_hbm_reserve(const srv_config *c, uint32_t i);
+void srv_config_device_name(const srv_config *c, uint32_t i, char *buf,
+                            size_t len);
+
+#endif

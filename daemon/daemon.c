@@ -1,0 +1,412 @@
+/*
+ * daemon/daemon.c - startup (state dir, quotas, tiers, socket), signals
+ * (SIGTERM/SIGINT drain, SIGHUP reload) and teardown.
+ */
+#include "daemon.h"
+
+#include <errno.h>
+#include <grp.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "log.h"
+
+/* ------------------------------------------------------------ helpers */
+
+static int mkdir_p(const char *path, mode_t mode)
+{
+    char dir[PATH_MAX];
+    if (snprintf(dir, sizeof(dir), "%s", path) >= (int)sizeof(dir))
+        return -ENAMETOOLONG;
+    for (char *p = dir + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(dir, mode) < 0 && errno != EEXIST)
+            return -errno;
+        *p = '/';
+    }
+    if (mkdir(dir, mode) < 0 && errno != EEXIST)
+        return -errno;
+    return 0;
+}
+
+static int mkdir_parent(const char *path, mode_t mode)
+{
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof(dir), "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash || slash == dir)
+        return 0;
+    *slash = '\0';
+    return mkdir_p(dir, mode);
+}
+
+void srv_daemon_resolve_admin_group(srv_daemon *d)
+{
+    d->admin_gid_valid = false;
+    const char *name = d->cfg.admin_group;
+    if (!name || !*name)
+        return;
+    struct group gr, *res = NULL;
+    char buf[16384];
+    int rc = getgrnam_r(name, &gr, buf, sizeof(buf), &res);
+    if (rc != 0 || !res) {
+        srv_warn("admin group '%s' does not exist: only root is admin", name);
+        return;
+    }
+    d->admin_gid = res->gr_gid;
+    d->admin_gid_valid = true;
+}
+
+bool srv_daemon_is_admin(srv_daemon *d, uid_t uid, gid_t gid)
+{
+    if (uid == 0)
+        return true;
+    if (!d->admin_gid_valid)
+        return false;
+    if (gid == d->admin_gid)
+        return true;
+    struct passwd pw, *res = NULL;
+    char buf[16384];
+    if (getpwuid_r(uid, &pw, buf, sizeof(buf), &res) != 0 || !res)
+        return false;
+    gid_t groups[256];
+    int n = (int)(sizeof(groups) / sizeof(groups[0]));
+    if (getgrouplist(res->pw_name, res->pw_gid, groups, &n) < 0)
+        n = (int)(sizeof(groups) / sizeof(groups[0])); /* first 256 */
+    for (int i = 0; i < n; i++)
+        if (groups[i] == d->admin_gid)
+            return true;
+    return false;
+}
+
+/* ------------------------------------------------------------ shutdown */
+
+static void close_if_open(uv_handle_t *h)
+{
+    if (h->loop && !uv_is_closing(h))
+        uv_close(h, NULL);
+}
+
+/* Close everything; uv_run returns once connections have flushed. */
+static void finish(srv_daemon *d)
+{
+    if (d->finishing)
+        return;
+    d->finishing = true;
+    srv_server_close_all(d);
+    close_if_open((uv_handle_t *)&d->sig_term);
+    close_if_open((uv_handle_t *)&d->sig_int);
+    close_if_open((uv_handle_t *)&d->sig_hup);
+    close_if_open((uv_handle_t *)&d->drain_timer);
+    close_if_open((uv_handle_t *)&d->status_timer);
+    close_if_open((uv_handle_t *)&d->watchdog_timer);
+}
+
+static void on_drain_timeout(uv_timer_t *t)
+{
+    srv_daemon *d = t->data;
+    srv_err("%u moves/plans still running after %u s (drain_timeout); "
+            "exiting without waiting for them", d->works_in_flight,
+            d->cfg.drain_timeout_s);
+    /* Worker threads still use the arenas: nothing can be freed safely. */
+    _exit(1);
+}
+
+void srv_daemon_work_done(srv_daemon *d)
+{
+    d->works_in_flight--;
+    if (d->draining && d->works_in_flight == 0)
+        finish(d);
+}
+
+static void begin_drain(srv_daemon *d, const char *why)
+{
+    if (d->draining) {
+        srv_notice("%s: already shutting down", why);
+        return;
+    }
+    d->draining = true;
+    srv_notify_stopping();
+    srv_notice("%s: shutting down (%u connections, %u moves/plans in "
+               "flight)", why, d->n_conns, d->works_in_flight);
+    srv_server_stop_listening(d);
+    for (srv_conn *c = d->conns; c; c = c->next)
+        srv_conn_event(c, HYPEROFFLOAD__EVENT_KIND__EVENT_SHUTTING_DOWN,
+                       "the daemon is shutting down");
+    if (d->works_in_flight == 0) {
+        finish(d);
+        return;
+    }
+    uv_timer_start(&d->drain_timer, on_drain_timeout,
+                   (uint64_t)d->cfg.drain_timeout_s * 1000, 0);
+}
+
+/* ------------------------------------------------------------ reload */
+
+static void reload(srv_daemon *d)
+{
+    char err[1024];
+    srv_config nc;
+    srv_notify_reloading(true);
+    if (!d->cmdline.config_path) {
+        srv_notice("SIGHUP: no config file (embedded default and flags); "
+                   "nothing to reload");
+        srv_notify_reloading(false);
+        return;
+    }
+    int rc = srv_config_build(&d->cmdline, &nc, err, sizeof(err));
+    if (rc < 0) {
+        srv_err("SIGHUP: reload failed, keeping the running configuration: "
+                "%s", err);
+        srv_notify_reloading(false);
+        return;
+    }
+    int changed = 0, restart = 0;
+    for (int i = 0; i < srv_config_rows(); i++) {
+        char oldv[4096], newv[4096];
+        srv_config_format(&d->cfg, i, oldv, sizeof(oldv));
+        srv_config_format(&nc, i, newv, sizeof(newv));
+        if (strcmp(oldv, newv) == 0)
+            continue;
+        if (srv_config_row_runtime(i)) {
+            srv_notice("SIGHUP: %s changed from '%s' to '%s'",
+                       srv_config_row_name(i), oldv, newv);
+            changed++;
+        } else {
+            srv_warn("SIGHUP: %s changed from '%s' to '%s': needs a restart; "
+                     "keeping '%s'", srv_config_row_name(i), oldv, newv, oldv);
+            if (srv_config_copy_row(&nc, &d->cfg, i) < 0) {
+                srv_err("SIGHUP: out of memory; keeping the running "
+                        "configuration");
+                srv_config_done(&nc);
+                srv_notify_reloading(false);
+                return;
+            }
+            restart++;
+        }
+    }
+    srv_config old = d->cfg;
+    d->cfg = nc;
+    srv_config_done(&old);
+    srv_log_set_level(d->cfg.log_level);
+    srv_daemon_resolve_admin_group(d);
+    srv_planning_configure(d->planning, d->cfg.plan_cache);
+    srv_notify_apply(d);
+    srv_notice("SIGHUP: configuration reloaded from %s: %d setting(s) "
+               "applied, %d need a restart", d->cfg.config_path, changed,
+               restart);
+    srv_notify_reloading(false);
+}
+
+static void on_signal(uv_signal_t *s, int signum)
+{
+    srv_daemon *d = s->data;
+    if (signum == SIGHUP)
+        reload(d);
+    else
+        begin_drain(d, signum == SIGTERM ? "SIGTERM" : "SIGINT");
+}
+
+/* ------------------------------------------------------------ startup */
+
+static int open_tiers(srv_daemon *d, char *err, size_t errlen)
+{
+    char why[512], a[32];
+    const srv_config *c = &d->cfg;
+    tier_ddr_config dc = {
+        .capacity = c->ddr_capacity,
+        .align = c->ddr_alignment,
+        .numa_node = c->ddr_numa_node,
+        .lock = c->ddr_lock,
+        .hugepages = c->ddr_hugepages,
+    };
+    why[0] = '\0';
+    int rc = tier_ddr_new(&dc, &d->ddr, why, sizeof(why));
+    if (rc < 0) {
+        snprintf(err, errlen, "DDR pool of %s: %s",
+                 srv_size_format(c->ddr_capacity, a, sizeof(a)),
+                 why[0] ? why : ho_strerror(rc));
+        return rc;
+    }
+    tier_ddr_stats ds;
+    tier_ddr_stats_get(d->ddr, &ds);
+    srv_info("DDR pool: %s, alignment %" PRIu64 "%s%s",
+             srv_size_format(ds.capacity, a, sizeof(a)), c->ddr_alignment,
+             ds.detail[0] ? ", " : "", ds.detail);
+    if (c->ddr_lock && !ds.locked)
+        srv_warn("DDR pool pages are not locked: %s", ds.detail);
+
+    for (uint32_t i = 0; i < c->n_flash; i++) {
+        rc = mkdir_parent(c->flash_paths[i], 0750);
+        if (rc < 0) {
+            snprintf(err, errlen, "cannot create the directory of flash "
+                     "file %s: %s", c->flash_paths[i], strerror(-rc));
+            return rc;
+        }
+        tier_flash_config fc = {.path = c->flash_paths[i],
+                                .capacity = c->flash_capacity,
+                                .direct = c->flash_direct};
+        why[0] = '\0';
+        rc = tier_flash_open(&fc, &d->flash[i], why, sizeof(why));
+        if (rc < 0) {
+            snprintf(err, errlen, "flash file %s: %s", c->flash_paths[i],
+                     why[0] ? why : ho_strerror(rc));
+            return rc;
+        }
+        d->n_flash = i + 1;
+        tier_flash_stats fs;
+        tier_flash_stats_get(d->flash[i], &fs);
+        srv_info("flash %s: %s, %s", c->flash_paths[i],
+                 srv_size_format(fs.capacity, a, sizeof(a)), fs.detail);
+        if (c->flash_direct && !fs.direct_io)
+            srv_notice("flash %s uses buffered I/O: %s", c->flash_paths[i],
+                       fs.detail);
+    }
+
+    tier_hbm_device devs[SRV_MAX_DEVICES];
+    memset(devs, 0, sizeof(devs));
+    for (uint32_t i = 0; i < c->n_devices; i++) {
+        srv_config_device_name(c, i, devs[i].name, sizeof(devs[i].name));
+        devs[i].capacity = srv_config_hbm_capacity(c, i);
+        devs[i].reserve = srv_config_hbm_reserve(c, i);
+    }
+    d->hbm = tier_hbm_new(devs, c->n_devices);
+    if (!d->hbm) {
+        snprintf(err, errlen, "cannot create the HBM table");
+        return -ENOMEM;
+    }
+    for (uint32_t i = 0; i < c->n_devices; i++) {
+        char b[32];
+        srv_info("device %u (%s): HBM %s, reserve %s", i, devs[i].name,
+                 srv_size_format(devs[i].capacity, a, sizeof(a)),
+                 srv_size_format(devs[i].reserve, b, sizeof(b)));
+    }
+    return 0;
+}
+
+int srv_daemon_new(srv_config *cfg, const srv_cmdline *cl, srv_daemon **ret,
+                   char *err, size_t errlen)
+{
+    char path[PATH_MAX + 16];
+    srv_daemon *d = calloc(1, sizeof(*d));
+    if (!d) {
+        snprintf(err, errlen, "out of memory");
+        srv_config_done(cfg);
+        return -ENOMEM;
+    }
+    d->cfg = *cfg;
+    memset(cfg, 0, sizeof(*cfg));
+    d->cmdline = *cl;
+    srv_idmap_init(&d->conn_ids);
+    srv_idmap_init(&d->extents);
+    int rc = uv_loop_init(&d->loop);
+    if (rc < 0) {
+        snprintf(err, errlen, "uv_loop_init: %s", uv_strerror(rc));
+        srv_config_done(&d->cfg);
+        free(d);
+        return HO_E_INTERNAL;
+    }
+    d->loop.data = d;
+    uv_signal_init(&d->loop, &d->sig_term);
+    uv_signal_init(&d->loop, &d->sig_int);
+    uv_signal_init(&d->loop, &d->sig_hup);
+    uv_timer_init(&d->loop, &d->drain_timer);
+    uv_timer_init(&d->loop, &d->status_timer);
+    uv_timer_init(&d->loop, &d->watchdog_timer);
+    d->sig_term.data = d->sig_int.data = d->sig_hup.data = d;
+    d->drain_timer.data = d->status_timer.data = d->watchdog_timer.data = d;
+    d->start_ms = uv_now(&d->loop);
+
+    srv_info("hyperoffloadd %s starting (pid %d, config %s)", SRV_VERSION,
+             (int)getpid(),
+             d->cfg.config_path ? d->cfg.config_path : "embedded default");
+    srv_daemon_resolve_admin_group(d);
+
+    rc = mkdir_p(d->cfg.state_dir, 0750);
+    if (rc < 0) {
+        snprintf(err, errlen, "cannot create state directory %s: %s",
+                 d->cfg.state_dir, strerror(-rc));
+        goto fail;
+    }
+    snprintf(path, sizeof(path), "%s/quotas", d->cfg.state_dir);
+    rc = srv_quota_open(path, &d->quota, err, errlen);
+    if (rc < 0)
+        goto fail;
+    srv_info("quotas: %zu entries from %s", srv_quota_count(d->quota), path);
+
+    rc = open_tiers(d, err, errlen);
+    if (rc < 0)
+        goto fail;
+    rc = srv_planning_new(d, &d->planning, err, errlen);
+    if (rc < 0)
+        goto fail;
+
+    uv_signal_start(&d->sig_term, on_signal, SIGTERM);
+    uv_signal_start(&d->sig_int, on_signal, SIGINT);
+    uv_signal_start(&d->sig_hup, on_signal, SIGHUP);
+
+    /* Last: clients only connect once everything behind the socket is. */
+    rc = srv_server_listen(d, err, errlen);
+    if (rc < 0)
+        goto fail;
+    srv_notify_start(d);
+    srv_notify_ready(d);
+    srv_notice("ready: %u devices, %u flash file(s), %s", d->cfg.n_devices,
+               d->n_flash, d->socket_path);
+    *ret = d;
+    return 0;
+fail:
+    srv_daemon_free(d);
+    return rc;
+}
+
+int srv_daemon_run(srv_daemon *d)
+{
+    uv_run(&d->loop, UV_RUN_DEFAULT);
+    if (d->exit_code == 0)
+        srv_notice("stopped");
+    return d->exit_code;
+}
+
+static void close_walk(uv_handle_t *h, void *arg)
+{
+    (void)arg;
+    if (!uv_is_closing(h))
+        uv_close(h, NULL);
+}
+
+srv_daemon *srv_daemon_free(srv_daemon *d)
+{
+    if (!d)
+        return NULL;
+    /* Half-built daemons (startup failure) still have open handles. */
+    if (!d->finishing)
+        finish(d);
+    uv_run(&d->loop, UV_RUN_DEFAULT);
+    uv_walk(&d->loop, close_walk, NULL);
+    uv_run(&d->loop, UV_RUN_DEFAULT);
+    if (uv_loop_close(&d->loop) != 0)
+        srv_err("event loop still has open handles at exit (bug)");
+    /* Sessions are gone with their connections, arenas with sessions. */
+    if (d->arenas)
+        srv_err("arenas left at exit (bug)");
+    d->planning = srv_planning_free(d->planning);
+    for (uint32_t i = 0; i < d->n_flash; i++)
+        tier_flash_close(d->flash[i]);
+    tier_hbm_free(d->hbm);
+    tier_ddr_free(d->ddr);
+    srv_quota_free(d->quota);
+    srv_idmap_done(&d->conn_ids);
+    srv_idmap_done(&d->extents);
+    srv_config_done(&d->cfg);
+    free(d);
+    return NULL;
+}

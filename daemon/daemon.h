@@ -1,0 +1,281 @@
+/*
+ * daemon/daemon.h - the daemon's shared state and the interfaces between
+ * its modules:
+ *
+ *   main.c      command line -> srv_daemon_new / srv_daemon_run
+ *   daemon.c    startup, tiers, signals (drain, reload), teardown
+ *   server.c    listening socket, connections, framing, output queues,
+ *               fd passing, handshake
+ *   handlers.c  session/extent/move/stats requests
+ *   session.c   sessions, arenas, extents, moves on worker threads
+ *   admin.c     status, clients, quota requests
+ *   quota.c     quota store (no libuv)
+ *   planning.c  plan requests, plan cache
+ *   notify.c    sd_notify READY/STATUS/STOPPING/WATCHDOG
+ *   config.c    settings; log.c the log
+ *
+ * Everything here runs on the loop thread except the bodies of worker
+ * jobs (flash I/O, planning), which touch only what their job owns.
+ */
+#ifndef HO_DAEMON_DAEMON_H
+#define HO_DAEMON_DAEMON_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <uv.h>
+
+#include "config.h"
+#include "frame.h"
+#include "idmap.h"
+#include "quota.h"
+
+#include "ddr.h"
+#include "flash.h"
+#include "hbm.h"
+
+#define SRV_VERSION "0.1.0"
+#define SRV_MAX_NAME 128           /* client_name bytes */
+#define SRV_FLUSH_TIMEOUT_MS 5000  /* closing connection: drain replies */
+
+typedef struct srv_daemon srv_daemon;
+typedef struct srv_conn srv_conn;
+typedef struct srv_session srv_session;
+typedef struct srv_extent srv_extent;
+typedef struct srv_arena_ref srv_arena_ref;
+typedef struct srv_planning srv_planning;
+
+/* ------------------------------------------------------------ connections */
+
+typedef enum srv_conn_state {
+    SRV_CONN_HANDSHAKE,  /* waiting for Hello */
+    SRV_CONN_READY,      /* requests are served */
+    SRV_CONN_FLUSHING,   /* no more reads; closes when output is written */
+    SRV_CONN_CLOSING,    /* uv_close called; freed in the close callback */
+} srv_conn_state;
+
+typedef struct srv_out_frame srv_out_frame;
+
+struct srv_conn {
+    uv_pipe_t pipe;              /* first: handle->data is the conn */
+    uv_timer_t timer;            /* fd-send retry and flush deadline */
+    srv_daemon *d;
+    uint64_t id;
+    uid_t uid;
+    gid_t gid;
+    pid_t pid;
+    bool admin;
+    srv_conn_state state;
+    uint32_t version;            /* negotiated, 0 before Welcome */
+    uint32_t max_frame;          /* limit after the handshake */
+    ho_frame_reader reader;
+    srv_out_frame *pend_head;    /* frames not yet handed to libuv */
+    srv_out_frame *pend_tail;
+    uint64_t queued_bytes;       /* pending + handed to libuv, unwritten */
+    uint64_t flush_deadline;     /* uv_now() ms, SRV_CONN_FLUSHING */
+    int handles_open;
+    bool timer_armed;
+    srv_session *session;        /* NULL until Register */
+    uint64_t requests;
+    char name[SRV_MAX_NAME + 1]; /* Hello.client_name */
+    srv_conn *prev, *next;       /* d->conns */
+};
+
+/* ------------------------------------------------------------ sessions */
+
+typedef enum srv_ext_state {
+    SRV_EXT_DDR,
+    SRV_EXT_FLASH,
+    SRV_EXT_SPILLING,
+    SRV_EXT_FILLING,
+} srv_ext_state;
+
+/* An arena and who uses it: one per session with an empty job, one per
+ * (uid, job) otherwise.  refs = sessions using it + moves in flight. */
+struct srv_arena_ref {
+    tier_arena *arena;           /* owned */
+    uint32_t uid;
+    char job[SRV_JOB_MAX + 1];   /* "" for a session's own arena */
+    uint32_t refs;
+    srv_arena_ref *prev, *next;  /* d->arenas */
+};
+
+struct srv_extent {
+    uint64_t id;
+    srv_session *owner;          /* NULL once orphaned by a dropped session */
+    srv_arena_ref *arena;
+    uint64_t off, len;           /* arena offset, aligned length */
+    srv_ext_state state;
+    uint32_t flash_idx;          /* valid while on or moving to/from flash */
+    uint64_t flash_off, flash_len;
+    srv_extent *prev, *next;     /* owner's list */
+};
+
+typedef struct srv_usage {
+    uint64_t ddr, flash, hbm, extents;
+} srv_usage;
+
+struct srv_session {
+    uint64_t id;
+    srv_conn *conn;
+    char name[SRV_MAX_NAME + 1];
+    char job[SRV_JOB_MAX + 1];
+    uint32_t uid, gid, pid;
+    int32_t device;              /* -1 none */
+    uint64_t hbm_granted;
+    srv_usage usage;             /* ddr/flash include moves in flight */
+    uint64_t registered_ms;      /* uv_now() at register */
+    srv_arena_ref *arena;
+    srv_extent *extents;         /* list head */
+    srv_session *prev, *next;    /* d->sessions */
+};
+
+/* ------------------------------------------------------------ daemon */
+
+struct srv_daemon {
+    uv_loop_t loop;
+    srv_config cfg;
+    srv_cmdline cmdline;         /* kept for SIGHUP reloads */
+    uint64_t start_ms;           /* uv_now at start */
+
+    tier_ddr *ddr;
+    uint32_t n_flash;
+    tier_flash *flash[SRV_MAX_FLASH];
+    tier_hbm *hbm;
+    srv_quota *quota;
+    srv_planning *planning;
+
+    /* server */
+    uv_pipe_t listener;
+    bool listening;
+    bool socket_created;         /* we bound it: remove it at exit */
+    dev_t socket_dev;
+    ino_t socket_ino;
+    char socket_path[108];
+    uint8_t read_buf[65536];     /* shared by all reads (loop thread) */
+
+    srv_conn *conns;
+    uint32_t n_conns;
+    srv_idmap conn_ids;
+    uint64_t next_conn_id;
+
+    srv_session *sessions;
+    uint32_t n_sessions;
+    uint64_t next_session_id;
+    srv_arena_ref *arenas;
+    srv_idmap extents;           /* extent id -> srv_extent (owned ones) */
+    uint64_t next_extent_id;
+
+    bool admin_gid_valid;
+    gid_t admin_gid;
+
+    uint32_t works_in_flight;    /* moves + plans on worker threads */
+    bool draining;
+    bool finishing;
+    int exit_code;
+
+    uv_signal_t sig_term, sig_int, sig_hup;
+    uv_timer_t drain_timer;
+    uv_timer_t status_timer;
+    uv_timer_t watchdog_timer;
+    bool watchdog_running;
+    char last_status[256];
+};
+
+/* daemon.c */
+/* Build the daemon from a command line already turned into a config
+ * (cfg is moved into the daemon).  On failure err says why and the daemon
+ * is not created.  The daemon is owned by the caller: srv_daemon_free. */
+int srv_daemon_new(srv_config *cfg, const srv_cmdline *cl, srv_daemon **ret,
+                   char *err, size_t errlen);
+/* Run until drained; returns the process exit code. */
+int srv_daemon_run(srv_daemon *d);
+srv_daemon *srv_daemon_free(srv_daemon *d);
+/* Called when a worker job completes; finishes a drain when it was the
+ * last one. */
+void srv_daemon_work_done(srv_daemon *d);
+/* Is (uid, gid) an admin peer (uid 0, or member of cfg.admin_group)? */
+bool srv_daemon_is_admin(srv_daemon *d, uid_t uid, gid_t gid);
+/* Re-resolve cfg.admin_group (startup and reload). */
+void srv_daemon_resolve_admin_group(srv_daemon *d);
+
+/* server.c */
+int srv_server_listen(srv_daemon *d, char *err, size_t errlen);
+void srv_server_stop_listening(srv_daemon *d);
+/* Close the listener and every connection (drain end). */
+void srv_server_close_all(srv_daemon *d);
+/* Queue a frame to the peer; fd >= 0 is dup'ed and passed with
+ * SCM_RIGHTS on the frame's first byte.  env->version is set to the
+ * connection's version.  A frame above the peer's max_frame is replaced
+ * by an Error.  Returns 0, or a negative code when the connection is not
+ * writable (closing) or was dropped for exceeding max_output. */
+int srv_conn_send(srv_conn *c, Hyperoffload__Envelope *env, int fd);
+/* Error{code, message} reply with request_id. */
+void srv_reply_error(srv_conn *c, uint64_t request_id, int code,
+                     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+void srv_reply_ok(srv_conn *c, uint64_t request_id);
+/* Push Event{kind, message} (request_id 0). */
+void srv_conn_event(srv_conn *c, Hyperoffload__EventKind kind,
+                    const char *message);
+srv_conn *srv_conn_find(srv_daemon *d, uint64_t id);
+
+/* handlers.c: a request on a READY connection (version already checked). */
+void srv_handle_request(srv_daemon *d, srv_conn *c,
+                        const Hyperoffload__Envelope *env);
+/* TierStats of every tier, for Stats and Status replies.  Allocates
+ * *ret_tiers (array of pointers into one block): free with free(). */
+int srv_tier_stats(srv_daemon *d, Hyperoffload__TierStats ***ret_tiers,
+                   size_t *ret_n);
+
+/* session.c */
+typedef struct srv_errbuf {
+    char msg[512];
+} srv_errbuf;
+
+int srv_session_register(srv_daemon *d, srv_conn *c,
+                         const Hyperoffload__RegisterRequest *req,
+                         srv_session **ret, srv_errbuf *e);
+/* Drop a session at once: free its extents, orphan those with a move in
+ * flight, release its HBM grant and its arena reference. */
+void srv_session_drop(srv_daemon *d, srv_session *s);
+int srv_extent_alloc(srv_daemon *d, srv_session *s, uint64_t bytes,
+                     srv_extent **ret, srv_errbuf *e);
+int srv_extent_free(srv_daemon *d, srv_session *s, uint64_t id,
+                    srv_errbuf *e);
+/* Start a move; the reply is sent when it completes. */
+int srv_extent_move(srv_daemon *d, srv_session *s, uint64_t id, int dir,
+                    uint64_t request_id, srv_errbuf *e);
+/* Usage of a quota subject on a tier, summed over live sessions. */
+uint64_t srv_subject_usage(srv_daemon *d, srv_subject_kind kind,
+                           uint32_t uid, const char *job, srv_tier tier);
+/* Check the quotas of uid and job for `more` bytes on tier.  0 or
+ * HO_E_QUOTA with the message in e. */
+int srv_quota_check(srv_daemon *d, uint32_t uid, const char *job,
+                    srv_tier tier, uint64_t more, srv_errbuf *e);
+
+/* admin.c */
+void srv_handle_status(srv_daemon *d, srv_conn *c, uint64_t rid);
+void srv_handle_clients(srv_daemon *d, srv_conn *c, uint64_t rid);
+void srv_handle_quota(srv_daemon *d, srv_conn *c, uint64_t rid,
+                      const Hyperoffload__QuotaRequest *req);
+
+/* planning.c */
+int srv_planning_new(srv_daemon *d, srv_planning **ret, char *err,
+                     size_t errlen);
+srv_planning *srv_planning_free(srv_planning *p);
+/* Apply a new cache size (reload). */
+void srv_planning_configure(srv_planning *p, uint32_t cache_entries);
+bool srv_planning_available(void);
+void srv_handle_plan(srv_daemon *d, srv_conn *c, uint64_t rid,
+                     const Hyperoffload__PlanRequest *req);
+
+/* notify.c */
+void srv_notify_ready(srv_daemon *d);
+void srv_notify_stopping(void);
+void srv_notify_reloading(bool start);
+/* Start/stop the watchdog and status timers per cfg. */
+void srv_notify_start(srv_daemon *d);
+void srv_notify_apply(srv_daemon *d);
+void srv_notify_update_status(srv_daemon *d);
+
+#endif

@@ -1,0 +1,55 @@
+/* daemon/main.c - hyperoffloadd: command line, then the daemon. */
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "config.h"
+#include "daemon.h"
+#include "log.h"
+
+int main(int argc, char **argv)
+{
+    char err[1024];
+    srv_cmdline cl;
+    srv_config cfg;
+
+    signal(SIGPIPE, SIG_IGN);
+    if (srv_cmdline_parse(argc, argv, &cl, err, sizeof(err)) < 0) {
+        fprintf(stderr, "hyperoffloadd: %s\n", err);
+        return 2;
+    }
+    if (cl.help) {
+        srv_config_write_help("hyperoffloadd", stdout);
+        return 0;
+    }
+    if (cl.version) {
+        printf("hyperoffloadd %s (protocol %u..%u)\n", SRV_VERSION,
+               HO_PROTO_MIN_VERSION, HO_PROTO_VERSION);
+        return 0;
+    }
+    if (srv_config_build(&cl, &cfg, err, sizeof(err)) < 0) {
+        fprintf(stderr, "hyperoffloadd: invalid configuration: %s\n", err);
+        return 1;
+    }
+    if (cl.check_config) {
+        printf("hyperoffloadd: configuration OK (%s)\n",
+               cfg.config_path ? cfg.config_path : "embedded default");
+        srv_config_done(&cfg);
+        return 0;
+    }
+    if (cl.print_config) {
+        srv_config_write_ini(&cfg, false, stdout);
+        srv_config_done(&cfg);
+        return 0;
+    }
+    srv_log_init(cfg.log_level);
+    srv_daemon *d = NULL;
+    if (srv_daemon_new(&cfg, &cl, &d, err, sizeof(err)) < 0) {
+        srv_err("startup failed: %s", err);
+        srv_config_done(&cfg);
+        return 1;
+    }
+    int rc = srv_daemon_run(d);
+    srv_daemon_free(d);
+    return rc;
+}

@@ -1,0 +1,668 @@
+/*
+ * daemon/session.c - sessions, arenas, extents and moves between DDR and
+ * flash.
+ *
+ * Ownership: a session is owned by its connection (c->session) and listed
+ * in d->sessions; it owns its extents (list + d->extents index) and holds
+ * one reference on its arena.  A move in flight owns a job that holds the
+ * extent and one more arena reference; when the session is dropped during
+ * the move the extent is orphaned (owner = NULL, out of the index) and the
+ * job frees it and its tier resources when the I/O completes.
+ */
+#include "daemon.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "log.h"
+
+static void ebuf(srv_errbuf *e, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void ebuf(srv_errbuf *e, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
+    va_end(ap);
+}
+
+static const char *sz(uint64_t v, char *buf)
+{
+    return srv_size_format(v, buf, 32);
+}
+
+/* ------------------------------------------------------------ quotas */
+
+uint64_t srv_subject_usage(srv_daemon *d, srv_subject_kind kind,
+                           uint32_t uid, const char *job, srv_tier tier)
+{
+    uint64_t sum = 0;
+    for (srv_session *s = d->sessions; s; s = s->next) {
+        if (kind == SRV_SUBJECT_UID ? s->uid != uid
+                                    : strcmp(s->job, job ? job : "") != 0)
+            continue;
+        sum += tier == SRV_TIER_DDR     ? s->usage.ddr
+               : tier == SRV_TIER_FLASH ? s->usage.flash
+                                        : s->usage.hbm;
+    }
+    return sum;
+}
+
+int srv_quota_check(srv_daemon *d, uint32_t uid, const char *job,
+                    srv_tier tier, uint64_t more, srv_errbuf *e)
+{
+    for (int k = 0; k < 2; k++) {
+        srv_subject_kind kind = k ? SRV_SUBJECT_JOB : SRV_SUBJECT_UID;
+        if (kind == SRV_SUBJECT_JOB && (!job || !*job))
+            continue;
+        uint64_t limit = srv_quota_limit(d->quota, kind, uid, job, tier);
+        if (!limit)
+            continue;
+        uint64_t used = srv_subject_usage(d, kind, uid, job, tier);
+        if (more > limit || used > limit - more) {
+            char a[32], b[32], c[32], who[SRV_JOB_MAX + 16];
+            if (kind == SRV_SUBJECT_UID)
+                snprintf(who, sizeof(who), "uid %u", uid);
+            else
+                snprintf(who, sizeof(who), "job %s", job);
+            ebuf(e, "%s more of %s would exceed the %s quota of %s (limit "
+                 "%s, %s in use)", sz(more, a), srv_tier_name(tier),
+                 srv_tier_name(tier), who, sz(limit, b), sz(used, c));
+            return HO_E_QUOTA;
+        }
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------ arenas */
+
+static void arena_unref(srv_daemon *d, srv_arena_ref *r)
+{
+    if (--r->refs > 0)
+        return;
+    if (r->prev)
+        r->prev->next = r->next;
+    else
+        d->arenas = r->next;
+    if (r->next)
+        r->next->prev = r->prev;
+    srv_debug("arena %" PRIu64 " destroyed", tier_arena_id(r->arena));
+    tier_arena_free(r->arena);
+    free(r);
+}
+
+static int arena_get(srv_daemon *d, uint32_t uid, const char *job,
+                     uint64_t session_id, srv_arena_ref **ret, srv_errbuf *e)
+{
+    if (*job) {
+        for (srv_arena_ref *r = d->arenas; r; r = r->next)
+            if (r->uid == uid && strcmp(r->job, job) == 0) {
+                r->refs++;
+                *ret = r;
+                return 0;
+            }
+    }
+    srv_arena_ref *r = calloc(1, sizeof(*r));
+    if (!r) {
+        ebuf(e, "out of memory");
+        return -ENOMEM;
+    }
+    char owner[SRV_JOB_MAX + 64], why[256] = "";
+    if (*job)
+        snprintf(owner, sizeof(owner), "uid %u job %s", uid, job);
+    else
+        snprintf(owner, sizeof(owner), "session %" PRIu64, session_id);
+    r->arena = tier_arena_new(d->ddr, owner, why, sizeof(why));
+    if (!r->arena) {
+        free(r);
+        ebuf(e, "cannot create a DDR arena: %s", why[0] ? why : "failed");
+        return -ENOMEM;
+    }
+    r->uid = uid;
+    snprintf(r->job, sizeof(r->job), "%s", job);
+    r->refs = 1;
+    r->next = d->arenas;
+    if (d->arenas)
+        d->arenas->prev = r;
+    d->arenas = r;
+    srv_debug("arena %" PRIu64 " created for %s", tier_arena_id(r->arena),
+              owner);
+    *ret = r;
+    return 0;
+}
+
+/* ------------------------------------------------------------ sessions */
+
+static bool printable(const char *s, size_t max, bool allow_space)
+{
+    size_t n = strlen(s);
+    if (n > max)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if (ch < 0x20 || ch == 0x7f || (!allow_space && ch == ' '))
+            return false;
+    }
+    return true;
+}
+
+int srv_session_register(srv_daemon *d, srv_conn *c,
+                         const Hyperoffload__RegisterRequest *req,
+                         srv_session **ret, srv_errbuf *e)
+{
+    char a[32], b[32];
+    const char *job = req->job ? req->job : "";
+    const char *name = req->client_name && *req->client_name
+                           ? req->client_name : c->name;
+    if (c->session) {
+        ebuf(e, "this connection already has session %" PRIu64,
+             c->session->id);
+        return HO_E_ALREADY;
+    }
+    if (*job && !srv_quota_job_valid(job)) {
+        ebuf(e, "job name '%.40s' is not 1..%d printable characters without "
+             "spaces", job, SRV_JOB_MAX);
+        return -EINVAL;
+    }
+    if (!printable(name, SRV_MAX_NAME, true)) {
+        ebuf(e, "client name is longer than %d bytes or has control "
+             "characters", SRV_MAX_NAME);
+        return -EINVAL;
+    }
+    uint32_t n_dev = tier_hbm_count(d->hbm);
+    if (req->device < -1 || (req->device >= 0 && (uint32_t)req->device >= n_dev)) {
+        if (n_dev)
+            ebuf(e, "device %d is not configured (devices 0..%u, or -1 for "
+                 "none)", req->device, n_dev - 1);
+        else
+            ebuf(e, "device %d is not configured (no devices; use -1)",
+                 req->device);
+        return HO_E_UNKNOWN_DEVICE;
+    }
+    if (req->device < 0 && req->hbm_budget) {
+        ebuf(e, "an HBM budget of %s needs a device (device is -1)",
+             sz(req->hbm_budget, a));
+        return HO_E_BUDGET;
+    }
+    int rc;
+    if (req->hbm_budget) {
+        rc = srv_quota_check(d, (uint32_t)c->uid, job, SRV_TIER_HBM,
+                             req->hbm_budget, e);
+        if (rc < 0)
+            return rc;
+        const tier_hbm_device *dev = tier_hbm_device_get(d->hbm,
+                                                         (uint32_t)req->device);
+        uint64_t granted = tier_hbm_granted(d->hbm, (uint32_t)req->device);
+        uint64_t avail = dev->capacity - dev->reserve;
+        uint64_t free_b = avail > granted ? avail - granted : 0;
+        if (req->hbm_budget > free_b) {
+            ebuf(e, "HBM budget of %s (%" PRIu64 " bytes) exceeds the %s "
+                 "(%" PRIu64 " bytes) free on device %d (%s)",
+                 sz(req->hbm_budget, a), req->hbm_budget, sz(free_b, b),
+                 free_b, req->device, dev->name);
+            return HO_E_BUDGET;
+        }
+    }
+
+    srv_session *s = calloc(1, sizeof(*s));
+    if (!s) {
+        ebuf(e, "out of memory");
+        return -ENOMEM;
+    }
+    s->id = ++d->next_session_id;
+    s->conn = c;
+    snprintf(s->name, sizeof(s->name), "%s", name);
+    snprintf(s->job, sizeof(s->job), "%s", job);
+    s->uid = (uint32_t)c->uid;
+    s->gid = (uint32_t)c->gid;
+    s->pid = (uint32_t)c->pid;
+    s->device = req->device;
+    s->registered_ms = uv_now(&d->loop);
+    rc = arena_get(d, s->uid, job, s->id, &s->arena, e);
+    if (rc < 0) {
+        free(s);
+        return rc;
+    }
+    if (req->hbm_budget) {
+        rc = tier_hbm_grant(d->hbm, (uint32_t)req->device, s->id,
+                            req->hbm_budget);
+        if (rc < 0) {
+            ebuf(e, "HBM budget of %s cannot be granted on device %d: %s",
+                 sz(req->hbm_budget, a), req->device, ho_strerror(rc));
+            arena_unref(d, s->arena);
+            free(s);
+            return rc;
+        }
+        s->hbm_granted = req->hbm_budget;
+        s->usage.hbm = req->hbm_budget;
+    }
+    s->next = d->sessions;
+    if (d->sessions)
+        d->sessions->prev = s;
+    d->sessions = s;
+    d->n_sessions++;
+    c->session = s;
+    srv_info("session %" PRIu64 " registered: '%s' pid %u uid %u job '%s' "
+             "device %d hbm %s, arena %" PRIu64, s->id, s->name, s->pid,
+             s->uid, s->job, s->device, sz(s->hbm_granted, a),
+             tier_arena_id(s->arena->arena));
+    *ret = s;
+    return 0;
+}
+
+/* Give an idle extent's tier resources back. */
+static void release_resources(srv_daemon *d, srv_extent *x)
+{
+    if (x->state == SRV_EXT_FLASH)
+        tier_flash_release(d->flash[x->flash_idx], x->flash_off,
+                           x->flash_len);
+    int rc = tier_arena_release(x->arena->arena, x->off, x->len);
+    if (rc < 0)
+        srv_err("extent %" PRIu64 ": arena release failed: %s (bug)", x->id,
+                ho_strerror(rc));
+}
+
+static void unlink_extent(srv_session *s, srv_extent *x)
+{
+    if (x->prev)
+        x->prev->next = x->next;
+    else
+        s->extents = x->next;
+    if (x->next)
+        x->next->prev = x->prev;
+    x->prev = x->next = NULL;
+}
+
+void srv_session_drop(srv_daemon *d, srv_session *s)
+{
+    uint64_t freed = 0, orphaned = 0;
+    srv_extent *x = s->extents;
+    while (x) {
+        srv_extent *next = x->next;
+        srv_idmap_del(&d->extents, x->id);
+        if (x->state == SRV_EXT_SPILLING || x->state == SRV_EXT_FILLING) {
+            x->owner = NULL;   /* the move job frees it */
+            x->prev = x->next = NULL;
+            orphaned++;
+        } else {
+            release_resources(d, x);
+            free(x);
+            freed++;
+        }
+        x = next;
+    }
+    s->extents = NULL;
+    if (s->hbm_granted)
+        tier_hbm_release(d->hbm, (uint32_t)s->device, s->id);
+    arena_unref(d, s->arena);
+    if (s->prev)
+        s->prev->next = s->next;
+    else
+        d->sessions = s->next;
+    if (s->next)
+        s->next->prev = s->prev;
+    d->n_sessions--;
+    srv_info("session %" PRIu64 " ('%s', pid %u) dropped: %" PRIu64
+             " extents freed, %" PRIu64 " freed when their move ends",
+             s->id, s->name, s->pid, freed, orphaned);
+    if (s->conn)
+        s->conn->session = NULL;
+    free(s);
+}
+
+/* ------------------------------------------------------------ extents */
+
+int srv_extent_alloc(srv_daemon *d, srv_session *s, uint64_t bytes,
+                     srv_extent **ret, srv_errbuf *e)
+{
+    char a[32], b[32], c[32];
+    uint64_t cap = d->cfg.ddr_capacity, align = d->cfg.ddr_alignment;
+    if (bytes == 0) {
+        ebuf(e, "alloc of 0 bytes: the size must be positive");
+        return HO_E_INVALID_SIZE;
+    }
+    if (bytes > cap) {
+        ebuf(e, "alloc of %s (%" PRIu64 " bytes) exceeds the DDR pool "
+             "capacity %s", sz(bytes, a), bytes, sz(cap, b));
+        return HO_E_TOO_LARGE;
+    }
+    if (s->usage.extents >= d->cfg.max_extents) {
+        ebuf(e, "the session holds %" PRIu64 " extents, the limit "
+             "(max_extents_per_session %u)", s->usage.extents,
+             d->cfg.max_extents);
+        return HO_E_QUOTA;
+    }
+    uint64_t len = (bytes + align - 1) & ~(align - 1);
+    int rc = srv_quota_check(d, s->uid, s->job, SRV_TIER_DDR, len, e);
+    if (rc < 0)
+        return rc;
+    srv_extent *x = calloc(1, sizeof(*x));
+    if (!x) {
+        ebuf(e, "out of memory");
+        return -ENOMEM;
+    }
+    uint64_t off = 0, got = 0;
+    rc = tier_arena_alloc(s->arena->arena, bytes, &off, &got);
+    if (rc < 0) {
+        free(x);
+        tier_ddr_stats st;
+        tier_ddr_stats_get(d->ddr, &st);
+        if (rc == HO_E_TIER_FULL)
+            ebuf(e, "no room for %s in the DDR pool (%s free of %s, largest "
+                 "free block %s)", sz(len, a),
+                 sz(st.capacity - st.used, b), sz(st.capacity, c),
+                 srv_size_format(st.largest_free, (char[32]){0}, 32));
+        else
+            ebuf(e, "alloc of %s failed: %s", sz(len, a), ho_strerror(rc));
+        return rc;
+    }
+    x->id = ++d->next_extent_id;
+    if (srv_idmap_put(&d->extents, x->id, x) < 0) {
+        tier_arena_release(s->arena->arena, off, got);
+        free(x);
+        ebuf(e, "out of memory");
+        return -ENOMEM;
+    }
+    x->owner = s;
+    x->arena = s->arena;
+    x->off = off;
+    x->len = got;
+    x->state = SRV_EXT_DDR;
+    x->next = s->extents;
+    if (s->extents)
+        s->extents->prev = x;
+    s->extents = x;
+    s->usage.ddr += got;
+    s->usage.extents++;
+    *ret = x;
+    return 0;
+}
+
+static srv_extent *owned_extent(srv_daemon *d, srv_session *s, uint64_t id,
+                                srv_errbuf *e)
+{
+    srv_extent *x = srv_idmap_get(&d->extents, id);
+    if (!x || x->owner != s) {
+        ebuf(e, "extent %" PRIu64 " does not belong to this session", id);
+        return NULL;
+    }
+    return x;
+}
+
+int srv_extent_free(srv_daemon *d, srv_session *s, uint64_t id,
+                    srv_errbuf *e)
+{
+    srv_extent *x = owned_extent(d, s, id, e);
+    if (!x)
+        return HO_E_UNKNOWN_EXTENT;
+    if (x->state == SRV_EXT_SPILLING || x->state == SRV_EXT_FILLING) {
+        ebuf(e, "extent %" PRIu64 " has a move in flight", id);
+        return HO_E_BUSY;
+    }
+    if (x->state == SRV_EXT_DDR)
+        s->usage.ddr -= x->len;
+    else
+        s->usage.flash -= x->len;
+    s->usage.extents--;
+    release_resources(d, x);
+    srv_idmap_del(&d->extents, id);
+    unlink_extent(s, x);
+    free(x);
+    return 0;
+}
+
+/* ------------------------------------------------------------ moves */
+
+typedef struct move_job {
+    uv_work_t req;
+    srv_daemon *d;
+    srv_extent *x;
+    srv_arena_ref *arena;     /* reference held by the job */
+    tier_flash *flash;
+    uint8_t *base;
+    int dir;                  /* HYPEROFFLOAD__MOVE_DIRECTION__MOVE_* */
+    uint64_t request_id;
+    int rc;                   /* worker result */
+    double us;                /* worker I/O time */
+} move_job;
+
+static void move_work(uv_work_t *req)
+{
+    move_job *j = req->data;
+    srv_extent *x = j->x;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    if (j->dir == HYPEROFFLOAD__MOVE_DIRECTION__MOVE_SPILL)
+        j->rc = tier_flash_write(j->flash, x->flash_off, j->base + x->off,
+                                 x->len);
+    else
+        j->rc = tier_flash_read(j->flash, x->flash_off, j->base + x->off,
+                                x->len);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    j->us = (double)(t1.tv_sec - t0.tv_sec) * 1e6 +
+            (double)(t1.tv_nsec - t0.tv_nsec) / 1e3;
+}
+
+static void move_reply(srv_session *s, move_job *j, Hyperoffload__Tier tier)
+{
+    Hyperoffload__Envelope env = HYPEROFFLOAD__ENVELOPE__INIT;
+    Hyperoffload__MoveReply mr = HYPEROFFLOAD__MOVE_REPLY__INIT;
+    mr.extent_id = j->x->id;
+    mr.residency = tier;
+    mr.bytes = j->x->len;
+    mr.duration_us = j->us;
+    env.request_id = j->request_id;
+    env.body_case = HYPEROFFLOAD__ENVELOPE__BODY_MOVE_REPLY;
+    env.move_reply = &mr;
+    srv_conn_send(s->conn, &env, -1);
+}
+
+static void move_after(uv_work_t *req, int status)
+{
+    move_job *j = req->data;
+    srv_daemon *d = j->d;
+    srv_extent *x = j->x;
+    srv_session *s = x->owner;
+    tier_arena *a = x->arena->arena;
+    bool spill = j->dir == HYPEROFFLOAD__MOVE_DIRECTION__MOVE_SPILL;
+    if (status < 0 && j->rc == 0)
+        j->rc = status;
+
+    if (!s) {
+        /* The session went away during the I/O: free everything.  The
+         * range is charged in DDR in both directions at this point
+         * (spill: not yet evicted; fill: restored). */
+        tier_flash_release(j->flash, x->flash_off, x->flash_len);
+        tier_arena_release(a, x->off, x->len);
+        srv_debug("extent %" PRIu64 " freed after its %s finished", x->id,
+                  spill ? "spill" : "fill");
+        free(x);
+    } else if (spill && j->rc == 0) {
+        int rc = tier_arena_evict(a, x->off, x->len);
+        if (rc < 0) {
+            srv_err("extent %" PRIu64 ": evict after spill failed: %s (bug)",
+                    x->id, ho_strerror(rc));
+            tier_flash_release(j->flash, x->flash_off, x->flash_len);
+            s->usage.flash -= x->len;
+            x->state = SRV_EXT_DDR;
+            srv_reply_error(s->conn, j->request_id, HO_E_INTERNAL,
+                            "spill of extent %" PRIu64 " could not release "
+                            "its DDR pages: %s", x->id, ho_strerror(rc));
+        } else {
+            s->usage.ddr -= x->len;
+            x->state = SRV_EXT_FLASH;
+            move_reply(s, j, HYPEROFFLOAD__TIER__TIER_FLASH);
+        }
+    } else if (spill) {
+        tier_flash_release(j->flash, x->flash_off, x->flash_len);
+        s->usage.flash -= x->len;
+        x->state = SRV_EXT_DDR;
+        srv_warn("spill of extent %" PRIu64 " to %s failed: %s", x->id,
+                 d->cfg.flash_paths[x->flash_idx], ho_strerror(j->rc));
+        srv_reply_error(s->conn, j->request_id, j->rc,
+                        "spill of extent %" PRIu64 " failed: %s; the extent "
+                        "stays in DDR", x->id, ho_strerror(j->rc));
+    } else if (j->rc == 0) {
+        tier_flash_release(j->flash, x->flash_off, x->flash_len);
+        s->usage.flash -= x->len;
+        x->state = SRV_EXT_DDR;
+        move_reply(s, j, HYPEROFFLOAD__TIER__TIER_DDR);
+    } else {
+        tier_arena_evict(a, x->off, x->len);
+        s->usage.ddr -= x->len;
+        x->state = SRV_EXT_FLASH;
+        srv_warn("fill of extent %" PRIu64 " from %s failed: %s", x->id,
+                 d->cfg.flash_paths[x->flash_idx], ho_strerror(j->rc));
+        srv_reply_error(s->conn, j->request_id, j->rc,
+                        "fill of extent %" PRIu64 " failed: %s; the extent "
+                        "stays on flash", x->id, ho_strerror(j->rc));
+    }
+    arena_unref(d, j->arena);
+    free(j);
+    srv_daemon_work_done(d);
+}
+
+int srv_extent_move(srv_daemon *d, srv_session *s, uint64_t id, int dir,
+                    uint64_t request_id, srv_errbuf *e)
+{
+    char a[32], b[32], c[32];
+    if (dir != HYPEROFFLOAD__MOVE_DIRECTION__MOVE_SPILL &&
+        dir != HYPEROFFLOAD__MOVE_DIRECTION__MOVE_FILL) {
+        ebuf(e, "move direction %d is neither MOVE_SPILL (1) nor MOVE_FILL "
+             "(2)", dir);
+        return -EINVAL;
+    }
+    srv_extent *x = owned_extent(d, s, id, e);
+    if (!x)
+        return HO_E_UNKNOWN_EXTENT;
+    if (x->state == SRV_EXT_SPILLING || x->state == SRV_EXT_FILLING) {
+        ebuf(e, "extent %" PRIu64 " has a move in flight", id);
+        return HO_E_BUSY;
+    }
+    bool spill = dir == HYPEROFFLOAD__MOVE_DIRECTION__MOVE_SPILL;
+    move_job *j = calloc(1, sizeof(*j));
+    if (!j) {
+        ebuf(e, "out of memory");
+        return -ENOMEM;
+    }
+    int rc;
+    if (spill) {
+        if (x->state != SRV_EXT_DDR) {
+            ebuf(e, "extent %" PRIu64 " is on flash; only an extent in DDR "
+                 "can be spilled", id);
+            rc = HO_E_STATE;
+            goto fail;
+        }
+        if (d->n_flash == 0) {
+            ebuf(e, "no flash tier is configured");
+            rc = HO_E_UNSUPPORTED;
+            goto fail;
+        }
+        rc = srv_quota_check(d, s->uid, s->job, SRV_TIER_FLASH, x->len, e);
+        if (rc < 0)
+            goto fail;
+        /* First flash file with room; TIER_FULL wins over TOO_LARGE. */
+        bool found = false, full = false;
+        int other = 0;
+        for (uint32_t i = 0; i < d->n_flash && !found; i++) {
+            uint64_t off = 0, len = 0;
+            int r = tier_flash_alloc(d->flash[i], x->len, &off, &len);
+            if (r == 0) {
+                x->flash_idx = i;
+                x->flash_off = off;
+                x->flash_len = len;
+                found = true;
+            } else if (r == HO_E_TIER_FULL) {
+                full = true;
+            } else if (r != HO_E_TOO_LARGE) {
+                other = r;
+            }
+        }
+        rc = found ? 0 : full ? HO_E_TIER_FULL : other ? other : HO_E_TOO_LARGE;
+        if (rc < 0) {
+            uint64_t free_b = 0, largest = 0, capacity = 0;
+            for (uint32_t i = 0; i < d->n_flash; i++) {
+                tier_flash_stats st;
+                tier_flash_stats_get(d->flash[i], &st);
+                free_b += st.free;
+                capacity += st.capacity;
+                if (st.largest_free > largest)
+                    largest = st.largest_free;
+            }
+            if (rc == HO_E_TOO_LARGE)
+                ebuf(e, "spill of %s exceeds the capacity of every flash "
+                     "file", sz(x->len, a));
+            else if (rc == HO_E_TIER_FULL)
+                ebuf(e, "no room for %s on the flash tier (%s free of %s, "
+                     "largest free block %s)", sz(x->len, a), sz(free_b, b),
+                     sz(capacity, c), srv_size_format(largest, (char[32]){0},
+                                                      32));
+            else
+                ebuf(e, "flash allocation failed: %s", ho_strerror(rc));
+            goto fail;
+        }
+        x->state = SRV_EXT_SPILLING;
+        s->usage.flash += x->len;
+    } else {
+        if (x->state != SRV_EXT_FLASH) {
+            ebuf(e, "extent %" PRIu64 " is in DDR; only a spilled extent can "
+                 "be filled", id);
+            rc = HO_E_STATE;
+            goto fail;
+        }
+        rc = srv_quota_check(d, s->uid, s->job, SRV_TIER_DDR, x->len, e);
+        if (rc < 0)
+            goto fail;
+        rc = tier_arena_restore(x->arena->arena, x->off, x->len);
+        if (rc < 0) {
+            tier_ddr_stats st;
+            tier_ddr_stats_get(d->ddr, &st);
+            if (rc == HO_E_TIER_FULL)
+                ebuf(e, "no room to fill %s back into the DDR pool (%s free "
+                     "of %s)", sz(x->len, a), sz(st.capacity - st.used, b),
+                     sz(st.capacity, c));
+            else
+                ebuf(e, "fill of %s failed: %s", sz(x->len, a),
+                     ho_strerror(rc));
+            goto fail;
+        }
+        x->state = SRV_EXT_FILLING;
+        s->usage.ddr += x->len;
+    }
+    j->d = d;
+    j->x = x;
+    j->arena = x->arena;
+    j->arena->refs++;
+    j->flash = d->flash[x->flash_idx];
+    j->base = tier_arena_base(x->arena->arena);
+    j->dir = dir;
+    j->request_id = request_id;
+    j->req.data = j;
+    rc = uv_queue_work(&d->loop, &j->req, move_work, move_after);
+    if (rc < 0) {
+        /* Cannot happen with valid arguments; undo. */
+        j->arena->refs--;
+        if (spill) {
+            tier_flash_release(j->flash, x->flash_off, x->flash_len);
+            s->usage.flash -= x->len;
+            x->state = SRV_EXT_DDR;
+        } else {
+            tier_arena_evict(x->arena->arena, x->off, x->len);
+            s->usage.ddr -= x->len;
+            x->state = SRV_EXT_FLASH;
+        }
+        ebuf(e, "cannot queue the move: %s", uv_strerror(rc));
+        rc = HO_E_INTERNAL;
+        goto fail;
+    }
+    d->works_in_flight++;
+    return 0;
+fail:
+    free(j);
+    return rc;
+}

@@ -1,0 +1,802 @@
+/*
+ * planner/ir.c - the planner's in-memory trace and schedule (plan.h,
+ * "trace" and "schedule" sections): construction, the id -> index hash,
+ * validation and derivation of per-storage access lists, the content hash,
+ * the summary, and the name tables of the enums.
+ *
+ * Ownership: a plan_trace owns its name, storages, ops, refs, names, the
+ * derived acc_start/acc arrays and the id index; a plan_schedule owns its
+ * actions.  Both are released by their *_free.
+ */
+#include "plan_impl.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hyperoffload/errors.h"
+
+/* ------------------------------------------------------------------ misc */
+
+int plan_errf(char *err, size_t errlen, int code, const char *fmt, ...)
+{
+    if (err && errlen > 0) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return code;
+}
+
+/* Grow *arr (element size `elem`) so that it can hold `need` elements;
+ * capacity doubles, never above `limit`.  0, -ENOMEM or -E2BIG. */
+static int grow(void **arr, uint64_t *cap, uint64_t need, size_t elem,
+                uint64_t limit)
+{
+    if (need <= *cap)
+        return 0;
+    if (need > limit)
+        return -E2BIG;
+    uint64_t ncap = *cap ? *cap : 16;
+    while (ncap < need)
+        ncap = ncap > limit / 2 ? limit : ncap * 2;
+    if (ncap > SIZE_MAX / elem)
+        return -ENOMEM;
+    void *p = realloc(*arr, (size_t)ncap * elem);
+    if (!p)
+        return -ENOMEM;
+    *arr = p;
+    *cap = ncap;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ names */
+
+static const char *const kind_names[PLAN_KIND__COUNT] = {
+    "activation", "param", "grad", "optimizer", "kv", "other",
+};
+static const char *const initial_names[PLAN_INIT__COUNT] = {
+    "none", "device", "host",
+};
+static const char *const act_names[PLAN_ACT__COUNT] = {
+    "prefetch", "store", "free_device", "free_host",
+};
+
+const char *plan_kind_name(plan_kind k)
+{
+    return (unsigned)k < PLAN_KIND__COUNT ? kind_names[k] : "?";
+}
+
+const char *plan_initial_name(plan_initial i)
+{
+    return (unsigned)i < PLAN_INIT__COUNT ? initial_names[i] : "?";
+}
+
+const char *plan_act_name(plan_act_kind k)
+{
+    return (unsigned)k < PLAN_ACT__COUNT ? act_names[k] : "?";
+}
+
+static int parse_name(const char *s, const char *const *names, unsigned n,
+                      unsigned *ret)
+{
+    if (!s)
+        return -EINVAL;
+    for (unsigned i = 0; i < n; i++) {
+        if (strcmp(s, names[i]) == 0) {
+            *ret = i;
+            return 0;
+        }
+    }
+    return -EINVAL;
+}
+
+int plan_kind_parse(const char *s, plan_kind *ret)
+{
+    unsigned v;
+    int r = parse_name(s, kind_names, PLAN_KIND__COUNT, &v);
+    if (r == 0)
+        *ret = (plan_kind)v;
+    return r;
+}
+
+int plan_initial_parse(const char *s, plan_initial *ret)
+{
+    unsigned v;
+    int r = parse_name(s, initial_names, PLAN_INIT__COUNT, &v);
+    if (r == 0)
+        *ret = (plan_initial)v;
+    return r;
+}
+
+int plan_act_parse(const char *s, plan_act_kind *ret)
+{
+    unsigned v;
+    int r = parse_name(s, act_names, PLAN_ACT__COUNT, &v);
+    if (r == 0)
+        *ret = (plan_act_kind)v;
+    return r;
+}
+
+/* ------------------------------------------------------------------ id index
+ *
+ * Open addressing with linear probing; slots hold storage indices (or
+ * PLAN_NONE) and the key is read back from t->storages[index].id, so a
+ * slot costs 4 bytes.  Load factor <= 1/2. */
+
+typedef struct id_index {
+    uint32_t *slot;
+    uint32_t mask; /* capacity - 1, capacity a power of two */
+} id_index;
+
+static uint64_t mix64(uint64_t x)
+{
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ull;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebull;
+    x ^= x >> 31;
+    return x;
+}
+
+static uint32_t index_lookup(const plan_trace *t, uint64_t id)
+{
+    const id_index *ix = t->id_index;
+    if (!ix)
+        return PLAN_NONE;
+    for (uint32_t h = (uint32_t)mix64(id) & ix->mask;; h = (h + 1) & ix->mask) {
+        uint32_t v = ix->slot[h];
+        if (v == PLAN_NONE || t->storages[v].id == id)
+            return v;
+    }
+}
+
+static void index_put(const plan_trace *t, id_index *ix, uint32_t v)
+{
+    uint32_t h = (uint32_t)mix64(t->storages[v].id) & ix->mask;
+    while (ix->slot[h] != PLAN_NONE)
+        h = (h + 1) & ix->mask;
+    ix->slot[h] = v;
+}
+
+/* Make room for one more entry (n_storages + 1); 0 or -ENOMEM. */
+static int index_reserve(plan_trace *t)
+{
+    id_index *ix = t->id_index;
+    uint64_t need = ((uint64_t)t->n_storages + 1) * 2;
+    if (ix && need <= (uint64_t)ix->mask + 1)
+        return 0;
+    uint64_t cap = 64;
+    while (cap < need)
+        cap *= 2;
+    uint32_t *slot = malloc(cap * sizeof(*slot));
+    if (!slot)
+        return -ENOMEM;
+    if (!ix) {
+        ix = calloc(1, sizeof(*ix));
+        if (!ix) {
+            free(slot);
+            return -ENOMEM;
+        }
+        t->id_index = ix;
+    }
+    free(ix->slot);
+    ix->slot = slot;
+    ix->mask = (uint32_t)(cap - 1);
+    memset(slot, 0xff, cap * sizeof(*slot));
+    for (uint32_t i = 0; i < t->n_storages; i++)
+        index_put(t, ix, i);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ trace */
+
+/* Length of s cut to at most max bytes, not inside a UTF-8 sequence. */
+static size_t utf8_cut(const char *s, size_t max)
+{
+    size_t n = strnlen(s, max + 1);
+    if (n <= max)
+        return n;
+    n = max;
+    while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
+        n--;
+    return n;
+}
+
+plan_trace *plan_trace_new(const char *name, const plan_link *link)
+{
+    plan_trace *t = calloc(1, sizeof(*t));
+    if (!t)
+        return NULL;
+    if (!name)
+        name = "";
+    size_t n = utf8_cut(name, PLAN_MAX_NAME - 1);
+    t->name = malloc(n + 1);
+    if (!t->name)
+        goto fail;
+    memcpy(t->name, name, n);
+    t->name[n] = 0;
+    if (link)
+        t->link = *link;
+    return t;
+fail:
+    plan_trace_free(t);
+    return NULL;
+}
+
+static void free_derived(plan_trace *t)
+{
+    free(t->acc_start);
+    free(t->acc);
+    t->acc_start = NULL;
+    t->acc = NULL;
+    t->finished = false;
+}
+
+void plan_trace_free(plan_trace *t)
+{
+    if (!t)
+        return;
+    id_index *ix = t->id_index;
+    if (ix)
+        free(ix->slot);
+    free(ix);
+    free_derived(t);
+    free(t->name);
+    free(t->storages);
+    free(t->ops);
+    free(t->refs);
+    free(t->names);
+    free(t);
+}
+
+int plan_trace_add_storage(plan_trace *t, const plan_storage *s,
+                           uint32_t *ret_index, char *err, size_t errlen)
+{
+    if (!t || !s)
+        return -EINVAL;
+    if (t->finished)
+        return plan_errf(err, errlen, HO_E_STATE,
+                         "trace is finished; storages cannot be added");
+    if (s->bytes == 0 || s->bytes > PLAN_MAX_STORAGE_BYTES)
+        return plan_errf(err, errlen, -EINVAL,
+                         "storage id %llu: bytes %llu out of range (1..%llu)",
+                         (unsigned long long)s->id,
+                         (unsigned long long)s->bytes,
+                         (unsigned long long)PLAN_MAX_STORAGE_BYTES);
+    if (s->kind >= PLAN_KIND__COUNT || s->initial >= PLAN_INIT__COUNT)
+        return plan_errf(err, errlen, -EINVAL,
+                         "storage id %llu: bad kind %u or initial %u",
+                         (unsigned long long)s->id, s->kind, s->initial);
+    if (index_lookup(t, s->id) != PLAN_NONE)
+        return plan_errf(err, errlen, HO_E_BAD_TRACE,
+                         "duplicate storage id %llu",
+                         (unsigned long long)s->id);
+    if (t->n_storages >= PLAN_MAX_STORAGES)
+        return plan_errf(err, errlen, -E2BIG, "more than %u storages",
+                         PLAN_MAX_STORAGES);
+    uint64_t cap = t->cap_storages;
+    int r = grow((void **)&t->storages, &cap, (uint64_t)t->n_storages + 1,
+                 sizeof(*t->storages), PLAN_MAX_STORAGES);
+    t->cap_storages = (uint32_t)cap;
+    if (r == 0)
+        r = index_reserve(t);
+    if (r < 0)
+        return plan_errf(err, errlen, r, "out of memory adding storage");
+    uint32_t idx = t->n_storages++;
+    t->storages[idx] = *s;
+    index_put(t, t->id_index, idx);
+    if (ret_index)
+        *ret_index = idx;
+    return 0;
+}
+
+int plan_trace_add_op(plan_trace *t, const char *name, double duration_us,
+                      const uint32_t *reads, uint32_t n_reads,
+                      const uint32_t *writes, uint32_t n_writes,
+                      char *err, size_t errlen)
+{
+    if (!t)
+        return -EINVAL;
+    if (t->finished)
+        return plan_errf(err, errlen, HO_E_STATE,
+                         "trace is finished; ops cannot be added");
+    uint32_t op = t->n_ops;
+    if (!name)
+        name = "";
+    size_t nlen = strnlen(name, PLAN_MAX_NAME);
+    if (nlen >= PLAN_MAX_NAME)
+        return plan_errf(err, errlen, -EINVAL,
+                         "ops[%u]: name longer than %u bytes", op,
+                         PLAN_MAX_NAME - 1);
+    if (!(duration_us >= 0) || !isfinite(duration_us))
+        return plan_errf(err, errlen, -EINVAL,
+                         "ops[%u] '%s': duration_us must be finite and >= 0",
+                         op, name);
+    if ((n_reads && !reads) || (n_writes && !writes))
+        return -EINVAL;
+    if ((uint64_t)n_reads + n_writes > PLAN_MAX_OP_REFS)
+        return plan_errf(err, errlen, -E2BIG,
+                         "ops[%u] '%s': more than %u reads+writes", op, name,
+                         PLAN_MAX_OP_REFS);
+    for (uint32_t i = 0; i < n_reads + n_writes; i++) {
+        uint32_t s = i < n_reads ? reads[i] : writes[i - n_reads];
+        if (s >= t->n_storages)
+            return plan_errf(err, errlen, -EINVAL,
+                             "ops[%u] '%s': %s[%u]: storage index %u out of "
+                             "range (%u storages)",
+                             op, name, i < n_reads ? "reads" : "writes",
+                             i < n_reads ? i : i - n_reads, s, t->n_storages);
+    }
+    if (op >= PLAN_MAX_OPS)
+        return plan_errf(err, errlen, -E2BIG, "more than %u ops", PLAN_MAX_OPS);
+    uint64_t nrefs = (uint64_t)n_reads + n_writes;
+    if (t->n_refs + nrefs > PLAN_MAX_REFS)
+        return plan_errf(err, errlen, -E2BIG, "more than %u refs in total",
+                         PLAN_MAX_REFS);
+    if (t->names_len + nlen + 1 > UINT32_MAX)
+        return plan_errf(err, errlen, -E2BIG, "op names exceed 4 GiB");
+
+    uint64_t cap = t->cap_ops;
+    int r = grow((void **)&t->ops, &cap, (uint64_t)op + 1, sizeof(*t->ops),
+                 PLAN_MAX_OPS);
+    t->cap_ops = (uint32_t)cap;
+    if (r == 0)
+        r = grow((void **)&t->refs, &t->cap_refs, t->n_refs + nrefs,
+                 sizeof(*t->refs), PLAN_MAX_REFS);
+    if (r == 0) {
+        uint64_t ncap = t->names_cap;
+        r = grow((void **)&t->names, &ncap, t->names_len + nlen + 1, 1,
+                 UINT32_MAX);
+        t->names_cap = (size_t)ncap;
+    }
+    if (r < 0)
+        return plan_errf(err, errlen, r, "out of memory adding op %u", op);
+
+    plan_op *o = &t->ops[op];
+    o->duration_us = duration_us;
+    o->name = (uint32_t)t->names_len;
+    o->n_reads = n_reads;
+    o->n_writes = n_writes;
+    o->first_ref = t->n_refs;
+    memcpy(t->names + t->names_len, name, nlen);
+    t->names[t->names_len + nlen] = 0;
+    t->names_len += nlen + 1;
+    if (n_reads)
+        memcpy(t->refs + t->n_refs, reads, n_reads * sizeof(*reads));
+    if (n_writes)
+        memcpy(t->refs + t->n_refs + n_reads, writes,
+               n_writes * sizeof(*writes));
+    t->n_refs += nrefs;
+    t->n_ops++;
+    return 0;
+}
+
+uint32_t plan_trace_find(const plan_trace *t, uint64_t id)
+{
+    return t ? index_lookup(t, id) : PLAN_NONE;
+}
+
+static int check_link(const plan_link *l, char *err, size_t errlen)
+{
+    if (!(l->h2d_gbps > 0) || !isfinite(l->h2d_gbps))
+        return plan_errf(err, errlen, HO_E_BAD_TRACE,
+                         "link.h2d_gbps must be finite and > 0");
+    if (!(l->d2h_gbps > 0) || !isfinite(l->d2h_gbps))
+        return plan_errf(err, errlen, HO_E_BAD_TRACE,
+                         "link.d2h_gbps must be finite and > 0");
+    if (!(l->latency_us >= 0) || !isfinite(l->latency_us))
+        return plan_errf(err, errlen, HO_E_BAD_TRACE,
+                         "link.latency_us must be finite and >= 0");
+    return 0;
+}
+
+/* Remove duplicates inside each op's reads and inside its writes (first
+ * occurrence kept), compacting t->refs in place.  mark: n_storages words,
+ * scratch. */
+static void dedup_refs(plan_trace *t, uint32_t *mark)
+{
+    uint64_t out = 0;
+    for (uint32_t i = 0; i < t->n_ops; i++) {
+        plan_op *o = &t->ops[i];
+        uint64_t in = o->first_ref;
+        o->first_ref = out;
+        for (int w = 0; w < 2; w++) {
+            uint32_t n = w ? o->n_writes : o->n_reads, kept = 0;
+            /* Distinct stamps for the read and write passes of op i. */
+            uint32_t stamp = i * 2u + (uint32_t)w;
+            for (uint32_t k = 0; k < n; k++) {
+                uint32_t s = t->refs[in + k];
+                if (mark[s] == stamp)
+                    continue;
+                mark[s] = stamp;
+                t->refs[out++] = s;
+                kept++;
+            }
+            in += n;
+            if (w)
+                o->n_writes = kept;
+            else
+                o->n_reads = kept;
+        }
+    }
+    t->n_refs = out;
+}
+
+int plan_trace_finish(plan_trace *t, char *err, size_t errlen)
+{
+    uint32_t *mark = NULL, *written = NULL;
+    int r;
+
+    if (!t)
+        return -EINVAL;
+    if (t->finished)
+        return 0;
+    if (t->n_ops == 0)
+        return plan_errf(err, errlen, HO_E_BAD_TRACE, "trace has no ops");
+    r = check_link(&t->link, err, errlen);
+    if (r < 0)
+        return r;
+    uint64_t total = 0;
+    for (uint32_t s = 0; s < t->n_storages; s++) {
+        total += t->storages[s].bytes; /* each <= 2^50, n <= 2^24: no wrap */
+        if (total > PLAN_MAX_TOTAL_BYTES)
+            return plan_errf(err, errlen, HO_E_BAD_TRACE,
+                             "total storage bytes exceed %llu",
+                             (unsigned long long)PLAN_MAX_TOTAL_BYTES);
+    }
+
+    size_t ns = t->n_storages ? t->n_storages : 1;
+    /* Stamps are op*2+w < 2^26, so 0xffffffff never matches. */
+    mark = malloc(ns * sizeof(*mark));
+    t->acc_start = calloc((size_t)t->n_storages + 1, sizeof(*t->acc_start));
+    if (!mark || !t->acc_start)
+        goto oom;
+    memset(mark, 0xff, ns * sizeof(*mark));
+    dedup_refs(t, mark);
+
+    /* Count accesses per storage (one per op even when read and written). */
+    memset(mark, 0xff, ns * sizeof(*mark));
+    uint64_t n_acc = 0;
+    for (uint32_t i = 0; i < t->n_ops; i++) {
+        const plan_op *o = &t->ops[i];
+        const uint32_t *ref = t->refs + o->first_ref;
+        for (uint32_t k = 0; k < o->n_reads + o->n_writes; k++) {
+            if (mark[ref[k]] == i)
+                continue;
+            mark[ref[k]] = i;
+            t->acc_start[ref[k] + 1]++;
+            n_acc++;
+        }
+    }
+    for (uint32_t s = 0; s < t->n_storages; s++)
+        t->acc_start[s + 1] += t->acc_start[s];
+    t->acc = malloc((n_acc ? n_acc : 1) * sizeof(*t->acc));
+    written = calloc(ns, sizeof(*written)); /* fill cursor per storage */
+    if (!t->acc || !written)
+        goto oom;
+
+    /* Fill in op order; a write of a storage also read by the op sets the
+     * write flag on the read's entry.  Check read-before-write. */
+    for (uint32_t i = 0; i < t->n_ops; i++) {
+        const plan_op *o = &t->ops[i];
+        const uint32_t *ref = t->refs + o->first_ref;
+        for (uint32_t k = 0; k < o->n_reads + o->n_writes; k++) {
+            uint32_t s = ref[k];
+            uint32_t flag = k < o->n_reads ? PLAN_ACC_READ : PLAN_ACC_WRITE;
+            uint32_t pos = t->acc_start[s] + written[s];
+            if (written[s] > 0 && t->acc[pos - 1].op == i) {
+                t->acc[pos - 1].flags |= flag;
+                continue;
+            }
+            if (flag == PLAN_ACC_READ && written[s] == 0 &&
+                t->storages[s].initial == PLAN_INIT_NONE) {
+                /* First access; an initial:none storage must be written by
+                 * an earlier op (reading it in the op that first writes it
+                 * reads uninitialised data). */
+                r = plan_errf(err, errlen, HO_E_BAD_TRACE,
+                              "ops[%u] '%s': reads storage id %llu "
+                              "(initial: none) before any op writes it",
+                              i, plan_op_name(t, i),
+                              (unsigned long long)t->storages[s].id);
+                goto fail;
+            }
+            t->acc[pos].op = i;
+            t->acc[pos].flags = flag;
+            written[s]++;
+        }
+    }
+    for (uint32_t s = 0; s < t->n_storages; s++) {
+        const plan_storage *st = &t->storages[s];
+        if (st->initial == PLAN_INIT_NONE && st->retained &&
+            t->acc_start[s] == t->acc_start[s + 1]) {
+            r = plan_errf(err, errlen, HO_E_BAD_TRACE,
+                          "storage id %llu is retained and initial: none but "
+                          "no op writes it",
+                          (unsigned long long)st->id);
+            goto fail;
+        }
+    }
+    free(mark);
+    free(written);
+    t->finished = true;
+    return 0;
+oom:
+    r = plan_errf(err, errlen, -ENOMEM, "out of memory finishing the trace");
+fail:
+    free(mark);
+    free(written);
+    free_derived(t);
+    return r;
+}
+
+/* ------------------------------------------------------------------ hash */
+
+typedef struct hasher {
+    uint64_t h;
+} hasher;
+
+static void hash_u64(hasher *hs, uint64_t v)
+{
+    hs->h = mix64(hs->h ^ (v + 0x9e3779b97f4a7c15ull));
+}
+
+static void hash_double(hasher *hs, double d)
+{
+    uint64_t v;
+    if (d == 0)
+        d = 0; /* -0.0 and 0.0 hash alike */
+    memcpy(&v, &d, sizeof(v));
+    hash_u64(hs, v);
+}
+
+static void hash_str(hasher *hs, const char *s)
+{
+    uint64_t w = 0;
+    size_t n = 0;
+    for (; *s; s++, n++) {
+        w = (w << 8) | (unsigned char)*s;
+        if ((n & 7) == 7) {
+            hash_u64(hs, w);
+            w = 0;
+        }
+    }
+    hash_u64(hs, w);
+    hash_u64(hs, n);
+}
+
+uint64_t plan_trace_hash(const plan_trace *t)
+{
+    hasher hs = {0x484f5452414345ull}; /* "HOTRACE" */
+    if (!t)
+        return 0;
+    hash_double(&hs, t->link.h2d_gbps);
+    hash_double(&hs, t->link.d2h_gbps);
+    hash_double(&hs, t->link.latency_us);
+    hash_u64(&hs, t->link.duplex);
+    hash_u64(&hs, t->n_storages);
+    for (uint32_t s = 0; s < t->n_storages; s++) {
+        const plan_storage *st = &t->storages[s];
+        hash_u64(&hs, st->id);
+        hash_u64(&hs, st->bytes);
+        hash_u64(&hs, (uint64_t)st->kind | (uint64_t)st->initial << 8 |
+                          (uint64_t)st->retained << 16 |
+                          (uint64_t)st->pinned << 24);
+    }
+    hash_u64(&hs, t->n_ops);
+    for (uint32_t i = 0; i < t->n_ops; i++) {
+        const plan_op *o = &t->ops[i];
+        hash_double(&hs, o->duration_us);
+        hash_str(&hs, plan_op_name(t, i));
+        hash_u64(&hs, (uint64_t)o->n_reads << 32 | o->n_writes);
+        for (uint32_t k = 0; k < o->n_reads + o->n_writes; k++)
+            hash_u64(&hs, t->storages[t->refs[o->first_ref + k]].id);
+    }
+    return hs.h;
+}
+
+/* ------------------------------------------------------------------ summary */
+
+uint64_t plan_op_working_set(const plan_trace *t, uint32_t op, uint32_t *mark)
+{
+    const plan_op *o = &t->ops[op];
+    const uint32_t *ref = t->refs + o->first_ref;
+    uint64_t sum = 0;
+    for (uint32_t k = 0; k < o->n_reads + o->n_writes; k++) {
+        if (mark[ref[k]] == op)
+            continue;
+        mark[ref[k]] = op;
+        sum += t->storages[ref[k]].bytes;
+    }
+    return sum;
+}
+
+int plan_trace_summarize(const plan_trace *t, plan_trace_summary *ret)
+{
+    plan_trace_summary sm;
+    plan_schedule *none = NULL;
+    uint32_t *mark = NULL;
+    int r;
+
+    if (!t || !ret)
+        return -EINVAL;
+    if (!t->finished)
+        return HO_E_STATE;
+    memset(&sm, 0, sizeof(sm));
+    sm.n_ops = t->n_ops;
+    sm.n_storages = t->n_storages;
+    sm.n_refs = t->n_refs;
+    sm.max_op_working_set_op = PLAN_NONE;
+    for (uint32_t s = 0; s < t->n_storages; s++) {
+        const plan_storage *st = &t->storages[s];
+        sm.bytes_by_kind[st->kind] += st->bytes;
+        sm.count_by_kind[st->kind]++;
+        sm.total_bytes += st->bytes;
+    }
+    mark = malloc((t->n_storages ? t->n_storages : 1) * sizeof(*mark));
+    if (!mark)
+        return -ENOMEM;
+    memset(mark, 0xff, (t->n_storages ? t->n_storages : 1) * sizeof(*mark));
+    for (uint32_t i = 0; i < t->n_ops; i++) {
+        sm.compute_us += t->ops[i].duration_us;
+        uint64_t ws = plan_op_working_set(t, i, mark);
+        if (sm.max_op_working_set_op == PLAN_NONE || ws > sm.max_op_working_set) {
+            sm.max_op_working_set = ws;
+            sm.max_op_working_set_op = i;
+        }
+    }
+    r = plan_none(t, UINT64_MAX, &none);
+    if (r < 0)
+        goto fail;
+    plan_metrics m;
+    plan_violation v;
+    r = plan_simulate(t, none, &m, &v, NULL);
+    if (r < 0) {
+        r = HO_E_INTERNAL; /* the none schedule is valid for every trace */
+        goto fail;
+    }
+    sm.no_offload_peak = m.peak_device_bytes;
+    *ret = sm;
+fail:
+    free(mark);
+    plan_schedule_free(none);
+    return r;
+}
+
+/* ------------------------------------------------------------------ schedule */
+
+plan_schedule *plan_schedule_new(const char *planner, uint64_t budget)
+{
+    plan_schedule *s = calloc(1, sizeof(*s));
+    if (!s)
+        return NULL;
+    if (planner) {
+        size_t n = utf8_cut(planner, sizeof(s->planner) - 1);
+        memcpy(s->planner, planner, n);
+        s->planner[n] = 0;
+    }
+    s->budget_bytes = budget;
+    return s;
+}
+
+void plan_schedule_free(plan_schedule *s)
+{
+    if (!s)
+        return;
+    free(s->actions);
+    free(s);
+}
+
+static int push_action(plan_schedule *s, const plan_action *a)
+{
+    if (!s || a->when > PLAN_AFTER || a->kind >= PLAN_ACT__COUNT)
+        return -EINVAL;
+    if (s->n_actions >= s->cap_actions) {
+        uint64_t cap = s->cap_actions;
+        int r = grow((void **)&s->actions, &cap, (uint64_t)s->n_actions + 1,
+                     sizeof(*s->actions), PLAN_MAX_ACTIONS);
+        if (r < 0)
+            return r;
+        s->cap_actions = (size_t)cap;
+    }
+    s->actions[s->n_actions++] = *a;
+    return 0;
+}
+
+int plan_schedule_push(plan_schedule *s, const plan_trace *t, uint32_t op,
+                       plan_when when, plan_act_kind kind, uint32_t storage)
+{
+    if (!t || storage >= t->n_storages)
+        return -EINVAL;
+    plan_action a = {.storage_id = t->storages[storage].id,
+                     .storage = storage,
+                     .op = op,
+                     .when = (uint8_t)when,
+                     .kind = (uint8_t)kind};
+    return push_action(s, &a);
+}
+
+int plan_schedule_push_id(plan_schedule *s, uint32_t op, plan_when when,
+                          plan_act_kind kind, uint64_t storage_id)
+{
+    plan_action a = {.storage_id = storage_id,
+                     .storage = PLAN_NONE,
+                     .op = op,
+                     .when = (uint8_t)when,
+                     .kind = (uint8_t)kind};
+    return push_action(s, &a);
+}
+
+static inline uint64_t point_key(const plan_action *a)
+{
+    return (uint64_t)a->op << 1 | (a->when & 1u);
+}
+
+int plan_schedule_sort(plan_schedule *s)
+{
+    size_t n = s->n_actions;
+    size_t i;
+    for (i = 1; i < n; i++)
+        if (point_key(&s->actions[i - 1]) > point_key(&s->actions[i]))
+            break;
+    if (i >= n)
+        return 0; /* already sorted: the usual case */
+    /* Bottom-up merge sort (stable). */
+    plan_action *tmp = malloc(n * sizeof(*tmp));
+    if (!tmp)
+        return -ENOMEM;
+    plan_action *src = s->actions, *dst = tmp;
+    for (size_t width = 1; width < n; width *= 2) {
+        for (size_t lo = 0; lo < n; lo += 2 * width) {
+            size_t mid = lo + width < n ? lo + width : n;
+            size_t hi = lo + 2 * width < n ? lo + 2 * width : n;
+            size_t a = lo, b = mid, o = lo;
+            while (a < mid && b < hi)
+                dst[o++] = point_key(&src[b]) < point_key(&src[a]) ? src[b++]
+                                                                   : src[a++];
+            while (a < mid)
+                dst[o++] = src[a++];
+            while (b < hi)
+                dst[o++] = src[b++];
+        }
+        plan_action *x = src;
+        src = dst;
+        dst = x;
+    }
+    if (src != s->actions)
+        memcpy(s->actions, src, n * sizeof(*tmp));
+    free(tmp);
+    return 0;
+}
+
+int plan_schedule_bind(plan_schedule *s, const plan_trace *t, char *err,
+                       size_t errlen)
+{
+    if (!s || !t)
+        return -EINVAL;
+    for (size_t i = 0; i < s->n_actions; i++) {
+        plan_action *a = &s->actions[i];
+        uint32_t idx = plan_trace_find(t, a->storage_id);
+        if (idx == PLAN_NONE)
+            return plan_errf(err, errlen, HO_E_BAD_SCHEDULE,
+                             "actions[%zu]: unknown storage id %llu", i,
+                             (unsigned long long)a->storage_id);
+        if (a->op >= t->n_ops)
+            return plan_errf(err, errlen, HO_E_BAD_SCHEDULE,
+                             "actions[%zu]: op %u out of range (trace has %u "
+                             "ops)",
+                             i, a->op, t->n_ops);
+        if (a->when > PLAN_AFTER || a->kind >= PLAN_ACT__COUNT)
+            return plan_errf(err, errlen, HO_E_BAD_SCHEDULE,
+                             "actions[%zu]: bad when %u or kind %u", i,
+                             a->when, a->kind);
+        a->storage = idx;
+    }
+    int r = plan_schedule_sort(s);
+    if (r < 0)
+        return plan_errf(err, errlen, r, "out of memory sorting actions");
+    return 0;
+}

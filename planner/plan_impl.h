@@ -1,0 +1,71 @@
+/*
+ * planner/plan_impl.h - private helpers shared by the planner's own .c
+ * files (ir.c, simulate.c, hoplan*.c, baselines.c, oracle.c, make.c).
+ * Not installed, not for other modules: everything public is in plan.h.
+ */
+#ifndef HO_PLANNER_PLAN_IMPL_H
+#define HO_PLANNER_PLAN_IMPL_H
+
+#include "plan.h"
+
+#include <stdarg.h>
+
+/* Upper bound on the sum of all storage bytes of one trace (checked by
+ * plan_trace_finish): leaves headroom so that counters of device bytes,
+ * which may briefly count a storage twice, cannot overflow in practice. */
+#define PLAN_MAX_TOTAL_BYTES (1ull << 60)
+
+/* snprintf into err (errlen may be 0, err may be NULL); returns code. */
+int plan_errf(char *err, size_t errlen, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* Stable sort of s->actions by (op, when); list order kept within a point.
+ * 0 or -ENOMEM. */
+int plan_schedule_sort(plan_schedule *s);
+
+/* Copy duration in microseconds of `bytes` over a link direction. */
+static inline double plan_copy_us(const plan_link *l, int d2h, uint64_t bytes)
+{
+    double gbps = d2h ? l->d2h_gbps : l->h2d_gbps;
+    return l->latency_us + (double)bytes / (gbps * 1e3);
+}
+
+/* Storage index accessors on a finished trace. */
+static inline uint32_t plan_first_access(const plan_trace *t, uint32_t s)
+{
+    return t->acc_start[s] == t->acc_start[s + 1] ? PLAN_NONE
+                                                  : t->acc[t->acc_start[s]].op;
+}
+static inline uint32_t plan_last_access(const plan_trace *t, uint32_t s)
+{
+    return t->acc_start[s] == t->acc_start[s + 1]
+               ? PLAN_NONE
+               : t->acc[t->acc_start[s + 1] - 1].op;
+}
+
+/* Bytes op `op` needs on device: its distinct reads and writes.
+ * `mark` is a caller array of n_storages uint32, all != op on entry for
+ * the storages of op (e.g. filled with PLAN_NONE once and reused for ops
+ * in increasing order). */
+uint64_t plan_op_working_set(const plan_trace *t, uint32_t op, uint32_t *mark);
+
+/* Baselines (baselines.c).  Each returns 0 and a new schedule (owned by
+ * the caller) or a negative code; the schedule is sorted and bound. */
+int plan_none(const plan_trace *t, uint64_t budget, plan_schedule **ret);
+int plan_seed_greedy(const plan_trace *t, uint64_t budget,
+                     plan_schedule **ret);
+int plan_ms_distance(const plan_trace *t, uint64_t budget,
+                     const plan_options *opt, plan_schedule **ret);
+int plan_reactive_lru(const plan_trace *t, uint64_t budget,
+                      plan_schedule **ret);
+
+/* hoplan (hoplan*.c): plan for `budget`; HO_E_INFEASIBLE with
+ * result->min_budget and result->message when it cannot meet it. */
+int plan_hoplan(const plan_trace *t, uint64_t budget, plan_schedule **ret,
+                plan_result *result);
+
+/* oracle (oracle.c): HO_E_UNSUPPORTED above 20 candidate gaps. */
+int plan_oracle(const plan_trace *t, uint64_t budget, plan_schedule **ret,
+                plan_result *result);
+
+#endif

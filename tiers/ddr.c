@@ -1,0 +1,625 @@
+/*
+ * tiers/ddr.c - the host DDR pool: memfd arenas charged against one budget.
+ *
+ * Each arena is a memfd (sealed against shrinking) mapped once by the
+ * daemon with MAP_SHARED|MAP_NORESERVE over the whole pool capacity; an
+ * extent allocator hands out offsets inside it.  The file grows with
+ * ftruncate in DDR_GROW_STEP steps as the allocator's high-water mark
+ * rises (it never shrinks: the seal forbids it, and punched holes cost
+ * nothing).  Freed and evicted ranges are munlocked and punched out, so the
+ * pages the kernel holds follow `used`.
+ *
+ * The extent tag of an allocation records whether it is evicted
+ * (DDR_TAG_EVICTED): evicted allocations keep their offsets but are not
+ * charged to the pool.
+ */
+#include "ddr.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <numa.h>
+#include <numaif.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/sysinfo.h>
+#include <unistd.h>
+
+#include "extent.h"
+#include "hyperoffload/errors.h"
+
+#define DDR_GROW_STEP (2ULL << 20) /* file growth step; one huge page */
+#define DDR_HUGE_PAGE (2ULL << 20)
+#define DDR_OWNER_MAX 48           /* owner name kept for diagnostics */
+#define DDR_ARENAS_MAX 65536       /* arenas per pool (one fd each) */
+#define DDR_NUMA_NODES_MAX 1024    /* bits in our mbind node mask */
+#define DDR_TAG_EVICTED 1u
+
+struct tier_arena {
+    tier_ddr *ddr;
+    tier_arena *prev, *next;
+    uint64_t id;
+    char owner[DDR_OWNER_MAX];
+    int fd;
+    uint8_t *base;
+    uint64_t map_size;
+    uint64_t file_size; /* current memfd size (committed) */
+    uint64_t resident;  /* bytes of this arena charged to the pool */
+    tier_extents *ext;
+};
+
+struct tier_ddr {
+    uint64_t capacity, align;
+    int numa_node;      /* configured node, -1 none */
+    bool lock, hugepages;
+    bool numa_ok;       /* binding arenas to numa_node */
+    bool lock_ok;       /* still mlocking (no refusal seen) */
+    uint64_t used;
+    uint64_t next_id;
+    uint32_t narenas;
+    tier_arena *arenas;
+    char numa_detail[72];
+    char lock_detail[72];
+};
+
+static bool round_up(uint64_t len, uint64_t align, uint64_t *ret)
+{
+    if (len > UINT64_MAX - (align - 1))
+        return false;
+    *ret = (len + align - 1) & ~(align - 1);
+    return true;
+}
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (!err || errlen == 0)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+/* "8 MiB", "64 KiB", "12345 bytes", "unlimited" */
+static void fmt_limit(char *buf, size_t n, rlim_t v)
+{
+    if (v == RLIM_INFINITY)
+        snprintf(buf, n, "unlimited");
+    else if (v >= (1ULL << 30) && v % (1ULL << 30) == 0)
+        snprintf(buf, n, "%llu GiB", (unsigned long long)(v >> 30));
+    else if (v >= (1ULL << 20) && v % (1ULL << 20) == 0)
+        snprintf(buf, n, "%llu MiB", (unsigned long long)(v >> 20));
+    else if (v >= 1024 && v % 1024 == 0)
+        snprintf(buf, n, "%llu KiB", (unsigned long long)(v >> 10));
+    else
+        snprintf(buf, n, "%llu bytes", (unsigned long long)v);
+}
+
+/* First mlock refusal: remember why, stop locking. */
+static void lock_refused(tier_ddr *d, int err)
+{
+    struct rlimit rl;
+    char lim[32] = "unknown";
+
+    if (getrlimit(RLIMIT_MEMLOCK, &rl) == 0)
+        fmt_limit(lim, sizeof(lim), rl.rlim_cur);
+    snprintf(d->lock_detail, sizeof(d->lock_detail),
+             "mlock refused: %s (RLIMIT_MEMLOCK %s)", strerror(err), lim);
+    d->lock_ok = false;
+}
+
+/* mlock (and so populate) [p, p+len) while locking is on. */
+static void lock_range(tier_ddr *d, uint8_t *p, uint64_t len)
+{
+    if (!d->lock_ok)
+        return;
+    if (mlock(p, len) != 0)
+        lock_refused(d, errno);
+}
+
+static void unlock_range(const tier_ddr *d, uint8_t *p, uint64_t len)
+{
+    /* Ranges locked before a refusal stay locked until freed, so unlock
+     * whenever locking was configured.  A failure (ENOMEM from a VMA split
+     * at the map-count limit) only leaves the pages pinned until the punch
+     * frees them. */
+    if (d->lock)
+        (void)munlock(p, len);
+}
+
+static int punch(int fd, uint64_t off, uint64_t len)
+{
+    int r;
+
+    do {
+        r = fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                      (off_t)off, (off_t)len);
+    } while (r != 0 && errno == EINTR);
+    return r == 0 ? 0 : -errno;
+}
+
+/* Bytes of memory the pool may not exceed: the bound node or all RAM. */
+static int node_memory(int node, bool use_numa, uint64_t *ret, char *what,
+                       size_t whatlen)
+{
+    if (use_numa) {
+        long long sz = numa_node_size64(node, NULL);
+        if (sz > 0) {
+            *ret = (uint64_t)sz;
+            snprintf(what, whatlen, "NUMA node %d", node);
+            return 0;
+        }
+    }
+    {
+        struct sysinfo si;
+        if (sysinfo(&si) != 0)
+            return -errno;
+        *ret = (uint64_t)si.totalram * (uint64_t)si.mem_unit;
+        snprintf(what, whatlen, "this host");
+    }
+    return 0;
+}
+
+int tier_ddr_new(const tier_ddr_config *cfg, tier_ddr **ret, char *err,
+                 size_t errlen)
+{
+    tier_ddr *d = NULL;
+    uint64_t cap, mem = 0;
+    bool use_numa = false;
+    char what[32];
+    int rc;
+
+    if (!cfg || !ret) {
+        set_err(err, errlen, "no configuration");
+        return HO_E_BAD_CONFIG;
+    }
+    if (cfg->align < 4096 || (cfg->align & (cfg->align - 1)) != 0) {
+        set_err(err, errlen, "DDR align %llu is not a power of two >= 4096",
+                (unsigned long long)cfg->align);
+        return HO_E_BAD_CONFIG;
+    }
+    if (cfg->hugepages && cfg->align % DDR_HUGE_PAGE != 0) {
+        set_err(err, errlen,
+                "DDR align %llu must be a multiple of 2 MiB with huge pages",
+                (unsigned long long)cfg->align);
+        return HO_E_BAD_CONFIG;
+    }
+    cap = cfg->capacity & ~(cfg->align - 1);
+    if (cap == 0) {
+        set_err(err, errlen, "DDR capacity %llu is below the alignment %llu",
+                (unsigned long long)cfg->capacity,
+                (unsigned long long)cfg->align);
+        return HO_E_BAD_CONFIG;
+    }
+    if (cap > (uint64_t)INT64_MAX) {
+        set_err(err, errlen, "DDR capacity %llu is too large",
+                (unsigned long long)cap);
+        return HO_E_BAD_CONFIG;
+    }
+    if (cfg->numa_node < -1 || cfg->numa_node >= DDR_NUMA_NODES_MAX) {
+        set_err(err, errlen, "NUMA node %d is out of range", cfg->numa_node);
+        return HO_E_BAD_CONFIG;
+    }
+    if (cfg->numa_node >= 0 && numa_available() >= 0) {
+        if (cfg->numa_node > numa_max_node()) {
+            set_err(err, errlen, "NUMA node %d does not exist (highest is %d)",
+                    cfg->numa_node, numa_max_node());
+            return HO_E_BAD_CONFIG;
+        }
+        use_numa = true;
+    }
+    rc = node_memory(cfg->numa_node, use_numa, &mem, what, sizeof(what));
+    if (rc < 0) {
+        set_err(err, errlen, "cannot read the memory size: %s",
+                strerror(-rc));
+        return HO_E_BAD_CONFIG;
+    }
+    if (cap > mem) {
+        set_err(err, errlen,
+                "DDR capacity %llu bytes exceeds the %llu bytes of memory of %s",
+                (unsigned long long)cap, (unsigned long long)mem, what);
+        return HO_E_BAD_CONFIG;
+    }
+
+    d = calloc(1, sizeof(*d));
+    if (!d) {
+        set_err(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    d->capacity = cap;
+    d->align = cfg->align;
+    d->numa_node = cfg->numa_node;
+    d->lock = cfg->lock;
+    d->hugepages = cfg->hugepages;
+    d->numa_ok = use_numa;
+    d->next_id = 1;
+    if (cfg->numa_node < 0)
+        snprintf(d->numa_detail, sizeof(d->numa_detail),
+                 "no NUMA binding configured");
+    else if (!use_numa)
+        snprintf(d->numa_detail, sizeof(d->numa_detail),
+                 "NUMA unavailable: node %d not bound", cfg->numa_node);
+    else
+        snprintf(d->numa_detail, sizeof(d->numa_detail),
+                 "bound to NUMA node %d", cfg->numa_node);
+
+    if (cfg->lock) {
+        /* Probe once so the daemon can report at start whether locking
+         * works at all (a later refusal is recorded the same way). */
+        long pg = sysconf(_SC_PAGESIZE);
+        void *p = mmap(NULL, (size_t)pg, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        d->lock_ok = true;
+        if (p == MAP_FAILED) {
+            lock_refused(d, errno);
+        } else {
+            if (mlock(p, (size_t)pg) != 0) {
+                lock_refused(d, errno);
+            } else {
+                munlock(p, (size_t)pg);
+                snprintf(d->lock_detail, sizeof(d->lock_detail),
+                         "pages locked");
+            }
+            munmap(p, (size_t)pg);
+        }
+    } else {
+        snprintf(d->lock_detail, sizeof(d->lock_detail),
+                 "locking not configured");
+    }
+    *ret = d;
+    return 0;
+}
+
+tier_ddr *tier_ddr_free(tier_ddr *d)
+{
+    if (!d)
+        return NULL;
+    while (d->arenas)
+        tier_arena_free(d->arenas);
+    free(d);
+    return NULL;
+}
+
+/* memfd names show up in /proc/<pid>/fd and maps: keep them readable. */
+static void sanitize_owner(char *dst, size_t n, const char *src)
+{
+    size_t i;
+
+    for (i = 0; src && src[i] && i + 1 < n; i++) {
+        char c = src[i];
+        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                  (c >= '0' && c <= '9') || c == '-' || c == '_' ||
+                  c == '.' || c == ':' || c == '@';
+        dst[i] = ok ? c : '_';
+    }
+    dst[i] = '\0';
+}
+
+static int bind_node(tier_ddr *d, void *base, uint64_t len)
+{
+    unsigned long mask[DDR_NUMA_NODES_MAX / (8 * sizeof(unsigned long))];
+    int node = d->numa_node;
+
+    memset(mask, 0, sizeof(mask));
+    mask[node / (8 * sizeof(unsigned long))] |=
+        1UL << (node % (8 * sizeof(unsigned long)));
+    /* On a shared mapping this sets the shmem file's shared policy, so
+     * the pages faulted through the clients' mappings land there too. */
+    if (mbind(base, len, MPOL_BIND, mask, DDR_NUMA_NODES_MAX + 1, 0) != 0)
+        return -errno;
+    return 0;
+}
+
+tier_arena *tier_arena_new(tier_ddr *d, const char *owner, char *err,
+                           size_t errlen)
+{
+    tier_arena *a;
+    char name[96];
+    unsigned int flags = MFD_CLOEXEC | MFD_ALLOW_SEALING;
+    struct stat st;
+
+    if (d->narenas >= DDR_ARENAS_MAX) {
+        set_err(err, errlen, "too many arenas (%u)", d->narenas);
+        return NULL;
+    }
+    a = calloc(1, sizeof(*a));
+    if (!a) {
+        set_err(err, errlen, "out of memory");
+        return NULL;
+    }
+    a->fd = -1;
+    a->base = MAP_FAILED;
+    a->ddr = d;
+    a->id = d->next_id;
+    a->map_size = d->capacity;
+    sanitize_owner(a->owner, sizeof(a->owner), owner);
+    snprintf(name, sizeof(name), "hyperoffload-arena-%llu-%s",
+             (unsigned long long)a->id, a->owner);
+
+    if (d->hugepages)
+        flags |= MFD_HUGETLB;
+    a->fd = memfd_create(name, flags);
+    if (a->fd < 0) {
+        set_err(err, errlen, "memfd_create: %s", strerror(errno));
+        goto fail;
+    }
+    /* Growing stays allowed (the daemon grows it); shrinking would pull
+     * pages out from under the clients' mappings. */
+    if (fcntl(a->fd, F_ADD_SEALS, F_SEAL_SHRINK) != 0 ||
+        fcntl(a->fd, F_ADD_SEALS, F_SEAL_SEAL) != 0) {
+        set_err(err, errlen, "sealing the arena: %s", strerror(errno));
+        goto fail;
+    }
+    a->base = mmap(NULL, a->map_size, PROT_READ | PROT_WRITE,
+                   MAP_SHARED | MAP_NORESERVE, a->fd, 0);
+    if (a->base == MAP_FAILED) {
+        set_err(err, errlen, "mmap of %llu bytes: %s",
+                (unsigned long long)a->map_size, strerror(errno));
+        goto fail;
+    }
+    if (d->numa_ok) {
+        int rc = bind_node(d, a->base, a->map_size);
+        if (rc < 0) {
+            /* Stop trying: stats then say why the pool is not bound. */
+            snprintf(d->numa_detail, sizeof(d->numa_detail),
+                     "mbind to NUMA node %d failed: %s; not bound",
+                     d->numa_node, strerror(-rc));
+            d->numa_ok = false;
+        }
+    }
+    /* hugetlbfs extends the file to the mapping size at mmap time. */
+    if (fstat(a->fd, &st) != 0) {
+        set_err(err, errlen, "fstat: %s", strerror(errno));
+        goto fail;
+    }
+    a->file_size = (uint64_t)st.st_size;
+    a->ext = tier_extents_new(a->map_size, d->align);
+    if (!a->ext) {
+        set_err(err, errlen, "out of memory");
+        goto fail;
+    }
+    d->next_id++;
+    a->next = d->arenas;
+    if (d->arenas)
+        d->arenas->prev = a;
+    d->arenas = a;
+    d->narenas++;
+    return a;
+fail:
+    if (a->base != MAP_FAILED)
+        munmap(a->base, a->map_size);
+    if (a->fd >= 0)
+        close(a->fd);
+    free(a);
+    return NULL;
+}
+
+tier_arena *tier_arena_free(tier_arena *a)
+{
+    tier_ddr *d;
+
+    if (!a)
+        return NULL;
+    d = a->ddr;
+    /* Clients may still map the file: punch it so the memory goes back to
+     * the kernel now, not when the last client unmaps. */
+    if (a->file_size > 0)
+        (void)punch(a->fd, 0, a->file_size);
+    munmap(a->base, a->map_size);
+    close(a->fd);
+    tier_extents_free(a->ext);
+    d->used -= a->resident;
+    if (a->prev)
+        a->prev->next = a->next;
+    else
+        d->arenas = a->next;
+    if (a->next)
+        a->next->prev = a->prev;
+    d->narenas--;
+    free(a);
+    return NULL;
+}
+
+uint64_t tier_arena_id(const tier_arena *a)
+{
+    return a->id;
+}
+
+int tier_arena_fd(const tier_arena *a)
+{
+    return a->fd;
+}
+
+uint64_t tier_arena_map_size(const tier_arena *a)
+{
+    return a->map_size;
+}
+
+uint8_t *tier_arena_base(const tier_arena *a)
+{
+    return a->base;
+}
+
+void tier_arena_stats_get(const tier_arena *a, tier_arena_stats *ret)
+{
+    tier_extents_stats es;
+
+    tier_extents_stats_get(a->ext, &es);
+    ret->resident = a->resident;
+    ret->reserved = es.used;
+    ret->committed = a->file_size;
+    ret->extents = es.allocations;
+    ret->largest_free = es.largest_free;
+}
+
+int tier_arena_alloc(tier_arena *a, uint64_t len, uint64_t *ret_off,
+                     uint64_t *ret_len)
+{
+    tier_ddr *d = a->ddr;
+    uint64_t rlen, off, alen, end;
+    int rc;
+
+    if (len == 0 || !round_up(len, d->align, &rlen))
+        return HO_E_INVALID_SIZE;
+    if (rlen > d->capacity)
+        return HO_E_TOO_LARGE;
+    if (rlen > d->capacity - d->used)
+        return HO_E_TIER_FULL;
+    rc = tier_extents_alloc(a->ext, rlen, &off, &alen);
+    if (rc < 0)
+        return rc;
+    end = off + alen;
+    if (end > a->file_size) {
+        uint64_t grow = (end + DDR_GROW_STEP - 1) & ~(DDR_GROW_STEP - 1);
+        if (grow > a->map_size)
+            grow = a->map_size;
+        if (ftruncate(a->fd, (off_t)grow) != 0) {
+            rc = -errno;
+            (void)tier_extents_release(a->ext, off, alen);
+            return rc;
+        }
+        a->file_size = grow;
+    }
+    lock_range(d, a->base + off, alen);
+    d->used += alen;
+    a->resident += alen;
+    *ret_off = off;
+    if (ret_len)
+        *ret_len = alen;
+    return 0;
+}
+
+/* The live allocation [off, off+len): its rounded length and state. */
+static int find_alloc(const tier_arena *a, uint64_t off, uint64_t len,
+                      uint64_t *ret_len, bool *ret_evicted)
+{
+    uint64_t rlen, alen;
+    uint32_t tag = 0;
+
+    if (len == 0 || !round_up(len, a->ddr->align, &rlen))
+        return HO_E_UNKNOWN_EXTENT;
+    alen = tier_extents_lookup(a->ext, off);
+    if (alen == 0 || alen != rlen)
+        return HO_E_UNKNOWN_EXTENT;
+    if (tier_extents_get_tag(a->ext, off, &tag) < 0)
+        return HO_E_UNKNOWN_EXTENT;
+    *ret_len = alen;
+    *ret_evicted = (tag & DDR_TAG_EVICTED) != 0;
+    return 0;
+}
+
+int tier_arena_release(tier_arena *a, uint64_t off, uint64_t len)
+{
+    uint64_t alen;
+    bool evicted;
+    int rc;
+
+    rc = find_alloc(a, off, len, &alen, &evicted);
+    if (rc < 0)
+        return rc;
+    if (!evicted) {
+        unlock_range(a->ddr, a->base + off, alen);
+        rc = punch(a->fd, off, alen);
+        if (rc < 0)
+            return rc;
+        a->ddr->used -= alen;
+        a->resident -= alen;
+    }
+    return tier_extents_release(a->ext, off, alen);
+}
+
+int tier_arena_evict(tier_arena *a, uint64_t off, uint64_t len)
+{
+    uint64_t alen;
+    bool evicted;
+    int rc;
+
+    rc = find_alloc(a, off, len, &alen, &evicted);
+    if (rc < 0)
+        return rc;
+    if (evicted)
+        return HO_E_STATE;
+    unlock_range(a->ddr, a->base + off, alen);
+    rc = punch(a->fd, off, alen);
+    if (rc < 0) {
+        lock_range(a->ddr, a->base + off, alen);
+        return rc;
+    }
+    (void)tier_extents_set_tag(a->ext, off, DDR_TAG_EVICTED);
+    a->ddr->used -= alen;
+    a->resident -= alen;
+    return 0;
+}
+
+int tier_arena_restore(tier_arena *a, uint64_t off, uint64_t len)
+{
+    tier_ddr *d = a->ddr;
+    uint64_t alen;
+    bool evicted;
+    int rc;
+
+    rc = find_alloc(a, off, len, &alen, &evicted);
+    if (rc < 0)
+        return rc;
+    if (!evicted)
+        return HO_E_STATE;
+    if (alen > d->capacity - d->used)
+        return HO_E_TIER_FULL;
+    (void)tier_extents_set_tag(a->ext, off, 0);
+    lock_range(d, a->base + off, alen);
+    d->used += alen;
+    a->resident += alen;
+    return 0;
+}
+
+int tier_arena_is_evicted(const tier_arena *a, uint64_t off, uint64_t len)
+{
+    uint64_t alen;
+    bool evicted;
+    int rc;
+
+    rc = find_alloc(a, off, len, &alen, &evicted);
+    if (rc < 0)
+        return rc;
+    return evicted ? 1 : 0;
+}
+
+void tier_ddr_stats_get(const tier_ddr *d, tier_ddr_stats *ret)
+{
+    const tier_arena *a;
+    uint64_t largest_block = 0, extents = 0, committed = 0;
+
+    memset(ret, 0, sizeof(*ret));
+    for (a = d->arenas; a; a = a->next) {
+        tier_extents_stats es;
+        tier_extents_stats_get(a->ext, &es);
+        if (es.largest_free > largest_block)
+            largest_block = es.largest_free;
+        extents += es.allocations;
+        committed += a->file_size;
+    }
+    ret->capacity = d->capacity;
+    ret->used = d->used;
+    ret->committed = committed;
+    ret->largest_free = d->capacity - d->used;
+    /* A new arena would offer the whole free budget in one block. */
+    if (d->arenas && largest_block < ret->largest_free)
+        ret->largest_free = largest_block;
+    ret->fragmentation = d->capacity == d->used
+        ? 0.0
+        : 1.0 - (double)ret->largest_free / (double)(d->capacity - d->used);
+    ret->extents = extents;
+    ret->arenas = d->narenas;
+    ret->locked = d->lock && d->lock_ok;
+    ret->numa_node = d->numa_ok ? d->numa_node : -1;
+    snprintf(ret->detail, sizeof(ret->detail), "%s; %s", d->numa_detail,
+             d->lock_detail);
+}
