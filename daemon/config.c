@@ -1108,6 +1108,18 @@ fail:
 
 /* ------------------------------------------------------------------ output */
 
+static void bounds_line(const cfg_row *r, char *buf, size_t len);
+static const char *type_word(cfg_type t);
+
+const char *srv_config_row_help(int row) { return rows[row].help; }
+const char *srv_config_row_type(int row) { return type_word(rows[row].type); }
+const char *srv_config_row_default(int row) { return rows[row].def; }
+
+void srv_config_row_range(int row, char *buf, size_t len)
+{
+    bounds_line(&rows[row], buf, len);
+}
+
 static const char *type_word(cfg_type t)
 {
     switch (t) {
@@ -1127,7 +1139,7 @@ static const char *type_word(cfg_type t)
 
 static void bounds_line(const cfg_row *r, char *buf, size_t len)
 {
-    char a[80], b[80];
+    char a[64], b[64];
     switch (r->type) {
     case T_SIZE:
     case T_SIZELIST:
@@ -1167,7 +1179,7 @@ void srv_config_write_help(const char *prog, FILE *out)
             prog);
     for (int i = 0; i < N_ROWS; i++) {
         const cfg_row *r = &rows[i];
-        char opt[64], bounds[96];
+        char opt[64], bounds[160];
         snprintf(opt, sizeof(opt), "--%s %s", r->flag, type_word(r->type));
         bounds_line(r, bounds, sizeof(bounds));
         fprintf(out, "  %-34s %s%s\n", opt, r->runtime ? "* " : "  ", r->help);
@@ -1189,7 +1201,7 @@ void srv_config_write_ini(const srv_config *c, bool commented, FILE *out)
             const cfg_row *r = &rows[i];
             if (strcmp(r->section, sections[s]) != 0)
                 continue;
-            char bounds[96], val[SRV_MAX_FLASH * 256];
+            char bounds[160], val[SRV_MAX_FLASH * 256];
             bounds_line(r, bounds, sizeof(bounds));
             srv_config_format(c, i, val, sizeof(val));
             fprintf(out, "# %s.\n# flag --%s%s%s; %s\n", r->help, r->flag,

@@ -138,6 +138,12 @@ int srv_config_rows(void);
 const char *srv_config_row_name(int row);
 const char *srv_config_row_flag(int row);
 bool srv_config_row_runtime(int row);
+const char *srv_config_row_help(int row);
+/* Value type word ("SIZE", "N", "BOOL", ...) and range ("4M..64T", "" when
+ * unbounded) of a row, for documentation. */
+const char *srv_config_row_type(int row);
+void srv_config_row_range(int row, char *buf, size_t len);
+const char *srv_config_row_default(int row);
 
 /* Format row's value of c as config text into buf ("1G", "yes", "a,b").
  * Sizes are written with the largest exact IEC suffix. */

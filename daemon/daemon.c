@@ -28,7 +28,8 @@ static int mkdir_p(const char *path, mode_t mode)
         if (*p != '/')
             continue;
         *p = '\0';
-        if (mkdir(dir, mode) < 0 && errno != EEXIST)
+        /* Parents stay traversable: the socket may live beside. */
+        if (mkdir(dir, 0755) < 0 && errno != EEXIST)
             return -errno;
         *p = '/';
     }
@@ -138,6 +139,7 @@ static void begin_drain(srv_daemon *d, const char *why)
     srv_notice("%s: shutting down (%u connections, %u moves/plans in "
                "flight)", why, d->n_conns, d->works_in_flight);
     srv_server_stop_listening(d);
+    srv_planning_drain(d->planning);
     for (srv_conn *c = d->conns; c; c = c->next)
         srv_conn_event(c, HYPEROFFLOAD__EVENT_KIND__EVENT_SHUTTING_DOWN,
                        "the daemon is shutting down");

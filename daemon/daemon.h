@@ -200,7 +200,14 @@ bool srv_daemon_is_admin(srv_daemon *d, uid_t uid, gid_t gid);
 void srv_daemon_resolve_admin_group(srv_daemon *d);
 
 /* server.c */
+/* Listen on the socket systemd passed (sd_listen_fds_with_names; the one
+ * named "hyperoffloadd" or the first Unix stream socket), else on
+ * cfg.socket: parent directories created, a stale socket (connect
+ * refused) replaced, a live one (-EADDRINUSE) or a non-socket (-EEXIST)
+ * refused, mode cfg.socket_mode.  0 or negative with err. */
 int srv_server_listen(srv_daemon *d, char *err, size_t errlen);
+/* Close the listener and remove the socket file if we created it and it
+ * is still ours (same device and inode). */
 void srv_server_stop_listening(srv_daemon *d);
 /* Close the listener and every connection (drain end). */
 void srv_server_close_all(srv_daemon *d);
@@ -227,22 +234,46 @@ void srv_handle_request(srv_daemon *d, srv_conn *c,
 int srv_tier_stats(srv_daemon *d, Hyperoffload__TierStats ***ret_tiers,
                    size_t *ret_n);
 
-/* session.c */
+/* session.c.  Every function below returns 0 or the negative code of
+ * docs/protocol.md and, on failure, one sentence in e->msg for the Error
+ * reply; a failed call changes nothing. */
 typedef struct srv_errbuf {
     char msg[512];
 } srv_errbuf;
 
+/* Turn connection c into a session: checks, in this order, that c has no
+ * session (HO_E_ALREADY), the job name (-EINVAL), the client name
+ * (-EINVAL), the device (HO_E_UNKNOWN_DEVICE for < -1 or >= count), a
+ * budget without a device (HO_E_BUDGET), the HBM quotas of uid and job
+ * (HO_E_QUOTA) and the device's free HBM (HO_E_BUDGET); then takes the
+ * arena (shared per (uid, non-empty job), else new; -ENOMEM) and the
+ * grant.  The session is owned by c (c->session) and listed in
+ * d->sessions; *ret points to it. */
 int srv_session_register(srv_daemon *d, srv_conn *c,
                          const Hyperoffload__RegisterRequest *req,
                          srv_session **ret, srv_errbuf *e);
-/* Drop a session at once: free its extents, orphan those with a move in
- * flight, release its HBM grant and its arena reference. */
+/* Drop a session at once (its connection is closing): free its idle
+ * extents in DDR and flash, orphan those with a move in flight (the move
+ * frees them when it completes), release its HBM grant and its arena
+ * reference (the arena is destroyed with the last one), unlink and free
+ * the session, clear s->conn->session. */
 void srv_session_drop(srv_daemon *d, srv_session *s);
+/* Allocate `bytes` (rounded up to the alignment) in the session's arena:
+ * HO_E_INVALID_SIZE (0), HO_E_TOO_LARGE (> pool capacity), HO_E_QUOTA
+ * (max_extents_per_session, or the DDR quota of uid/job), HO_E_TIER_FULL,
+ * -ENOMEM.  The extent is owned by the session; *ret points to it. */
 int srv_extent_alloc(srv_daemon *d, srv_session *s, uint64_t bytes,
                      srv_extent **ret, srv_errbuf *e);
+/* Free extent `id` of the session wherever it lives.  HO_E_UNKNOWN_EXTENT
+ * (not the session's), HO_E_BUSY (move in flight). */
 int srv_extent_free(srv_daemon *d, srv_session *s, uint64_t id,
                     srv_errbuf *e);
-/* Start a move; the reply is sent when it completes. */
+/* Start a move of extent `id` (dir: HYPEROFFLOAD__MOVE_DIRECTION_*).  On
+ * 0 the I/O runs on a worker and the MoveReply or Error (request_id) is
+ * sent to the session's connection when it completes.  Errors now:
+ * -EINVAL (direction), HO_E_UNKNOWN_EXTENT, HO_E_BUSY, HO_E_STATE (spill
+ * of a flash extent, fill of a DDR one), HO_E_UNSUPPORTED (no flash),
+ * HO_E_QUOTA, HO_E_TIER_FULL, HO_E_TOO_LARGE. */
 int srv_extent_move(srv_daemon *d, srv_session *s, uint64_t id, int dir,
                     uint64_t request_id, srv_errbuf *e);
 /* Usage of a quota subject on a tier, summed over live sessions. */
@@ -253,23 +284,30 @@ uint64_t srv_subject_usage(srv_daemon *d, srv_subject_kind kind,
 int srv_quota_check(srv_daemon *d, uint32_t uid, const char *job,
                     srv_tier tier, uint64_t more, srv_errbuf *e);
 
-/* admin.c */
+/* admin.c: build and send the reply (or an Error) for an admin peer. */
 void srv_handle_status(srv_daemon *d, srv_conn *c, uint64_t rid);
 void srv_handle_clients(srv_daemon *d, srv_conn *c, uint64_t rid);
 void srv_handle_quota(srv_daemon *d, srv_conn *c, uint64_t rid,
                       const Hyperoffload__QuotaRequest *req);
 
-/* planning.c */
+/* planning.c.  The planning state (cache, queue) is owned by the daemon
+ * (d->planning); new returns 0 or -ENOMEM, free accepts NULL. */
 int srv_planning_new(srv_daemon *d, srv_planning **ret, char *err,
                      size_t errlen);
 srv_planning *srv_planning_free(srv_planning *p);
 /* Apply a new cache size (reload). */
 void srv_planning_configure(srv_planning *p, uint32_t cache_entries);
+/* True when the daemon was built with the planner ("plan" capability). */
 bool srv_planning_available(void);
+/* Answer queued (not started) plans with HO_E_SHUTTING_DOWN. */
+void srv_planning_drain(srv_planning *p);
+/* PlanRequest of a registered session: validates planner, budget and
+ * trace, answers from the cache or queues the plan; the PlanReply/Error is
+ * sent when it is done (dropped if the session went away). */
 void srv_handle_plan(srv_daemon *d, srv_conn *c, uint64_t rid,
                      const Hyperoffload__PlanRequest *req);
 
-/* notify.c */
+/* notify.c: sd_notify messages (no-ops without NOTIFY_SOCKET). */
 void srv_notify_ready(srv_daemon *d);
 void srv_notify_stopping(void);
 void srv_notify_reloading(bool start);

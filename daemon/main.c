@@ -1,6 +1,7 @@
 /* daemon/main.c - hyperoffloadd: command line, then the daemon. */
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "config.h"
@@ -14,6 +15,9 @@ int main(int argc, char **argv)
     srv_config cfg;
 
     signal(SIGPIPE, SIG_IGN);
+    /* libuv's pool runs flash I/O and planning: more than its default of 4
+     * threads keeps moves flowing while plans run. */
+    setenv("UV_THREADPOOL_SIZE", "8", 0);
     if (srv_cmdline_parse(argc, argv, &cl, err, sizeof(err)) < 0) {
         fprintf(stderr, "hyperoffloadd: %s\n", err);
         return 2;

@@ -335,7 +335,7 @@ static int load(srv_quota *q, char *err, size_t errlen)
                 snprintf(why, sizeof(why), "'%.40s' is not a job name",
                          subject);
             else
-                snprintf(e.job, sizeof(e.job), "%s", subject);
+                memcpy(e.job, subject, strlen(subject) + 1);
         } else {
             snprintf(why, sizeof(why), "'%s' is neither 'uid' nor 'job'",
                      kind);

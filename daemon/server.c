@@ -34,6 +34,7 @@ struct srv_out_frame {
     size_t len;
     size_t off;          /* bytes already sent by sendmsg */
     int fd;              /* descriptor to pass, -1 none (owned) */
+    bool waited;         /* logged that it waits for the write queue */
     srv_out_frame *next;
 };
 
@@ -162,8 +163,16 @@ static void conn_flush(srv_conn *c)
                             c->state == SRV_CONN_FLUSHING)) {
         srv_out_frame *f = c->pend_head;
         if (f->fd >= 0) {
-            if (uv_stream_get_write_queue_size((uv_stream_t *)&c->pipe) > 0)
+            size_t queued =
+                uv_stream_get_write_queue_size((uv_stream_t *)&c->pipe);
+            if (queued > 0) {
+                if (!f->waited)
+                    srv_debug("connection %llu: descriptor frame waits for "
+                              "%zu queued bytes", (unsigned long long)c->id,
+                              queued);
+                f->waited = true;
                 return; /* on_write calls us again */
+            }
             int r = send_with_fd(c, f);
             if (r < 0)
                 return;

@@ -424,7 +424,8 @@ typedef struct move_job {
     srv_extent *x;
     srv_arena_ref *arena;     /* reference held by the job */
     tier_flash *flash;
-    uint8_t *base;
+    uint8_t *base;            /* spill: the daemon's mapping of the arena */
+    int memfd;                /* fill: the arena's memfd (owned by it) */
     int dir;                  /* HYPEROFFLOAD__MOVE_DIRECTION__MOVE_* */
     uint64_t request_id;
     int rc;                   /* worker result */
@@ -441,8 +442,10 @@ static void move_work(uv_work_t *req)
         j->rc = tier_flash_write(j->flash, x->flash_off, j->base + x->off,
                                  x->len);
     else
-        j->rc = tier_flash_read(j->flash, x->flash_off, j->base + x->off,
-                                x->len);
+        /* Through the memfd: pwrite allocates the pages directly instead
+         * of faulting zeroed pages into the mapping first. */
+        j->rc = tier_flash_read_fd(j->flash, x->flash_off, j->memfd, x->off,
+                                   x->len);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     j->us = (double)(t1.tv_sec - t0.tv_sec) * 1e6 +
             (double)(t1.tv_nsec - t0.tv_nsec) / 1e3;
@@ -462,8 +465,16 @@ static void move_reply(srv_session *s, move_job *j, Hyperoffload__Tier tier)
     srv_conn_send(s->conn, &env, -1);
 }
 
+static uint64_t now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
 static void move_after(uv_work_t *req, int status)
 {
+    uint64_t t0 = now_us();
     move_job *j = req->data;
     srv_daemon *d = j->d;
     srv_extent *x = j->x;
@@ -508,6 +519,11 @@ static void move_after(uv_work_t *req, int status)
                         "spill of extent %" PRIu64 " failed: %s; the extent "
                         "stays in DDR", x->id, ho_strerror(j->rc));
     } else if (j->rc == 0) {
+        /* Pin the pages the fill just wrote (restored unlocked). */
+        int rc = tier_arena_lock(a, x->off, x->len);
+        if (rc < 0)
+            srv_err("extent %" PRIu64 ": lock after fill failed: %s (bug)",
+                    x->id, ho_strerror(rc));
         tier_flash_release(j->flash, x->flash_off, x->flash_len);
         s->usage.flash -= x->len;
         x->state = SRV_EXT_DDR;
@@ -521,6 +537,14 @@ static void move_after(uv_work_t *req, int status)
         srv_reply_error(s->conn, j->request_id, j->rc,
                         "fill of extent %" PRIu64 " failed: %s; the extent "
                         "stays on flash", x->id, ho_strerror(j->rc));
+    }
+    if (s && j->rc == 0) {
+        char lenbuf[32];
+        srv_debug("extent %" PRIu64 ": %s of %s done: %.1f ms of I/O "
+                  "(%.2f GB/s), %.1f ms on the loop", x->id,
+                  spill ? "spill" : "fill", sz(x->len, lenbuf), j->us / 1e3,
+                  j->us > 0 ? (double)x->len / j->us / 1e3 : 0.0,
+                  (double)(now_us() - t0) / 1e3);
     }
     arena_unref(d, j->arena);
     free(j);
@@ -618,7 +642,9 @@ int srv_extent_move(srv_daemon *d, srv_session *s, uint64_t id, int dir,
         rc = srv_quota_check(d, s->uid, s->job, SRV_TIER_DDR, x->len, e);
         if (rc < 0)
             goto fail;
-        rc = tier_arena_restore(x->arena->arena, x->off, x->len);
+        /* Charge the pool now; the pages are written (and then locked)
+         * by the move itself, not populated here on the loop. */
+        rc = tier_arena_restore_unlocked(x->arena->arena, x->off, x->len);
         if (rc < 0) {
             tier_ddr_stats st;
             tier_ddr_stats_get(d->ddr, &st);
@@ -640,6 +666,7 @@ int srv_extent_move(srv_daemon *d, srv_session *s, uint64_t id, int dir,
     j->arena->refs++;
     j->flash = d->flash[x->flash_idx];
     j->base = tier_arena_base(x->arena->arena);
+    j->memfd = tier_arena_fd(x->arena->arena);
     j->dir = dir;
     j->request_id = request_id;
     j->req.data = j;
@@ -661,6 +688,8 @@ int srv_extent_move(srv_daemon *d, srv_session *s, uint64_t id, int dir,
         goto fail;
     }
     d->works_in_flight++;
+    srv_debug("extent %" PRIu64 ": %s of %" PRIu64 " bytes started", x->id,
+              spill ? "spill" : "fill", x->len);
     return 0;
 fail:
     free(j);

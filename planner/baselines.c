@@ -62,3 +62,548 @@ int plan_none(const plan_trace *t, uint64_t budget, plan_schedule **ret)
     *ret = s;
     return 0;
 }
+
+/* ------------------------------------------------------------------ emitter
+ * seed-greedy and ms-distance describe their offloads as events; stores
+ * of data whose host copy is already current are dropped (so the output
+ * is valid under the model: a second store of the same version would come
+ * after the device copy was freed), then the events are ordered by point
+ * and, within a point, store < free_device < free_host < prefetch. */
+
+enum { EV_STORE = 0, EV_FREE_DEVICE, EV_FREE_HOST, EV_PREFETCH };
+
+typedef struct bl_ev {
+    uint64_t point;   /* op * 2 + when */
+    uint32_t cls;     /* EV_* */
+    uint32_t storage;
+} bl_ev;
+
+typedef struct bl_list {
+    bl_ev *v;
+    size_t n, cap;
+} bl_list;
+
+static int ev_push(bl_list *l, uint32_t op, plan_when when, uint32_t cls,
+                   uint32_t storage)
+{
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 256;
+        bl_ev *v = realloc(l->v, cap * sizeof(*v));
+        if (!v)
+            return -ENOMEM;
+        l->v = v;
+        l->cap = cap;
+    }
+    l->v[l->n++] = (bl_ev){(uint64_t)op * 2 + (uint64_t)when, cls, storage};
+    return 0;
+}
+
+static int ev_cmp_storage(const void *x, const void *y)
+{
+    const bl_ev *a = x, *b = y;
+    if (a->storage != b->storage)
+        return a->storage < b->storage ? -1 : 1;
+    if (a->point != b->point)
+        return a->point < b->point ? -1 : 1;
+    if (a->cls != b->cls)
+        return a->cls < b->cls ? -1 : 1;
+    return 0;
+}
+
+static int ev_cmp_point(const void *x, const void *y)
+{
+    const bl_ev *a = x, *b = y;
+    if (a->point != b->point)
+        return a->point < b->point ? -1 : 1;
+    if (a->cls != b->cls)
+        return a->cls < b->cls ? -1 : 1;
+    if (a->storage != b->storage)
+        return a->storage < b->storage ? -1 : 1;
+    return 0;
+}
+
+/* Drop redundant stores (and free_host of storages without a host copy),
+ * then build the schedule.  Consumes l. */
+static int ev_finish(bl_list *l, const plan_trace *t, const char *planner,
+                     uint64_t budget, plan_schedule **ret)
+{
+    static const uint8_t kinds[4] = {PLAN_ACT_STORE, PLAN_ACT_FREE_DEVICE,
+                                     PLAN_ACT_FREE_HOST, PLAN_ACT_PREFETCH};
+    plan_schedule *s = NULL;
+    int r = 0;
+
+    qsort(l->v, l->n, sizeof(*l->v), ev_cmp_storage);
+    size_t out = 0;
+    for (size_t i = 0; i < l->n;) {
+        uint32_t st = l->v[i].storage;
+        const plan_access *acc = t->acc + t->acc_start[st];
+        uint32_t na = t->acc_start[st + 1] - t->acc_start[st], k = 0;
+        /* host_ver: version held on the host, UINT32_MAX for none */
+        uint32_t ver = 0, host_ver = t->storages[st].initial == PLAN_INIT_HOST
+                                         ? 0 : UINT32_MAX;
+        for (; i < l->n && l->v[i].storage == st; i++) {
+            bl_ev e = l->v[i];
+            /* version at this point: writes by ops before it */
+            while (k < na && (uint64_t)acc[k].op * 2 + 1 <= e.point) {
+                if (acc[k].flags & PLAN_ACC_WRITE)
+                    ver++;
+                k++;
+            }
+            if (e.cls == EV_STORE) {
+                if (host_ver == ver)
+                    continue;
+                host_ver = ver;
+            } else if (e.cls == EV_FREE_HOST && host_ver == UINT32_MAX) {
+                continue;
+            }
+            l->v[out++] = e;
+        }
+    }
+    l->n = out;
+    qsort(l->v, l->n, sizeof(*l->v), ev_cmp_point);
+    s = plan_schedule_new(planner, budget);
+    if (!s) {
+        r = -ENOMEM;
+        goto out;
+    }
+    for (size_t i = 0; i < l->n && r == 0; i++)
+        r = plan_schedule_push(s, t, (uint32_t)(l->v[i].point >> 1),
+                               (plan_when)(l->v[i].point & 1),
+                               kinds[l->v[i].cls], l->v[i].storage);
+    if (r == 0) {
+        *ret = s;
+        s = NULL;
+    }
+out:
+    plan_schedule_free(s);
+    free(l->v);
+    l->v = NULL;
+    l->n = l->cap = 0;
+    return r;
+}
+
+/* The forced actions of `none` (see push_forced) as events. */
+static int ev_forced(bl_list *l, const plan_trace *t, uint32_t st)
+{
+    const plan_storage *sto = &t->storages[st];
+    uint32_t a0 = t->acc_start[st], a1 = t->acc_start[st + 1];
+    int r = 0;
+    if (sto->initial != PLAN_INIT_HOST || a0 == a1)
+        return 0;
+    if (t->acc[a0].flags & PLAN_ACC_READ)
+        r = ev_push(l, t->acc[a0].op, PLAN_BEFORE, EV_PREFETCH, st);
+    if (r < 0 || !sto->retained)
+        return r;
+    for (uint32_t k = a1; k-- > a0;) {
+        if (t->acc[k].flags & PLAN_ACC_WRITE) {
+            r = ev_push(l, t->acc[k].op, PLAN_AFTER, EV_STORE, st);
+            break;
+        }
+    }
+    if (r == 0)
+        r = ev_push(l, t->acc[a1 - 1].op, PLAN_AFTER, EV_FREE_DEVICE, st);
+    return r;
+}
+
+/* The residency of the `none` schedule per op (what the seed planner
+ * calls resident_bytes[op]): a storage counts from its allocation (step
+ * start for `initial: device`, else its first access) to its last access,
+ * or to the last op when it is retained on the device. */
+static int none_residency(const plan_trace *t, int64_t **ret)
+{
+    uint32_t n = t->n_ops;
+    int64_t *lv = calloc((size_t)n + 1, sizeof(*lv));
+    if (!lv)
+        return -ENOMEM;
+    for (uint32_t s = 0; s < t->n_storages; s++) {
+        const plan_storage *st = &t->storages[s];
+        uint32_t a0 = t->acc_start[s], a1 = t->acc_start[s + 1], from, to;
+        if (a0 == a1) {
+            if (st->initial != PLAN_INIT_DEVICE || !st->retained)
+                continue;
+            from = 0;
+            to = n - 1;
+        } else {
+            from = st->initial == PLAN_INIT_DEVICE ? 0 : t->acc[a0].op;
+            to = st->retained && st->initial != PLAN_INIT_HOST
+                     ? n - 1
+                     : t->acc[a1 - 1].op;
+        }
+        lv[from] += (int64_t)st->bytes;
+        lv[to + 1] -= (int64_t)st->bytes;
+    }
+    for (uint32_t i = 1; i <= n; i++)
+        lv[i] += lv[i - 1];
+    *ret = lv;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ seed-greedy
+ * Hyper-Parallel's GreedyResidencyPlanner (seed 003 §4.4, PLANNER.md §5),
+ * faults included: op counts instead of durations, H2D right before the
+ * consumer, no check of the result, O(candidates x ops). */
+
+typedef struct sg_cand {
+    uint64_t bytes;
+    uint32_t storage;
+    uint32_t release; /* gap start: access op */
+    uint32_t end;     /* consuming access op */
+    uint32_t copy;    /* latest write at or before release, else first access */
+} sg_cand;
+
+static int sg_cmp(const void *x, const void *y)
+{
+    const sg_cand *a = x, *b = y;
+    uint32_t da = a->end - a->release, db = b->end - b->release;
+    if (da != db)
+        return da > db ? -1 : 1;
+    if (a->bytes != b->bytes)
+        return a->bytes > b->bytes ? -1 : 1;
+    if (a->release != b->release) /* -release descending */
+        return a->release < b->release ? -1 : 1;
+    return a->storage < b->storage ? -1 : (a->storage > b->storage);
+}
+
+int plan_seed_greedy(const plan_trace *t, uint64_t budget,
+                     plan_schedule **ret)
+{
+    int64_t *res = NULL;
+    sg_cand *c = NULL;
+    uint8_t *taken_storage = NULL;
+    bl_list l = {0};
+    size_t nc = 0;
+    int r;
+
+    r = none_residency(t, &res);
+    if (r < 0)
+        return r;
+    r = -ENOMEM;
+    c = malloc((t->n_refs ? t->n_refs : 1) * sizeof(*c));
+    taken_storage = calloc(t->n_storages ? t->n_storages : 1, 1);
+    if (!c || !taken_storage)
+        goto out;
+    /* 3. candidates: adjacent accesses with at least one op between */
+    for (uint32_t s = 0; s < t->n_storages; s++) {
+        const plan_access *acc = t->acc + t->acc_start[s];
+        uint32_t na = t->acc_start[s + 1] - t->acc_start[s];
+        uint32_t copy = na ? acc[0].op : 0;
+        if (t->storages[s].pinned)
+            continue; /* never leaves the device: not a candidate */
+        for (uint32_t k = 0; k + 1 < na; k++) {
+            if (acc[k].flags & PLAN_ACC_WRITE)
+                copy = acc[k].op;
+            if (acc[k + 1].op - acc[k].op < 2)
+                continue;
+            c[nc++] = (sg_cand){t->storages[s].bytes, s, acc[k].op,
+                                acc[k + 1].op, copy};
+        }
+    }
+    /* 4. by (distance, size, -release) descending */
+    qsort(c, nc, sizeof(*c), sg_cmp);
+    /* 5. walk while the resident curve's maximum exceeds the budget */
+    uint64_t over = 0;
+    for (uint32_t i = 0; i < t->n_ops; i++)
+        over += (uint64_t)res[i] > budget;
+    for (size_t k = 0; k < nc && over > 0; k++) {
+        const sg_cand *x = &c[k];
+        bool hit = false;
+        for (uint32_t i = x->release + 1; i < x->end && !hit; i++)
+            hit = (uint64_t)res[i] > budget;
+        if (!hit)
+            continue;
+        for (uint32_t i = x->release + 1; i < x->end; i++) {
+            bool was = (uint64_t)res[i] > budget;
+            res[i] -= (int64_t)x->bytes;
+            if (was && (uint64_t)res[i] <= budget)
+                over--;
+        }
+        /* 6. COPY_D2H after copy_start, RELEASE_DEVICE after the gap
+         * start, COPY_H2D before the consuming op */
+        if ((r = ev_push(&l, x->copy, PLAN_AFTER, EV_STORE, x->storage)) < 0 ||
+            (r = ev_push(&l, x->release, PLAN_AFTER, EV_FREE_DEVICE,
+                         x->storage)) < 0 ||
+            (r = ev_push(&l, x->end, PLAN_BEFORE, EV_PREFETCH, x->storage)) <
+                0)
+            goto out;
+        taken_storage[x->storage] = 1;
+    }
+    /* 7. forced actions; host copies of offloaded, non-retained storages
+     * are released after their last access */
+    for (uint32_t s = 0; s < t->n_storages; s++) {
+        if ((r = ev_forced(&l, t, s)) < 0)
+            goto out;
+        if (taken_storage[s] && !t->storages[s].retained &&
+            (r = ev_push(&l, plan_last_access(t, s), PLAN_AFTER, EV_FREE_HOST,
+                         s)) < 0)
+            goto out;
+    }
+    r = ev_finish(&l, t, "seed-greedy", budget, ret);
+out:
+    free(l.v);
+    free(res);
+    free(c);
+    free(taken_storage);
+    return r;
+}
+
+/* ------------------------------------------------------------------ ms-distance
+ * MindSpore's DistanceBaseHyperOffloadStrategy (seed 000 §2.3-2.6): an
+ * output whose next user is more than select_distance ops after its
+ * producer is copied to the host right after the producer and brought
+ * back prefetch_distance ops ahead of that user; OffloadInfoFilterByNumber
+ * keeps the first select_num of them in execution order (the order the
+ * strategy visits the producers).  Budget-blind by design. */
+
+typedef struct ms_cand {
+    uint32_t producer, user, storage;
+} ms_cand;
+
+static int ms_cmp(const void *x, const void *y)
+{
+    const ms_cand *a = x, *b = y;
+    if (a->producer != b->producer)
+        return a->producer < b->producer ? -1 : 1;
+    return a->storage < b->storage ? -1 : (a->storage > b->storage);
+}
+
+int plan_ms_distance(const plan_trace *t, uint64_t budget,
+                     const plan_options *opt, plan_schedule **ret)
+{
+    uint32_t sd = opt && opt->select_distance ? opt->select_distance : 100;
+    uint32_t sn = opt && opt->select_num ? opt->select_num : 100;
+    uint32_t pd = opt && opt->prefetch_distance ? opt->prefetch_distance : 50;
+    ms_cand *c = NULL;
+    bl_list l = {0};
+    size_t nc = 0;
+    int r = -ENOMEM;
+
+    c = malloc((t->n_refs ? t->n_refs : 1) * sizeof(*c));
+    if (!c)
+        goto out;
+    for (uint32_t s = 0; s < t->n_storages; s++) {
+        const plan_access *acc = t->acc + t->acc_start[s];
+        uint32_t na = t->acc_start[s + 1] - t->acc_start[s];
+        if (t->storages[s].pinned)
+            continue;
+        for (uint32_t k = 0; k + 1 < na; k++)
+            if ((acc[k].flags & PLAN_ACC_WRITE) &&
+                (acc[k + 1].flags & PLAN_ACC_READ) &&
+                acc[k + 1].op - acc[k].op > sd)
+                c[nc++] = (ms_cand){acc[k].op, acc[k + 1].op, s};
+    }
+    qsort(c, nc, sizeof(*c), ms_cmp);
+    if (nc > sn)
+        nc = sn;
+    for (size_t k = 0; k < nc; k++) {
+        uint32_t at = c[k].user > pd ? c[k].user - pd : 0;
+        if (at <= c[k].producer)
+            at = c[k].producer + 1;
+        if ((r = ev_push(&l, c[k].producer, PLAN_AFTER, EV_STORE,
+                         c[k].storage)) < 0 ||
+            (r = ev_push(&l, c[k].producer, PLAN_AFTER, EV_FREE_DEVICE,
+                         c[k].storage)) < 0 ||
+            (r = ev_push(&l, at, PLAN_BEFORE, EV_PREFETCH, c[k].storage)) < 0)
+            goto out;
+    }
+    for (uint32_t s = 0; s < t->n_storages; s++)
+        if ((r = ev_forced(&l, t, s)) < 0)
+            goto out;
+    r = ev_finish(&l, t, "ms-distance", budget, ret);
+out:
+    free(l.v);
+    free(c);
+    return r;
+}
+
+/* ------------------------------------------------------------------ reactive-lru
+ * A runtime without a plan, written down as the schedule it would follow:
+ * before each op, while the storages resident plus those the op brings in
+ * exceed the budget, evict the least recently used storage the op does
+ * not need (store it first when the host has no current copy); then fetch
+ * what the op reads and is not resident.  Pinned storages are never
+ * evicted.  At step end, retained `initial: host` data goes back to the
+ * host and other retained data comes back to the device. */
+
+typedef struct lru_ent {
+    int64_t last; /* last use (op), -1 before the step */
+    uint32_t s;
+} lru_ent;
+
+static bool lru_less(const lru_ent *a, const lru_ent *b)
+{
+    return a->last != b->last ? a->last < b->last : a->s < b->s;
+}
+
+typedef struct lru_heap {
+    lru_ent *v;
+    size_t n, cap;
+} lru_heap;
+
+static int lru_push(lru_heap *h, int64_t last, uint32_t s)
+{
+    if (h->n == h->cap) {
+        size_t cap = h->cap ? h->cap * 2 : 256;
+        lru_ent *v = realloc(h->v, cap * sizeof(*v));
+        if (!v)
+            return -ENOMEM;
+        h->v = v;
+        h->cap = cap;
+    }
+    lru_ent e = {last, s};
+    size_t i = h->n++;
+    while (i > 0) {
+        size_t p = (i - 1) / 2;
+        if (!lru_less(&e, &h->v[p]))
+            break;
+        h->v[i] = h->v[p];
+        i = p;
+    }
+    h->v[i] = e;
+    return 0;
+}
+
+static lru_ent lru_pop(lru_heap *h)
+{
+    lru_ent top = h->v[0], e = h->v[--h->n];
+    size_t i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= h->n)
+            break;
+        if (c + 1 < h->n && lru_less(&h->v[c + 1], &h->v[c]))
+            c++;
+        if (!lru_less(&h->v[c], &e))
+            break;
+        h->v[i] = h->v[c];
+        i = c;
+    }
+    if (h->n > 0)
+        h->v[i] = e;
+    return top;
+}
+
+int plan_reactive_lru(const plan_trace *t, uint64_t budget,
+                      plan_schedule **ret)
+{
+    const uint32_t ns = t->n_storages ? t->n_storages : 1;
+    plan_schedule *s = NULL;
+    uint8_t *res = NULL, *cur = NULL; /* resident; host copy current */
+    int64_t *last = NULL;
+    uint32_t *mark = NULL;
+    lru_heap h = {0};
+    uint64_t bytes = 0;
+    int r = -ENOMEM;
+
+    s = plan_schedule_new("reactive-lru", budget);
+    res = calloc(ns, 1);
+    cur = calloc(ns, 1);
+    last = malloc(ns * sizeof(*last));
+    mark = malloc(ns * sizeof(*mark));
+    if (!s || !res || !cur || !last || !mark)
+        goto out;
+    memset(mark, 0xff, ns * sizeof(*mark));
+    for (uint32_t i = 0; i < t->n_storages; i++) {
+        const plan_storage *st = &t->storages[i];
+        bool accessed = t->acc_start[i] != t->acc_start[i + 1];
+        last[i] = -1;
+        cur[i] = st->initial == PLAN_INIT_HOST;
+        if (st->initial == PLAN_INIT_DEVICE && (accessed || st->retained)) {
+            res[i] = 1;
+            bytes += st->bytes;
+            if (!st->pinned && (r = lru_push(&h, -1, i)) < 0)
+                goto out;
+        }
+    }
+    r = 0;
+    for (uint32_t i = 0; i < t->n_ops && r == 0; i++) {
+        const plan_op *o = &t->ops[i];
+        const uint32_t *ref = t->refs + o->first_ref;
+        uint32_t nr = o->n_reads + o->n_writes;
+        uint64_t incoming = 0;
+        for (uint32_t k = 0; k < nr; k++) {
+            if (mark[ref[k]] == i)
+                continue;
+            mark[ref[k]] = i;
+            if (!res[ref[k]])
+                incoming += t->storages[ref[k]].bytes;
+        }
+        /* evict least recently used storages the op does not need */
+        while (bytes + incoming > budget && h.n > 0 && r == 0) {
+            lru_ent e = lru_pop(&h);
+            if (!res[e.s] || last[e.s] != e.last)
+                continue; /* stale entry */
+            if (mark[e.s] == i)
+                continue; /* needed now: pushed again below */
+            if (!cur[e.s]) {
+                r = plan_schedule_push(s, t, i, PLAN_BEFORE, PLAN_ACT_STORE,
+                                       e.s);
+                cur[e.s] = 1;
+            }
+            if (r == 0)
+                r = plan_schedule_push(s, t, i, PLAN_BEFORE,
+                                       PLAN_ACT_FREE_DEVICE, e.s);
+            res[e.s] = 0;
+            bytes -= t->storages[e.s].bytes;
+        }
+        /* fetch on demand what the op reads */
+        for (uint32_t k = 0; k < o->n_reads && r == 0; k++) {
+            uint32_t x = ref[k];
+            if (res[x])
+                continue;
+            r = plan_schedule_push(s, t, i, PLAN_BEFORE, PLAN_ACT_PREFETCH, x);
+            res[x] = 1;
+            bytes += t->storages[x].bytes;
+        }
+        for (uint32_t k = o->n_reads; k < nr; k++) {
+            uint32_t x = ref[k];
+            if (!res[x]) { /* allocated by the write */
+                res[x] = 1;
+                bytes += t->storages[x].bytes;
+            }
+            cur[x] = 0;
+        }
+        for (uint32_t k = 0; k < nr && r == 0; k++) {
+            uint32_t x = ref[k];
+            if (last[x] == (int64_t)i)
+                continue;
+            last[x] = i;
+            const plan_storage *st = &t->storages[x];
+            if (!st->retained && plan_last_access(t, x) == i) {
+                res[x] = 0; /* freed implicitly by the model */
+                bytes -= st->bytes;
+            } else if (!st->pinned) {
+                r = lru_push(&h, i, x);
+            }
+        }
+    }
+    /* step end: retained data back where the next step expects it */
+    uint32_t end = t->n_ops - 1;
+    for (uint32_t x = 0; x < t->n_storages && r == 0; x++) {
+        const plan_storage *st = &t->storages[x];
+        if (!st->retained || st->initial != PLAN_INIT_HOST || !res[x])
+            continue;
+        if (!cur[x])
+            r = plan_schedule_push(s, t, end, PLAN_AFTER, PLAN_ACT_STORE, x);
+        if (r == 0)
+            r = plan_schedule_push(s, t, end, PLAN_AFTER,
+                                   PLAN_ACT_FREE_DEVICE, x);
+    }
+    for (uint32_t x = 0; x < t->n_storages && r == 0; x++) {
+        const plan_storage *st = &t->storages[x];
+        if (st->retained && st->initial != PLAN_INIT_HOST && !res[x])
+            r = plan_schedule_push(s, t, end, PLAN_AFTER, PLAN_ACT_PREFETCH,
+                                   x);
+    }
+    if (r == 0) {
+        *ret = s;
+        s = NULL;
+    }
+out:
+    plan_schedule_free(s);
+    free(res);
+    free(cur);
+    free(last);
+    free(mark);
+    free(h.v);
+    return r;
+}

@@ -19,7 +19,7 @@
 #include "gen_private.h"
 #include "hyperoffload/errors.h"
 
-#define RECENT 16u /* window of recently born storages */
+#define RECENT 16u /* deepest look back at recent births */
 #define ID_BASE 1000u
 #define ID_STRIDE 3u
 
@@ -208,31 +208,47 @@ int plan_gen_random(const plan_gen_random_cfg *cfg, plan_trace **ret,
         extra = c.max_refs_per_op > births
                     ? (uint32_t)below(&r, c.max_refs_per_op - births + 1)
                     : 0;
-        for (e = 0; e < extra; e++) {
+        /* each pick attempt uses up at least one of the `extra` refs, so
+         * the loop ends even when nothing can be picked */
+        for (e = 0; e < extra;) {
             uint64_t u = below(&r, 100);
-            uint32_t s, recent = n_born - births;
+            uint32_t s = 0, recent = n_born - births;
+            bool found = false;
             if (u < 45 || u >= 95) { /* recently born (before this op) */
-                uint32_t w = recent < RECENT ? recent : RECENT;
-                if (!w)
-                    continue;
-                s = born[recent - 1 - below(&r, w)];
+                /* geometric: the latest birth half the time, the one
+                 * before a quarter, ... so these die young */
+                uint32_t back = (uint32_t)__builtin_ctzll(next(&r) |
+                                                          (1ull << RECENT));
+                if (back < recent) {
+                    s = born[recent - 1 - back];
+                    found = true;
+                }
             } else if (u < 75) {     /* anything long-lived */
-                if (!n_long)
-                    continue;
-                s = longl[below(&r, n_long)];
-            } else {                 /* hot */
-                if (!n_hot)
-                    continue;
+                if (n_long) {
+                    s = longl[below(&r, n_long)];
+                    found = true;
+                }
+            } else if (n_hot) {      /* hot */
                 s = hot[below(&r, n_hot)];
+                found = true;
             }
-            if (stamp[s] == op + 1)
+            if (!found || stamp[s] == op + 1) {
+                e++;
                 continue;
+            }
             stamp[s] = op + 1;
+            /* read (80%), read+write (13%, two references), write (7%) */
             u = below(&r, 100);
-            if (u < 93)
+            if (u >= 80 && u < 93 && extra - e < 2)
+                u = 0;
+            if (u < 93) {
                 plan_gen_read(&b, s);
-            if (u >= 80)
+                e++;
+            }
+            if (u >= 80) {
                 plan_gen_write(&b, s);
+                e++;
+            }
         }
         /* this op's newborns join the pick lists for later ops */
         for (uint32_t i = n_born - births; i < n_born; i++) {

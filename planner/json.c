@@ -883,7 +883,7 @@ static void put_str(FILE *f, const char *s)
 /* The shortest decimal that reads back as exactly v (integers plainly). */
 static void put_double(FILE *f, double v)
 {
-    char buf[40];
+    char buf[320]; /* %.17g needs ~25; sized for what gcc proves */
     int lo = 1, hi = 17;
 
     if (v == 0.0)

@@ -148,8 +148,8 @@ static int check_double(double v, double min, bool min_open, double max,
                         char *err, size_t errlen)
 {
     if (!isfinite(v) || v < min || (min_open && v == min) || v > max)
-        return plan_fmt_fail(err, errlen, code, "%s: must be %s at most "
-                             "%g, got %.17g", place, what, max, v);
+        return plan_fmt_fail(err, errlen, code, "%s: must be %s (at most "
+                             "%g), got %.17g", place, what, max, v);
     return 0;
 }
 
@@ -260,14 +260,17 @@ static int trace_from_msg(const Hyperoffload__Trace *m, plan_trace **ret,
         const Hyperoffload__Op *po = m->ops[i];
         size_t n = po->n_reads + po->n_writes;
 
-        snprintf(place, sizeof place, "ops[%zu]", i);
+        snprintf(place, sizeof place, "ops[%zu].name", i);
         if ((r = check_name(po->name, PLAN_FMT_MAX_NAME, place, code, err,
-                            errlen)) < 0 ||
-            (r = check_double(po->duration_us, 0.0, false,
+                            errlen)) < 0)
+            goto fail;
+        snprintf(place, sizeof place, "ops[%zu].duration_us", i);
+        if ((r = check_double(po->duration_us, 0.0, false,
                               PLAN_FMT_MAX_DURATION_US, place,
-                              "a non-negative duration_us", code, err,
+                              "a non-negative number", code, err,
                               errlen)) < 0)
             goto fail;
+        snprintf(place, sizeof place, "ops[%zu]", i);
         if (po->n_reads > PLAN_MAX_OP_REFS || n > PLAN_MAX_OP_REFS) {
             r = plan_fmt_fail(err, errlen, code, "%s: more than %u "
                               "references", place, PLAN_MAX_OP_REFS);

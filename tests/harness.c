@@ -21,8 +21,10 @@
 #define HARNESS_MAX_ARGS 96
 #define HARNESS_TAIL 3000
 
+#define HARNESS_DIR_MAX 96   /* so that <dir>/hod.sock fits sun_path */
+
 struct ho_harness {
-    char dir[PATH_MAX];
+    char dir[HARNESS_DIR_MAX + 1];
     char sock[sizeof(((struct sockaddr_un *)0)->sun_path)];
     char state[PATH_MAX];
     char flash[PATH_MAX];
@@ -31,6 +33,9 @@ struct ho_harness {
     char *argv[HARNESS_MAX_ARGS + 1]; /* owned strings, NULL-terminated */
     int argc;
     int start_timeout_ms;
+    char *env[HARNESS_MAX_ARGS + 1]; /* owned "NAME=VALUE", NULL-terminated */
+    int n_env;
+    int systemd_socket;
     pid_t pid;               /* -1 when not running */
 };
 
@@ -149,7 +154,7 @@ static void log_tail(const ho_harness *h, char *out, size_t outlen)
     size_t len = 0;
     char *all = read_all(h->log, &len);
     if (!all) {
-        snprintf(out, outlen, "(no log at %s)", h->log);
+        snprintf(out, outlen, "(no log at %.200s)", h->log);
         return;
     }
     const char *p = all;
@@ -210,30 +215,55 @@ static int spawn(ho_harness *h, char *err, size_t errlen)
              strerror(errno));
         return -1;
     }
-    /* The socket of a previous run is stale now; the daemon replaces it,
-     * but the readiness probe below must not see it. */
-    unlink(h->sock);
+    /* A socket left by a previous run (kill9) stays: connecting to it is
+     * refused until the new daemon replaces it, so the probe below is not
+     * fooled, and the daemon's stale-socket handling is exercised. */
+    int lfd = -1;
+    if (h->systemd_socket) {
+        lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        struct sockaddr_un sa;
+        memset(&sa, 0, sizeof(sa));
+        sa.sun_family = AF_UNIX;
+        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", h->sock);
+        unlink(h->sock);
+        if (lfd < 0 || bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+            chmod(h->sock, 0666) < 0 || listen(lfd, 128) < 0) {
+            errf(err, errlen, "systemd-style socket %s: %s", h->sock,
+                 strerror(errno));
+            if (lfd >= 0)
+                close(lfd);
+            return -1;
+        }
+    }
 
     fflush(NULL);
     pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0) {
         errf(err, errlen, "fork: %s", strerror(errno));
+        if (lfd >= 0)
+            close(lfd);
         return -1;
     }
     if (pid == 0) {
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (getppid() != parent)
             _exit(127);
-        int lfd = open(h->log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
-                       0644);
+        int logfd = open(h->log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
+                         0644);
         int nfd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-        if (lfd < 0 || nfd < 0)
+        if (logfd < 0 || nfd < 0)
             _exit(127);
         dup2(nfd, 0);
-        dup2(lfd, 1);
-        dup2(lfd, 2);
-        close_range(3, ~0u, 0);
+        dup2(logfd, 1);
+        dup2(logfd, 2);
+        if (lfd >= 0) {
+            if (dup2(lfd, 3) < 0)
+                _exit(127);
+            close_range(4, ~0u, 0);
+        } else {
+            close_range(3, ~0u, 0);
+        }
         unsetenv("NOTIFY_SOCKET");
         unsetenv("LISTEN_FDS");
         unsetenv("LISTEN_PID");
@@ -241,6 +271,15 @@ static int spawn(ho_harness *h, char *err, size_t errlen)
         unsetenv("WATCHDOG_USEC");
         unsetenv("WATCHDOG_PID");
         unsetenv("JOURNAL_STREAM");
+        for (int i = 0; i < h->n_env; i++)
+            putenv(h->env[i]);
+        if (lfd >= 0) {
+            char pidbuf[32];
+            snprintf(pidbuf, sizeof(pidbuf), "%d", (int)getpid());
+            setenv("LISTEN_FDS", "1", 1);
+            setenv("LISTEN_PID", pidbuf, 1);
+            setenv("LISTEN_FDNAMES", "hyperoffloadd", 1);
+        }
         sigset_t all;
         sigemptyset(&all);
         sigprocmask(SIG_SETMASK, &all, NULL);
@@ -253,6 +292,8 @@ static int spawn(ho_harness *h, char *err, size_t errlen)
         _exit(127);
     }
     h->pid = pid;
+    if (lfd >= 0)
+        close(lfd); /* the daemon holds it now */
 
     int timeout = h->start_timeout_ms;
     long long deadline = now_ms() + timeout;
@@ -299,7 +340,7 @@ static int make_dir(ho_harness *h, char *err, size_t errlen)
         snprintf(base, sizeof(base), "%s", t && *t ? t : "/tmp");
     }
     /* The socket path must fit sun_path. */
-    if (strlen(base) + sizeof("/hod-XXXXXX/hod.sock") > sizeof(h->sock))
+    if (strlen(base) + sizeof("/hod-XXXXXX") > sizeof(h->dir))
         snprintf(base, sizeof(base), "/tmp");
     int n = snprintf(h->dir, sizeof(h->dir), "%s/hod-XXXXXX", base);
     if (n < 0 || (size_t)n >= sizeof(h->dir) || !mkdtemp(h->dir)) {
@@ -308,10 +349,10 @@ static int make_dir(ho_harness *h, char *err, size_t errlen)
     }
     /* Let tests that drop privileges reach the socket. */
     chmod(h->dir, 0755);
-    snprintf(h->sock, sizeof(h->sock), "%s/hod.sock", h->dir);
-    snprintf(h->state, sizeof(h->state), "%s/state", h->dir);
-    snprintf(h->flash, sizeof(h->flash), "%s/flash0", h->dir);
-    snprintf(h->log, sizeof(h->log), "%s/daemon.log", h->dir);
+    snprintf(h->sock, sizeof(h->sock), "%.96s/hod.sock", h->dir);
+    snprintf(h->state, sizeof(h->state), "%.96s/state", h->dir);
+    snprintf(h->flash, sizeof(h->flash), "%.96s/flash0", h->dir);
+    snprintf(h->log, sizeof(h->log), "%.96s/daemon.log", h->dir);
     return 0;
 }
 
@@ -358,7 +399,7 @@ ho_harness *ho_harness_start(const ho_harness_opts *opts, char *err,
         for (int i = 0; small[i]; i++)
             rc |= add_arg(h, small[i]);
     if (opts->config_text) {
-        snprintf(h->config, sizeof(h->config), "%s/hyperoffloadd.conf",
+        snprintf(h->config, sizeof(h->config), "%.96s/hyperoffloadd.conf",
                  h->dir);
         int w = write_file(h->config, opts->config_text);
         if (w < 0) {
@@ -371,6 +412,15 @@ ho_harness *ho_harness_start(const ho_harness_opts *opts, char *err,
     if (opts->args)
         for (int i = 0; opts->args[i]; i++)
             rc |= add_arg(h, opts->args[i]);
+    for (int i = 0; opts->env && opts->env[i]; i++) {
+        if (h->n_env >= HARNESS_MAX_ARGS || !strchr(opts->env[i], '=') ||
+            !(h->env[h->n_env] = strdup(opts->env[i]))) {
+            rc = -1;
+            break;
+        }
+        h->n_env++;
+    }
+    h->systemd_socket = opts->systemd_socket;
     if (rc) {
         errf(err, errlen, "too many arguments");
         goto fail;
@@ -414,7 +464,7 @@ pid_t ho_harness_pid(const ho_harness *h) { return h->pid; }
 int ho_harness_write_config(ho_harness *h, const char *text)
 {
     if (!h->config[0])
-        snprintf(h->config, sizeof(h->config), "%s/hyperoffloadd.conf",
+        snprintf(h->config, sizeof(h->config), "%.96s/hyperoffloadd.conf",
                  h->dir);
     return write_file(h->config, text);
 }
@@ -501,6 +551,17 @@ int ho_harness_wait_log(const ho_harness *h, const char *needle,
     }
 }
 
+void ho_harness_forget(ho_harness *h)
+{
+    if (!h)
+        return;
+    for (int i = 0; i < h->argc; i++)
+        free(h->argv[i]);
+    for (int i = 0; i < h->n_env; i++)
+        free(h->env[i]);
+    free(h);
+}
+
 int ho_harness_free(ho_harness *h)
 {
     if (!h)
@@ -509,8 +570,6 @@ int ho_harness_free(ho_harness *h)
     const char *keep = getenv("HO_KEEP_TMP");
     if (h->dir[0] && !(keep && strcmp(keep, "1") == 0))
         nftw(h->dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-    for (int i = 0; i < h->argc; i++)
-        free(h->argv[i]);
-    free(h);
+    ho_harness_forget(h);
     return st;
 }

@@ -50,6 +50,14 @@ typedef struct ho_harness_opts {
     int no_defaults;
     /* Start timeout in ms (0: 15 s, 120 s under valgrind). */
     int start_timeout_ms;
+    /* NULL-terminated "NAME=VALUE" strings added to the daemon's
+     * environment (after the harness removed NOTIFY_SOCKET, LISTEN_*,
+     * WATCHDOG_* and JOURNAL_STREAM from it). */
+    const char *const *env;
+    /* Socket activation as systemd does it: the harness binds and listens
+     * on the socket path itself and passes it as fd 3 with LISTEN_FDS=1,
+     * LISTEN_PID and LISTEN_FDNAMES=hyperoffloadd. */
+    int systemd_socket;
 } ho_harness_opts;
 
 /* Create the directory and start the daemon; wait until its socket accepts
@@ -115,6 +123,11 @@ int ho_harness_connect(const ho_harness *h);
  * and free.  Accepts NULL.  Returns the stop status as ho_harness_stop()
  * (or -2 when it was not running). */
 int ho_harness_free(ho_harness *h);
+
+/* In a child forked by the test (e.g. to drop privileges): free the
+ * harness's memory without touching the daemon or the directory, so that
+ * the child exits without leaks.  Accepts NULL. */
+void ho_harness_forget(ho_harness *h);
 
 /* 1 when HO_UNDER_VALGRIND=1 is set in the environment. */
 int ho_harness_under_valgrind(void);

@@ -559,7 +559,7 @@ int tier_arena_evict(tier_arena *a, uint64_t off, uint64_t len)
     return 0;
 }
 
-int tier_arena_restore(tier_arena *a, uint64_t off, uint64_t len)
+static int restore(tier_arena *a, uint64_t off, uint64_t len, bool lock)
 {
     tier_ddr *d = a->ddr;
     uint64_t alen;
@@ -574,9 +574,35 @@ int tier_arena_restore(tier_arena *a, uint64_t off, uint64_t len)
     if (alen > d->capacity - d->used)
         return HO_E_TIER_FULL;
     (void)tier_extents_set_tag(a->ext, off, 0);
-    lock_range(d, a->base + off, alen);
+    if (lock)
+        lock_range(d, a->base + off, alen);
     d->used += alen;
     a->resident += alen;
+    return 0;
+}
+
+int tier_arena_restore(tier_arena *a, uint64_t off, uint64_t len)
+{
+    return restore(a, off, len, true);
+}
+
+int tier_arena_restore_unlocked(tier_arena *a, uint64_t off, uint64_t len)
+{
+    return restore(a, off, len, false);
+}
+
+int tier_arena_lock(tier_arena *a, uint64_t off, uint64_t len)
+{
+    uint64_t alen;
+    bool evicted;
+    int rc;
+
+    rc = find_alloc(a, off, len, &alen, &evicted);
+    if (rc < 0)
+        return rc;
+    if (evicted)
+        return HO_E_STATE;
+    lock_range(a->ddr, a->base + off, alen);
     return 0;
 }
 

@@ -113,6 +113,19 @@ int tier_arena_evict(tier_arena *a, uint64_t off, uint64_t len);
  * locking).  HO_E_TIER_FULL when the pool is full, HO_E_UNKNOWN_EXTENT,
  * HO_E_STATE when not evicted; state unchanged on failure. */
 int tier_arena_restore(tier_arena *a, uint64_t off, uint64_t len);
+/* As tier_arena_restore, but the range is not mlocked (so not populated
+ * either).  For a fill that writes the pages through the memfd
+ * (tier_flash_read_fd): populating them first would allocate and zero
+ * every page only for the fill to overwrite it.  Call tier_arena_lock once
+ * the data is in. */
+int tier_arena_restore_unlocked(tier_arena *a, uint64_t off, uint64_t len);
+/* mlock the allocation's range while the pool is locking (this maps the
+ * file's pages into the daemon's mapping and populates holes); a refusal
+ * is recorded in stats.detail as for alloc and the call still succeeds.
+ * 0 when locking is off or was refused.  HO_E_UNKNOWN_EXTENT, HO_E_STATE
+ * when evicted. */
+int tier_arena_lock(tier_arena *a, uint64_t off, uint64_t len);
+
 /* 1 when the allocation is evicted, 0 when resident, HO_E_UNKNOWN_EXTENT. */
 int tier_arena_is_evicted(const tier_arena *a, uint64_t off, uint64_t len);
 

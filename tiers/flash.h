@@ -2,10 +2,14 @@
  * tiers/flash.h - the flash tier: one preallocated file per path.
  *
  * The file is created (or reused) at the configured size with fallocate and
- * opened with O_DIRECT; when the filesystem refuses O_DIRECT (tmpfs, some
- * overlay filesystems) it falls back to buffered I/O followed by
- * fdatasync and says so in stats.detail.  Extents are aligned to the
- * device's logical block size (at least 4096).
+ * opened with O_DIRECT; when the filesystem refuses O_DIRECT (EINVAL at open
+ * or at a probe read: some overlay or FUSE filesystems, tmpfs before Linux
+ * 6.6) it falls back to buffered I/O followed by fdatasync and
+ * POSIX_FADV_DONTNEED, and says so in stats.detail.  A memory-backed
+ * filesystem (tmpfs, ramfs) always gets buffered I/O: newer kernels accept
+ * O_DIRECT there, but the data stays in RAM either way.  Extents are
+ * aligned to max(4096, the direct-I/O alignment the kernel reports for the
+ * file (statx STATX_DIOALIGN) or the device's logical block size).
  *
  * Allocation (tier_flash_alloc/release/stats) is for the loop thread only;
  * tier_flash_write/read are thread-safe (pwrite/pread) and meant for worker
@@ -32,26 +36,65 @@ typedef struct tier_flash_stats {
     bool direct_io;
     uint64_t align;
     char path[256];
-    char detail[160];     /* "O_DIRECT" or "buffered: O_DIRECT refused (…)" */
+    char detail[160];     /* "O_DIRECT", "buffered: O_DIRECT refused
+                             (Invalid argument)", "buffered: memory-backed
+                             filesystem (tmpfs), O_DIRECT not used" or
+                             "buffered: O_DIRECT disabled by configuration" */
 } tier_flash_stats;
 
-/* Open or create the file, fallocate it.  HO_E_BAD_CONFIG with a message
- * when the path cannot be created or the filesystem lacks the space. */
+/* Open or create the file (mode 0600, O_CLOEXEC), fallocate [0, capacity)
+ * -- a smaller file grows, holes are filled, data of a reused file is kept,
+ * a larger file is not shrunk (only its first capacity bytes are used).
+ * capacity is rounded down to the alignment.  HO_E_BAD_CONFIG with a
+ * message in err when: the path is empty or cannot be opened/created, is
+ * not a regular file, capacity is 0 after rounding or above 2^60, the
+ * filesystem lacks the space (message gives the bytes needed and the bytes
+ * available, statvfs f_bavail), fallocate fails.  A file this call created
+ * is removed again on failure.  -ENOMEM.  On success *ret owns the tier
+ * (tier_flash_close); untouched on failure. */
 int tier_flash_open(const tier_flash_config *cfg, tier_flash **ret,
                     char *err, size_t errlen);
 tier_flash *tier_flash_close(tier_flash *f); /* keeps the file; NULL ok */
 
+/* Extents of the file, as tier_extents_alloc/release with the tier's
+ * alignment (same errors).  Loop thread only. */
 int tier_flash_alloc(tier_flash *f, uint64_t len, uint64_t *ret_off,
                      uint64_t *ret_len);
 int tier_flash_release(tier_flash *f, uint64_t off, uint64_t len);
 
-/* Write/read `len` bytes at flash offset `off`.  `buf` should be
- * page-aligned for O_DIRECT (a bounce buffer is used otherwise); len is
- * padded to the alignment inside the extent.  Blocking; -errno on I/O
- * failure (-ENOSPC, -EIO). */
+/* Write/read `len` bytes at flash offset `off`.  `buf` should be aligned to
+ * stats.align (page-aligned is enough for 4096) for O_DIRECT: an aligned
+ * buffer goes straight to the file in chunks of 8 MiB, an unaligned buffer
+ * or an unaligned tail goes through a bounce buffer (up to 4 MiB, allocated
+ * per call).  len is padded to the alignment inside the extent: a write may
+ * write zeros up to the padded end, a read touches only buf[0, len).  off
+ * must be aligned and [off, off + padded len) inside the capacity, else
+ * HO_E_INVALID_SIZE (len 0 too); the extent allocator is not consulted
+ * (so the calls need no lock).  EINTR and short transfers are retried.
+ * Buffered mode: the write is followed by fdatasync and both calls drop the
+ * range from the page cache.  Blocking; thread-safe; -errno on I/O failure
+ * (-ENOSPC, -EIO; end of file inside the range is -EIO), -ENOMEM; after a
+ * failed write the range's content is undefined. */
 int tier_flash_write(tier_flash *f, uint64_t off, const void *buf,
                      uint64_t len);
 int tier_flash_read(tier_flash *f, uint64_t off, void *buf, uint64_t len);
+
+/* The same transfers between flash and a file descriptor -- meant for a
+ * DDR arena's memfd (tier_arena_fd, arena offset): the range of src_fd /
+ * dst_fd is copied with pread/pwrite through aligned bounce buffers, so no
+ * page of it is faulted into or pinned in the caller's address space (for
+ * a memfd, pwrite allocates the file's pages directly, far cheaper than
+ * faulting them in through a mapping).  Chunks of 4 MiB; the copy of one
+ * chunk overlaps the flash I/O of the next (a helper thread per call when
+ * len spans several chunks; three bounce buffers of up to 4 MiB).  Range
+ * rules and errors as tier_flash_write/read, plus -EINVAL for a negative
+ * fd or a range past 2^63; the fd range must lie inside its file (end of
+ * file inside it: -EIO).  On failure part of the destination may have been
+ * written.  Blocking; thread-safe; does not move the fd's file offset. */
+int tier_flash_write_fd(tier_flash *f, uint64_t off, int src_fd,
+                        uint64_t src_off, uint64_t len);
+int tier_flash_read_fd(tier_flash *f, uint64_t off, int dst_fd,
+                       uint64_t dst_off, uint64_t len);
 
 void tier_flash_stats_get(const tier_flash *f, tier_flash_stats *ret);
 

@@ -207,8 +207,8 @@ static int recv_fd(int sock)
 /* The child _exits with the parent's pool still live; keeping the
  * pointers in globals makes it "still reachable" for valgrind's leak check
  * in the child (freeing it there would punch the shared file). */
-static tier_ddr *child_keep_pool;
-static tier_arena *child_keep_arena;
+static tier_ddr *volatile child_keep_pool;
+static tier_arena *volatile child_keep_arena;
 
 START_TEST(test_fd_shared_with_other_process)
 {
@@ -687,8 +687,64 @@ START_TEST(test_lock_privileged)
     ck_assert_uint_eq(file_blocks_bytes(tier_arena_fd(a)), 0);
     ck_assert_int_eq(tier_arena_restore(a, off, len), 0);
     ck_assert_uint_ge(vm_locked_kib(), before + 16 * 1024);
+
+    /* fill through the memfd: restore without populating, lock after */
+    ck_assert_int_eq(tier_arena_evict(a, off, len), 0);
+    ck_assert_int_eq(tier_arena_lock(a, off, len), HO_E_STATE);
+    ck_assert_int_eq(tier_arena_restore_unlocked(a, off, len), 0);
+    ck_assert_int_eq(tier_arena_restore_unlocked(a, off, len), HO_E_STATE);
+    ck_assert_uint_lt(vm_locked_kib(), before + 1024);
+    ck_assert_uint_eq(file_blocks_bytes(tier_arena_fd(a)), 0);
+    {
+        uint8_t *buf = malloc(len);
+        ck_assert_ptr_nonnull(buf);
+        fill(buf, len, 42);
+        ck_assert_int_eq(pwrite(tier_arena_fd(a), buf, len, (off_t)off),
+                         (ssize_t)len);
+        free(buf);
+    }
+    ck_assert_int_eq(tier_arena_lock(a, off, len), 0);
+    ck_assert_uint_ge(vm_locked_kib(), before + 16 * 1024);
+    ck_assert(check_fill(tier_arena_base(a) + off, len, 42));
+    ck_assert_int_eq(tier_arena_lock(a, off + 4096, 4096), HO_E_UNKNOWN_EXTENT);
+    tier_ddr_stats_get(d, &st);
+    ck_assert_uint_eq(st.used, 16 * MiB);
+    ck_assert(st.locked);
+
     ck_assert_int_eq(tier_arena_release(a, off, len), 0);
     ck_assert_uint_lt(vm_locked_kib(), before + 1024);
+    tier_arena_free(a);
+    tier_ddr_free(d);
+}
+END_TEST
+
+START_TEST(test_restore_unlocked_without_locking)
+{
+    tier_ddr *d = new_pool(CAP, false, -1);
+    tier_arena *a = new_arena(d, "nolock"), *b;
+    tier_ddr_stats before, after;
+    uint64_t off, len, o2, l2, vm0 = vm_locked_kib();
+
+    ck_assert_int_eq(tier_arena_alloc(a, 40 * MiB, &off, &len), 0);
+    ck_assert_int_eq(tier_arena_lock(a, off, len), 0); /* locking is off */
+    ck_assert_uint_lt(vm_locked_kib(), vm0 + 1024);
+    ck_assert_int_eq(tier_arena_evict(a, off, len), 0);
+    b = new_arena(d, "other");
+    ck_assert_int_eq(tier_arena_alloc(b, 30 * MiB, &o2, &l2), 0);
+    /* no room: HO_E_TIER_FULL, nothing changes */
+    tier_ddr_stats_get(d, &before);
+    ck_assert_int_eq(tier_arena_restore_unlocked(a, off, len), HO_E_TIER_FULL);
+    tier_ddr_stats_get(d, &after);
+    ck_assert(stats_same(&before, &after));
+    ck_assert_int_eq(tier_arena_is_evicted(a, off, len), 1);
+    ck_assert_int_eq(tier_arena_restore_unlocked(a, off + 4096, 4096),
+                     HO_E_UNKNOWN_EXTENT);
+    ck_assert_int_eq(tier_arena_release(b, o2, l2), 0);
+    tier_arena_free(b);
+    ck_assert_int_eq(tier_arena_restore_unlocked(a, off, len), 0);
+    tier_ddr_stats_get(d, &after);
+    ck_assert_uint_eq(after.used, 40 * MiB);
+    ck_assert_uint_eq(file_blocks_bytes(tier_arena_fd(a)), 0); /* not populated */
     tier_arena_free(a);
     tier_ddr_free(d);
 }
@@ -783,6 +839,7 @@ static Suite *ddr_suite(void)
     tcase_add_test(tc, test_numa);
     tcase_add_test(tc, test_lock_privileged);
     tcase_add_test(tc, test_lock_refused_rlimit);
+    tcase_add_test(tc, test_restore_unlocked_without_locking);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -18,9 +18,11 @@
  * and never raises SIGPIPE (it writes with MSG_NOSIGNAL).
  *
  * A lost daemon (crash, restart, SIGKILL) makes the call that notices it
- * and every later call on that client return HO_E_DISCONNECTED; the pool
- * mapping of a registered client stays mapped (and readable) until
- * ho_close().  Reconnect with a new ho_connect().
+ * and every later call on that client return HO_E_DISCONNECTED.  The pool
+ * mapping of a registered client stays mapped until ho_close() (touching
+ * it does not fault), but its contents are not preserved: a daemon that
+ * drops a connection frees that session's extents.  Reconnect with a new
+ * ho_connect().
  *
  * Thread safety: one ho_client may be used from several threads at once.
  * Requests from different threads are in flight together on the one

@@ -1,0 +1,498 @@
+/*
+ * daemon/planning.c - PlanRequest: validate the trace, plan on a worker
+ * thread, cache results by (trace hash, budget, planner).
+ *
+ * The cache is an LRU list bounded by entries (config planning.
+ * cache_entries) and by SRV_PLAN_CACHE_BYTES of packed schedules.  It
+ * stores successes and HO_E_INFEASIBLE results (with their message and
+ * min_budget), both deterministic for a given key.  Each session may have
+ * SRV_PLAN_MAX_INFLIGHT plans queued or running; more are HO_E_BUSY.  At
+ * most SRV_PLAN_RUNNING plans occupy libuv worker threads at once (the
+ * others wait in a FIFO of at most SRV_PLAN_QUEUE), so that flash moves,
+ * which share the thread pool, are never starved by long plans.
+ *
+ * Ownership: a plan job owns its trace and, after the worker, the packed
+ * schedule; the cache takes the packed schedule when it stores the result.
+ */
+#include "daemon.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "log.h"
+
+#define SRV_PLAN_CACHE_BYTES (256ull << 20)
+#define SRV_PLAN_MAX_INFLIGHT 4    /* queued + running, per session */
+#define SRV_PLAN_RUNNING 2         /* on worker threads at once, so that
+                                      flash moves always find free ones */
+#define SRV_PLAN_QUEUE 256         /* waiting, all sessions */
+
+#ifdef HO_HAVE_PLANNER
+#include "plan.h"
+#include "plan.pb-c.h"
+
+typedef struct plan_entry {
+    uint64_t hash, budget;
+    char planner[32];
+    int rc;                      /* 0 or HO_E_INFEASIBLE */
+    uint8_t *sched;              /* packed hyperoffload.Schedule, owned */
+    size_t sched_len;
+    double planning_ms;
+    uint64_t no_offload_peak, min_budget;
+    char message[512];
+    struct plan_entry *prev, *next;  /* LRU: head is the most recent */
+} plan_entry;
+
+typedef struct plan_job {
+    uv_work_t req;
+    struct srv_planning *p;
+    uint64_t conn_id, session_id, request_id;
+    plan_trace *trace;           /* owned */
+    plan_entry result;           /* filled by the worker */
+    struct plan_job *next;       /* queue */
+} plan_job;
+
+struct srv_planning {
+    srv_daemon *d;
+    plan_entry *head, *tail;
+    uint32_t n, max;
+    uint64_t bytes;
+    srv_idmap inflight;          /* session id -> (void *)count */
+    plan_job *q_head, *q_tail;   /* waiting for a worker */
+    uint32_t queued, running;
+};
+
+bool srv_planning_available(void)
+{
+    return true;
+}
+
+static void entry_free(plan_entry *e)
+{
+    free(e->sched);
+    free(e);
+}
+
+static void cache_unlink(srv_planning *p, plan_entry *e)
+{
+    if (e->prev)
+        e->prev->next = e->next;
+    else
+        p->head = e->next;
+    if (e->next)
+        e->next->prev = e->prev;
+    else
+        p->tail = e->prev;
+    e->prev = e->next = NULL;
+    p->n--;
+    p->bytes -= e->sched_len;
+}
+
+static void cache_push(srv_planning *p, plan_entry *e)
+{
+    e->prev = NULL;
+    e->next = p->head;
+    if (p->head)
+        p->head->prev = e;
+    p->head = e;
+    if (!p->tail)
+        p->tail = e;
+    p->n++;
+    p->bytes += e->sched_len;
+}
+
+static void cache_trim(srv_planning *p)
+{
+    while (p->tail && (p->n > p->max || p->bytes > SRV_PLAN_CACHE_BYTES)) {
+        plan_entry *e = p->tail;
+        cache_unlink(p, e);
+        entry_free(e);
+    }
+}
+
+static plan_entry *cache_find(srv_planning *p, uint64_t hash, uint64_t budget,
+                              const char *planner)
+{
+    for (plan_entry *e = p->head; e; e = e->next)
+        if (e->hash == hash && e->budget == budget &&
+            strcmp(e->planner, planner) == 0) {
+            cache_unlink(p, e);
+            cache_push(p, e);
+            return e;
+        }
+    return NULL;
+}
+
+int srv_planning_new(srv_daemon *d, srv_planning **ret, char *err,
+                     size_t errlen)
+{
+    srv_planning *p = calloc(1, sizeof(*p));
+    if (!p) {
+        snprintf(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    p->d = d;
+    p->max = d->cfg.plan_cache;
+    srv_idmap_init(&p->inflight);
+    *ret = p;
+    return 0;
+}
+
+srv_planning *srv_planning_free(srv_planning *p)
+{
+    if (!p)
+        return NULL;
+    while (p->head) {
+        plan_entry *e = p->head;
+        cache_unlink(p, e);
+        entry_free(e);
+    }
+    while (p->q_head) {
+        plan_job *j = p->q_head;
+        p->q_head = j->next;
+        plan_trace_free(j->trace);
+        free(j);
+    }
+    srv_idmap_done(&p->inflight);
+    free(p);
+    return NULL;
+}
+
+void srv_planning_configure(srv_planning *p, uint32_t cache_entries)
+{
+    p->max = cache_entries;
+    cache_trim(p);
+}
+
+static void reply(srv_conn *c, uint64_t rid, const plan_entry *e,
+                  bool cached, uint64_t hash)
+{
+    if (e->rc < 0) {
+        srv_reply_error(c, rid, e->rc, "%s", e->message);
+        return;
+    }
+    Hyperoffload__Schedule *s =
+        hyperoffload__schedule__unpack(NULL, e->sched_len, e->sched);
+    if (!s) {
+        srv_reply_error(c, rid, HO_E_INTERNAL,
+                        "the planned schedule does not decode (bug)");
+        return;
+    }
+    Hyperoffload__Envelope env = HYPEROFFLOAD__ENVELOPE__INIT;
+    Hyperoffload__PlanReply pr = HYPEROFFLOAD__PLAN_REPLY__INIT;
+    pr.schedule = s;
+    pr.planning_ms = e->planning_ms;
+    pr.cached = cached;
+    pr.trace_hash = hash;
+    pr.no_offload_peak = e->no_offload_peak;
+    pr.min_budget = e->min_budget;
+    env.request_id = rid;
+    env.body_case = HYPEROFFLOAD__ENVELOPE__BODY_PLAN_REPLY;
+    env.plan_reply = &pr;
+    srv_conn_send(c, &env, -1);
+    hyperoffload__schedule__free_unpacked(s, NULL);
+}
+
+static void plan_work(uv_work_t *req)
+{
+    plan_job *j = req->data;
+    plan_entry *r = &j->result;
+    plan_options opt;
+    memset(&opt, 0, sizeof(opt));
+    opt.planner = r->planner;
+    plan_result res;
+    memset(&res, 0, sizeof(res));
+    plan_schedule *s = NULL;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int rc = plan_make(j->trace, r->budget, &opt, &s, &res);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    r->planning_ms = res.planning_ms > 0
+                         ? res.planning_ms
+                         : (double)(t1.tv_sec - t0.tv_sec) * 1e3 +
+                               (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+    r->no_offload_peak = res.no_offload_peak;
+    r->min_budget = res.min_budget;
+    if (rc == HO_E_INFEASIBLE) {
+        r->rc = rc;
+        snprintf(r->message, sizeof(r->message),
+                 "budget of %" PRIu64 " bytes is infeasible for %s: %.300s; the "
+                 "smallest feasible budget is %" PRIu64 " bytes", r->budget,
+                 r->planner, res.message[0] ? res.message : "over budget",
+                 res.min_budget);
+    } else if (rc < 0) {
+        r->rc = rc;
+        snprintf(r->message, sizeof(r->message), "planning with %s failed: %.300s",
+                 r->planner, res.message[0] ? res.message : ho_strerror(rc));
+    } else {
+        rc = plan_schedule_to_pb(s, &r->sched, &r->sched_len);
+        if (rc < 0) {
+            r->rc = rc;
+            snprintf(r->message, sizeof(r->message),
+                     "cannot encode the schedule: %s", ho_strerror(rc));
+        }
+    }
+    plan_schedule_free(s);
+}
+
+static void inflight_add(srv_planning *p, uint64_t sid, int delta)
+{
+    uintptr_t n = (uintptr_t)srv_idmap_get(&p->inflight, sid);
+    n = (uintptr_t)((intptr_t)n + delta);
+    if (n == 0)
+        srv_idmap_del(&p->inflight, sid);
+    else
+        srv_idmap_put(&p->inflight, sid, (void *)n);
+}
+
+static srv_conn *job_conn(plan_job *j)
+{
+    srv_conn *c = srv_conn_find(j->p->d, j->conn_id);
+    if (c && c->state == SRV_CONN_READY && c->session &&
+        c->session->id == j->session_id)
+        return c;
+    return NULL;
+}
+
+static void job_drop(plan_job *j)
+{
+    inflight_add(j->p, j->session_id, -1);
+    free(j->result.sched);
+    plan_trace_free(j->trace);
+    free(j);
+}
+
+static void plan_after(uv_work_t *req, int status);
+
+/* Start queued plans while workers are free. */
+static void pump(srv_planning *p)
+{
+    srv_daemon *d = p->d;
+    while (p->q_head && p->running < SRV_PLAN_RUNNING) {
+        plan_job *j = p->q_head;
+        p->q_head = j->next;
+        if (!p->q_head)
+            p->q_tail = NULL;
+        p->queued--;
+        srv_conn *c = job_conn(j);
+        if (!c) {
+            job_drop(j);
+            continue;
+        }
+        /* An identical plan may have finished while this one waited. */
+        plan_entry *hit = cache_find(p, j->result.hash, j->result.budget,
+                                     j->result.planner);
+        if (hit) {
+            reply(c, j->request_id, hit, true, j->result.hash);
+            job_drop(j);
+            continue;
+        }
+        j->req.data = j;
+        int rc = uv_queue_work(&d->loop, &j->req, plan_work, plan_after);
+        if (rc < 0) {
+            srv_reply_error(c, j->request_id, HO_E_INTERNAL,
+                            "cannot queue the plan: %s", uv_strerror(rc));
+            job_drop(j);
+            continue;
+        }
+        p->running++;
+        d->works_in_flight++;
+    }
+}
+
+static void plan_after(uv_work_t *req, int status)
+{
+    plan_job *j = req->data;
+    srv_planning *p = j->p;
+    srv_daemon *d = p->d;
+    plan_entry *r = &j->result;
+    if (status < 0 && r->rc == 0)
+        r->rc = status;
+    p->running--;
+    srv_conn *c = job_conn(j);
+    if (c)
+        reply(c, j->request_id, r, false, r->hash);
+    srv_debug("plan for session %" PRIu64 " with %s: %s, %.1f ms",
+              j->session_id, r->planner, r->rc ? ho_err_name(r->rc) : "ok",
+              r->planning_ms);
+    /* Cache deterministic outcomes only. */
+    if ((r->rc == 0 || r->rc == HO_E_INFEASIBLE) && p->max > 0 &&
+        r->sched_len <= SRV_PLAN_CACHE_BYTES) {
+        plan_entry *e = malloc(sizeof(*e));
+        if (e) {
+            *e = *r;
+            r->sched = NULL;
+            cache_push(p, e);
+            cache_trim(p);
+        }
+    }
+    job_drop(j);
+    if (!d->draining)
+        pump(p);
+    srv_daemon_work_done(d);
+}
+
+void srv_planning_drain(srv_planning *p)
+{
+    while (p->q_head) {
+        plan_job *j = p->q_head;
+        p->q_head = j->next;
+        p->queued--;
+        srv_conn *c = job_conn(j);
+        if (c)
+            srv_reply_error(c, j->request_id, HO_E_SHUTTING_DOWN,
+                            "the daemon is shutting down; the plan was not "
+                            "started");
+        job_drop(j);
+    }
+    p->q_tail = NULL;
+}
+
+void srv_handle_plan(srv_daemon *d, srv_conn *c, uint64_t rid,
+                     const Hyperoffload__PlanRequest *req)
+{
+    srv_planning *p = d->planning;
+    srv_session *s = c->session;
+    char err[512] = "";
+    const char *planner = req->planner && *req->planner ? req->planner
+                                                        : d->cfg.planner;
+    bool known = false;
+    for (int i = 0; plan_planner_names[i]; i++)
+        if (strcmp(plan_planner_names[i], planner) == 0)
+            known = true;
+    if (!known || strlen(planner) >= sizeof(((plan_entry *)0)->planner)) {
+        srv_reply_error(c, rid, -EINVAL, "planner '%.40s' is unknown "
+                        "(hoplan, none, seed-greedy, ms-distance, "
+                        "reactive-lru, oracle)", planner);
+        return;
+    }
+    uint64_t budget = req->budget ? req->budget : s->hbm_granted;
+    if (budget == 0) {
+        srv_reply_error(c, rid, HO_E_BUDGET, "budget 0 means the session's "
+                        "HBM grant, and session %" PRIu64 " has none",
+                        s->id);
+        return;
+    }
+    if (!req->trace) {
+        srv_reply_error(c, rid, HO_E_BAD_TRACE, "the PlanRequest has no "
+                        "trace");
+        return;
+    }
+    if ((uintptr_t)srv_idmap_get(&p->inflight, s->id) >= SRV_PLAN_MAX_INFLIGHT) {
+        srv_reply_error(c, rid, HO_E_BUSY, "session %" PRIu64 " already has "
+                        "%d plans queued or running", s->id,
+                        SRV_PLAN_MAX_INFLIGHT);
+        return;
+    }
+    /* Re-pack the decoded sub-message and read it with the planner's own
+     * reader, which validates it. */
+    size_t len = hyperoffload__trace__get_packed_size(req->trace);
+    uint8_t *buf = malloc(len ? len : 1);
+    if (!buf) {
+        srv_reply_error(c, rid, -ENOMEM, "out of memory");
+        return;
+    }
+    hyperoffload__trace__pack(req->trace, buf);
+    plan_trace *t = NULL;
+    int rc = plan_trace_from_pb(buf, len, &t, err, sizeof(err));
+    free(buf);
+    if (rc == 0)
+        rc = plan_trace_finish(t, err, sizeof(err));
+    if (rc < 0) {
+        plan_trace_free(t);
+        srv_reply_error(c, rid, rc == -ENOMEM ? rc : HO_E_BAD_TRACE,
+                        "invalid trace: %s", err[0] ? err : ho_strerror(rc));
+        return;
+    }
+    uint64_t hash = plan_trace_hash(t);
+    plan_entry *hit = cache_find(p, hash, budget, planner);
+    if (hit) {
+        plan_trace_free(t);
+        reply(c, rid, hit, true, hash);
+        return;
+    }
+    if (p->queued >= SRV_PLAN_QUEUE) {
+        plan_trace_free(t);
+        srv_reply_error(c, rid, HO_E_BUSY, "%u plans are already waiting; "
+                        "try again later", p->queued);
+        return;
+    }
+    plan_job *j = calloc(1, sizeof(*j));
+    if (!j) {
+        plan_trace_free(t);
+        srv_reply_error(c, rid, -ENOMEM, "out of memory");
+        return;
+    }
+    j->p = p;
+    j->conn_id = c->id;
+    j->session_id = s->id;
+    j->request_id = rid;
+    j->trace = t;
+    j->result.hash = hash;
+    j->result.budget = budget;
+    snprintf(j->result.planner, sizeof(j->result.planner), "%s", planner);
+    inflight_add(p, s->id, +1);
+    if (p->q_tail)
+        p->q_tail->next = j;
+    else
+        p->q_head = j;
+    p->q_tail = j;
+    p->queued++;
+    pump(p);
+}
+
+#else /* !HO_HAVE_PLANNER */
+
+struct srv_planning {
+    int unused;
+};
+
+bool srv_planning_available(void)
+{
+    return false;
+}
+
+int srv_planning_new(srv_daemon *d, srv_planning **ret, char *err,
+                     size_t errlen)
+{
+    (void)d;
+    srv_planning *p = calloc(1, sizeof(*p));
+    if (!p) {
+        snprintf(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    *ret = p;
+    return 0;
+}
+
+srv_planning *srv_planning_free(srv_planning *p)
+{
+    free(p);
+    return NULL;
+}
+
+void srv_planning_configure(srv_planning *p, uint32_t cache_entries)
+{
+    (void)p;
+    (void)cache_entries;
+}
+
+void srv_planning_drain(srv_planning *p)
+{
+    (void)p;
+}
+
+void srv_handle_plan(srv_daemon *d, srv_conn *c, uint64_t rid,
+                     const Hyperoffload__PlanRequest *req)
+{
+    (void)d;
+    (void)req;
+    srv_reply_error(c, rid, HO_E_UNSUPPORTED,
+                    "this daemon was built without the planner");
+}
+
+#endif

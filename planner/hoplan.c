@@ -1,0 +1,1114 @@
+/*
+ * planner/hoplan.c - hoplan: benefit-driven gap selection (PLANNER.md §4),
+ * the selection/placement rounds, the fallbacks and the search for the
+ * smallest budget it can meet.  The model and the transfer placement are
+ * in hoplan_model.c; docs/planner.md explains the whole algorithm.
+ *
+ * Selection: every boundary's level (bytes on device) is kept in a
+ * segment tree that also knows, per range, how many boundaries are over
+ * the budget and by how much in total ("kinetic": levels only decrease
+ * during a selection, so each boundary leaves the over-budget set once).
+ * A candidate gap's benefit is the over-budget area it would remove
+ * (boundaries x bytes, each boundary counting at most the gap's bytes),
+ * its cost the transfer time it adds (H2D, its store unless a selected
+ * gap of the same data already pays for it, and the stall when its
+ * prefetch cannot be hidden).  A lazy max-heap on benefit/cost, with
+ * benefits re-evaluated on pop, picks gaps until no boundary is over.
+ *
+ * Ownership: everything allocated here is released before returning,
+ * except the schedule handed to the caller.
+ */
+#include "hoplan_impl.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hyperoffload/errors.h"
+
+#ifdef HP_DEBUG
+#include <stdio.h>
+#define DBG(...) fprintf(stderr, __VA_ARGS__)
+#else
+#define DBG(...) ((void)0)
+#endif
+
+/* ------------------------------------------------------------------ kinetic tree */
+
+typedef struct ktree {
+    uint32_t n;
+    int64_t B;      /* the budget */
+    int64_t *mx;    /* max level */
+    int64_t *mn;    /* min level among those > B (INT64_MAX if none) */
+    int64_t *lz;    /* pending add for the children */
+    uint32_t *cnt;  /* levels > B */
+    double *sum;    /* sum of (level - B) over levels > B */
+} ktree;
+
+typedef struct kq {
+    int64_t mx;
+    uint32_t cnt;
+    double sum;
+} kq;
+
+static void kt_leaf(ktree *k, uint32_t x, int64_t v)
+{
+    k->mx[x] = v;
+    if (v > k->B) {
+        k->mn[x] = v;
+        k->cnt[x] = 1;
+        k->sum[x] = (double)(v - k->B);
+    } else {
+        k->mn[x] = INT64_MAX;
+        k->cnt[x] = 0;
+        k->sum[x] = 0;
+    }
+}
+
+static void kt_pull(ktree *k, uint32_t x, uint32_t lc, uint32_t rc)
+{
+    k->mx[x] = k->mx[lc] > k->mx[rc] ? k->mx[lc] : k->mx[rc];
+    k->mn[x] = k->mn[lc] < k->mn[rc] ? k->mn[lc] : k->mn[rc];
+    k->cnt[x] = k->cnt[lc] + k->cnt[rc];
+    k->sum[x] = k->sum[lc] + k->sum[rc];
+}
+
+static void kt_apply(ktree *k, uint32_t x, int64_t d)
+{
+    k->mx[x] += d;
+    if (k->cnt[x]) {
+        k->mn[x] += d;
+        k->sum[x] += (double)d * k->cnt[x];
+    }
+    k->lz[x] += d;
+}
+
+static void kt_push(ktree *k, uint32_t x, uint32_t lc, uint32_t rc)
+{
+    if (k->lz[x]) {
+        kt_apply(k, lc, k->lz[x]);
+        kt_apply(k, rc, k->lz[x]);
+        k->lz[x] = 0;
+    }
+}
+
+static void kt_build(ktree *k, uint32_t x, uint32_t l, uint32_t r,
+                     const int64_t *lv)
+{
+    k->lz[x] = 0;
+    if (l == r) {
+        kt_leaf(k, x, lv[l]);
+        return;
+    }
+    uint32_t mid = l + (r - l) / 2, rc = x + 2 * (mid - l + 1);
+    kt_build(k, x + 1, l, mid, lv);
+    kt_build(k, rc, mid + 1, r, lv);
+    kt_pull(k, x, x + 1, rc);
+}
+
+static void kt_done(ktree *k)
+{
+    free(k->mx);
+    free(k->mn);
+    free(k->lz);
+    free(k->cnt);
+    free(k->sum);
+    memset(k, 0, sizeof(*k));
+}
+
+static int kt_init(ktree *k, const int64_t *lv, uint32_t n, int64_t B)
+{
+    size_t nodes = 2 * (size_t)n - 1;
+    memset(k, 0, sizeof(*k));
+    k->mx = malloc(nodes * sizeof(*k->mx));
+    k->mn = malloc(nodes * sizeof(*k->mn));
+    k->lz = malloc(nodes * sizeof(*k->lz));
+    k->cnt = malloc(nodes * sizeof(*k->cnt));
+    k->sum = malloc(nodes * sizeof(*k->sum));
+    if (!k->mx || !k->mn || !k->lz || !k->cnt || !k->sum) {
+        kt_done(k);
+        return -ENOMEM;
+    }
+    k->n = n;
+    k->B = B;
+    kt_build(k, 0, 0, n - 1, lv);
+    return 0;
+}
+
+/* Add d <= 0 to [ql, qr]. */
+static void kt_sub(ktree *k, uint32_t x, uint32_t l, uint32_t r, uint32_t ql,
+                   uint32_t qr, int64_t d)
+{
+    if (qr < l || r < ql)
+        return;
+    if (ql <= l && r <= qr && (k->cnt[x] == 0 || k->mn[x] + d > k->B)) {
+        kt_apply(k, x, d);
+        return;
+    }
+    if (l == r) {
+        kt_leaf(k, x, k->mx[x] + d);
+        return;
+    }
+    uint32_t mid = l + (r - l) / 2, rc = x + 2 * (mid - l + 1);
+    kt_push(k, x, x + 1, rc);
+    kt_sub(k, x + 1, l, mid, ql, qr, d);
+    kt_sub(k, rc, mid + 1, r, ql, qr, d);
+    kt_pull(k, x, x + 1, rc);
+}
+
+static void kt_query(ktree *k, uint32_t x, uint32_t l, uint32_t r,
+                     uint32_t ql, uint32_t qr, kq *out)
+{
+    if (qr < l || r < ql)
+        return;
+    if (ql <= l && r <= qr) {
+        if (k->mx[x] > out->mx)
+            out->mx = k->mx[x];
+        out->cnt += k->cnt[x];
+        out->sum += k->sum[x];
+        return;
+    }
+    uint32_t mid = l + (r - l) / 2, rc = x + 2 * (mid - l + 1);
+    kt_push(k, x, x + 1, rc);
+    kt_query(k, x + 1, l, mid, ql, qr, out);
+    kt_query(k, rc, mid + 1, r, ql, qr, out);
+}
+
+/* First index in [ql, qr] whose level is over the budget, PLAN_NONE. */
+static uint32_t kt_first_over(ktree *k, uint32_t x, uint32_t l, uint32_t r,
+                              uint32_t ql, uint32_t qr)
+{
+    if (qr < l || r < ql || k->cnt[x] == 0)
+        return PLAN_NONE;
+    if (l == r)
+        return l;
+    uint32_t mid = l + (r - l) / 2, rc = x + 2 * (mid - l + 1);
+    kt_push(k, x, x + 1, rc);
+    uint32_t i = kt_first_over(k, x + 1, l, mid, ql, qr);
+    if (i != PLAN_NONE)
+        return i;
+    return kt_first_over(k, rc, mid + 1, r, ql, qr);
+}
+
+/* ------------------------------------------------------------------ heap */
+
+typedef struct hent {
+    double key;
+    uint32_t g;
+} hent;
+
+static bool hent_before(const hent *a, const hent *b)
+{
+    if (a->key != b->key)
+        return a->key > b->key;
+    return a->g < b->g;
+}
+
+typedef struct gheap {
+    hent *v;
+    size_t n, cap;
+} gheap;
+
+static int gheap_push(gheap *h, double key, uint32_t g)
+{
+    if (h->n == h->cap) {
+        size_t cap = h->cap ? h->cap * 2 : 1024;
+        hent *v = realloc(h->v, cap * sizeof(*v));
+        if (!v)
+            return -ENOMEM;
+        h->v = v;
+        h->cap = cap;
+    }
+    hent e = {key, g};
+    size_t i = h->n++;
+    while (i > 0) {
+        size_t p = (i - 1) / 2;
+        if (!hent_before(&e, &h->v[p]))
+            break;
+        h->v[i] = h->v[p];
+        i = p;
+    }
+    h->v[i] = e;
+    return 0;
+}
+
+static void gheap_sift(gheap *h, size_t i)
+{
+    hent e = h->v[i];
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= h->n)
+            break;
+        if (c + 1 < h->n && hent_before(&h->v[c + 1], &h->v[c]))
+            c++;
+        if (!hent_before(&h->v[c], &e))
+            break;
+        h->v[i] = h->v[c];
+        i = c;
+    }
+    h->v[i] = e;
+}
+
+static hent gheap_pop(gheap *h)
+{
+    hent top = h->v[0];
+    h->v[0] = h->v[--h->n];
+    if (h->n > 0)
+        gheap_sift(h, 0);
+    return top;
+}
+
+/* ------------------------------------------------------------------ capacity
+ * A fluid model of a copy engine for the selection: each op offers its
+ * duration of engine time, minus what the transfers already placed use.
+ * A store consumes time forward from the boundary where its data is
+ * written, a prefetch backward from its consumer; where it ends gives the
+ * start (store) or end (prefetch) of the gap's window.  A Fenwick tree
+ * over the remaining time finds where a copy ends in O(log n), and
+ * "next/previous op with time left" pointers make consuming amortised
+ * O(1) per op. */
+
+#define CAP_EPS 1e-9
+
+typedef struct cap {
+    uint32_t n, top;  /* top: highest power of two <= n */
+    double *rem;      /* n: time left per op */
+    double *fw;       /* n + 1: Fenwick tree of rem */
+    uint32_t *nx;     /* n + 1: union-find to the next op with time left */
+    uint32_t *pv;     /* n + 1: same backwards, shifted by one (0: none) */
+} cap;
+
+static void cap_done(cap *c)
+{
+    free(c->rem);
+    free(c->fw);
+    free(c->nx);
+    free(c->pv);
+    memset(c, 0, sizeof(*c));
+}
+
+static int cap_alloc(cap *c, uint32_t n)
+{
+    memset(c, 0, sizeof(*c));
+    c->n = n;
+    c->rem = malloc((size_t)n * sizeof(*c->rem));
+    c->fw = malloc(((size_t)n + 1) * sizeof(*c->fw));
+    c->nx = malloc(((size_t)n + 1) * sizeof(*c->nx));
+    c->pv = malloc(((size_t)n + 1) * sizeof(*c->pv));
+    if (!c->rem || !c->fw || !c->nx || !c->pv) {
+        cap_done(c);
+        return -ENOMEM;
+    }
+    c->top = 1;
+    while (c->top * 2 <= n)
+        c->top *= 2;
+    return 0;
+}
+
+/* Rebuild the Fenwick tree and the pointers from c->rem. */
+static void cap_build(cap *c)
+{
+    uint32_t n = c->n;
+    c->fw[0] = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        if (c->rem[i] < CAP_EPS)
+            c->rem[i] = 0;
+        c->fw[i + 1] = c->rem[i];
+    }
+    for (uint32_t i = 1; i <= n; i++) {
+        uint32_t j = i + (i & -i);
+        if (j <= n)
+            c->fw[j] += c->fw[i];
+    }
+    for (uint32_t i = 0; i < n; i++)
+        c->nx[i] = c->rem[i] > 0 ? i : i + 1;
+    c->nx[n] = n;
+    c->pv[0] = 0;
+    for (uint32_t i = 0; i < n; i++)
+        c->pv[i + 1] = c->rem[i] > 0 ? i + 1 : i;
+}
+
+static void fw_add(cap *c, uint32_t i, double d)
+{
+    for (uint32_t k = i + 1; k <= c->n; k += k & -k)
+        c->fw[k] += d;
+}
+
+static double fw_prefix(const cap *c, uint32_t i) /* sum of rem[0..i] */
+{
+    double s = 0;
+    for (uint32_t k = i + 1; k > 0; k -= k & -k)
+        s += c->fw[k];
+    return s;
+}
+
+/* Smallest y with prefix(y) >= target (strict: > target); n if none. */
+static uint32_t fw_search(const cap *c, double target, bool strict)
+{
+    uint32_t pos = 0;
+    for (uint32_t step = c->top; step; step >>= 1) {
+        uint32_t nxt = pos + step;
+        if (nxt <= c->n &&
+            (strict ? c->fw[nxt] <= target : c->fw[nxt] < target)) {
+            pos = nxt;
+            target -= c->fw[nxt];
+        }
+    }
+    return pos;
+}
+
+static uint32_t find_nx(cap *c, uint32_t i)
+{
+    uint32_t r = i;
+    while (c->nx[r] != r)
+        r = c->nx[r];
+    while (c->nx[i] != r) {
+        uint32_t k = c->nx[i];
+        c->nx[i] = r;
+        i = k;
+    }
+    return r;
+}
+
+static uint32_t find_pv(cap *c, uint32_t i) /* shifted index */
+{
+    uint32_t r = i;
+    while (c->pv[r] != r)
+        r = c->pv[r];
+    while (c->pv[i] != r) {
+        uint32_t k = c->pv[i];
+        c->pv[i] = r;
+        i = k;
+    }
+    return r;
+}
+
+/* Op where a copy of length L started at boundary x ends; PLAN_NONE when
+ * the step has not that much engine time left after x. */
+static uint32_t cap_fwd_end(const cap *c, uint32_t x, double L)
+{
+    if (x >= c->n)
+        return PLAN_NONE;
+    double base = x ? fw_prefix(c, x - 1) : 0;
+    uint32_t y = fw_search(c, base + L - CAP_EPS, false);
+    return y < c->n ? y : PLAN_NONE;
+}
+
+/* Op where a copy of length L that must end by the end of op qe starts. */
+static uint32_t cap_bwd_start(const cap *c, int64_t qe, double L)
+{
+    if (qe < 0)
+        return PLAN_NONE;
+    double target = fw_prefix(c, (uint32_t)qe) - L;
+    if (target < -CAP_EPS)
+        return PLAN_NONE;
+    uint32_t z = fw_search(c, target + CAP_EPS, true);
+    return z <= (uint32_t)qe ? z : (uint32_t)qe;
+}
+
+static void cap_take(cap *c, uint32_t o, double take)
+{
+    c->rem[o] -= take;
+    fw_add(c, o, -take);
+    if (c->rem[o] < CAP_EPS) {
+        fw_add(c, o, -c->rem[o]);
+        c->rem[o] = 0;
+        c->nx[o] = o + 1;
+        c->pv[o + 1] = o;
+    }
+}
+
+/* Consume L forward from boundary x; returns the op where it ended or
+ * PLAN_NONE when the step ran out of engine time. */
+static uint32_t cap_fwd_take(cap *c, uint32_t x, double L)
+{
+    uint32_t o = x < c->n ? find_nx(c, x) : c->n, last = PLAN_NONE;
+    while (L > CAP_EPS && o < c->n) {
+        double take = c->rem[o] < L ? c->rem[o] : L;
+        cap_take(c, o, take);
+        L -= take;
+        last = o;
+        o = find_nx(c, o);
+    }
+    return L > CAP_EPS ? PLAN_NONE : last;
+}
+
+/* Consume L backward from the end of op qe. */
+static void cap_bwd_take(cap *c, int64_t qe, double L)
+{
+    if (qe < 0)
+        return;
+    uint32_t o1 = find_pv(c, (uint32_t)qe + 1); /* op + 1, 0: none */
+    while (L > CAP_EPS && o1 > 0) {
+        uint32_t o = o1 - 1;
+        double take = c->rem[o] < L ? c->rem[o] : L;
+        cap_take(c, o, take);
+        L -= take;
+        o1 = find_pv(c, o1);
+    }
+}
+
+/* Remove the time of copies [s, e) from the ops they overlap. */
+static void cap_busy(cap *c, const hp_model *m, double s, double e)
+{
+    uint32_t i = hp_first_at_or_after(m, 0, s);
+    if (i > 0 && (i == m->n || m->T[i] > s))
+        i--;
+    for (; i < m->n && m->T[i] < e; i++) {
+        double lo = m->T[i] > s ? m->T[i] : s;
+        double hi = m->T[i + 1] < e ? m->T[i + 1] : e;
+        if (hi > lo)
+            c->rem[i] -= hi - lo;
+    }
+}
+
+/* ------------------------------------------------------------------ state */
+
+typedef struct hstate {
+    const hp_model *m;
+    uint64_t budget;
+    uint8_t *sel;    /* n_gaps */
+    uint8_t *paid;   /* n_vers: some included gap needs this store */
+    uint32_t *vready;/* n_vers: first boundary after its store completes */
+    uint32_t *cwa, *cwz; /* n_gaps: windows believed for included gaps */
+    int64_t *corr;   /* n: corrections learned from simulations */
+    int64_t *lv;     /* n + 1: scratch */
+    uint32_t *order; /* selected gaps */
+    uint32_t n_order;
+    uint32_t fail_op;/* an over-budget boundary when selection failed */
+    cap cd, ch;      /* D2H and H2D engine time (ch unused when shared) */
+    cap *eh;         /* the H2D engine: &ch, or &cd on a shared engine */
+} hstate;
+
+typedef struct gwin {
+    uint32_t a, z;
+    double cost;
+    bool hidden;     /* its prefetch fits the engine before the consumer */
+    uint32_t need;   /* unpaid store: boundary it should complete by */
+    double avail;    /* unpaid store: engine time found before `need` */
+} gwin;
+
+/* Where the store of version v, needed complete by boundary `need`, can
+ * complete: just in time (consuming the engine backwards from `need`,
+ * leaving earlier time to data needed earlier) when the engine has the
+ * time between the write and `need`, else as soon as possible after.
+ * Returns the first boundary after completion; *avail: engine time it
+ * finds before `need`. */
+static uint32_t store_ready(const hstate *h, const hp_ver *v, uint32_t need,
+                            double *avail)
+{
+    const cap *c = &h->cd;
+    double before = 0;
+    if (need > v->rho)
+        before = fw_prefix(c, need - 1) -
+                 (v->rho ? fw_prefix(c, v->rho - 1) : 0);
+    *avail = before;
+    if (before >= v->d2h_us - CAP_EPS)
+        return need;
+    uint32_t y = cap_fwd_end(c, need > v->rho ? need : v->rho,
+                             v->d2h_us - before);
+    return y == PLAN_NONE ? h->m->n : y + 1;
+}
+
+/* The window and cost of gap g under the current engine load and levels. */
+static gwin gap_window(hstate *h, ktree *k, uint32_t g)
+{
+    const hp_model *m = h->m;
+    const hp_gap *gp = &m->gaps[g];
+    const uint32_t n = m->n;
+    gwin w = {gp->f == HP_START ? 0 : gp->f + 1, 0, 1e-3, false, PLAN_NONE,
+              0};
+    uint32_t zmax = gp->type == HP_DEAD ? gp->q
+                    : gp->type == HP_TRAIL_HOST ? n
+                                                : (gp->q < n ? gp->q : n - 1);
+    if (gp->ver != PLAN_NONE) {
+        const hp_ver *v = &m->vers[gp->ver];
+        uint32_t ready;
+        if (h->paid[gp->ver]) {
+            ready = h->vready[gp->ver];
+        } else {
+            uint32_t need = PLAN_NONE;
+            if (k && gp->a < zmax)
+                need = kt_first_over(k, 0, 0, n - 1, gp->a, zmax - 1);
+            if (need == PLAN_NONE)
+                need = gp->a; /* nothing over budget: as soon as possible */
+            ready = store_ready(h, v, need, &w.avail);
+            w.need = need;
+            w.cost += v->d2h_us;
+        }
+        if (ready > w.a)
+            w.a = ready;
+    }
+    if (gp->type == HP_DEAD || gp->type == HP_TRAIL_HOST) {
+        w.z = zmax;
+        return w;
+    }
+    /* The prefetch is assumed where it would go on an idle engine: when
+     * the engine is busier, the placement issues it no earlier than
+     * memory allows and the consumer waits; that wait is costed here. */
+    double c = plan_copy_us(&m->t->link, 0, hp_bytes(m, &m->gaps[g]));
+    uint32_t qm = gp->q < n ? gp->q : n - 1;
+    uint32_t z = cap_bwd_start(h->eh, (int64_t)(gp->q < n ? gp->q : n) - 1,
+                               c);
+    w.z = gp->exposed ? qm : gp->z;
+    if (gp->type == HP_LEAD_HOST)
+        w.a = 0;
+    if (!gp->exposed && z != PLAN_NONE) {
+        w.hidden = true;
+        w.cost += c;
+    } else {
+        double stall = m->T[qm] + c - m->T[gp->q < n ? gp->q : n];
+        w.cost += c + (stall > 0 ? stall : c);
+    }
+    return w;
+}
+
+/* Reserve the engine time of gap g as its window was just evaluated. */
+static void gap_reserve(hstate *h, uint32_t g, const gwin *w)
+{
+    const hp_model *m = h->m;
+    const hp_gap *gp = &m->gaps[g];
+    const uint32_t n = m->n;
+    if (gp->ver != PLAN_NONE && !h->paid[gp->ver]) {
+        const hp_ver *v = &m->vers[gp->ver];
+        uint32_t ready = w->need;
+        if (w->avail >= v->d2h_us - CAP_EPS) {
+            cap_bwd_take(&h->cd, (int64_t)w->need - 1, v->d2h_us);
+        } else {
+            cap_bwd_take(&h->cd, (int64_t)w->need - 1, w->avail);
+            uint32_t y = cap_fwd_take(&h->cd,
+                                      w->need > v->rho ? w->need : v->rho,
+                                      v->d2h_us - w->avail);
+            ready = y == PLAN_NONE ? n : y + 1;
+        }
+        h->vready[gp->ver] = ready;
+        h->paid[gp->ver] = 1;
+    }
+    if (w->hidden)
+        cap_bwd_take(h->eh, (int64_t)(gp->q < n ? gp->q : n) - 1,
+                     plan_copy_us(&m->t->link, 0, hp_bytes(m, &m->gaps[g])));
+}
+
+static double gap_key(hstate *h, ktree *k, uint32_t g, gwin *ret)
+{
+    gwin w = gap_window(h, k, g);
+    if (ret)
+        *ret = w;
+    if (w.a >= w.z)
+        return 0;
+    kq q = {INT64_MIN, 0, 0};
+    kt_query(k, 0, 0, k->n - 1, w.a, w.z - 1, &q);
+    if (q.cnt == 0)
+        return 0;
+    double b = (double)hp_bytes(h->m, &h->m->gaps[g]), area;
+    if ((double)(q.mx - k->B) <= b)
+        area = q.sum;
+    else
+        area = b * q.cnt < q.sum ? b * q.cnt : q.sum;
+    return area / w.cost;
+}
+
+/* Levels with the corrections and the windows of every included gap. */
+static void current_levels(hstate *h)
+{
+    const hp_model *m = h->m;
+    int64_t *lv = h->lv;
+    memset(lv, 0, ((size_t)m->n + 1) * sizeof(*lv));
+    for (uint32_t g = 0; g < m->n_gaps; g++) {
+        if (!m->gaps[g].forced && !h->sel[g])
+            continue;
+        if (h->cwa[g] < h->cwz[g]) {
+            int64_t b = (int64_t)hp_bytes(m, &m->gaps[g]);
+            lv[h->cwa[g]] -= b;
+            lv[h->cwz[g]] += b;
+        }
+    }
+    int64_t run = 0;
+    for (uint32_t i = 0; i < m->n; i++) {
+        run += lv[i];
+        lv[i] = m->base[i] + run + h->corr[i];
+    }
+}
+
+/* Engine time and store readiness before a round: from the last placement
+ * when there is one, else the durations minus the forced transfers. */
+static void setup_round(hstate *h, const hp_place *last)
+{
+    const hp_model *m = h->m;
+    const uint32_t n = m->n;
+    const bool shared = !m->t->link.duplex;
+    h->eh = shared ? &h->cd : &h->ch;
+    for (uint32_t i = 0; i < n; i++) {
+        h->cd.rem[i] = m->t->ops[i].duration_us;
+        h->ch.rem[i] = m->t->ops[i].duration_us;
+    }
+    memset(h->paid, 0, m->n_vers ? m->n_vers : 1);
+    for (uint32_t v = 0; v < m->n_vers; v++)
+        h->vready[v] = PLAN_NONE;
+    if (last) {
+        for (uint32_t k = 0; k < last->n_busy_d + last->n_busy_h; k++)
+            cap_busy(k < last->n_busy_d ? &h->cd : h->eh, m,
+                     last->busy[2 * k], last->busy[2 * k + 1]);
+        cap_build(&h->cd);
+        cap_build(&h->ch);
+        for (uint32_t v = 0; v < m->n_vers; v++) {
+            if (last->vcomp[v] < 0)
+                continue;
+            h->paid[v] = 1;
+            h->vready[v] = hp_first_at_or_after(m, 0, last->vcomp[v]);
+        }
+        return;
+    }
+    cap_build(&h->cd);
+    cap_build(&h->ch);
+    for (uint32_t k = 0; k < m->n_forced; k++) {
+        uint32_t g = m->forced[k];
+        gwin w = gap_window(h, NULL, g);
+        gap_reserve(h, g, &w);
+        h->cwa[g] = w.a;
+        h->cwz[g] = w.z > w.a ? w.z : w.a;
+    }
+}
+
+/* Select more gaps until no boundary is over the budget.  0, -ENOMEM, or
+ * HO_E_INFEASIBLE when the candidates run out. */
+static int select_gaps(hstate *h)
+{
+    const hp_model *m = h->m;
+    const uint32_t n = m->n;
+    const int64_t B = (int64_t)h->budget;
+    ktree k;
+    gheap hp = {0};
+    uint32_t *cnt0 = NULL;
+    double *sx0 = NULL;
+    int r;
+
+    current_levels(h);
+    r = kt_init(&k, h->lv, n, B);
+    if (r < 0)
+        return r;
+    if (k.mx[0] <= B)
+        goto out;
+    r = -ENOMEM;
+    cnt0 = malloc(((size_t)n + 1) * sizeof(*cnt0));
+    sx0 = malloc(((size_t)n + 1) * sizeof(*sx0));
+    if (!cnt0 || !sx0)
+        goto out;
+    cnt0[0] = 0;
+    sx0[0] = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        bool over = h->lv[i] > B;
+        cnt0[i + 1] = cnt0[i] + over;
+        sx0[i + 1] = sx0[i] + (over ? (double)(h->lv[i] - B) : 0.0);
+    }
+    /* Optimistic keys for every useful candidate: its widest window, its
+     * cheapest cost (levels only drop, engines only fill). */
+    for (uint32_t c = 0; c < m->n_cand; c++) {
+        uint32_t g = m->cand[c];
+        const hp_gap *gp = &m->gaps[g];
+        if (h->sel[g])
+            continue;
+        uint32_t z = gp->type == HP_DEAD ? gp->q
+                                         : (gp->q < n ? gp->q : n - 1);
+        if (gp->a >= z)
+            continue;
+        uint32_t over = cnt0[z] - cnt0[gp->a];
+        if (over == 0)
+            continue;
+        double b = (double)hp_bytes(m, &m->gaps[g]), sx = sx0[z] - sx0[gp->a];
+        double area = b * over < sx ? b * over : sx;
+        double cost = 1e-3;
+        if (gp->type != HP_DEAD)
+            cost += plan_copy_us(&m->t->link, 0, hp_bytes(m, &m->gaps[g]));
+        if (hp.n == hp.cap) {
+            size_t cp = hp.cap ? hp.cap * 2 : 1024;
+            hent *v = realloc(hp.v, cp * sizeof(*v));
+            if (!v)
+                goto out;
+            hp.v = v;
+            hp.cap = cp;
+        }
+        hp.v[hp.n++] = (hent){area / cost, g};
+    }
+    for (size_t i = hp.n / 2; i-- > 0;)
+        gheap_sift(&hp, i);
+
+    r = 0;
+    while (k.mx[0] > B) {
+        if (hp.n == 0) {
+            /* locate an over-budget boundary for the message */
+            h->fail_op = PLAN_NONE;
+            for (uint32_t i = 0; i < n && h->fail_op == PLAN_NONE; i++) {
+                kq one = {INT64_MIN, 0, 0};
+                kt_query(&k, 0, 0, n - 1, i, i, &one);
+                if (one.mx > B)
+                    h->fail_op = i;
+            }
+            r = HO_E_INFEASIBLE;
+            break;
+        }
+        hent e = gheap_pop(&hp);
+        if (h->sel[e.g])
+            continue;
+        gwin w;
+        double key = gap_key(h, &k, e.g, &w);
+        if (key <= 0)
+            continue;
+        if (hp.n > 0 && key < hp.v[0].key) {
+            r = gheap_push(&hp, key, e.g);
+            if (r < 0)
+                break;
+            continue;
+        }
+        const hp_gap *gp = &m->gaps[e.g];
+        bool newly_paid = gp->ver != PLAN_NONE && !h->paid[gp->ver];
+        gap_reserve(h, e.g, &w);
+        h->sel[e.g] = 1;
+        h->cwa[e.g] = w.a;
+        h->cwz[e.g] = w.z;
+        h->order[h->n_order++] = e.g;
+        kt_sub(&k, 0, 0, n - 1, w.a, w.z - 1, -(int64_t)hp_bytes(m, &m->gaps[e.g]));
+        if (0) DBG("  sel g%u s%u %s type %d f %d q %u win [%u,%u) bytes %llu key %g "
+            "cost %g hidden %d max %lld\n", e.g, gp->storage,
+            plan_kind_name(m->t->storages[gp->storage].kind), gp->type,
+            (int)gp->f, gp->q, w.a, w.z,
+            (unsigned long long)hp_bytes(m, &m->gaps[e.g]), key, w.cost, w.hidden,
+            (long long)(k.mx[0] - B));
+        if (newly_paid) {
+            /* the rest of this data's gaps became cheaper */
+            const hp_ver *v = &m->vers[gp->ver];
+            for (uint32_t o = v->g0; o < v->g1 && r == 0; o++) {
+                const hp_gap *og = &m->gaps[o];
+                if (o == e.g || h->sel[o] || og->forced || og->a >= og->z ||
+                    og->ver != gp->ver)
+                    continue;
+                double ok = gap_key(h, &k, o, NULL);
+                if (ok > 0)
+                    r = gheap_push(&hp, ok, o);
+            }
+            if (r < 0)
+                break;
+        }
+    }
+out:
+    kt_done(&k);
+    free(hp.v);
+    free(cnt0);
+    free(sx0);
+    return r;
+}
+
+static int cmp_prune(const void *x, const void *y, void *ctx);
+
+/* Drop selected gaps that the budget no longer needs, the most expensive
+ * first.  0 or -ENOMEM. */
+static int prune(hstate *h)
+{
+    const hp_model *m = h->m;
+    const int64_t B = (int64_t)h->budget;
+    hp_maxtree tr;
+    uint32_t *list;
+    uint32_t nl = 0;
+    int r;
+
+    current_levels(h);
+    r = hp_maxtree_init(&tr, h->lv, m->n);
+    if (r < 0)
+        return r;
+    list = malloc((h->n_order ? h->n_order : 1) * sizeof(*list));
+    if (!list) {
+        hp_maxtree_done(&tr);
+        return -ENOMEM;
+    }
+    for (uint32_t i = 0; i < h->n_order; i++)
+        if (h->sel[h->order[i]])
+            list[nl++] = h->order[i];
+    qsort_r(list, nl, sizeof(*list), cmp_prune, (void *)m);
+    for (uint32_t i = 0; i < nl; i++) {
+        uint32_t g = list[i];
+        uint32_t a = h->cwa[g], z = h->cwz[g];
+        int64_t b = (int64_t)hp_bytes(m, &m->gaps[g]);
+        if (a < z && hp_maxtree_max(&tr, a, z - 1) + b > B)
+            continue;
+        h->sel[g] = 0;
+        if (a < z)
+            hp_maxtree_add(&tr, a, z - 1, b);
+    }
+    /* keep `order` to the selected gaps */
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < h->n_order; i++)
+        if (h->sel[h->order[i]])
+            h->order[k++] = h->order[i];
+    h->n_order = k;
+    free(list);
+    hp_maxtree_done(&tr);
+    return 0;
+}
+
+static int cmp_prune(const void *x, const void *y, void *ctx)
+{
+    const hp_model *m = ctx;
+    uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
+    const hp_gap *ga = &m->gaps[a], *gb = &m->gaps[b];
+    double ca = ga->cost_us, cb = gb->cost_us;
+    if (ga->ver != PLAN_NONE)
+        ca += m->vers[ga->ver].d2h_us;
+    if (gb->ver != PLAN_NONE)
+        cb += m->vers[gb->ver].d2h_us;
+    if (ca != cb)
+        return ca > cb ? -1 : 1;
+    return a < b ? 1 : (a > b ? -1 : 0); /* later selections first */
+}
+
+static void hstate_done(hstate *h)
+{
+    cap_done(&h->cd);
+    cap_done(&h->ch);
+    free(h->vready);
+    free(h->sel);
+    free(h->paid);
+    free(h->cwa);
+    free(h->cwz);
+    free(h->corr);
+    free(h->lv);
+    free(h->order);
+}
+
+static int hstate_init(hstate *h, const hp_model *m, uint64_t budget)
+{
+    size_t ng = m->n_gaps ? m->n_gaps : 1;
+    memset(h, 0, sizeof(*h));
+    h->m = m;
+    h->budget = budget;
+    h->sel = calloc(ng, 1);
+    h->paid = calloc(m->n_vers ? m->n_vers : 1, 1);
+    h->cwa = malloc(ng * sizeof(*h->cwa));
+    h->cwz = malloc(ng * sizeof(*h->cwz));
+    h->corr = calloc(m->n, sizeof(*h->corr));
+    h->lv = malloc(((size_t)m->n + 1) * sizeof(*h->lv));
+    h->order = malloc(ng * sizeof(*h->order));
+    h->vready = malloc((m->n_vers ? m->n_vers : 1) * sizeof(*h->vready));
+    if (!h->sel || !h->paid || !h->cwa || !h->cwz || !h->corr || !h->lv ||
+        !h->order || !h->vready || cap_alloc(&h->cd, m->n) < 0 ||
+        cap_alloc(&h->ch, m->n) < 0) {
+        hstate_done(h);
+        return -ENOMEM;
+    }
+    for (uint32_t g = 0; g < m->n_gaps; g++) {
+        h->cwa[g] = m->gaps[g].a;
+        h->cwz[g] = m->gaps[g].z;
+    }
+    h->fail_op = PLAN_NONE;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ attempt */
+
+typedef struct attempt {
+    plan_schedule *sched; /* owned, when ok */
+    uint32_t fail_op;     /* an over-budget boundary, PLAN_NONE if unknown */
+} attempt;
+
+/* Try to plan for `budget`.  0 with a->sched, HO_E_INFEASIBLE, or another
+ * negative code. */
+static int try_budget(const hp_model *m, uint64_t budget, attempt *a)
+{
+    hstate h;
+    hp_place p, last;
+    bool have_last = false;
+    int r;
+
+    memset(a, 0, sizeof(*a));
+    memset(&last, 0, sizeof(last));
+    a->fail_op = PLAN_NONE;
+    if (budget < m->lb)
+        return HO_E_INFEASIBLE;
+    r = hstate_init(&h, m, budget);
+    if (r < 0)
+        return r;
+    for (int round = 0; round < HP_MAX_ROUNDS; round++) {
+        setup_round(&h, have_last ? &last : NULL);
+        r = select_gaps(&h);
+        DBG("round %d: select r=%d selected %u fail_op %u\n", round, r,
+            h.n_order, h.fail_op);
+        if (r == HO_E_INFEASIBLE) {
+            a->fail_op = h.fail_op;
+            break;
+        }
+        if (r == 0)
+            r = prune(&h);
+        if (r < 0)
+            goto out;
+        memset(&p, 0, sizeof(p));
+        r = hp_place_loop(m, h.sel, budget, "hoplan", &p);
+        DBG("round %d: selected %u, place r=%d fits=%d peak=%llu budget=%llu "
+            "exposed=%.0f\n", round, h.n_order, r, p.fits,
+            (unsigned long long)p.metrics.peak_device_bytes,
+            (unsigned long long)budget, p.metrics.exposed_us);
+        if (r < 0) {
+            hp_place_done(&p);
+            goto out;
+        }
+        if (p.fits) {
+            a->sched = p.sched;
+            p.sched = NULL;
+            hp_place_done(&p);
+            goto out;
+        }
+        bool any = false;
+        for (uint32_t i = 0; i < m->n; i++) {
+            if (p.over[i] > 0 && a->fail_op == PLAN_NONE)
+                a->fail_op = i;
+            h.corr[i] += p.over[i];
+            any |= p.over[i] > 0;
+        }
+        for (uint32_t g = 0; g < m->n_gaps; g++) {
+            if (m->gaps[g].forced || h.sel[g]) {
+                h.cwa[g] = p.wa[g];
+                h.cwz[g] = p.wz[g];
+            }
+        }
+        hp_place_done(&last);
+        last = p;
+        have_last = true;
+        if (!any)
+            break; /* cannot happen: not fitting means some overshoot */
+    }
+    /* Fallbacks: nothing optional, then every candidate. */
+    for (int fb = 0; fb < 2; fb++) {
+        memset(h.sel, 0, m->n_gaps ? m->n_gaps : 1);
+        if (fb == 1)
+            for (uint32_t c = 0; c < m->n_cand; c++)
+                h.sel[m->cand[c]] = 1;
+        memset(&p, 0, sizeof(p));
+        r = hp_place_loop(m, h.sel, budget, "hoplan", &p);
+        DBG("fallback %d: r=%d fits=%d peak=%llu %s\n", fb, r, p.fits,
+            (unsigned long long)p.metrics.peak_device_bytes,
+            p.violation.message);
+        if (r == 0 && p.fits) {
+            a->sched = p.sched;
+            p.sched = NULL;
+        }
+        hp_place_done(&p);
+        if (r < 0 || a->sched)
+            goto out;
+    }
+    r = HO_E_INFEASIBLE;
+out:
+    hp_place_done(&last);
+    hstate_done(&h);
+    return r;
+}
+
+/* The `none` schedule renamed, valid for budgets at or above its peak. */
+static int none_fallback(const plan_trace *t, uint64_t budget,
+                         plan_schedule **ret, uint64_t *ret_peak)
+{
+    plan_schedule *s = NULL;
+    plan_metrics mt;
+    plan_violation v;
+    int r = plan_none(t, UINT64_MAX, &s);
+    if (r < 0)
+        return r;
+    r = plan_simulate(t, s, &mt, &v, NULL);
+    if (r < 0) {
+        plan_schedule_free(s);
+        return HO_E_INTERNAL;
+    }
+    snprintf(s->planner, sizeof(s->planner), "hoplan");
+    s->budget_bytes = budget;
+    *ret_peak = mt.peak_device_bytes;
+    *ret = s;
+    return 0;
+}
+
+int plan_hoplan(const plan_trace *t, uint64_t budget, plan_schedule **ret,
+                plan_result *result)
+{
+    hp_model m;
+    attempt a;
+    plan_schedule *none = NULL;
+    plan_result scratch_result;
+    uint64_t none_peak = 0;
+    int r;
+
+    if (!result)
+        result = &scratch_result;
+    r = hp_model_init(&m, t);
+    if (r < 0)
+        return r;
+    r = try_budget(&m, budget, &a);
+    if (r == 0) {
+        *ret = a.sched;
+        goto out;
+    }
+    if (r != HO_E_INFEASIBLE)
+        goto out;
+    r = none_fallback(t, budget, &none, &none_peak);
+    if (r < 0)
+        goto out;
+    if (budget >= none_peak) {
+        *ret = none;
+        none = NULL;
+        r = 0;
+        goto out;
+    }
+    uint32_t fail_op = a.fail_op;
+
+    /* The smallest budget hoplan meets: binary search between the lower
+     * bound (infeasible below) and the `none` peak (always met), to a
+     * resolution of 1/1024 of the answer. */
+    uint64_t lo = m.lb > budget ? m.lb : budget + 1, hi = none_peak;
+    if (lo > hi)
+        lo = hi;
+    lo--; /* invariant: lo infeasible (or the requested budget), hi met */
+    for (int probe = 0; probe < 64 && hi - lo > 1 && hi - lo > (hi >> 10);
+         probe++) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        attempt pa;
+        int pr = try_budget(&m, mid, &pa);
+        plan_schedule_free(pa.sched);
+        if (pr == 0)
+            hi = mid;
+        else if (pr == HO_E_INFEASIBLE)
+            lo = mid;
+        else {
+            r = pr;
+            goto out;
+        }
+    }
+    result->min_budget = hi;
+    r = HO_E_INFEASIBLE;
+    if (budget < m.p0)
+        plan_errf(result->message, sizeof(result->message), r,
+                  "budget %llu is below the %llu bytes on device at step "
+                  "start (initial: device storages); the smallest budget "
+                  "hoplan meets is %llu",
+                  (unsigned long long)budget, (unsigned long long)m.p0,
+                  (unsigned long long)hi);
+    else if (budget < m.lb)
+        plan_errf(result->message, sizeof(result->message), r,
+                  "budget %llu is below the %llu bytes op %u '%s' needs at "
+                  "once (its reads and writes, pinned data and data just "
+                  "written being copied out); the smallest budget hoplan "
+                  "meets is %llu",
+                  (unsigned long long)budget, (unsigned long long)m.lb,
+                  m.lb_op, plan_op_name(t, m.lb_op), (unsigned long long)hi);
+    else if (fail_op != PLAN_NONE)
+        plan_errf(result->message, sizeof(result->message), r,
+                  "no schedule found within %llu bytes: still over budget "
+                  "before op %u '%s' with every useful gap taken or its "
+                  "transfers unable to complete in time; the smallest "
+                  "budget hoplan meets is %llu",
+                  (unsigned long long)budget, fail_op,
+                  plan_op_name(t, fail_op), (unsigned long long)hi);
+    else
+        plan_errf(result->message, sizeof(result->message), r,
+                  "no schedule found within %llu bytes; the smallest budget "
+                  "hoplan meets is %llu",
+                  (unsigned long long)budget, (unsigned long long)hi);
+out:
+    plan_schedule_free(none);
+    hp_model_done(&m);
+    return r;
+}
