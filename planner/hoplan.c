@@ -29,20 +29,36 @@
 #ifdef HP_DEBUG
 #include <stdio.h>
 #define DBG(...) fprintf(stderr, __VA_ARGS__)
+#include <time.h>
+static unsigned long dbg_pops;
+static double dbg_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+#define TM(name, stmt) do { double t0_ = dbg_ms(); stmt; DBG("  %s %.1f ms\n", name, dbg_ms() - t0_); } while (0)
 #else
 #define DBG(...) ((void)0)
+#define TM(name, stmt) stmt
 #endif
 
+#define HP_LAZY_SLACK 0.15
+
 /* ------------------------------------------------------------------ kinetic tree */
+
+typedef struct knode {
+    int64_t mx;     /* max level */
+    int64_t mn;     /* min level among those > B (INT64_MAX if none) */
+    int64_t lz;     /* pending add for the children */
+    double sum;     /* sum of (level - B) over levels > B */
+    uint32_t cnt;   /* levels > B */
+} knode;
 
 typedef struct ktree {
     uint32_t n;
     int64_t B;      /* the budget */
-    int64_t *mx;    /* max level */
-    int64_t *mn;    /* min level among those > B (INT64_MAX if none) */
-    int64_t *lz;    /* pending add for the children */
-    uint32_t *cnt;  /* levels > B */
-    double *sum;    /* sum of (level - B) over levels > B */
+    knode *v;       /* 2n - 1 nodes, one cache line each at most */
 } ktree;
 
 typedef struct kq {
@@ -53,49 +69,53 @@ typedef struct kq {
 
 static void kt_leaf(ktree *k, uint32_t x, int64_t v)
 {
-    k->mx[x] = v;
+    knode *nd = &k->v[x];
+    nd->mx = v;
     if (v > k->B) {
-        k->mn[x] = v;
-        k->cnt[x] = 1;
-        k->sum[x] = (double)(v - k->B);
+        nd->mn = v;
+        nd->cnt = 1;
+        nd->sum = (double)(v - k->B);
     } else {
-        k->mn[x] = INT64_MAX;
-        k->cnt[x] = 0;
-        k->sum[x] = 0;
+        nd->mn = INT64_MAX;
+        nd->cnt = 0;
+        nd->sum = 0;
     }
 }
 
 static void kt_pull(ktree *k, uint32_t x, uint32_t lc, uint32_t rc)
 {
-    k->mx[x] = k->mx[lc] > k->mx[rc] ? k->mx[lc] : k->mx[rc];
-    k->mn[x] = k->mn[lc] < k->mn[rc] ? k->mn[lc] : k->mn[rc];
-    k->cnt[x] = k->cnt[lc] + k->cnt[rc];
-    k->sum[x] = k->sum[lc] + k->sum[rc];
+    knode *nd = &k->v[x];
+    const knode *a = &k->v[lc], *b = &k->v[rc];
+    nd->mx = a->mx > b->mx ? a->mx : b->mx;
+    nd->mn = a->mn < b->mn ? a->mn : b->mn;
+    nd->cnt = a->cnt + b->cnt;
+    nd->sum = a->sum + b->sum;
 }
 
 static void kt_apply(ktree *k, uint32_t x, int64_t d)
 {
-    k->mx[x] += d;
-    if (k->cnt[x]) {
-        k->mn[x] += d;
-        k->sum[x] += (double)d * k->cnt[x];
+    knode *nd = &k->v[x];
+    nd->mx += d;
+    if (nd->cnt) {
+        nd->mn += d;
+        nd->sum += (double)d * nd->cnt;
     }
-    k->lz[x] += d;
+    nd->lz += d;
 }
 
 static void kt_push(ktree *k, uint32_t x, uint32_t lc, uint32_t rc)
 {
-    if (k->lz[x]) {
-        kt_apply(k, lc, k->lz[x]);
-        kt_apply(k, rc, k->lz[x]);
-        k->lz[x] = 0;
+    if (k->v[x].lz) {
+        kt_apply(k, lc, k->v[x].lz);
+        kt_apply(k, rc, k->v[x].lz);
+        k->v[x].lz = 0;
     }
 }
 
 static void kt_build(ktree *k, uint32_t x, uint32_t l, uint32_t r,
                      const int64_t *lv)
 {
-    k->lz[x] = 0;
+    k->v[x].lz = 0;
     if (l == r) {
         kt_leaf(k, x, lv[l]);
         return;
@@ -108,31 +128,25 @@ static void kt_build(ktree *k, uint32_t x, uint32_t l, uint32_t r,
 
 static void kt_done(ktree *k)
 {
-    free(k->mx);
-    free(k->mn);
-    free(k->lz);
-    free(k->cnt);
-    free(k->sum);
+    free(k->v);
     memset(k, 0, sizeof(*k));
 }
 
 static int kt_init(ktree *k, const int64_t *lv, uint32_t n, int64_t B)
 {
-    size_t nodes = 2 * (size_t)n - 1;
     memset(k, 0, sizeof(*k));
-    k->mx = malloc(nodes * sizeof(*k->mx));
-    k->mn = malloc(nodes * sizeof(*k->mn));
-    k->lz = malloc(nodes * sizeof(*k->lz));
-    k->cnt = malloc(nodes * sizeof(*k->cnt));
-    k->sum = malloc(nodes * sizeof(*k->sum));
-    if (!k->mx || !k->mn || !k->lz || !k->cnt || !k->sum) {
-        kt_done(k);
+    k->v = malloc((2 * (size_t)n - 1) * sizeof(*k->v));
+    if (!k->v)
         return -ENOMEM;
-    }
     k->n = n;
     k->B = B;
     kt_build(k, 0, 0, n - 1, lv);
     return 0;
+}
+
+static inline int64_t kt_max(const ktree *k)
+{
+    return k->v[0].mx;
 }
 
 /* Add d <= 0 to [ql, qr]. */
@@ -141,12 +155,12 @@ static void kt_sub(ktree *k, uint32_t x, uint32_t l, uint32_t r, uint32_t ql,
 {
     if (qr < l || r < ql)
         return;
-    if (ql <= l && r <= qr && (k->cnt[x] == 0 || k->mn[x] + d > k->B)) {
+    if (ql <= l && r <= qr && (k->v[x].cnt == 0 || k->v[x].mn + d > k->B)) {
         kt_apply(k, x, d);
         return;
     }
     if (l == r) {
-        kt_leaf(k, x, k->mx[x] + d);
+        kt_leaf(k, x, k->v[x].mx + d);
         return;
     }
     uint32_t mid = l + (r - l) / 2, rc = x + 2 * (mid - l + 1);
@@ -156,34 +170,37 @@ static void kt_sub(ktree *k, uint32_t x, uint32_t l, uint32_t r, uint32_t ql,
     kt_pull(k, x, x + 1, rc);
 }
 
-static void kt_query(ktree *k, uint32_t x, uint32_t l, uint32_t r,
-                     uint32_t ql, uint32_t qr, kq *out)
+/* Read-only: acc is the sum of the pending adds above node x (they keep
+ * every count valid: an add is only left pending where no level crosses
+ * the budget). */
+static void kt_query(const ktree *k, uint32_t x, uint32_t l, uint32_t r,
+                     uint32_t ql, uint32_t qr, int64_t acc, kq *out)
 {
     if (qr < l || r < ql)
         return;
+    const knode *nd = &k->v[x];
     if (ql <= l && r <= qr) {
-        if (k->mx[x] > out->mx)
-            out->mx = k->mx[x];
-        out->cnt += k->cnt[x];
-        out->sum += k->sum[x];
+        if (nd->mx + acc > out->mx)
+            out->mx = nd->mx + acc;
+        out->cnt += nd->cnt;
+        out->sum += nd->sum + (double)acc * nd->cnt;
         return;
     }
     uint32_t mid = l + (r - l) / 2, rc = x + 2 * (mid - l + 1);
-    kt_push(k, x, x + 1, rc);
-    kt_query(k, x + 1, l, mid, ql, qr, out);
-    kt_query(k, rc, mid + 1, r, ql, qr, out);
+    acc += nd->lz;
+    kt_query(k, x + 1, l, mid, ql, qr, acc, out);
+    kt_query(k, rc, mid + 1, r, ql, qr, acc, out);
 }
 
 /* First index in [ql, qr] whose level is over the budget, PLAN_NONE. */
-static uint32_t kt_first_over(ktree *k, uint32_t x, uint32_t l, uint32_t r,
-                              uint32_t ql, uint32_t qr)
+static uint32_t kt_first_over(const ktree *k, uint32_t x, uint32_t l,
+                              uint32_t r, uint32_t ql, uint32_t qr)
 {
-    if (qr < l || r < ql || k->cnt[x] == 0)
+    if (qr < l || r < ql || k->v[x].cnt == 0)
         return PLAN_NONE;
     if (l == r)
         return l;
     uint32_t mid = l + (r - l) / 2, rc = x + 2 * (mid - l + 1);
-    kt_push(k, x, x + 1, rc);
     uint32_t i = kt_first_over(k, x + 1, l, mid, ql, qr);
     if (i != PLAN_NONE)
         return i;
@@ -449,14 +466,15 @@ static void cap_bwd_take(cap *c, int64_t qe, double L)
 }
 
 /* Remove the time of copies [s, e) from the ops they overlap. */
-static void cap_busy(cap *c, const hp_model *m, double s, double e)
+static void cap_busy(cap *c, const double *T, double s, double e)
 {
-    uint32_t i = hp_first_at_or_after(m, 0, s);
-    if (i > 0 && (i == m->n || m->T[i] > s))
+    uint32_t n = c->n;
+    uint32_t i = hp_first_at_or_after(T, n, 0, s);
+    if (i > 0 && (i == n || T[i] > s))
         i--;
-    for (; i < m->n && m->T[i] < e; i++) {
-        double lo = m->T[i] > s ? m->T[i] : s;
-        double hi = m->T[i + 1] < e ? m->T[i + 1] : e;
+    for (; i < n && T[i] < e; i++) {
+        double lo = T[i] > s ? T[i] : s;
+        double hi = T[i + 1] < e ? T[i + 1] : e;
         if (hi > lo)
             c->rem[i] -= hi - lo;
     }
@@ -478,6 +496,9 @@ typedef struct hstate {
     uint32_t fail_op;/* an over-budget boundary when selection failed */
     cap cd, ch;      /* D2H and H2D engine time (ch unused when shared) */
     cap *eh;         /* the H2D engine: &ch, or &cd on a shared engine */
+    const double *T; /* boundary times this round assumes */
+    bool relaxed;    /* engines oversubscribed: windows as if idle */
+    hp_win *iw;      /* n_gaps: ideal windows on T */
 } hstate;
 
 typedef struct gwin {
@@ -486,6 +507,8 @@ typedef struct gwin {
     bool hidden;     /* its prefetch fits the engine before the consumer */
     uint32_t need;   /* unpaid store: boundary it should complete by */
     double avail;    /* unpaid store: engine time found before `need` */
+    bool over;       /* unpaid store: no engine time left in the step */
+    bool again;      /* paid store moved earlier for this gap */
 } gwin;
 
 /* Where the store of version v, needed complete by boundary `need`, can
@@ -516,25 +539,48 @@ static gwin gap_window(hstate *h, ktree *k, uint32_t g)
     const hp_model *m = h->m;
     const hp_gap *gp = &m->gaps[g];
     const uint32_t n = m->n;
-    gwin w = {gp->f == HP_START ? 0 : gp->f + 1, 0, 1e-3, false, PLAN_NONE,
-              0};
-    uint32_t zmax = gp->type == HP_DEAD ? gp->q
+    hp_win iw = h->iw[g];
+    gwin w = {hp_gap_fb(gp), 0, 1e-3, false, PLAN_NONE, 0, false, false};
+    uint32_t qm = gp->q < n ? gp->q : n - 1;
+    uint32_t zmax = gp->type == HP_DEAD         ? gp->q
                     : gp->type == HP_TRAIL_HOST ? n
-                                                : (gp->q < n ? gp->q : n - 1);
+                                                : qm;
     if (gp->ver != PLAN_NONE) {
         const hp_ver *v = &m->vers[gp->ver];
         uint32_t ready;
         if (h->paid[gp->ver]) {
+            /* already stored, maybe too late for this gap: the store can
+             * move earlier (its engine time is reserved again) */
             ready = h->vready[gp->ver];
+            uint32_t need = PLAN_NONE;
+            if (k && iw.a < zmax && ready > iw.a)
+                need = kt_first_over(k, 0, 0, n - 1, iw.a, zmax - 1);
+            if (need != PLAN_NONE && need < ready) {
+                double avail;
+                uint32_t r2 = store_ready(h, v, need, &avail);
+                if (r2 < ready) {
+                    ready = r2;
+                    w.need = need;
+                    w.avail = avail;
+                    w.again = true;
+                }
+            }
         } else {
             uint32_t need = PLAN_NONE;
-            if (k && gp->a < zmax)
-                need = kt_first_over(k, 0, 0, n - 1, gp->a, zmax - 1);
+            if (k && iw.a < zmax)
+                need = kt_first_over(k, 0, 0, n - 1, iw.a, zmax - 1);
             if (need == PLAN_NONE)
-                need = gp->a; /* nothing over budget: as soon as possible */
+                need = iw.a; /* nothing over budget: as soon as possible */
             ready = store_ready(h, v, need, &w.avail);
             w.need = need;
             w.cost += v->d2h_us;
+            if (h->relaxed && ready > iw.a) {
+                /* The engine is oversubscribed: the step will stall and
+                 * stretch; assume the uncontended window, at a price. */
+                ready = iw.a;
+                w.over = true;
+                w.cost += v->d2h_us;
+            }
         }
         if (ready > w.a)
             w.a = ready;
@@ -546,19 +592,17 @@ static gwin gap_window(hstate *h, ktree *k, uint32_t g)
     /* The prefetch is assumed where it would go on an idle engine: when
      * the engine is busier, the placement issues it no earlier than
      * memory allows and the consumer waits; that wait is costed here. */
-    double c = plan_copy_us(&m->t->link, 0, hp_bytes(m, &m->gaps[g]));
-    uint32_t qm = gp->q < n ? gp->q : n - 1;
+    double c = iw.h2d_us;
     uint32_t z = cap_bwd_start(h->eh, (int64_t)(gp->q < n ? gp->q : n) - 1,
                                c);
-    w.z = gp->exposed ? qm : gp->z;
+    w.z = iw.z;
     if (gp->type == HP_LEAD_HOST)
         w.a = 0;
-    if (!gp->exposed && z != PLAN_NONE) {
+    if (!iw.exposed && z != PLAN_NONE) {
         w.hidden = true;
         w.cost += c;
     } else {
-        double stall = m->T[qm] + c - m->T[gp->q < n ? gp->q : n];
-        w.cost += c + (stall > 0 ? stall : c);
+        w.cost += c + (iw.stall_us > 0 ? iw.stall_us : c);
     }
     return w;
 }
@@ -569,10 +613,13 @@ static void gap_reserve(hstate *h, uint32_t g, const gwin *w)
     const hp_model *m = h->m;
     const hp_gap *gp = &m->gaps[g];
     const uint32_t n = m->n;
-    if (gp->ver != PLAN_NONE && !h->paid[gp->ver]) {
+    if (gp->ver != PLAN_NONE && (!h->paid[gp->ver] || w->again)) {
         const hp_ver *v = &m->vers[gp->ver];
         uint32_t ready = w->need;
-        if (w->avail >= v->d2h_us - CAP_EPS) {
+        if (w->over) {
+            cap_fwd_take(&h->cd, v->rho, v->d2h_us); /* whatever is left */
+            ready = w->a;
+        } else if (w->avail >= v->d2h_us - CAP_EPS) {
             cap_bwd_take(&h->cd, (int64_t)w->need - 1, v->d2h_us);
         } else {
             cap_bwd_take(&h->cd, (int64_t)w->need - 1, w->avail);
@@ -581,7 +628,8 @@ static void gap_reserve(hstate *h, uint32_t g, const gwin *w)
                                       v->d2h_us - w->avail);
             ready = y == PLAN_NONE ? n : y + 1;
         }
-        h->vready[gp->ver] = ready;
+        if (!h->paid[gp->ver] || ready < h->vready[gp->ver])
+            h->vready[gp->ver] = ready;
         h->paid[gp->ver] = 1;
     }
     if (w->hidden)
@@ -589,15 +637,54 @@ static void gap_reserve(hstate *h, uint32_t g, const gwin *w)
                      plan_copy_us(&m->t->link, 0, hp_bytes(m, &m->gaps[g])));
 }
 
+/* An upper bound of gap_key: the ideal window, the store unpaid only if
+ * it is. */
+static double gap_bound(const hstate *h, const ktree *k, uint32_t g)
+{
+    const hp_model *m = h->m;
+    const hp_gap *gp = &m->gaps[g];
+    const hp_win *iw = &h->iw[g];
+    const uint32_t n = m->n;
+    uint32_t a = iw->a, z = gp->type == HP_DEAD       ? gp->q
+                            : gp->type == HP_TRAIL_HOST ? n
+                                                        : iw->z;
+    if (gp->ver != PLAN_NONE && h->paid[gp->ver] &&
+        h->vready[gp->ver] > a && h->vready[gp->ver] <= iw->a)
+        a = h->vready[gp->ver];
+    if (a >= z)
+        return 0;
+    kq q = {INT64_MIN, 0, 0};
+    kt_query(k, 0, 0, k->n - 1, a, z - 1, 0, &q);
+    if (q.cnt == 0)
+        return 0;
+    double b = (double)hp_bytes(m, gp), area;
+    if ((double)(q.mx - k->B) <= b)
+        area = q.sum;
+    else
+        area = b * q.cnt < q.sum ? b * q.cnt : q.sum;
+    double cost = 1e-3;
+    if (gp->type != HP_DEAD && gp->type != HP_TRAIL_HOST)
+        cost += iw->h2d_us + (iw->exposed ? iw->stall_us : 0);
+    if (gp->ver != PLAN_NONE && !h->paid[gp->ver])
+        cost += m->vers[gp->ver].d2h_us;
+    return area / cost;
+}
+
+#ifdef HP_DEBUG
+static unsigned long dbg_evals;
+#endif
 static double gap_key(hstate *h, ktree *k, uint32_t g, gwin *ret)
 {
+#ifdef HP_DEBUG
+    dbg_evals++;
+#endif
     gwin w = gap_window(h, k, g);
     if (ret)
         *ret = w;
     if (w.a >= w.z)
         return 0;
     kq q = {INT64_MIN, 0, 0};
-    kt_query(k, 0, 0, k->n - 1, w.a, w.z - 1, &q);
+    kt_query(k, 0, 0, k->n - 1, w.a, w.z - 1, 0, &q);
     if (q.cnt == 0)
         return 0;
     double b = (double)hp_bytes(h->m, &h->m->gaps[g]), area;
@@ -638,24 +725,29 @@ static void setup_round(hstate *h, const hp_place *last)
     const uint32_t n = m->n;
     const bool shared = !m->t->link.duplex;
     h->eh = shared ? &h->cd : &h->ch;
+    h->T = last ? last->times : m->T;
+    h->relaxed = false;
+    for (uint32_t g = 0; g < m->n_gaps; g++)
+        hp_gap_ideal(m, h->T, &m->gaps[g], &h->iw[g]);
     for (uint32_t i = 0; i < n; i++) {
-        h->cd.rem[i] = m->t->ops[i].duration_us;
-        h->ch.rem[i] = m->t->ops[i].duration_us;
+        h->cd.rem[i] = h->T[i + 1] - h->T[i];
+        h->ch.rem[i] = h->T[i + 1] - h->T[i];
     }
     memset(h->paid, 0, m->n_vers ? m->n_vers : 1);
     for (uint32_t v = 0; v < m->n_vers; v++)
         h->vready[v] = PLAN_NONE;
     if (last) {
-        for (uint32_t k = 0; k < last->n_busy_d + last->n_busy_h; k++)
-            cap_busy(k < last->n_busy_d ? &h->cd : h->eh, m,
-                     last->busy[2 * k], last->busy[2 * k + 1]);
+        for (size_t k = 0; k < last->n_xfer; k++) {
+            const double *x = last->xfer + 3 * k;
+            cap_busy(x[0] > 0 ? &h->cd : h->eh, h->T, x[1], x[2]);
+        }
         cap_build(&h->cd);
         cap_build(&h->ch);
         for (uint32_t v = 0; v < m->n_vers; v++) {
             if (last->vcomp[v] < 0)
                 continue;
             h->paid[v] = 1;
-            h->vready[v] = hp_first_at_or_after(m, 0, last->vcomp[v]);
+            h->vready[v] = hp_first_at_or_after(h->T, n, 0, last->vcomp[v]);
         }
         return;
     }
@@ -668,6 +760,47 @@ static void setup_round(hstate *h, const hp_place *last)
         h->cwa[g] = w.a;
         h->cwz[g] = w.z > w.a ? w.z : w.a;
     }
+}
+
+/* Optimistic keys for every useful candidate: its widest window, its
+ * cheapest cost (levels only drop, engines only fill).  0 or -ENOMEM. */
+static int fill_heap(hstate *h, gheap *hp, const uint32_t *cnt0,
+                     const double *sx0)
+{
+    const hp_model *m = h->m;
+    const uint32_t n = m->n;
+    hp->n = 0;
+    for (uint32_t c = 0; c < m->n_cand; c++) {
+        uint32_t g = m->cand[c];
+        const hp_gap *gp = &m->gaps[g];
+        if (h->sel[g])
+            continue;
+        const hp_win iw = h->iw[g];
+        uint32_t z = gp->type == HP_DEAD ? gp->q
+                                         : (gp->q < n ? gp->q : n - 1);
+        if (iw.a >= z)
+            continue;
+        uint32_t over = cnt0[z] - cnt0[iw.a];
+        if (over == 0)
+            continue;
+        double b = (double)hp_bytes(m, gp), sx = sx0[z] - sx0[iw.a];
+        double area = b * over < sx ? b * over : sx;
+        double cost = 1e-3 + (gp->type == HP_DEAD ? 0 : iw.h2d_us);
+        if (gp->ver != PLAN_NONE && !h->paid[gp->ver])
+            cost += m->vers[gp->ver].d2h_us; /* re-pushed when paid */
+        if (hp->n == hp->cap) {
+            size_t cp = hp->cap ? hp->cap * 2 : 1024;
+            hent *v = realloc(hp->v, cp * sizeof(*v));
+            if (!v)
+                return -ENOMEM;
+            hp->v = v;
+            hp->cap = cp;
+        }
+        hp->v[hp->n++] = (hent){area / cost, g};
+    }
+    for (size_t i = hp->n / 2; i-- > 0;)
+        gheap_sift(hp, i);
+    return 0;
 }
 
 /* Select more gaps until no boundary is over the budget.  0, -ENOMEM, or
@@ -687,7 +820,7 @@ static int select_gaps(hstate *h)
     r = kt_init(&k, h->lv, n, B);
     if (r < 0)
         return r;
-    if (k.mx[0] <= B)
+    if (kt_max(&k) <= B)
         goto out;
     r = -ENOMEM;
     cnt0 = malloc(((size_t)n + 1) * sizeof(*cnt0));
@@ -701,60 +834,86 @@ static int select_gaps(hstate *h)
         cnt0[i + 1] = cnt0[i] + over;
         sx0[i + 1] = sx0[i] + (over ? (double)(h->lv[i] - B) : 0.0);
     }
-    /* Optimistic keys for every useful candidate: its widest window, its
-     * cheapest cost (levels only drop, engines only fill). */
-    for (uint32_t c = 0; c < m->n_cand; c++) {
-        uint32_t g = m->cand[c];
-        const hp_gap *gp = &m->gaps[g];
-        if (h->sel[g])
-            continue;
-        uint32_t z = gp->type == HP_DEAD ? gp->q
-                                         : (gp->q < n ? gp->q : n - 1);
-        if (gp->a >= z)
-            continue;
-        uint32_t over = cnt0[z] - cnt0[gp->a];
-        if (over == 0)
-            continue;
-        double b = (double)hp_bytes(m, &m->gaps[g]), sx = sx0[z] - sx0[gp->a];
-        double area = b * over < sx ? b * over : sx;
-        double cost = 1e-3;
-        if (gp->type != HP_DEAD)
-            cost += plan_copy_us(&m->t->link, 0, hp_bytes(m, &m->gaps[g]));
-        if (hp.n == hp.cap) {
-            size_t cp = hp.cap ? hp.cap * 2 : 1024;
-            hent *v = realloc(hp.v, cp * sizeof(*v));
-            if (!v)
-                goto out;
-            hp.v = v;
-            hp.cap = cp;
-        }
-        hp.v[hp.n++] = (hent){area / cost, g};
-    }
-    for (size_t i = hp.n / 2; i-- > 0;)
-        gheap_sift(&hp, i);
-
+    r = fill_heap(h, &hp, cnt0, sx0);
+    if (r < 0)
+        goto out;
     r = 0;
-    while (k.mx[0] > B) {
+    while (kt_max(&k) > B) {
+        if (hp.n == 0 && !h->relaxed) {
+            /* Nothing fits the engines any more: the step will stall.
+             * Go on with windows as if the engines were idle; the next
+             * round sees the stretched timeline. */
+            h->relaxed = true;
+            r = fill_heap(h, &hp, cnt0, sx0);
+            if (r < 0)
+                break;
+            continue;
+        }
         if (hp.n == 0) {
             /* locate an over-budget boundary for the message */
             h->fail_op = PLAN_NONE;
             for (uint32_t i = 0; i < n && h->fail_op == PLAN_NONE; i++) {
                 kq one = {INT64_MIN, 0, 0};
-                kt_query(&k, 0, 0, n - 1, i, i, &one);
+                kt_query(&k, 0, 0, n - 1, i, i, 0, &one);
                 if (one.mx > B)
                     h->fail_op = i;
             }
+#ifdef HP_DEBUG
+            {
+                uint32_t fo = h->fail_op;
+                kq one = {INT64_MIN, 0, 0};
+                kt_query(&k, 0, 0, n - 1, fo, fo, 0, &one);
+                DBG("fail at %u level %lld budget %lld\n", fo,
+                    (long long)one.mx, (long long)B);
+                for (uint32_t g = 0; g < m->n_gaps; g++) {
+                    const hp_gap *gp = &m->gaps[g];
+                    uint32_t fb = hp_gap_fb(gp);
+                    uint32_t qq = gp->q < n ? gp->q : n;
+                    if (fb > fo || qq <= fo)
+                        continue;
+                    gwin w = gap_window(h, &k, g);
+                    DBG("  g%u s%u type %d forced %d f %d q %u sel %d ideal "
+                        "[%u,%u) win [%u,%u) hidden %d over %d bytes %llu\n",
+                        g, gp->storage, gp->type, gp->forced, (int)gp->f,
+                        gp->q, h->sel[g], gp->a, gp->z, w.a, w.z, w.hidden,
+                        w.over, (unsigned long long)hp_bytes(m, gp));
+                }
+            }
+#endif
             r = HO_E_INFEASIBLE;
             break;
         }
-        hent e = gheap_pop(&hp);
-        if (h->sel[e.g])
+        hent e = hp.v[0];
+#ifdef HP_DEBUG
+        dbg_pops++;
+#endif
+        if (h->sel[e.g]) {
+            gheap_pop(&hp);
             continue;
+        }
         gwin w;
+        /* cheap bound first: the window if the engines were idle */
+        double bound = gap_bound(h, &k, e.g);
+        if (bound <= 0) {
+            gheap_pop(&hp);
+            continue;
+        }
+        double second = hp.n < 2 ? 0
+                        : hp.n < 3 || hent_before(&hp.v[1], &hp.v[2])
+                            ? hp.v[1].key
+                            : hp.v[2].key;
+        if (bound < second * (1.0 - HP_LAZY_SLACK)) {
+            hp.v[0].key = bound; /* replace the top, sift it down */
+            gheap_sift(&hp, 0);
+            continue;
+        }
+        gheap_pop(&hp);
         double key = gap_key(h, &k, e.g, &w);
         if (key <= 0)
             continue;
-        if (hp.n > 0 && key < hp.v[0].key) {
+        /* accept within HP_LAZY_SLACK of the best optimistic key: the
+         * greedy order barely changes and re-evaluations stay few */
+        if (hp.n > 0 && key < hp.v[0].key * (1.0 - HP_LAZY_SLACK)) {
             r = gheap_push(&hp, key, e.g);
             if (r < 0)
                 break;
@@ -773,7 +932,7 @@ static int select_gaps(hstate *h)
             plan_kind_name(m->t->storages[gp->storage].kind), gp->type,
             (int)gp->f, gp->q, w.a, w.z,
             (unsigned long long)hp_bytes(m, &m->gaps[e.g]), key, w.cost, w.hidden,
-            (long long)(k.mx[0] - B));
+            (long long)(kt_max(&k) - B));
         if (newly_paid) {
             /* the rest of this data's gaps became cheaper */
             const hp_ver *v = &m->vers[gp->ver];
@@ -864,6 +1023,7 @@ static void hstate_done(hstate *h)
 {
     cap_done(&h->cd);
     cap_done(&h->ch);
+    free(h->iw);
     free(h->vready);
     free(h->sel);
     free(h->paid);
@@ -888,7 +1048,8 @@ static int hstate_init(hstate *h, const hp_model *m, uint64_t budget)
     h->lv = malloc(((size_t)m->n + 1) * sizeof(*h->lv));
     h->order = malloc(ng * sizeof(*h->order));
     h->vready = malloc((m->n_vers ? m->n_vers : 1) * sizeof(*h->vready));
-    if (!h->sel || !h->paid || !h->cwa || !h->cwz || !h->corr || !h->lv ||
+    h->iw = malloc(ng * sizeof(*h->iw));
+    if (!h->iw || !h->sel || !h->paid || !h->cwa || !h->cwz || !h->corr || !h->lv ||
         !h->order || !h->vready || cap_alloc(&h->cd, m->n) < 0 ||
         cap_alloc(&h->ch, m->n) < 0) {
         hstate_done(h);
@@ -927,20 +1088,20 @@ static int try_budget(const hp_model *m, uint64_t budget, attempt *a)
     if (r < 0)
         return r;
     for (int round = 0; round < HP_MAX_ROUNDS; round++) {
-        setup_round(&h, have_last ? &last : NULL);
-        r = select_gaps(&h);
-        DBG("round %d: select r=%d selected %u fail_op %u\n", round, r,
-            h.n_order, h.fail_op);
+        TM("setup", setup_round(&h, have_last ? &last : NULL));
+        TM("select", r = select_gaps(&h));
+        DBG("round %d: select r=%d selected %u fail_op %u pops %lu evals %lu cand %u\n", round,
+            r, h.n_order, h.fail_op, dbg_pops, dbg_evals, m->n_cand);
         if (r == HO_E_INFEASIBLE) {
             a->fail_op = h.fail_op;
             break;
         }
         if (r == 0)
-            r = prune(&h);
+            TM("prune", r = prune(&h));
         if (r < 0)
             goto out;
         memset(&p, 0, sizeof(p));
-        r = hp_place_loop(m, h.sel, budget, "hoplan", &p);
+        TM("place", r = hp_place_loop(m, h.sel, budget, "hoplan", &p));
         DBG("round %d: selected %u, place r=%d fits=%d peak=%llu budget=%llu "
             "exposed=%.0f\n", round, h.n_order, r, p.fits,
             (unsigned long long)p.metrics.peak_device_bytes,
@@ -1034,7 +1195,7 @@ int plan_hoplan(const plan_trace *t, uint64_t budget, plan_schedule **ret,
 
     if (!result)
         result = &scratch_result;
-    r = hp_model_init(&m, t);
+    TM("model", r = hp_model_init(&m, t));
     if (r < 0)
         return r;
     r = try_budget(&m, budget, &a);
@@ -1058,10 +1219,12 @@ int plan_hoplan(const plan_trace *t, uint64_t budget, plan_schedule **ret,
     /* The smallest budget hoplan meets: binary search between the lower
      * bound (infeasible below) and the `none` peak (always met), to a
      * resolution of 1/1024 of the answer. */
-    uint64_t lo = m.lb > budget ? m.lb : budget + 1, hi = none_peak;
+    /* From the bound whatever the request, so that the answer does not
+     * depend on the budget asked for. */
+    uint64_t lo = m.lb, hi = none_peak;
     if (lo > hi)
         lo = hi;
-    lo--; /* invariant: lo infeasible (or the requested budget), hi met */
+    lo--; /* invariant: lo infeasible, hi met */
     for (int probe = 0; probe < 64 && hi - lo > 1 && hi - lo > (hi >> 10);
          probe++) {
         uint64_t mid = lo + (hi - lo) / 2;

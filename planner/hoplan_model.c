@@ -18,15 +18,7 @@
 
 #include "hyperoffload/errors.h"
 
-#ifdef HP_DEBUG
-#include <stdio.h>
-static int64_t *dbg_nominal;
-#endif
 
-#ifdef HP_DEBUG
-#include <stdio.h>
-static int64_t *dbg_nominal;
-#endif
 
 /* ------------------------------------------------------------------ maxtree
  * Recursive segment tree over [0, n) in Euler-tour layout (2n - 1 nodes):
@@ -572,11 +564,12 @@ void hp_place_done(hp_place *p)
     free(p->wa);
     free(p->wz);
     free(p->vcomp);
-    free(p->busy);
+    free(p->times);
+    free(p->xfer);
     memset(p, 0, sizeof(*p));
 }
 
-/* Min-heap of stores keyed by (needed-from boundary, must-issue-by
+/* Min-heap of stores keyed by (needed-by boundary, must-issue-by
  * boundary, rho, version). */
 typedef struct vkey {
     uint32_t key, hard, rho, v;
@@ -654,31 +647,47 @@ static uint64_t boundary_point(uint32_t i)
     return i == 0 ? 0 : (uint64_t)(i - 1) * 2 + 1;
 }
 
-/* Per-boundary maximum of the device bytes right after an allocation. */
-typedef struct lvl_obs {
-    int64_t *lvl;
+/* Observer of the judge: per-boundary maximum of the device bytes right
+ * after an allocation, boundary times, copies. */
+typedef struct sim_obs {
+    hp_place *p;
     uint32_t n, cur;
     uint64_t last;
-} lvl_obs;
+    size_t cap_xfer;
+} sim_obs;
 
 static void obs_bytes(void *ctx, double t_us, uint64_t bytes)
 {
-    lvl_obs *o = ctx;
+    sim_obs *o = ctx;
     (void)t_us;
     if (bytes > o->last) {
         uint32_t i = o->cur < o->n ? o->cur : o->n - 1;
-        if ((int64_t)bytes > o->lvl[i])
-            o->lvl[i] = (int64_t)bytes;
+        if ((int64_t)bytes > o->p->over[i])
+            o->p->over[i] = (int64_t)bytes;
     }
     o->last = bytes;
 }
 
 static void obs_op(void *ctx, uint32_t op, double s, double e)
 {
-    lvl_obs *o = ctx;
+    sim_obs *o = ctx;
     (void)s;
-    (void)e;
     o->cur = op + 1;
+    o->p->times[op + 1] = e;
+}
+
+static void obs_xfer(void *ctx, int dir, uint32_t storage, double s, double e,
+                     uint64_t bytes)
+{
+    sim_obs *o = ctx;
+    (void)storage;
+    (void)bytes;
+    if (o->p->n_xfer < o->cap_xfer) {
+        double *x = o->p->xfer + 3 * o->p->n_xfer++;
+        x[0] = dir;
+        x[1] = s;
+        x[2] = e;
+    }
 }
 
 typedef struct scratch {
@@ -689,9 +698,11 @@ typedef struct scratch {
     uint32_t *vorder; /* n_vers, by rho */
     uint32_t *cnt;    /* n + 2 */
     vkey *heap;       /* n_vers */
+    double *dbusy;    /* 2 n_vers: planned store intervals */
     uint32_t *pf;     /* n_gaps: prefetching gaps */
     uint32_t *pj;     /* n_gaps: prefetch boundary */
     uint32_t *fp;     /* n_gaps: free boundary */
+    uint32_t *ga, *gz;/* n_gaps: ideal windows on this timeline */
     double *ls;       /* n_gaps: latest start of the prefetch */
     uint8_t *host;    /* n_storages: gets a host copy */
     emit *em;
@@ -709,9 +720,12 @@ static void scratch_done(scratch *x)
     free(x->vorder);
     free(x->cnt);
     free(x->heap);
+    free(x->dbusy);
     free(x->pf);
     free(x->pj);
     free(x->fp);
+    free(x->ga);
+    free(x->gz);
     free(x->ls);
     free(x->host);
     free(x->em);
@@ -732,14 +746,18 @@ static int scratch_init(scratch *x, const hp_model *m)
     x->vorder = malloc(nv * sizeof(*x->vorder));
     x->cnt = malloc(((size_t)m->n + 2) * sizeof(*x->cnt));
     x->heap = malloc(nv * sizeof(*x->heap));
+    x->dbusy = malloc(2 * nv * sizeof(*x->dbusy));
     x->pf = malloc(ng * sizeof(*x->pf));
     x->pj = malloc(ng * sizeof(*x->pj));
     x->fp = malloc(ng * sizeof(*x->fp));
+    x->ga = malloc(ng * sizeof(*x->ga));
+    x->gz = malloc(ng * sizeof(*x->gz));
     x->ls = malloc(ng * sizeof(*x->ls));
     x->host = malloc(m->t->n_storages ? m->t->n_storages : 1);
-    if (!x->lv || !x->lvl || !x->vneed || !x->key || !x->hard || !x->iss || !x->seq ||
-        !x->vorder || !x->cnt || !x->heap || !x->pf || !x->pj || !x->fp ||
-        !x->ls || !x->host) {
+    if (!x->lv || !x->lvl || !x->vneed || !x->key || !x->hard || !x->iss ||
+        !x->seq || !x->vorder || !x->cnt || !x->heap || !x->dbusy ||
+        !x->pf || !x->pj || !x->fp || !x->ga || !x->gz || !x->ls ||
+        !x->host) {
         scratch_done(x);
         return -ENOMEM;
     }
@@ -759,12 +777,14 @@ static void range_add(int64_t *diff, uint32_t l, uint32_t r_excl, int64_t d)
     diff[r_excl] -= d;
 }
 
-/* Stores: earliest-needed first, each issued as soon as its data is
- * written and the engine is about to be idle, at the latest at the last
- * point its gaps allow.  Fills x->iss/seq, p->vcomp and the D2H busy
- * intervals. */
-static void place_stores(const hp_model *m, const uint8_t *sel, scratch *x,
-                         hp_place *p, hp_maxtree *tr, uint64_t budget)
+/* Stores: the one needed earliest first (needed: the first boundary its
+ * gaps' absence would overflow), each issued as soon as its data is
+ * written and the engine is about to be idle, at the latest when it is
+ * needed or when its first prefetch must go.  Fills x->iss/seq/dbusy and
+ * p->vcomp; returns the number of stores. */
+static uint32_t place_stores(const hp_model *m, const uint8_t *sel,
+                             const double *T, scratch *x, hp_place *p,
+                             hp_maxtree *tr, uint64_t budget)
 {
     const uint32_t n = m->n;
     memset(x->vneed, 0, m->n_vers ? m->n_vers : 1);
@@ -772,12 +792,11 @@ static void place_stores(const hp_model *m, const uint8_t *sel, scratch *x,
         const hp_gap *gp = &m->gaps[g];
         if (gp->ver == PLAN_NONE || !included(m, sel, g))
             continue;
-        /* needed from the first boundary its absence would overflow */
-        uint32_t need = gp->z < n ? gp->z : n;
-        if (gp->a < gp->z) {
+        uint32_t a = x->ga[g], z = x->gz[g];
+        uint32_t need = z < n ? z : n;
+        if (a < z) {
             uint32_t i = hp_maxtree_first_gt(
-                tr, gp->a, gp->z - 1,
-                (int64_t)budget - (int64_t)hp_bytes(m, &m->gaps[g]));
+                tr, a, z - 1, (int64_t)budget - (int64_t)hp_bytes(m, gp));
             if (i != PLAN_NONE)
                 need = i;
         }
@@ -805,168 +824,96 @@ static void place_stores(const hp_model *m, const uint8_t *sel, scratch *x,
             x->vorder[x->cnt[m->vers[v].rho]++] = v;
     uint32_t hn = 0, vi = 0, seq = 0;
     double eng = 0;
-    p->n_busy_d = 0;
     for (uint32_t i = 0; i <= n; i++) {
         while (vi < nv && m->vers[x->vorder[vi]].rho == i) {
             uint32_t v = x->vorder[vi++];
             vheap_push(x->heap, &hn,
                        (vkey){x->key[v], x->hard[v], m->vers[v].rho, v});
         }
-        double tnext = i < n ? m->T[i + 1] : INFINITY;
+        double tnext = i < n ? T[i + 1] : INFINITY;
         while (hn > 0 && (x->heap[0].key <= i || eng <= tnext)) {
             vkey k = vheap_pop(x->heap, &hn);
-            double st = eng > m->T[i] ? eng : m->T[i];
+            double st = eng > T[i] ? eng : T[i];
             eng = st + m->vers[k.v].d2h_us;
             x->iss[k.v] = i;
+            x->dbusy[2 * seq] = st;
+            x->dbusy[2 * seq + 1] = eng;
             x->seq[k.v] = seq++;
             p->vcomp[k.v] = eng;
-            p->busy[2 * p->n_busy_d] = st;
-            p->busy[2 * p->n_busy_d + 1] = eng;
-            p->n_busy_d++;
         }
     }
+    return seq;
 }
 
-/* One placement with corrections `corr` (n, may be NULL).  Fills p's
- * schedule, windows and simulation results. */
-static int place_once(const hp_model *m, const uint8_t *sel, uint64_t budget,
-                      const int64_t *corr, const char *planner, scratch *x,
-                      hp_place *p)
+/* Prefetches: latest starts on the serialised engine (latest consumer
+ * first), then issue points in consumer order: at the latest start, no
+ * earlier than memory allows, never before an earlier consumer's (FIFO).
+ * Returns the number of prefetches, x->pf in consumer order. */
+static uint32_t place_prefetches(const hp_model *m, const uint8_t *sel,
+                                 const double *T, scratch *x, hp_place *p,
+                                 hp_maxtree *tr, uint64_t budget,
+                                 uint32_t nd)
 {
     const plan_trace *t = m->t;
     const uint32_t n = m->n;
-    const bool duplex = t->link.duplex;
-    hp_maxtree tr = {0};
-    int r;
-
-    /* 1. levels with the ideal windows */
-    int64_t *lv = x->lv;
-    memset(lv, 0, ((size_t)n + 1) * sizeof(*lv));
-    for (uint32_t g = 0; g < m->n_gaps; g++) {
-        const hp_gap *gp = &m->gaps[g];
-        if (!included(m, sel, g))
-            continue;
-        p->wa[g] = gp->a;
-        p->wz[g] = gp->z > gp->a ? gp->z : gp->a;
-        range_add(lv, gp->a, gp->z, -(int64_t)hp_bytes(m, &m->gaps[g]));
-    }
-
-    /* 2. stores */
-    int64_t run = 0;
-    for (uint32_t i = 0; i < n; i++) {
-        run += lv[i];
-        x->lvl[i] = m->base[i] + run + (corr ? corr[i] : 0);
-    }
-    r = hp_maxtree_init(&tr, x->lvl, n);
-    if (r < 0)
-        return r;
-    place_stores(m, sel, x, p, &tr, budget);
-    hp_maxtree_done(&tr);
-
-    /* 3. free points; windows start when the stores complete */
-    for (uint32_t g = 0; g < m->n_gaps; g++) {
-        const hp_gap *gp = &m->gaps[g];
-        if (!included(m, sel, g))
-            continue;
-        uint32_t fb = gap_fb(gp);
-        x->fp[g] = fb;
-        if (gp->ver == PLAN_NONE)
-            continue;
-        if (x->iss[gp->ver] > fb)
-            x->fp[g] = x->iss[gp->ver];
-        double rt = p->vcomp[gp->ver];
-        if (m->T[x->fp[g]] > rt)
-            rt = m->T[x->fp[g]];
-        uint32_t a = hp_first_at_or_after(m, x->fp[g], rt);
-        if (a > p->wa[g]) {
-            uint32_t a2 = a < gp->z ? a : gp->z;
-            range_add(lv, gp->a, a2, (int64_t)hp_bytes(m, &m->gaps[g]));
-            p->wa[g] = a;
-            if (p->wz[g] < a)
-                p->wz[g] = a;
-        }
-    }
-    run = 0;
-    for (uint32_t i = 0; i < n; i++) {
-        run += lv[i];
-        lv[i] = m->base[i] + run + (corr ? corr[i] : 0);
-    }
-    r = hp_maxtree_init(&tr, lv, n);
-    if (r < 0)
-        return r;
-
-    /* 4. prefetches, latest consumer first, as late as the serialised
-     * engine allows and no earlier than memory allows */
     uint32_t npf = 0;
-    for (uint32_t g = 0; g < m->n_gaps; g++) {
-        const hp_gap *gp = &m->gaps[g];
-        if ((gp->type == HP_LIVE || gp->type == HP_LEAD_HOST) &&
-            included(m, sel, g))
-            npf++;
-    }
-    /* counting sort by consumer descending, gap descending */
     memset(x->cnt, 0, ((size_t)n + 2) * sizeof(*x->cnt));
     for (uint32_t g = 0; g < m->n_gaps; g++) {
         const hp_gap *gp = &m->gaps[g];
         if ((gp->type == HP_LIVE || gp->type == HP_LEAD_HOST) &&
-            included(m, sel, g))
-            x->cnt[n - gp->q + 1]++;
+            included(m, sel, g)) {
+            x->cnt[gp->q + 1]++;
+            npf++;
+        }
     }
     for (uint32_t i = 0; i <= n; i++)
         x->cnt[i + 1] += x->cnt[i];
-    for (uint32_t g = m->n_gaps; g-- > 0;) {
+    for (uint32_t g = 0; g < m->n_gaps; g++) {
         const hp_gap *gp = &m->gaps[g];
         if ((gp->type == HP_LIVE || gp->type == HP_LEAD_HOST) &&
             included(m, sel, g))
-            x->pf[x->cnt[n - gp->q]++] = g;
+            x->pf[x->cnt[gp->q]++] = g;
     }
-    /* latest starts on the serialised engine, latest consumer first */
     double U = INFINITY;
-    int64_t pd = (int64_t)p->n_busy_d - 1; /* D2H intervals, backwards */
-    for (uint32_t k = 0; k < npf; k++) {
+    int64_t pd = (int64_t)nd - 1; /* planned stores, backwards */
+    for (uint32_t k = npf; k-- > 0;) {
         uint32_t g = x->pf[k];
         const hp_gap *gp = &m->gaps[g];
-        double ch = plan_copy_us(&t->link, 0, hp_bytes(m, &m->gaps[g]));
-        double fin = m->T[gp->q < n ? gp->q : n];
+        double ch = plan_copy_us(&t->link, 0, hp_bytes(m, gp));
+        double fin = T[gp->q < n ? gp->q : n];
         if (U < fin)
             fin = U;
-        if (!duplex) {
+        if (!t->link.duplex) {
             while (pd >= 0) {
-                if (p->busy[2 * pd] >= fin) {
+                if (x->dbusy[2 * pd] >= fin) {
                     pd--;
                     continue;
                 }
-                if (p->busy[2 * pd + 1] <= fin - ch)
+                if (x->dbusy[2 * pd + 1] <= fin - ch)
                     break;
-                fin = p->busy[2 * pd];
+                fin = x->dbusy[2 * pd];
                 pd--;
             }
         }
         x->ls[g] = fin - ch;
         U = fin - ch;
     }
-    /* issue points, earliest consumer first: at the latest start, no
-     * earlier than memory allows, never before an earlier consumer's */
-    double *hb = p->busy + 2 * (size_t)p->n_busy_d;
-    double eng = 0;
     uint32_t jprev = 0;
-    p->n_busy_h = 0;
-    for (uint32_t k = npf; k-- > 0;) {
+    for (uint32_t k = 0; k < npf; k++) {
         uint32_t g = x->pf[k];
         const hp_gap *gp = &m->gaps[g];
-        uint64_t b = hp_bytes(m, &m->gaps[g]);
-        double ch = plan_copy_us(&t->link, 0, b);
+        uint64_t b = hp_bytes(m, gp);
         uint32_t qmax = gp->q < n ? gp->q : n - 1, lo = x->fp[g];
         if (lo < jprev)
             lo = jprev;
         if (lo > qmax)
             lo = qmax;
-        uint32_t j = last_at_or_before(m, lo, qmax, x->ls[g]);
+        uint32_t j = last_at_or_before(T, lo, qmax, x->ls[g]);
         if (j == PLAN_NONE)
             j = lo;
         uint32_t z = p->wz[g];
         if (j < z) {
-            uint32_t i = hp_maxtree_last_gt(&tr, j, z - 1,
+            uint32_t i = hp_maxtree_last_gt(tr, j, z - 1,
                                             (int64_t)budget - (int64_t)b);
             if (i != PLAN_NONE)
                 j = i + 1;
@@ -974,29 +921,27 @@ static int place_once(const hp_model *m, const uint8_t *sel, uint64_t budget,
         if (j > qmax)
             j = qmax;
         if (j < z)
-            hp_maxtree_add(&tr, j, z - 1, (int64_t)b);
+            hp_maxtree_add(tr, j, z - 1, (int64_t)b);
         else if (j > z)
-            hp_maxtree_add(&tr, z, j - 1, -(int64_t)b);
+            hp_maxtree_add(tr, z, j - 1, -(int64_t)b);
         p->wz[g] = j;
         x->pj[g] = j;
         jprev = j;
-        double st = m->T[j] > eng ? m->T[j] : eng;
-        eng = st + ch;
-        hb[2 * p->n_busy_h] = st;
-        hb[2 * p->n_busy_h + 1] = eng;
-        p->n_busy_h++;
     }
-#ifdef HP_DEBUG
-    free(dbg_nominal);
-    dbg_nominal = malloc(n * sizeof(int64_t));
-    for (uint32_t i = 0; i < n; i++)
-        dbg_nominal[i] = hp_maxtree_max(&tr, i, i);
-#endif
-    hp_maxtree_done(&tr);
+    return npf;
+}
 
-    /* 5. emit */
+/* The actions, sorted; a new schedule in *ret. */
+static int emit_schedule(const hp_model *m, const uint8_t *sel, scratch *x,
+                         uint32_t npf, const char *planner, uint64_t budget,
+                         plan_schedule **ret)
+{
+    static const uint8_t kinds[4] = {PLAN_ACT_STORE, PLAN_ACT_FREE_DEVICE,
+                                     PLAN_ACT_FREE_HOST, PLAN_ACT_PREFETCH};
+    const plan_trace *t = m->t;
     size_t ne = 0, cap = (size_t)m->n_vers + 2 * (size_t)m->n_gaps +
                          t->n_storages;
+    int r = 0;
     x->em = malloc((cap ? cap : 1) * sizeof(*x->em));
     if (!x->em)
         return -ENOMEM;
@@ -1011,11 +956,9 @@ static int place_once(const hp_model *m, const uint8_t *sel, uint64_t budget,
         x->em[ne++] = (emit){boundary_point(x->fp[g]), 1, gp->storage,
                              gp->storage};
     }
-    for (uint32_t k = 0; k < npf; k++) {
-        uint32_t g = x->pf[npf - 1 - k]; /* earliest planned start first */
-        x->em[ne++] = (emit){(uint64_t)x->pj[g] * 2, 3, k,
-                             m->gaps[g].storage};
-    }
+    for (uint32_t k = 0; k < npf; k++)
+        x->em[ne++] = (emit){(uint64_t)x->pj[x->pf[k]] * 2, 3, k,
+                             m->gaps[x->pf[k]].storage};
     /* host copies of data the step does not keep are dropped after its
      * last access */
     memset(x->host, 0, t->n_storages ? t->n_storages : 1);
@@ -1031,35 +974,128 @@ static int place_once(const hp_model *m, const uint8_t *sel, uint64_t budget,
                              st, st};
     }
     qsort(x->em, ne, sizeof(*x->em), emit_cmp);
-    static const uint8_t kinds[4] = {PLAN_ACT_STORE, PLAN_ACT_FREE_DEVICE,
-                                     PLAN_ACT_FREE_HOST, PLAN_ACT_PREFETCH};
     plan_schedule *sched = plan_schedule_new(planner, budget);
-    if (!sched)
-        return -ENOMEM;
+    if (!sched) {
+        r = -ENOMEM;
+        goto out;
+    }
     sched->actions = malloc((ne ? ne : 1) * sizeof(*sched->actions));
     if (!sched->actions) {
         plan_schedule_free(sched);
-        return -ENOMEM;
+        r = -ENOMEM;
+        goto out;
     }
     sched->cap_actions = ne ? ne : 1;
-    for (size_t k = 0; k < ne; k++) {
+    for (size_t k = 0; k < ne && r == 0; k++) {
         const emit *e = &x->em[k];
         r = plan_schedule_push(sched, t, (uint32_t)(e->point >> 1),
                                (plan_when)(e->point & 1), kinds[e->cls],
                                e->storage);
-        if (r < 0) {
-            plan_schedule_free(sched);
-            return r;
-        }
     }
+    if (r < 0)
+        plan_schedule_free(sched);
+    else
+        *ret = sched;
+out:
     free(x->em);
     x->em = NULL;
+    return r;
+}
+
+/* One placement on timeline T with corrections `corr` (n, may be NULL).
+ * Fills p's schedule, windows and simulation results. */
+static int place_once(const hp_model *m, const uint8_t *sel, uint64_t budget,
+                      const int64_t *corr, const double *T,
+                      const char *planner, scratch *x, hp_place *p)
+{
+    const plan_trace *t = m->t;
+    const uint32_t n = m->n;
+    hp_maxtree tr = {0};
+    int r;
+
+    /* 1. levels with the ideal windows */
+    int64_t *lv = x->lv;
+    memset(lv, 0, ((size_t)n + 1) * sizeof(*lv));
+    for (uint32_t g = 0; g < m->n_gaps; g++) {
+        const hp_gap *gp = &m->gaps[g];
+        hp_win w;
+        if (!included(m, sel, g))
+            continue;
+        hp_gap_ideal(m, T, gp, &w);
+        x->ga[g] = w.a;
+        x->gz[g] = w.z;
+        p->wa[g] = w.a;
+        p->wz[g] = w.z > w.a ? w.z : w.a;
+        range_add(lv, w.a, w.z, -(int64_t)hp_bytes(m, gp));
+    }
+    int64_t run = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        run += lv[i];
+        x->lvl[i] = m->base[i] + run + (corr ? corr[i] : 0);
+    }
+
+    /* 2. stores */
+    r = hp_maxtree_init(&tr, x->lvl, n);
+    if (r < 0)
+        return r;
+    uint32_t nd = place_stores(m, sel, T, x, p, &tr, budget);
+    hp_maxtree_done(&tr);
+
+    /* 3. free points; windows start when the stores complete */
+    for (uint32_t g = 0; g < m->n_gaps; g++) {
+        const hp_gap *gp = &m->gaps[g];
+        if (!included(m, sel, g))
+            continue;
+        uint32_t fb = hp_gap_fb(gp);
+        x->fp[g] = fb;
+        if (gp->ver == PLAN_NONE)
+            continue;
+        if (x->iss[gp->ver] > fb)
+            x->fp[g] = x->iss[gp->ver];
+        double rt = p->vcomp[gp->ver];
+        if (T[x->fp[g]] > rt)
+            rt = T[x->fp[g]];
+        uint32_t a = hp_first_at_or_after(T, n, x->fp[g], rt);
+        if (a > p->wa[g]) {
+            uint32_t a2 = a < x->gz[g] ? a : x->gz[g];
+            range_add(lv, x->ga[g], a2, (int64_t)hp_bytes(m, gp));
+            p->wa[g] = a;
+            if (p->wz[g] < a)
+                p->wz[g] = a;
+        }
+    }
+    run = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        run += lv[i];
+        lv[i] = m->base[i] + run + (corr ? corr[i] : 0);
+    }
+
+    /* 4. prefetches */
+    r = hp_maxtree_init(&tr, lv, n);
+    if (r < 0)
+        return r;
+    uint32_t npf = place_prefetches(m, sel, T, x, p, &tr, budget, nd);
+    hp_maxtree_done(&tr);
+
+    /* 5. emit */
+    plan_schedule *sched = NULL;
+    r = emit_schedule(m, sel, x, npf, planner, budget, &sched);
+    if (r < 0)
+        return r;
 
     /* 6. judge */
-    lvl_obs lo = {p->over, n, 0, 0};
-    plan_sim_observer obs = {&lo, obs_bytes, NULL, obs_op};
+    sim_obs so = {p, n, 0, 0, 2 * (size_t)sched->n_actions};
+    plan_sim_observer obs = {&so, obs_bytes, obs_xfer, obs_op};
     for (uint32_t i = 0; i < n; i++)
         p->over[i] = 0;
+    free(p->xfer);
+    p->n_xfer = 0;
+    p->xfer = malloc((so.cap_xfer ? so.cap_xfer : 1) * 3 * sizeof(double));
+    if (!p->xfer) {
+        plan_schedule_free(sched);
+        return -ENOMEM;
+    }
+    p->times[0] = 0;
     sched->budget_bytes = UINT64_MAX;
     r = plan_simulate(t, sched, &p->metrics, &p->violation, &obs);
     sched->budget_bytes = budget;
@@ -1069,18 +1105,6 @@ static int place_once(const hp_model *m, const uint8_t *sel, uint64_t budget,
     }
     p->valid = r == 0;
     p->fits = p->valid && p->metrics.peak_device_bytes <= budget;
-#ifdef HP_DEBUG
-    {
-        int shown = 0;
-        for (uint32_t i = 0; i < n && shown < 3; i++)
-            if (p->over[i] > dbg_nominal[i] && p->over[i] > (int64_t)budget) {
-                fprintf(stderr, "  boundary %u '%s': simulated %lld nominal %lld (diff %lld)\n", i,
-                        plan_op_name(t, i), (long long)p->over[i],
-                        (long long)dbg_nominal[i], (long long)(p->over[i] - dbg_nominal[i]));
-                shown++;
-            }
-    }
-#endif
     for (uint32_t i = 0; i < n; i++) {
         int64_t o = p->over[i] - (int64_t)budget;
         p->over[i] = o > 0 ? o : 0;
@@ -1095,26 +1119,33 @@ int hp_place_loop(const hp_model *m, const uint8_t *sel, uint64_t budget,
 {
     scratch x;
     int64_t *corr = NULL;
+    double *T = NULL;
     int r;
     size_t ng = m->n_gaps ? m->n_gaps : 1, nv = m->n_vers ? m->n_vers : 1;
+    size_t tb = ((size_t)m->n + 1) * sizeof(double);
 
     p->over = calloc(m->n, sizeof(*p->over));
     p->wa = malloc(ng * sizeof(*p->wa));
     p->wz = malloc(ng * sizeof(*p->wz));
     p->vcomp = malloc(nv * sizeof(*p->vcomp));
-    p->busy = malloc(2 * (nv + ng) * sizeof(*p->busy));
+    p->times = malloc(tb);
     corr = calloc(m->n, sizeof(*corr));
-    if (!p->over || !p->wa || !p->wz || !p->vcomp || !p->busy || !corr) {
+    T = malloc(tb);
+    if (!p->over || !p->wa || !p->wz || !p->vcomp || !p->times || !corr ||
+        !T) {
         free(corr);
+        free(T);
         return -ENOMEM;
     }
+    memcpy(T, m->T, tb);
     r = scratch_init(&x, m);
     if (r < 0) {
         free(corr);
+        free(T);
         return r;
     }
     for (int it = 0; it < HP_PLACE_ITERS; it++) {
-        r = place_once(m, sel, budget, it ? corr : NULL, planner, &x, p);
+        r = place_once(m, sel, budget, it ? corr : NULL, T, planner, &x, p);
         if (r < 0)
             break;
         if (!p->valid) {
@@ -1125,8 +1156,10 @@ int hp_place_loop(const hp_model *m, const uint8_t *sel, uint64_t budget,
             break;
         for (uint32_t i = 0; i < m->n; i++)
             corr[i] += p->over[i];
+        memcpy(T, p->times, tb); /* the stalls it caused shift the times */
     }
     scratch_done(&x);
     free(corr);
+    free(T);
     return r;
 }

@@ -26,6 +26,7 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysinfo.h>
 #include <unistd.h>
 
@@ -103,6 +104,19 @@ static void fmt_limit(char *buf, size_t n, rlim_t v)
         snprintf(buf, n, "%llu bytes", (unsigned long long)v);
 }
 
+/* mlock/munlock as system calls: AddressSanitizer turns the libc calls
+ * into no-ops that report success, which would make a sanitizer build
+ * claim pages are locked when they are not. */
+static int sys_mlock(const void *p, size_t len)
+{
+    return (int)syscall(SYS_mlock, p, len);
+}
+
+static int sys_munlock(const void *p, size_t len)
+{
+    return (int)syscall(SYS_munlock, p, len);
+}
+
 /* First mlock refusal: remember why, stop locking. */
 static void lock_refused(tier_ddr *d, int err)
 {
@@ -121,7 +135,7 @@ static void lock_range(tier_ddr *d, uint8_t *p, uint64_t len)
 {
     if (!d->lock_ok)
         return;
-    if (mlock(p, len) != 0)
+    if (sys_mlock(p, len) != 0)
         lock_refused(d, errno);
 }
 
@@ -132,7 +146,7 @@ static void unlock_range(const tier_ddr *d, uint8_t *p, uint64_t len)
      * at the map-count limit) only leaves the pages pinned until the punch
      * frees them. */
     if (d->lock)
-        (void)munlock(p, len);
+        (void)sys_munlock(p, len);
 }
 
 static int punch(int fd, uint64_t off, uint64_t len)
@@ -261,10 +275,10 @@ int tier_ddr_new(const tier_ddr_config *cfg, tier_ddr **ret, char *err,
         if (p == MAP_FAILED) {
             lock_refused(d, errno);
         } else {
-            if (mlock(p, (size_t)pg) != 0) {
+            if (sys_mlock(p, (size_t)pg) != 0) {
                 lock_refused(d, errno);
             } else {
-                munlock(p, (size_t)pg);
+                sys_munlock(p, (size_t)pg);
                 snprintf(d->lock_detail, sizeof(d->lock_detail),
                          "pages locked");
             }

@@ -12,7 +12,9 @@
  * with FALLOC_FL_PUNCH_HOLE, so resident memory tracks `used`.
  *
  * Not thread-safe: the daemon's loop thread calls everything here.  Worker
- * threads only read/write memory through tier_arena_base().
+ * threads only read/write memory through tier_arena_base() or the memfd
+ * (tier_arena_fd with pread/pwrite, e.g. tier_flash_write_fd/read_fd);
+ * the fd and the mapping stay valid until tier_arena_free.
  */
 #ifndef HO_TIERS_DDR_H
 #define HO_TIERS_DDR_H
