@@ -424,8 +424,9 @@ typedef struct move_job {
     srv_extent *x;
     srv_arena_ref *arena;     /* reference held by the job */
     tier_flash *flash;
-    uint8_t *base;            /* spill: the daemon's mapping of the arena */
-    int memfd;                /* fill: the arena's memfd (owned by it) */
+    uint8_t *base;            /* the daemon's mapping of the arena */
+    int memfd;                /* fill through the arena's memfd (owned by
+                                 the arena), -1: through the mapping */
     int dir;                  /* HYPEROFFLOAD__MOVE_DIRECTION__MOVE_* */
     uint64_t request_id;
     int rc;                   /* worker result */
@@ -441,11 +442,14 @@ static void move_work(uv_work_t *req)
     if (j->dir == HYPEROFFLOAD__MOVE_DIRECTION__MOVE_SPILL)
         j->rc = tier_flash_write(j->flash, x->flash_off, j->base + x->off,
                                  x->len);
-    else
+    else if (j->memfd >= 0)
         /* Through the memfd: pwrite allocates the pages directly instead
          * of faulting zeroed pages into the mapping first. */
         j->rc = tier_flash_read_fd(j->flash, x->flash_off, j->memfd, x->off,
                                    x->len);
+    else
+        j->rc = tier_flash_read(j->flash, x->flash_off, j->base + x->off,
+                                x->len);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     j->us = (double)(t1.tv_sec - t0.tv_sec) * 1e6 +
             (double)(t1.tv_nsec - t0.tv_nsec) / 1e3;
@@ -520,7 +524,7 @@ static void move_after(uv_work_t *req, int status)
                         "stays in DDR", x->id, ho_strerror(j->rc));
     } else if (j->rc == 0) {
         /* Pin the pages the fill just wrote (restored unlocked). */
-        int rc = tier_arena_lock(a, x->off, x->len);
+        int rc = j->memfd >= 0 ? tier_arena_lock(a, x->off, x->len) : 0;
         if (rc < 0)
             srv_err("extent %" PRIu64 ": lock after fill failed: %s (bug)",
                     x->id, ho_strerror(rc));
@@ -643,8 +647,14 @@ int srv_extent_move(srv_daemon *d, srv_session *s, uint64_t id, int dir,
         if (rc < 0)
             goto fail;
         /* Charge the pool now; the pages are written (and then locked)
-         * by the move itself, not populated here on the loop. */
-        rc = tier_arena_restore_unlocked(x->arena->arena, x->off, x->len);
+         * by the move itself, not populated here on the loop.  Huge-page
+         * arenas (hugetlbfs) take no write(2): they fill through the
+         * mapping, populated (and locked) by restore. */
+        if (d->cfg.ddr_hugepages)
+            rc = tier_arena_restore(x->arena->arena, x->off, x->len);
+        else
+            rc = tier_arena_restore_unlocked(x->arena->arena, x->off,
+                                             x->len);
         if (rc < 0) {
             tier_ddr_stats st;
             tier_ddr_stats_get(d->ddr, &st);
@@ -666,7 +676,8 @@ int srv_extent_move(srv_daemon *d, srv_session *s, uint64_t id, int dir,
     j->arena->refs++;
     j->flash = d->flash[x->flash_idx];
     j->base = tier_arena_base(x->arena->arena);
-    j->memfd = tier_arena_fd(x->arena->arena);
+    j->memfd = spill || d->cfg.ddr_hugepages ? -1
+                                             : tier_arena_fd(x->arena->arena);
     j->dir = dir;
     j->request_id = request_id;
     j->req.data = j;

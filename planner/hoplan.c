@@ -30,7 +30,7 @@
 #include <stdio.h>
 #define DBG(...) fprintf(stderr, __VA_ARGS__)
 #include <time.h>
-static unsigned long dbg_pops;
+static unsigned long dbg_pops, dbg_drops;
 static double dbg_ms(void)
 {
     struct timespec ts;
@@ -47,18 +47,21 @@ static double dbg_ms(void)
 
 /* ------------------------------------------------------------------ kinetic tree */
 
+#define KT_BLOCK 16u /* levels per leaf: fewer nodes, fewer cache misses */
+
 typedef struct knode {
     int64_t mx;     /* max level */
     int64_t mn;     /* min level among those > B (INT64_MAX if none) */
-    int64_t lz;     /* pending add for the children */
+    int64_t lz;     /* pending add for the children (leaf: its levels) */
     double sum;     /* sum of (level - B) over levels > B */
     uint32_t cnt;   /* levels > B */
 } knode;
 
 typedef struct ktree {
-    uint32_t n;
+    uint32_t n, nb; /* levels, leaf blocks */
     int64_t B;      /* the budget */
-    knode *v;       /* 2n - 1 nodes, one cache line each at most */
+    knode *v;       /* 2 nb - 1 nodes over the blocks */
+    int64_t *val;   /* n levels, without their leaf's pending add */
 } ktree;
 
 typedef struct kq {
@@ -67,18 +70,31 @@ typedef struct kq {
     double sum;
 } kq;
 
-static void kt_leaf(ktree *k, uint32_t x, int64_t v)
+/* Summary of block b from its levels (after folding in the leaf's add). */
+static void kt_leaf(ktree *k, uint32_t x, uint32_t b)
 {
     knode *nd = &k->v[x];
-    nd->mx = v;
-    if (v > k->B) {
-        nd->mn = v;
-        nd->cnt = 1;
-        nd->sum = (double)(v - k->B);
-    } else {
-        nd->mn = INT64_MAX;
-        nd->cnt = 0;
-        nd->sum = 0;
+    uint32_t lo = b * KT_BLOCK, hi = lo + KT_BLOCK < k->n ? lo + KT_BLOCK : k->n;
+    int64_t *val = k->val;
+    if (nd->lz) {
+        for (uint32_t i = lo; i < hi; i++)
+            val[i] += nd->lz;
+        nd->lz = 0;
+    }
+    nd->mx = INT64_MIN;
+    nd->mn = INT64_MAX;
+    nd->cnt = 0;
+    nd->sum = 0;
+    for (uint32_t i = lo; i < hi; i++) {
+        int64_t v = val[i];
+        if (v > nd->mx)
+            nd->mx = v;
+        if (v > k->B) {
+            if (v < nd->mn)
+                nd->mn = v;
+            nd->cnt++;
+            nd->sum += (double)(v - k->B);
+        }
     }
 }
 
@@ -112,35 +128,40 @@ static void kt_push(ktree *k, uint32_t x, uint32_t lc, uint32_t rc)
     }
 }
 
-static void kt_build(ktree *k, uint32_t x, uint32_t l, uint32_t r,
-                     const int64_t *lv)
+static void kt_build(ktree *k, uint32_t x, uint32_t l, uint32_t r)
 {
     k->v[x].lz = 0;
     if (l == r) {
-        kt_leaf(k, x, lv[l]);
+        kt_leaf(k, x, l);
         return;
     }
     uint32_t mid = l + (r - l) / 2, rc = x + 2 * (mid - l + 1);
-    kt_build(k, x + 1, l, mid, lv);
-    kt_build(k, rc, mid + 1, r, lv);
+    kt_build(k, x + 1, l, mid);
+    kt_build(k, rc, mid + 1, r);
     kt_pull(k, x, x + 1, rc);
 }
 
 static void kt_done(ktree *k)
 {
     free(k->v);
+    free(k->val);
     memset(k, 0, sizeof(*k));
 }
 
 static int kt_init(ktree *k, const int64_t *lv, uint32_t n, int64_t B)
 {
     memset(k, 0, sizeof(*k));
-    k->v = malloc((2 * (size_t)n - 1) * sizeof(*k->v));
-    if (!k->v)
+    k->nb = (n + KT_BLOCK - 1) / KT_BLOCK;
+    k->v = malloc((2 * (size_t)k->nb - 1) * sizeof(*k->v));
+    k->val = malloc((size_t)n * sizeof(*k->val));
+    if (!k->v || !k->val) {
+        kt_done(k);
         return -ENOMEM;
+    }
+    memcpy(k->val, lv, (size_t)n * sizeof(*lv));
     k->n = n;
     k->B = B;
-    kt_build(k, 0, 0, n - 1, lv);
+    kt_build(k, 0, 0, k->nb - 1);
     return 0;
 }
 
@@ -149,18 +170,26 @@ static inline int64_t kt_max(const ktree *k)
     return k->v[0].mx;
 }
 
-/* Add d <= 0 to [ql, qr]. */
+/* Add d <= 0 to the levels [ql, qr]; node x covers blocks [l, r]. */
 static void kt_sub(ktree *k, uint32_t x, uint32_t l, uint32_t r, uint32_t ql,
                    uint32_t qr, int64_t d)
 {
-    if (qr < l || r < ql)
+    uint32_t el = l * KT_BLOCK, er = (r + 1) * KT_BLOCK - 1;
+    if (qr < el || er < ql)
         return;
-    if (ql <= l && r <= qr && (k->v[x].cnt == 0 || k->v[x].mn + d > k->B)) {
+    if (ql <= el && er <= qr && (k->v[x].cnt == 0 || k->v[x].mn + d > k->B)) {
         kt_apply(k, x, d);
         return;
     }
     if (l == r) {
-        kt_leaf(k, x, k->v[x].mx + d);
+        knode *nd = &k->v[x];
+        uint32_t lo = el > ql ? el : ql, hi = er < qr ? er : qr;
+        if (hi >= k->n)
+            hi = k->n - 1;
+        for (uint32_t i = lo; i <= hi; i++)
+            k->val[i] += d;
+        (void)nd;
+        kt_leaf(k, x, l);
         return;
     }
     uint32_t mid = l + (r - l) / 2, rc = x + 2 * (mid - l + 1);
@@ -176,14 +205,31 @@ static void kt_sub(ktree *k, uint32_t x, uint32_t l, uint32_t r, uint32_t ql,
 static void kt_query(const ktree *k, uint32_t x, uint32_t l, uint32_t r,
                      uint32_t ql, uint32_t qr, int64_t acc, kq *out)
 {
-    if (qr < l || r < ql)
+    uint32_t el = l * KT_BLOCK, er = (r + 1) * KT_BLOCK - 1;
+    if (qr < el || er < ql)
         return;
     const knode *nd = &k->v[x];
-    if (ql <= l && r <= qr) {
+    if (ql <= el && er <= qr) {
         if (nd->mx + acc > out->mx)
             out->mx = nd->mx + acc;
         out->cnt += nd->cnt;
         out->sum += nd->sum + (double)acc * nd->cnt;
+        return;
+    }
+    if (l == r) {
+        uint32_t lo = el > ql ? el : ql, hi = er < qr ? er : qr;
+        if (hi >= k->n)
+            hi = k->n - 1;
+        acc += nd->lz;
+        for (uint32_t i = lo; i <= hi; i++) {
+            int64_t v = k->val[i] + acc;
+            if (v > out->mx)
+                out->mx = v;
+            if (v > k->B) {
+                out->cnt++;
+                out->sum += (double)(v - k->B);
+            }
+        }
         return;
     }
     uint32_t mid = l + (r - l) / 2, rc = x + 2 * (mid - l + 1);
@@ -192,19 +238,48 @@ static void kt_query(const ktree *k, uint32_t x, uint32_t l, uint32_t r,
     kt_query(k, rc, mid + 1, r, ql, qr, acc, out);
 }
 
-/* First index in [ql, qr] whose level is over the budget, PLAN_NONE. */
-static uint32_t kt_first_over(const ktree *k, uint32_t x, uint32_t l,
-                              uint32_t r, uint32_t ql, uint32_t qr)
+static void kt_range(const ktree *k, uint32_t ql, uint32_t qr, kq *out)
 {
-    if (qr < l || r < ql || k->v[x].cnt == 0)
+    out->mx = INT64_MIN;
+    out->cnt = 0;
+    out->sum = 0;
+    kt_query(k, 0, 0, k->nb - 1, ql, qr, 0, out);
+}
+
+static void kt_subr(ktree *k, uint32_t ql, uint32_t qr, int64_t d)
+{
+    kt_sub(k, 0, 0, k->nb - 1, ql, qr, d);
+}
+
+/* First level index in [ql, qr] over the budget, PLAN_NONE. */
+static uint32_t kt_first_over_rec(const ktree *k, uint32_t x, uint32_t l,
+                                  uint32_t r, uint32_t ql, uint32_t qr,
+                                  int64_t acc)
+{
+    uint32_t el = l * KT_BLOCK, er = (r + 1) * KT_BLOCK - 1;
+    if (qr < el || er < ql || k->v[x].cnt == 0)
         return PLAN_NONE;
-    if (l == r)
-        return l;
+    if (l == r) {
+        uint32_t lo = el > ql ? el : ql, hi = er < qr ? er : qr;
+        if (hi >= k->n)
+            hi = k->n - 1;
+        acc += k->v[x].lz;
+        for (uint32_t i = lo; i <= hi; i++)
+            if (k->val[i] + acc > k->B)
+                return i;
+        return PLAN_NONE;
+    }
     uint32_t mid = l + (r - l) / 2, rc = x + 2 * (mid - l + 1);
-    uint32_t i = kt_first_over(k, x + 1, l, mid, ql, qr);
+    acc += k->v[x].lz;
+    uint32_t i = kt_first_over_rec(k, x + 1, l, mid, ql, qr, acc);
     if (i != PLAN_NONE)
         return i;
-    return kt_first_over(k, rc, mid + 1, r, ql, qr);
+    return kt_first_over_rec(k, rc, mid + 1, r, ql, qr, acc);
+}
+
+static uint32_t kt_first_over(const ktree *k, uint32_t ql, uint32_t qr)
+{
+    return kt_first_over_rec(k, 0, 0, k->nb - 1, ql, qr, 0);
 }
 
 /* ------------------------------------------------------------------ heap */
@@ -554,7 +629,7 @@ static gwin gap_window(hstate *h, ktree *k, uint32_t g)
             ready = h->vready[gp->ver];
             uint32_t need = PLAN_NONE;
             if (k && iw.a < zmax && ready > iw.a)
-                need = kt_first_over(k, 0, 0, n - 1, iw.a, zmax - 1);
+                need = kt_first_over(k, iw.a, zmax - 1);
             if (need != PLAN_NONE && need < ready) {
                 double avail;
                 uint32_t r2 = store_ready(h, v, need, &avail);
@@ -568,7 +643,7 @@ static gwin gap_window(hstate *h, ktree *k, uint32_t g)
         } else {
             uint32_t need = PLAN_NONE;
             if (k && iw.a < zmax)
-                need = kt_first_over(k, 0, 0, n - 1, iw.a, zmax - 1);
+                need = kt_first_over(k, iw.a, zmax - 1);
             if (need == PLAN_NONE)
                 need = iw.a; /* nothing over budget: as soon as possible */
             ready = store_ready(h, v, need, &w.avail);
@@ -653,8 +728,8 @@ static double gap_bound(const hstate *h, const ktree *k, uint32_t g)
         a = h->vready[gp->ver];
     if (a >= z)
         return 0;
-    kq q = {INT64_MIN, 0, 0};
-    kt_query(k, 0, 0, k->n - 1, a, z - 1, 0, &q);
+    kq q;
+    kt_range(k, a, z - 1, &q);
     if (q.cnt == 0)
         return 0;
     double b = (double)hp_bytes(m, gp), area;
@@ -683,8 +758,8 @@ static double gap_key(hstate *h, ktree *k, uint32_t g, gwin *ret)
         *ret = w;
     if (w.a >= w.z)
         return 0;
-    kq q = {INT64_MIN, 0, 0};
-    kt_query(k, 0, 0, k->n - 1, w.a, w.z - 1, 0, &q);
+    kq q;
+    kt_range(k, w.a, w.z - 1, &q);
     if (q.cnt == 0)
         return 0;
     double b = (double)hp_bytes(h->m, &h->m->gaps[g]), area;
@@ -853,16 +928,16 @@ static int select_gaps(hstate *h)
             /* locate an over-budget boundary for the message */
             h->fail_op = PLAN_NONE;
             for (uint32_t i = 0; i < n && h->fail_op == PLAN_NONE; i++) {
-                kq one = {INT64_MIN, 0, 0};
-                kt_query(&k, 0, 0, n - 1, i, i, 0, &one);
+                kq one;
+                kt_range(&k, i, i, &one);
                 if (one.mx > B)
                     h->fail_op = i;
             }
 #ifdef HP_DEBUG
             {
                 uint32_t fo = h->fail_op;
-                kq one = {INT64_MIN, 0, 0};
-                kt_query(&k, 0, 0, n - 1, fo, fo, 0, &one);
+                kq one;
+                kt_range(&k, fo, fo, &one);
                 DBG("fail at %u level %lld budget %lld\n", fo,
                     (long long)one.mx, (long long)B);
                 for (uint32_t g = 0; g < m->n_gaps; g++) {
@@ -895,6 +970,9 @@ static int select_gaps(hstate *h)
         /* cheap bound first: the window if the engines were idle */
         double bound = gap_bound(h, &k, e.g);
         if (bound <= 0) {
+#ifdef HP_DEBUG
+            dbg_drops++;
+#endif
             gheap_pop(&hp);
             continue;
         }
@@ -926,7 +1004,7 @@ static int select_gaps(hstate *h)
         h->cwa[e.g] = w.a;
         h->cwz[e.g] = w.z;
         h->order[h->n_order++] = e.g;
-        kt_sub(&k, 0, 0, n - 1, w.a, w.z - 1, -(int64_t)hp_bytes(m, &m->gaps[e.g]));
+        kt_subr(&k, w.a, w.z - 1, -(int64_t)hp_bytes(m, &m->gaps[e.g]));
         if (0) DBG("  sel g%u s%u %s type %d f %d q %u win [%u,%u) bytes %llu key %g "
             "cost %g hidden %d max %lld\n", e.g, gp->storage,
             plan_kind_name(m->t->storages[gp->storage].kind), gp->type,
@@ -1090,8 +1168,8 @@ static int try_budget(const hp_model *m, uint64_t budget, attempt *a)
     for (int round = 0; round < HP_MAX_ROUNDS; round++) {
         TM("setup", setup_round(&h, have_last ? &last : NULL));
         TM("select", r = select_gaps(&h));
-        DBG("round %d: select r=%d selected %u fail_op %u pops %lu evals %lu cand %u\n", round,
-            r, h.n_order, h.fail_op, dbg_pops, dbg_evals, m->n_cand);
+        DBG("round %d: select r=%d selected %u fail_op %u pops %lu drops %lu evals %lu cand %u\n", round,
+            r, h.n_order, h.fail_op, dbg_pops, dbg_drops, dbg_evals, m->n_cand);
         if (r == HO_E_INFEASIBLE) {
             a->fail_op = h.fail_op;
             break;

@@ -1,5 +1,4 @@
 /* proto/errors.c - ho_strerror() and ho_err_name() for every code of
-#define _GNU_SOURCE
  * hyperoffload/errors.h and negative errno values. */
 #include <errno.h>
 #include <string.h>

@@ -182,6 +182,28 @@ static int node_memory(int node, bool use_numa, uint64_t *ret, char *what,
     return 0;
 }
 
+/* Bytes of 2 MiB huge pages configured (on the node when bound). */
+static uint64_t huge_memory(int node, bool use_numa)
+{
+    char path[128];
+    unsigned long long n = 0;
+    FILE *f;
+
+    if (use_numa)
+        snprintf(path, sizeof(path), "/sys/devices/system/node/node%d/"
+                 "hugepages/hugepages-2048kB/nr_hugepages", node);
+    else
+        snprintf(path, sizeof(path),
+                 "/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages");
+    f = fopen(path, "re");
+    if (!f)
+        return 0;
+    if (fscanf(f, "%llu", &n) != 1)
+        n = 0;
+    fclose(f);
+    return (uint64_t)n * DDR_HUGE_PAGE;
+}
+
 int tier_ddr_new(const tier_ddr_config *cfg, tier_ddr **ret, char *err,
                  size_t errlen)
 {
@@ -241,6 +263,18 @@ int tier_ddr_new(const tier_ddr_config *cfg, tier_ddr **ret, char *err,
                 "DDR capacity %llu bytes exceeds the %llu bytes of memory of %s",
                 (unsigned long long)cap, (unsigned long long)mem, what);
         return HO_E_BAD_CONFIG;
+    }
+    if (cfg->hugepages) {
+        /* Huge pages come from the reserved pool only (MAP_NORESERVE
+         * would turn a shortfall into SIGBUS at first touch). */
+        uint64_t huge = huge_memory(cfg->numa_node, use_numa);
+        if (cap > huge) {
+            set_err(err, errlen,
+                    "DDR capacity %llu bytes exceeds the %llu bytes of 2 MiB "
+                    "huge pages configured on %s",
+                    (unsigned long long)cap, (unsigned long long)huge, what);
+            return HO_E_BAD_CONFIG;
+        }
     }
 
     d = calloc(1, sizeof(*d));

@@ -57,7 +57,8 @@ typedef struct tier_ddr_stats {
  * hugepages: not a multiple of 2 MiB), the rounded capacity is 0, the NUMA
  * node does not exist, or the capacity exceeds the memory of the bound
  * node (numa_node_size64) or of the host (sysinfo) -- the message gives
- * both figures.  -ENOMEM.  When NUMA is unavailable the pool is created
+ * both figures -- or, with hugepages, the 2 MiB huge pages configured
+ * (nr_hugepages of the node or the host).  -ENOMEM.  When NUMA is unavailable the pool is created
  * unbound and stats.detail says so.  With cfg->lock, tries mlock once on a
  * scratch page and records a refusal in stats.detail (locked=false).
  * On success *ret owns the pool (tier_ddr_free); *ret is untouched on

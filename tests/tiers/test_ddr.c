@@ -127,6 +127,27 @@ START_TEST(test_bad_config)
     cfg.hugepages = true;
     ck_assert_int_eq(tier_ddr_new(&cfg, &d, err, sizeof(err)), HO_E_BAD_CONFIG);
     ck_assert_ptr_nonnull(strstr(err, "2 MiB"));
+    /* huge pages: only as many as are configured on this host */
+    cfg.align = 2 * MiB;
+    {
+        FILE *f = fopen("/sys/kernel/mm/hugepages/hugepages-2048kB/"
+                        "nr_hugepages", "r");
+        unsigned long long nr = 0;
+        if (f) {
+            if (fscanf(f, "%llu", &nr) != 1)
+                nr = 0;
+            fclose(f);
+        }
+        cfg.capacity = (nr + 1) * 2 * MiB;
+        err[0] = '\0';
+        ck_assert_int_eq(tier_ddr_new(&cfg, &d, err, sizeof(err)),
+                         HO_E_BAD_CONFIG);
+        ck_assert_msg(strstr(err, "huge pages") != NULL, "message: %s", err);
+        snprintf(want, sizeof(want), "%llu", nr * 2 * MiB);
+        ck_assert_msg(strstr(err, want) != NULL, "message: %s", err);
+    }
+    cfg.align = 4096;
+    cfg.capacity = CAP;
     cfg.hugepages = false;
     cfg.numa_node = -2;
     ck_assert_int_eq(tier_ddr_new(&cfg, &d, err, sizeof(err)), HO_E_BAD_CONFIG);
