@@ -47,7 +47,7 @@ static double dbg_ms(void)
 
 /* ------------------------------------------------------------------ kinetic tree */
 
-#define KT_BLOCK 16u /* levels per leaf: fewer nodes, fewer cache misses */
+#define KT_BLOCK 8u /* levels per leaf: fewer nodes, fewer cache misses */
 
 typedef struct knode {
     int64_t mx;     /* max level */
@@ -802,8 +802,11 @@ static void setup_round(hstate *h, const hp_place *last)
     h->eh = shared ? &h->cd : &h->ch;
     h->T = last ? last->times : m->T;
     h->relaxed = false;
-    for (uint32_t g = 0; g < m->n_gaps; g++)
-        hp_gap_ideal(m, h->T, &m->gaps[g], &h->iw[g]);
+    for (uint32_t c = 0; c < m->n_cand; c++)
+        hp_gap_ideal(m, h->T, &m->gaps[m->cand[c]], &h->iw[m->cand[c]]);
+    for (uint32_t c = 0; c < m->n_forced; c++)
+        hp_gap_ideal(m, h->T, &m->gaps[m->forced[c]],
+                     &h->iw[m->forced[c]]);
     for (uint32_t i = 0; i < n; i++) {
         h->cd.rem[i] = h->T[i + 1] - h->T[i];
         h->ch.rem[i] = h->T[i + 1] - h->T[i];

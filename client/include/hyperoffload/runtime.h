@@ -1,0 +1,247 @@
+/*
+ * hyperoffload/runtime.h - trace, plan and replay: the part of
+ * libhyperoffload that makes plans move real bytes.  Design:
+ * docs/runtime.md.
+ *
+ * A job (one process per device):
+ *   1. opens a device backend (ho_device_open: "host" or "cuda");
+ *   2. records its first step as a trace (ho_trace_*), or loads one;
+ *   3. asks the daemon for a plan for its HBM grant (ho_plan_request) --
+ *      or loads a schedule it already has (ho_plan_load);
+ *   4. creates a replay (ho_replay_new): the daemon allocates the host
+ *      copies of the plan in the session's DDR arena (staging them to flash
+ *      when the DDR quota or the pool is short) and shares a control region
+ *      with the client;
+ *   5. runs every later step through the per-op hooks (ho_step_begin,
+ *      ho_op_begin/ho_op_end or the batched ho_ops_run, ho_step_end): the
+ *      hooks execute the schedule's actions -- prefetch (H2D from the pool),
+ *      store (D2H into the pool), free_device, free_host -- with copies on
+ *      the backend's copy engines, waiting only where the execution model
+ *      (docs/execution-model.md) waits.
+ *
+ * Device memory for the trace's storages is owned by the replay: it is
+ * allocated from the backend when the model allocates (initial: device
+ * storages at ho_replay_new, writes of absent storages at ho_op_begin,
+ * prefetches at their issue) and the current address of a storage is
+ * ho_storage_ptr().  ho_storage_bind() lets the application hand over a
+ * buffer it allocated with ho_device_alloc() instead (e.g. parameters it
+ * loaded), which the replay then owns.
+ *
+ * Errors are negative codes (hyperoffload/errors.h).  A replay that
+ * diverges from the trace (an unexpected op index, a storage of another
+ * size) returns HO_E_DIVERGED, brings every storage back to the device and
+ * executes no further action in that step ("no offload" fallback); the next
+ * ho_step_begin starts clean.  A schedule that would break the model
+ * (reading data that is not on device, going over the budget) is refused
+ * by ho_replay_new (it is checked with the planner's simulator) and, should
+ * it happen at run time anyway, stops the step with HO_E_BAD_SCHEDULE
+ * before any wrong byte is read.
+ *
+ * Thread safety: a replay is driven by one thread (the framework's compute
+ * thread); its copy engines run on their own threads or streams.  Traces
+ * and plans are plain objects: one thread at a time.
+ */
+#ifndef HYPEROFFLOAD_RUNTIME_H
+#define HYPEROFFLOAD_RUNTIME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hyperoffload/client.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------- devices */
+
+typedef struct ho_device ho_device;
+
+/* Open a device backend.
+ *   backend: "host" (device memory emulated in process memory, copies are
+ *            memcpy on copy threads; runs anywhere) or "cuda" (libcudart
+ *            loaded with dlopen at run time; cudaMalloc, cudaHostRegister
+ *            of the mapped pool, cudaMemcpyAsync on dedicated copy streams,
+ *            events).
+ *   index:   device index (cuda), ignored by host.
+ *   capacity: hard limit of device bytes this process may hold; an
+ *            allocation beyond it fails with HO_E_DEVICE (never silently
+ *            succeeds), so a wrong plan is caught.
+ * HO_E_UNSUPPORTED when the backend cannot run here (no libcudart, no GPU:
+ * the message of ho_device_unavailable_reason() says which). */
+HO_EXPORT int ho_device_open(const char *backend, int index,
+                             uint64_t capacity, ho_device **ret);
+HO_EXPORT ho_device *ho_device_close(ho_device *dev); /* NULL ok; NULL */
+HO_EXPORT const char *ho_device_backend(const ho_device *dev);
+/* Why `backend` cannot be opened here, or NULL when it can (static). */
+HO_EXPORT const char *ho_device_unavailable_reason(const char *backend);
+
+/* Allocate / free device memory outside a replay (e.g. for
+ * ho_storage_bind).  Counted against the capacity. */
+HO_EXPORT int ho_device_alloc(ho_device *dev, uint64_t bytes, void **ret);
+HO_EXPORT int ho_device_free(ho_device *dev, void *ptr);
+/* Synchronous copies for setup and checks (host backend: memcpy). */
+HO_EXPORT int ho_device_write(ho_device *dev, void *dst, const void *src,
+                              uint64_t bytes);
+HO_EXPORT int ho_device_read(ho_device *dev, void *dst, const void *src,
+                             uint64_t bytes);
+/* Bytes currently allocated and the maximum since open. */
+HO_EXPORT uint64_t ho_device_used(const ho_device *dev);
+HO_EXPORT uint64_t ho_device_peak(const ho_device *dev);
+
+/* ------------------------------------------------------------- traces */
+
+typedef struct ho_trace ho_trace;
+
+typedef enum ho_storage_kind {
+    HO_KIND_ACTIVATION = 0,
+    HO_KIND_PARAM,
+    HO_KIND_GRAD,
+    HO_KIND_OPTIMIZER,
+    HO_KIND_KV,
+    HO_KIND_OTHER
+} ho_storage_kind;
+
+typedef enum ho_initial {
+    HO_INITIAL_NONE = 0,
+    HO_INITIAL_DEVICE,
+    HO_INITIAL_HOST
+} ho_initial;
+
+#define HO_STORAGE_RETAINED 1u
+#define HO_STORAGE_PINNED 2u
+
+typedef struct ho_link {
+    double h2d_gbps, d2h_gbps, latency_us;
+    int duplex;
+} ho_link;
+
+/* A new empty trace (PLANNER.md §1). */
+HO_EXPORT int ho_trace_new(const char *name, const ho_link *link,
+                           ho_trace **ret);
+HO_EXPORT int ho_trace_add_storage(ho_trace *t, uint64_t id, uint64_t bytes,
+                                   ho_storage_kind kind, ho_initial initial,
+                                   unsigned flags);
+HO_EXPORT int ho_trace_add_op(ho_trace *t, const char *name,
+                              double duration_us, const uint64_t *reads,
+                              uint32_t n_reads, const uint64_t *writes,
+                              uint32_t n_writes);
+/* Load a trace file (JSON or protobuf), or save one (JSON). */
+HO_EXPORT int ho_trace_load(const char *path, ho_trace **ret);
+HO_EXPORT int ho_trace_save(const ho_trace *t, const char *path);
+HO_EXPORT uint32_t ho_trace_ops(const ho_trace *t);
+HO_EXPORT ho_trace *ho_trace_free(ho_trace *t);
+
+/* ------------------------------------------------------------- plans */
+
+typedef struct ho_plan ho_plan;
+
+typedef struct ho_plan_info {
+    char planner[32];
+    uint64_t budget_bytes;
+    uint64_t no_offload_peak;
+    uint64_t min_budget;          /* smallest budget the planner can meet */
+    uint64_t peak_device_bytes;   /* predicted by the model */
+    uint64_t peak_host_bytes;
+    double compute_us, step_time_us, exposed_us;
+    uint64_t h2d_bytes, d2h_bytes;
+    double planning_ms;
+    int cached;                   /* 1 when the daemon answered from cache */
+    uint64_t actions;
+} ho_plan_info;
+
+/* Ask the daemon for a plan of trace `t` (PlanRequest).  budget 0 means the
+ * session's HBM grant; planner NULL means the daemon's default (hoplan).
+ * HO_E_INFEASIBLE with the smallest feasible budget in ho_last_error(). */
+HO_EXPORT int ho_plan_request(ho_client *c, const ho_trace *t,
+                              uint64_t budget, const char *planner,
+                              ho_plan **ret);
+/* Load a schedule file for trace `t` (offline plans, tests).  The schedule
+ * is not trusted: ho_replay_new checks it. */
+HO_EXPORT int ho_plan_load(const ho_trace *t, const char *schedule_path,
+                           ho_plan **ret);
+HO_EXPORT void ho_plan_get_info(const ho_plan *p, ho_plan_info *ret);
+HO_EXPORT ho_plan *ho_plan_free(ho_plan *p);
+
+/* ------------------------------------------------------------- replay */
+
+typedef struct ho_replay ho_replay;
+
+typedef struct ho_replay_opts {
+    uint64_t ddr_limit;   /* bytes of staged host copies allowed in DDR;
+                             0: the daemon decides (quota, pool) */
+    int verify_ops;       /* 1: ho_op_check verifies storages per op */
+} ho_replay_opts;
+
+/* Per-step figures (ho_step_end, ho_step_stats). */
+typedef struct ho_step_stats {
+    uint64_t step;                /* 1-based step number */
+    uint32_t ops;                 /* ops executed with the plan */
+    int diverged;                 /* 1 when the step fell back */
+    double wall_us;               /* ho_step_begin .. ho_step_end */
+    double exposed_us;            /* time the hooks waited for copies */
+    double stall_us;              /* part of it waiting for flash fills */
+    uint64_t h2d_bytes, d2h_bytes;
+    uint64_t flash_in_bytes;      /* filled from flash by the daemon */
+    uint64_t flash_out_bytes;     /* spilled to flash by the daemon */
+    uint64_t peak_device_bytes;   /* measured on the backend */
+    uint64_t ddr_bytes, flash_bytes; /* host copies' residency at the end */
+} ho_step_stats;
+
+/* Create a replay of plan `p` for trace `t` on device `dev`, for the
+ * registered client `c`.  Checks the schedule with the simulator
+ * (HO_E_BAD_SCHEDULE naming op and storage), asks the daemon for the host
+ * copies and the control region (StageRequest), allocates the initial
+ * device storages.  The replay borrows c, dev, t and p: they must outlive
+ * it. */
+HO_EXPORT int ho_replay_new(ho_client *c, ho_device *dev, const ho_trace *t,
+                            const ho_plan *p, const ho_replay_opts *opts,
+                            ho_replay **ret);
+HO_EXPORT ho_replay *ho_replay_free(ho_replay *r);
+
+/* Hand a device buffer (from ho_device_alloc, `bytes` = the storage's
+ * size) to the replay for storage `id`, before the first step: for
+ * `initial: device` storages whose content the application provides.
+ * HO_E_DIVERGED for a size that differs from the trace. */
+HO_EXPORT int ho_storage_bind(ho_replay *r, uint64_t storage_id, void *ptr,
+                              uint64_t bytes);
+/* The storage's current device address, NULL when it is not on device.
+ * Valid until the next hook call. */
+HO_EXPORT void *ho_storage_ptr(ho_replay *r, uint64_t storage_id);
+/* Write initial content of an `initial: host` storage into its host copy
+ * (before the first step; fills from flash as needed). */
+HO_EXPORT int ho_storage_write_host(ho_replay *r, uint64_t storage_id,
+                                    const void *src, uint64_t bytes);
+/* Read a storage's current content wherever it lives (checks, tests). */
+HO_EXPORT int ho_storage_read(ho_replay *r, uint64_t storage_id, void *dst,
+                              uint64_t bytes);
+
+HO_EXPORT int ho_step_begin(ho_replay *r);
+/* Op `op` is about to run: before-actions, allocation of its writes, and
+ * the waits of the model.  Afterwards every storage it reads or writes is
+ * on device at ho_storage_ptr(). */
+HO_EXPORT int ho_op_begin(ho_replay *r, uint32_t op);
+/* Optional check that op `op` touches exactly these storages. */
+HO_EXPORT int ho_op_check(ho_replay *r, uint32_t op, const uint64_t *reads,
+                          uint32_t n_reads, const uint64_t *writes,
+                          uint32_t n_writes);
+/* Op `op` has finished: after-actions and implicit frees. */
+HO_EXPORT int ho_op_end(ho_replay *r, uint32_t op);
+
+/* Batched form: for op = first .. first+count-1: ho_op_begin, fn(ctx, op),
+ * ho_op_end.  Stops at the first error (of a hook, or fn's non-zero
+ * return, which is passed through). */
+typedef int (*ho_op_fn)(void *ctx, uint32_t op);
+HO_EXPORT int ho_ops_run(ho_replay *r, uint32_t first, uint32_t count,
+                         ho_op_fn fn, void *ctx);
+
+/* End of the step: waits for every copy, checks the end-of-step state,
+ * publishes and returns the step's figures (ret may be NULL). */
+HO_EXPORT int ho_step_end(ho_replay *r, ho_step_stats *ret);
+/* Figures of the most recent step (step 0 = the last one). */
+HO_EXPORT int ho_step_stats(const ho_replay *r, ho_step_stats *ret);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
