@@ -69,7 +69,8 @@ struct ho_client {
     size_t rbuf_off, rbuf_end;
     int fdq[HOC_MAX_FDS];      /* received descriptors, arrival order */
     unsigned fdq_len;
-    char read_why[128];        /* detail of the last read failure */
+
+    char read_why[160];        /* detail of a read failure (under mu) */
 
     uint32_t send_limit;       /* largest frame payload we may send */
     atomic_int shutting_down;

@@ -600,15 +600,17 @@ static json_t *quota_json(const Hyperoffload__QuotaEntry *e)
 
 static void quota_rows(table *t, Hyperoffload__QuotaEntry *const *es, size_t n)
 {
-    char b[4][32];
+    char b[4][32], subject[CELL_MAX];
     for (size_t i = 0; i < n; i++) {
         const Hyperoffload__QuotaEntry *e = es[i];
         if (!e)
             continue;
-        bool uid = e->kind == HYPEROFFLOAD__QUOTA_SUBJECT_KIND__QUOTA_SUBJECT_UID;
-        if (uid)
-            snprintf(b[0], 32, "uid %u", e->uid);
-        table_row(t, uid ? b[0] : "job", uid ? "" : e->job, tier_str(e->tier),
+        if (e->kind == HYPEROFFLOAD__QUOTA_SUBJECT_KIND__QUOTA_SUBJECT_UID)
+            snprintf(subject, sizeof(subject), "uid %u", e->uid);
+        else
+            snprintf(subject, sizeof(subject), "job %.*s", CELL_MAX - 8,
+                     e->job ? e->job : "");
+        table_row(t, subject, tier_str(e->tier),
                   e->limit ? iec(e->limit, b[1]) : "unlimited",
                   iec(e->used, b[2]));
     }
@@ -687,8 +689,8 @@ int hoctl_cmd_quota(const hoctl_globals *g, int argc, char **argv)
 
     json_t *jarr = g->json ? json_array() : NULL;
     table t;
-    table_init(&t, 5);
-    table_row(&t, "SUBJECT", "JOB", "TIER", "LIMIT", "USED");
+    table_init(&t, 4);
+    table_row(&t, "SUBJECT", "TIER", "LIMIT", "USED");
     size_t rows = 0;
     for (size_t k = 0; k < ntiers && rc == 0; k++) {
         Hyperoffload__Envelope *reply = NULL;

@@ -333,7 +333,7 @@ HO_EXPORT uint64_t ho_hbm_granted(const ho_client *c)
     return registered(c) ? c->hbm_granted : 0;
 }
 
-HO_EXPORT int ho_device(const ho_client *c)
+HO_EXPORT int ho_session_device(const ho_client *c)
 {
     return registered(c) ? c->device : -1;
 }

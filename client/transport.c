@@ -105,7 +105,9 @@ static void kill_locked(ho_client *c, int err)
         shutdown(c->fd, SHUT_RDWR);
         if (err == HO_E_DISCONNECTED)
             snprintf(c->last_error, sizeof(c->last_error),
-                     "connection to the daemon at %s lost", c->socket_path);
+                     "connection to the daemon at %s lost%s%s",
+                     c->socket_path, c->read_why[0] ? "; " : "",
+                     c->read_why);
         else
             snprintf(c->last_error, sizeof(c->last_error),
                      "connection to the daemon at %s closed: %s%s%s",
@@ -205,7 +207,7 @@ static int send_all(int fd, const uint8_t *buf, size_t len)
 /* Receive more bytes into rbuf (which must be empty) and queue any
  * descriptors that came with them.  Reader context.  Returns 0 or a
  * connection-fatal code. */
-static int recv_more(ho_client *c)
+static int recv_more(ho_client *c, char *why, size_t whylen)
 {
     union {
         char buf[CMSG_SPACE(sizeof(int) * HOC_MAX_FDS_PER_MSG)];
@@ -244,15 +246,14 @@ static int recv_more(ho_client *c)
                 c->fdq[c->fdq_len++] = fd;
             } else {
                 close(fd);
-                snprintf(c->read_why, sizeof(c->read_why),
-                         "more than %u descriptors pending", HOC_MAX_FDS);
+                snprintf(why, whylen, "more than %u descriptors pending",
+                         HOC_MAX_FDS);
                 rc = HO_E_PROTOCOL;
             }
         }
     }
     if (msg.msg_flags & MSG_CTRUNC) {
-        snprintf(c->read_why, sizeof(c->read_why),
-                 "ancillary data truncated");
+        snprintf(why, whylen, "ancillary data truncated");
         rc = HO_E_PROTOCOL;
     }
     if (rc < 0)
@@ -278,7 +279,7 @@ static bool wants_fd(const Hyperoffload__Envelope *env)
  * NOT_SET.  *ret_fd is the descriptor the envelope announced, or -1.
  * Returns 0 or a connection-fatal code. */
 static int read_envelope(ho_client *c, Hyperoffload__Envelope **ret_env,
-                         int *ret_fd)
+                         int *ret_fd, char *why, size_t whylen)
 {
     for (;;) {
         if (c->rbuf_off < c->rbuf_end) {
@@ -289,12 +290,10 @@ static int read_envelope(ho_client *c, Hyperoffload__Envelope **ret_env,
                                           &payload, &plen);
             c->rbuf_off += used;
             if (rc == HO_E_FRAME_TOO_LARGE)
-                snprintf(c->read_why, sizeof(c->read_why),
-                         "reply of %u bytes exceeds the limit %u",
+                snprintf(why, whylen, "reply of %u bytes exceeds the limit %u",
                          ho_frame_header_len(c->reader.hdr), c->reader.limit);
             else if (rc == HO_E_PROTOCOL)
-                snprintf(c->read_why, sizeof(c->read_why),
-                         "zero-length frame");
+                snprintf(why, whylen, "zero-length frame");
             if (rc < 0)
                 return rc;
             if (rc == 1) {
@@ -302,17 +301,16 @@ static int read_envelope(ho_client *c, Hyperoffload__Envelope **ret_env,
                     hyperoffload__envelope__unpack(NULL, plen, payload);
                 free(payload);
                 if (!env) {
-                    snprintf(c->read_why, sizeof(c->read_why),
-                             "undecodable frame of %zu bytes", plen);
+                    snprintf(why, whylen, "undecodable frame of %zu bytes",
+                             plen);
                     return HO_E_PROTOCOL;
                 }
                 int fd = -1;
                 if (wants_fd(env)) {
                     if (c->fdq_len == 0) {
                         ho_frame_envelope_free(env);
-                        snprintf(c->read_why, sizeof(c->read_why),
-                                 "a reply announces a descriptor that did "
-                                 "not arrive");
+                        snprintf(why, whylen, "a reply announces a "
+                                 "descriptor that did not arrive");
                         return HO_E_PROTOCOL;
                     }
                     fd = c->fdq[0];
@@ -326,7 +324,7 @@ static int read_envelope(ho_client *c, Hyperoffload__Envelope **ret_env,
             }
             continue;
         }
-        int rc = recv_more(c);
+        int rc = recv_more(c, why, whylen);
         if (rc < 0)
             return rc;
     }
@@ -343,7 +341,7 @@ static void dispatch_locked(ho_client *c, Hyperoffload__Envelope *env, int fd)
         else if (env->body_case == HYPEROFFLOAD__ENVELOPE__BODY_ERROR &&
                  env->error && env->error->message)
             /* A connection-level error (the close follows): keep why. */
-            snprintf(c->last_error, sizeof(c->last_error), "%s",
+            snprintf(c->read_why, sizeof(c->read_why), "daemon said: %s",
                      env->error->message);
         goto drop;
     }
@@ -434,9 +432,12 @@ int hoc_call(ho_client *c, Hyperoffload__Envelope *req,
         pthread_mutex_unlock(&c->mu);
         Hyperoffload__Envelope *env = NULL;
         int fd = -1;
-        int rrc = read_envelope(c, &env, &fd);
+        char why[sizeof(c->read_why)] = "";
+        int rrc = read_envelope(c, &env, &fd, why, sizeof(why));
         pthread_mutex_lock(&c->mu);
         c->reader_busy = false;
+        if (why[0])
+            memcpy(c->read_why, why, sizeof(why));
         if (rrc < 0)
             kill_locked(c, rrc);
         else

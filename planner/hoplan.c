@@ -28,9 +28,20 @@
 
 #ifdef HP_DEBUG
 #include <stdio.h>
-#define DBG(...) fprintf(stderr, __VA_ARGS__)
+#define DBG(...) (getenv("HPV") ? fprintf(stderr, __VA_ARGS__) : 0)
 #include <time.h>
 static unsigned long dbg_pops, dbg_drops;
+static unsigned long dbg_succ[HP_MAX_ROUNDS + 3];
+extern unsigned long hp_dbg_place_it[HP_PLACE_ITERS];
+static void dbg_report(void)
+{
+    fprintf(stderr, "place fits at iteration: %lu %lu %lu\n",
+            hp_dbg_place_it[0], hp_dbg_place_it[1], hp_dbg_place_it[2]);
+    fprintf(stderr, "success by round:");
+    for (int i = 0; i < HP_MAX_ROUNDS + 3; i++)
+        fprintf(stderr, " %lu", dbg_succ[i]);
+    fprintf(stderr, "\n");
+}
 static double dbg_ms(void)
 {
     struct timespec ts;
@@ -937,24 +948,30 @@ static int select_gaps(hstate *h)
                     h->fail_op = i;
             }
 #ifdef HP_DEBUG
-            {
+            if (getenv("HPV")) {
                 uint32_t fo = h->fail_op;
                 kq one;
                 kt_range(&k, fo, fo, &one);
-                DBG("fail at %u level %lld budget %lld\n", fo,
-                    (long long)one.mx, (long long)B);
+                DBG("fail at %u level %lld budget %lld base %lld corr %lld\n",
+                    fo, (long long)one.mx, (long long)B,
+                    (long long)m->base[fo], (long long)h->corr[fo]);
                 for (uint32_t g = 0; g < m->n_gaps; g++) {
                     const hp_gap *gp = &m->gaps[g];
-                    uint32_t fb = hp_gap_fb(gp);
                     uint32_t qq = gp->q < n ? gp->q : n;
-                    if (fb > fo || qq <= fo)
+                    if (hp_gap_fb(gp) > fo || qq <= fo)
                         continue;
-                    gwin w = gap_window(h, &k, g);
-                    DBG("  g%u s%u type %d forced %d f %d q %u sel %d ideal "
-                        "[%u,%u) win [%u,%u) hidden %d over %d bytes %llu\n",
-                        g, gp->storage, gp->type, gp->forced, (int)gp->f,
-                        gp->q, h->sel[g], gp->a, gp->z, w.a, w.z, w.hidden,
-                        w.over, (unsigned long long)hp_bytes(m, gp));
+                    bool cand = false;
+                    for (uint32_t c = 0; c < m->n_cand; c++)
+                        cand |= m->cand[c] == g;
+                    gwin w = {0, 0, 0, false, 0, 0, false, false};
+                    if (cand || gp->forced)
+                        w = gap_window(h, &k, g);
+                    DBG("  g%u s%u type %d forced %d cand %d f %d q %u sel %d "
+                        "model [%u,%u) cw [%u,%u) win [%u,%u) bytes %llu\n",
+                        g, gp->storage, gp->type, gp->forced, cand,
+                        (int)gp->f, gp->q, h->sel[g], gp->a, gp->z,
+                        h->cwa[g], h->cwz[g], w.a, w.z,
+                        (unsigned long long)hp_bytes(m, gp));
                 }
             }
 #endif
@@ -1192,6 +1209,12 @@ static int try_budget(const hp_model *m, uint64_t budget, attempt *a)
             goto out;
         }
         if (p.fits) {
+#ifdef HP_DEBUG
+            static int reg;
+            if (!reg++)
+                atexit(dbg_report);
+            dbg_succ[round]++;
+#endif
             a->sched = p.sched;
             p.sched = NULL;
             hp_place_done(&p);
@@ -1228,6 +1251,9 @@ static int try_budget(const hp_model *m, uint64_t budget, attempt *a)
             (unsigned long long)p.metrics.peak_device_bytes,
             p.violation.message);
         if (r == 0 && p.fits) {
+#ifdef HP_DEBUG
+            dbg_succ[HP_MAX_ROUNDS + fb]++;
+#endif
             a->sched = p.sched;
             p.sched = NULL;
         }
@@ -1236,6 +1262,9 @@ static int try_budget(const hp_model *m, uint64_t budget, attempt *a)
             goto out;
     }
     r = HO_E_INFEASIBLE;
+#ifdef HP_DEBUG
+    dbg_succ[HP_MAX_ROUNDS + 2]++;
+#endif
 out:
     hp_place_done(&last);
     hstate_done(&h);

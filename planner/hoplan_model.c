@@ -553,6 +553,10 @@ fail:
     return r;
 }
 
+#ifdef HP_DEBUG
+unsigned long hp_dbg_place_it[HP_PLACE_ITERS];
+#endif
+
 /* ------------------------------------------------------------------ placement */
 
 void hp_place_done(hp_place *p)
@@ -1117,6 +1121,9 @@ static int place_once(const hp_model *m, const uint8_t *sel, uint64_t budget,
 int hp_place_loop(const hp_model *m, const uint8_t *sel, uint64_t budget,
                   const char *planner, hp_place *p)
 {
+#ifdef HP_DEBUG
+    hp_dbg_place_it[2] += 1000000;
+#endif
     scratch x;
     int64_t *corr = NULL;
     double *T = NULL;
@@ -1152,8 +1159,12 @@ int hp_place_loop(const hp_model *m, const uint8_t *sel, uint64_t budget,
             r = HO_E_INTERNAL;
             break;
         }
-        if (p->fits)
+        if (p->fits) {
+#ifdef HP_DEBUG
+            hp_dbg_place_it[it]++;
+#endif
             break;
+        }
         for (uint32_t i = 0; i < m->n; i++)
             corr[i] += p->over[i];
         memcpy(T, p->times, tb); /* the stalls it caused shift the times */

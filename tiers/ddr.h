@@ -87,9 +87,9 @@ tier_arena *tier_arena_new(tier_ddr *d, const char *owner, char *err,
  * arena's resident extents.  NULL ok; returns NULL. */
 tier_arena *tier_arena_free(tier_arena *a);
 
-uint64_t tier_arena_id(const tier_arena *a);
+uint64_t tier_arena_id(const tier_arena *a);   /* >= 1, unique per pool */
 int tier_arena_fd(const tier_arena *a);        /* memfd, owned by arena */
-uint64_t tier_arena_map_size(const tier_arena *a);
+uint64_t tier_arena_map_size(const tier_arena *a); /* = pool capacity */
 uint8_t *tier_arena_base(const tier_arena *a); /* daemon's mapping */
 
 /* Allocate `len` bytes (rounded to align) in the arena, charging the pool.
@@ -142,6 +142,7 @@ typedef struct tier_arena_stats {
 
 void tier_arena_stats_get(const tier_arena *a, tier_arena_stats *ret);
 
+/* Fill *ret (every field, see tier_ddr_stats); O(number of arenas). */
 void tier_ddr_stats_get(const tier_ddr *d, tier_ddr_stats *ret);
 
 #endif

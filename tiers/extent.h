@@ -59,6 +59,7 @@ int tier_extents_set_tag(tier_extents *ea, uint64_t off, uint32_t tag);
 int tier_extents_get_tag(const tier_extents *ea, uint64_t off,
                          uint32_t *ret_tag);
 
+/* Fill *ret (see tier_extents_stats); O(log n). */
 void tier_extents_stats_get(const tier_extents *ea, tier_extents_stats *ret);
 
 /* Highest end offset of any live allocation (0 when empty). */

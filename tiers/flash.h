@@ -96,6 +96,8 @@ int tier_flash_write_fd(tier_flash *f, uint64_t off, int src_fd,
 int tier_flash_read_fd(tier_flash *f, uint64_t off, int dst_fd,
                        uint64_t dst_off, uint64_t len);
 
+/* Fill *ret: the extent allocator's figures, the I/O mode and alignment,
+ * the path (truncated to 255 bytes) and the detail line.  Loop thread. */
 void tier_flash_stats_get(const tier_flash *f, tier_flash_stats *ret);
 
 #endif

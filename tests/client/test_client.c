@@ -529,7 +529,7 @@ START_TEST(test_handshake)
     ck_assert_uint_eq(ho_session_id(c), 0);
     ck_assert_ptr_null(ho_pool_base(c));
     ck_assert_uint_eq(ho_pool_size(c), 0);
-    ck_assert_int_eq(ho_device(c), -1);
+    ck_assert_int_eq(ho_session_device(c), -1);
     ck_assert_int_eq(ho_shutting_down(c), 0);
     char msg[64];
     ck_assert_str_eq(ho_last_error(c, msg, sizeof(msg)), "");
@@ -789,7 +789,7 @@ START_TEST(test_register_and_extents)
     ck_assert_int_eq(ho_connect(f->path, "unit", &c), 0);
     ck_assert_int_eq(ho_register(c, "jobA", 1, 1u << 30), 0);
     ck_assert_uint_eq(ho_session_id(c), 42);
-    ck_assert_int_eq(ho_device(c), 1);
+    ck_assert_int_eq(ho_session_device(c), 1);
     ck_assert_uint_eq(ho_hbm_granted(c), 1u << 30);
     ck_assert_uint_eq(ho_pool_size(c), ARENA_SIZE);
     ck_assert_uint_eq(ho_pool_arena_id(c), 7);
@@ -1053,6 +1053,36 @@ START_TEST(test_lost_daemon)
 }
 END_TEST
 
+static void script_fatal_error(fake *f, int fd)
+{
+    if (srv_handshake(f, fd) < 0)
+        return;
+    Hyperoffload__Envelope *r = srv_recv(fd);
+    EXPECT(f, r != NULL);
+    ho_frame_envelope_free(r);
+    /* a connection-level error the daemon could not tie to a request */
+    srv_send_error(fd, 0, HO_E_PROTOCOL, "garbage on the wire");
+    f->ok = 1;
+}
+
+START_TEST(test_fatal_error_sentence)
+{
+    fake *f = fake_start(script_fatal_error);
+    ho_client *c = NULL;
+    char msg[512];
+    ck_assert_int_eq(ho_connect(f->path, "unit", &c), 0);
+    ck_assert_int_eq(ho_stats(c, NULL, 0, NULL, NULL), HO_E_DISCONNECTED);
+    ck_assert_ptr_nonnull(strstr(ho_last_error(c, msg, sizeof(msg)),
+                                 "daemon said: garbage on the wire"));
+    ho_close(c);
+    {
+        int ok = 0;
+        fake_stop(f, &ok);
+        ck_assert_int_eq(ok, 1);
+    }
+}
+END_TEST
+
 static void script_close_after_handshake(fake *f, int fd)
 {
     srv_handshake(f, fd);
@@ -1093,6 +1123,7 @@ static Suite *client_suite(void)
     tcase_add_test(tc, test_events_and_limits);
     tcase_add_test(tc, test_lost_daemon);
     tcase_add_test(tc, test_send_to_closed_peer);
+    tcase_add_test(tc, test_fatal_error_sentence);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -234,13 +234,19 @@ int it_check(const void *p, size_t len, uint64_t seed)
     return 1;
 }
 
+#define IT_MAX_CLIENTS 32
+static ho_client *tracked[IT_MAX_CLIENTS];
+
 pid_t it_spawn(int (*fn)(void *), void *arg)
 {
     fflush(NULL);
     pid_t pid = fork();
     ck_assert_int_ge(pid, 0);
-    if (pid == 0)
+    if (pid == 0) {
+        for (int i = 0; i < IT_MAX_CLIENTS; i++)
+            tracked[i] = ho_close(tracked[i]);
         _exit(fn(arg));
+    }
     return pid;
 }
 
@@ -267,7 +273,21 @@ ho_client *it_client(const char *socket, const char *job)
     char msg[512];
     ck_assert_msg(rc == 0, "register: %s (%s)", ho_strerror(rc),
                   ho_last_error(c, msg, sizeof(msg)));
+    for (int i = 0; i < IT_MAX_CLIENTS; i++) {
+        if (!tracked[i]) {
+            tracked[i] = c;
+            break;
+        }
+    }
     return c;
+}
+
+void it_close(ho_client *c)
+{
+    for (int i = 0; i < IT_MAX_CLIENTS; i++)
+        if (tracked[i] == c)
+            tracked[i] = NULL;
+    ho_close(c);
 }
 
 unsigned it_scale(unsigned n, unsigned div)

@@ -48,13 +48,19 @@ void it_fill(void *p, size_t len, uint64_t seed);
 int it_check(const void *p, size_t len, uint64_t seed);
 
 /* Fork a child that runs fn(arg) and _exits with its return value (the
- * child must clean up after itself).  Returns the pid. */
+ * child must clean up after itself).  Before fn runs, the child closes its
+ * copies of every client made by it_client() and not yet it_close()d (its
+ * own copy of the mapping and socket; the parent's connection is not
+ * affected): valgrind's leak scan at the child's exit would otherwise
+ * crawl over the inherited pool mapping page by page.  Returns the pid. */
 pid_t it_spawn(int (*fn)(void *), void *arg);
 /* Wait for a child; returns its exit status, 128+signal, or -1. */
 int it_wait(pid_t pid);
 
-/* Connect and register (job may be NULL); aborts the test on failure. */
+/* Connect and register (job may be NULL); aborts the test on failure.
+ * Release with it_close(). */
 ho_client *it_client(const char *socket, const char *job);
+void it_close(ho_client *c);
 
 /* Scale an iteration count down under valgrind (divide by `div`, >= 1). */
 unsigned it_scale(unsigned n, unsigned div);

@@ -46,7 +46,7 @@ START_TEST(test_handshake_and_register)
     ck_assert_int_eq(ho_register(c, NULL, 0, 64 * MiB), 0);
     uint64_t sid = ho_session_id(c);
     ck_assert_uint_ne(sid, 0);
-    ck_assert_int_eq(ho_device(c), 0);
+    ck_assert_int_eq(ho_session_device(c), 0);
     ck_assert_uint_eq(ho_hbm_granted(c), 64 * MiB);
     ck_assert_ptr_nonnull(ho_pool_base(c));
     ck_assert_uint_gt(ho_pool_size(c), 0);
@@ -105,8 +105,8 @@ START_TEST(test_handshake_and_register)
     json_decref(st);
 
     /* closing releases the grant */
-    ho_close(c);
-    ho_close(c2);
+    it_close(c);
+    it_close(c2);
     for (int k = 0; k < 200; k++) {
         st = it_status(sock);
         ck_assert_ptr_nonnull(st);
@@ -190,7 +190,7 @@ static int shared_child(void *p)
     else if (ho_extent_spill(c, a->extent_id, NULL) != HO_E_UNKNOWN_EXTENT)
         rc = 31;
 out:
-    ho_close(c);
+    it_close(c);
     return rc;
 }
 
@@ -221,7 +221,7 @@ START_TEST(test_shared_arena)
 
     ck_assert(it_check(e.ptr, e.length / 2, 1));
     ck_assert_int_eq(ho_extent_free(c, e.id), 0);
-    ho_close(c);
+    it_close(c);
     ck_assert_int_eq(ho_harness_free(h), 0);
 }
 END_TEST
@@ -342,7 +342,7 @@ START_TEST(test_impossible_requests)
         ck_assert_uint_eq(s5.ddr_used, s5.ddr_capacity);
         REFUSED(c, ho_extent_fill(c, e.id, NULL), HO_E_TIER_FULL, s5);
     }
-    ho_close(c2);
+    it_close(c2);
     ck_assert_int_eq(ho_extent_free(c, big.id), 0);
     ck_assert(it_wait_used(sock, s3.ddr_used, UINT64_MAX, 10000, NULL, NULL));
     ck_assert_int_eq(ho_extent_fill(c, e.id, NULL), 0);
@@ -350,7 +350,7 @@ START_TEST(test_impossible_requests)
     ck_assert_int_eq(ho_extent_free(c, e.id), 0);
     REFUSED(c, ho_extent_free(c, e.id), HO_E_UNKNOWN_EXTENT, s1);
     ASSERT_SAME(take_snap(c), s1);
-    ho_close(c);
+    it_close(c);
     ck_assert_int_eq(ho_harness_free(h), 0);
 }
 END_TEST
@@ -378,7 +378,7 @@ START_TEST(test_daemon_restart_under_client)
     for (uint64_t k = 0; k < e.length; k += 512)
         sum ^= ((volatile uint8_t *)e.ptr)[k];
     (void)sum;
-    ho_close(c);
+    it_close(c);
 
     char err[4096];
     ck_assert_msg(ho_harness_restart(h, err, sizeof(err)) == 0, "%s", err);
@@ -393,11 +393,11 @@ START_TEST(test_daemon_restart_under_client)
     ck_assert_int_eq(ho_harness_kill9(h), 0);
     ck_assert_int_eq(ho_extent_free(c, e.id), HO_E_DISCONNECTED);
     ck_assert_int_eq(ho_stats(c, NULL, 0, NULL, NULL), HO_E_DISCONNECTED);
-    ho_close(c);
+    it_close(c);
     ck_assert_msg(ho_harness_restart(h, err, sizeof(err)) == 0, "%s", err);
     c = it_client(sock, NULL);
     ck_assert_int_eq(ho_stats(c, NULL, 0, NULL, NULL), 0);
-    ho_close(c);
+    it_close(c);
     ck_assert_int_eq(ho_harness_free(h), 0);
 }
 END_TEST

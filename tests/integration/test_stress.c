@@ -84,9 +84,9 @@ START_TEST(test_64_clients_1000_cycles)
 
     int go[2];
     ck_assert_int_eq(pipe(go), 0);
-    pid_t *pids = calloc(nproc, sizeof(pid_t));
-    stress_arg *args = calloc(nproc, sizeof(stress_arg));
-    ck_assert(pids && args);
+    /* static: a forked child must not hold heap blocks it cannot free */
+    static pid_t pids[64];
+    static stress_arg args[64];
     for (unsigned i = 0; i < nproc; i++) {
         args[i] = (stress_arg){.sock = sock, .index = i, .cycles = cycles,
                                .go_fd = go[0], .go_wfd = go[1]};
@@ -104,8 +104,6 @@ START_TEST(test_64_clients_1000_cycles)
                 first_rc = rc;
         }
     }
-    free(pids);
-    free(args);
     ck_assert_msg(failed == 0, "%u of %u clients failed (first exit %d)",
                   failed, nproc, first_rc);
 

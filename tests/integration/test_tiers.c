@@ -103,7 +103,7 @@ START_TEST(test_spill_fill_roundtrip)
     it_used(sock, &ddr, &flash);
     ck_assert_uint_eq(ddr, ddr0);
     ck_assert_uint_eq(flash, flash0);
-    ho_close(c);
+    it_close(c);
     ck_assert_int_eq(ho_harness_free(h), 0);
 }
 END_TEST
@@ -218,7 +218,7 @@ START_TEST(test_quota)
     json_decref(j);
 
     /* quotas persist across a restart */
-    ho_close(c);
+    it_close(c);
     ck_assert_int_eq(ho_harness_stop(h), 0);
     char err[4096];
     ck_assert_msg(ho_harness_restart(h, err, sizeof(err)) == 0, "%s", err);
@@ -235,7 +235,7 @@ START_TEST(test_quota)
     ck_assert_uint_eq(quota_limit(sock, "--uid", uid, "ddr"), 0);
     ck_assert_int_eq(ho_extent_alloc(c, 2 * MiB, &x), 0);
     ck_assert_int_eq(ho_extent_free(c, x.id), 0);
-    ho_close(c);
+    it_close(c);
     ck_assert_int_eq(ho_harness_free(h), 0);
 }
 END_TEST
@@ -349,7 +349,7 @@ START_TEST(test_sigkill_reclaims)
     ck_assert(it_check(s1.ptr, MiB, 11));
     ck_assert_int_eq(ho_extent_fill(s, s2.id, NULL), 0);
     ck_assert(it_check(s2.ptr, 2 * MiB + 3, 12));
-    ho_close(s);
+    it_close(s);
     ck_assert_int_eq(ho_harness_free(h), 0);
 }
 END_TEST

@@ -215,7 +215,7 @@ HO_EXPORT uint64_t ho_session_id(const ho_client *c);
 /* HBM granted at registration (bytes), 0 when none / not registered. */
 HO_EXPORT uint64_t ho_hbm_granted(const ho_client *c);
 /* Device index of the session, -1 when none / not registered. */
-HO_EXPORT int ho_device(const ho_client *c);
+HO_EXPORT int ho_session_device(const ho_client *c);
 /* The mapped arena: base address, mapped size, arena id and extent
  * alignment; NULL / 0 before registration. */
 HO_EXPORT void *ho_pool_base(const ho_client *c);

@@ -174,7 +174,7 @@ typedef struct ho_replay_opts {
 } ho_replay_opts;
 
 /* Per-step figures (ho_step_end, ho_step_stats). */
-typedef struct ho_step_stats {
+typedef struct ho_step_info {
     uint64_t step;                /* 1-based step number */
     uint32_t ops;                 /* ops executed with the plan */
     int diverged;                 /* 1 when the step fell back */
@@ -186,7 +186,7 @@ typedef struct ho_step_stats {
     uint64_t flash_out_bytes;     /* spilled to flash by the daemon */
     uint64_t peak_device_bytes;   /* measured on the backend */
     uint64_t ddr_bytes, flash_bytes; /* host copies' residency at the end */
-} ho_step_stats;
+} ho_step_info;
 
 /* Create a replay of plan `p` for trace `t` on device `dev`, for the
  * registered client `c`.  Checks the schedule with the simulator
@@ -237,9 +237,13 @@ HO_EXPORT int ho_ops_run(ho_replay *r, uint32_t first, uint32_t count,
 
 /* End of the step: waits for every copy, checks the end-of-step state,
  * publishes and returns the step's figures (ret may be NULL). */
-HO_EXPORT int ho_step_end(ho_replay *r, ho_step_stats *ret);
-/* Figures of the most recent step (step 0 = the last one). */
-HO_EXPORT int ho_step_stats(const ho_replay *r, ho_step_stats *ret);
+HO_EXPORT int ho_step_end(ho_replay *r, ho_step_info *ret);
+/* Figures of step `step` (1-based; 0 = the most recent one).  The replay
+ * keeps the figures of its last HO_STEP_HISTORY steps; older ones are
+ * -ENOENT. */
+#define HO_STEP_HISTORY 1024
+HO_EXPORT int ho_step_stats(const ho_replay *r, uint64_t step,
+                            ho_step_info *ret);
 
 #ifdef __cplusplus
 }
