@@ -585,6 +585,7 @@ typedef struct hstate {
     const double *T; /* boundary times this round assumes */
     bool relaxed;    /* engines oversubscribed: windows as if idle */
     hp_win *iw;      /* n_gaps: ideal windows on T */
+    uint8_t *ext;    /* n_gaps: window extended to the consumer */
 } hstate;
 
 typedef struct gwin {
@@ -813,6 +814,7 @@ static void setup_round(hstate *h, const hp_place *last)
     h->eh = shared ? &h->cd : &h->ch;
     h->T = last ? last->times : m->T;
     h->relaxed = false;
+    memset(h->ext, 0, m->n_gaps ? m->n_gaps : 1);
     for (uint32_t c = 0; c < m->n_cand; c++)
         hp_gap_ideal(m, h->T, &m->gaps[m->cand[c]], &h->iw[m->cand[c]]);
     for (uint32_t c = 0; c < m->n_forced; c++)
@@ -851,10 +853,48 @@ static void setup_round(hstate *h, const hp_place *last)
     }
 }
 
+#define EXT_BIT 0x80000000u /* heap entry: extend a gap's window */
+
+static inline bool is_included(const hstate *h, uint32_t g)
+{
+    return h->m->gaps[g].forced || h->sel[g];
+}
+
+/* Key of delaying the prefetch of included gap g up to its consumer: its
+ * window grows to [cwz, consumer), the consumer may stall (the placement
+ * issues the prefetch no earlier than memory allows). */
+static double ext_key(const hstate *h, const ktree *k, uint32_t g,
+                      uint32_t *ra, uint32_t *rz)
+{
+    const hp_model *m = h->m;
+    const hp_gap *gp = &m->gaps[g];
+    const uint32_t n = m->n;
+    if ((gp->type != HP_LIVE && gp->type != HP_LEAD_HOST) || h->ext[g] ||
+        !is_included(h, g))
+        return 0;
+    uint32_t qm = gp->q < n ? gp->q : n - 1;
+    uint32_t a = h->cwz[g] > h->cwa[g] ? h->cwz[g] : h->cwa[g];
+    if (a >= qm)
+        return 0;
+    kq q;
+    kt_range(k, a, qm - 1, &q);
+    if (q.cnt == 0)
+        return 0;
+    double b = (double)hp_bytes(m, gp), area;
+    if ((double)(q.mx - k->B) <= b)
+        area = q.sum;
+    else
+        area = b * q.cnt < q.sum ? b * q.cnt : q.sum;
+    double stall = h->T[qm] + h->iw[g].h2d_us - h->T[gp->q < n ? gp->q : n];
+    *ra = a;
+    *rz = qm;
+    return area / (1e-3 + (stall > 0 ? stall : 0));
+}
+
 /* Optimistic keys for every useful candidate: its widest window, its
  * cheapest cost (levels only drop, engines only fill).  0 or -ENOMEM. */
-static int fill_heap(hstate *h, gheap *hp, const uint32_t *cnt0,
-                     const double *sx0)
+static int fill_heap(hstate *h, const ktree *k, gheap *hp,
+                     const uint32_t *cnt0, const double *sx0)
 {
     const hp_model *m = h->m;
     const uint32_t n = m->n;
@@ -889,6 +929,12 @@ static int fill_heap(hstate *h, gheap *hp, const uint32_t *cnt0,
     }
     for (size_t i = hp->n / 2; i-- > 0;)
         gheap_sift(hp, i);
+    for (uint32_t g = 0; g < m->n_gaps; g++) {
+        uint32_t ea, ez;
+        double key = ext_key(h, k, g, &ea, &ez);
+        if (key > 0 && gheap_push(hp, key, g | EXT_BIT) < 0)
+            return -ENOMEM;
+    }
     return 0;
 }
 
@@ -923,7 +969,7 @@ static int select_gaps(hstate *h)
         cnt0[i + 1] = cnt0[i] + over;
         sx0[i + 1] = sx0[i] + (over ? (double)(h->lv[i] - B) : 0.0);
     }
-    r = fill_heap(h, &hp, cnt0, sx0);
+    r = fill_heap(h, &k, &hp, cnt0, sx0);
     if (r < 0)
         goto out;
     r = 0;
@@ -933,7 +979,7 @@ static int select_gaps(hstate *h)
              * Go on with windows as if the engines were idle; the next
              * round sees the stretched timeline. */
             h->relaxed = true;
-            r = fill_heap(h, &hp, cnt0, sx0);
+            r = fill_heap(h, &k, &hp, cnt0, sx0);
             if (r < 0)
                 break;
             continue;
@@ -982,6 +1028,26 @@ static int select_gaps(hstate *h)
 #ifdef HP_DEBUG
         dbg_pops++;
 #endif
+        double second = hp.n < 2 ? 0
+                        : hp.n < 3 || hent_before(&hp.v[1], &hp.v[2])
+                            ? hp.v[1].key
+                            : hp.v[2].key;
+        if (e.g & EXT_BIT) {
+            uint32_t g = e.g & ~EXT_BIT, ea, ez;
+            double key = ext_key(h, &k, g, &ea, &ez);
+            if (key <= 0) {
+                gheap_pop(&hp);
+            } else if (key < second * (1.0 - HP_LAZY_SLACK)) {
+                hp.v[0].key = key;
+                gheap_sift(&hp, 0);
+            } else {
+                gheap_pop(&hp);
+                kt_subr(&k, ea, ez - 1, -(int64_t)hp_bytes(m, &m->gaps[g]));
+                h->cwz[g] = ez;
+                h->ext[g] = 1;
+            }
+            continue;
+        }
         if (h->sel[e.g]) {
             gheap_pop(&hp);
             continue;
@@ -996,10 +1062,6 @@ static int select_gaps(hstate *h)
             gheap_pop(&hp);
             continue;
         }
-        double second = hp.n < 2 ? 0
-                        : hp.n < 3 || hent_before(&hp.v[1], &hp.v[2])
-                            ? hp.v[1].key
-                            : hp.v[2].key;
         if (bound < second * (1.0 - HP_LAZY_SLACK)) {
             hp.v[0].key = bound; /* replace the top, sift it down */
             gheap_sift(&hp, 0);
@@ -1025,6 +1087,12 @@ static int select_gaps(hstate *h)
         h->cwz[e.g] = w.z;
         h->order[h->n_order++] = e.g;
         kt_subr(&k, w.a, w.z - 1, -(int64_t)hp_bytes(m, &m->gaps[e.g]));
+        {
+            uint32_t ea, ez;
+            double ek = ext_key(h, &k, e.g, &ea, &ez);
+            if (ek > 0 && (r = gheap_push(&hp, ek, e.g | EXT_BIT)) < 0)
+                break;
+        }
         if (0) DBG("  sel g%u s%u %s type %d f %d q %u win [%u,%u) bytes %llu key %g "
             "cost %g hidden %d max %lld\n", e.g, gp->storage,
             plan_kind_name(m->t->storages[gp->storage].kind), gp->type,
@@ -1121,6 +1189,7 @@ static void hstate_done(hstate *h)
 {
     cap_done(&h->cd);
     cap_done(&h->ch);
+    free(h->ext);
     free(h->iw);
     free(h->vready);
     free(h->sel);
@@ -1147,7 +1216,8 @@ static int hstate_init(hstate *h, const hp_model *m, uint64_t budget)
     h->order = malloc(ng * sizeof(*h->order));
     h->vready = malloc((m->n_vers ? m->n_vers : 1) * sizeof(*h->vready));
     h->iw = malloc(ng * sizeof(*h->iw));
-    if (!h->iw || !h->sel || !h->paid || !h->cwa || !h->cwz || !h->corr || !h->lv ||
+    h->ext = calloc(ng, 1);
+    if (!h->iw || !h->ext || !h->sel || !h->paid || !h->cwa || !h->cwz || !h->corr || !h->lv ||
         !h->order || !h->vready || cap_alloc(&h->cd, m->n) < 0 ||
         cap_alloc(&h->ch, m->n) < 0) {
         hstate_done(h);
@@ -1220,6 +1290,31 @@ static int try_budget(const hp_model *m, uint64_t budget, attempt *a)
             hp_place_done(&p);
             goto out;
         }
+#ifdef HP_DEBUG
+        if (getenv("HPV")) {
+            current_levels(&h);
+            for (uint32_t i = 0; i < m->n; i++) {
+                if (p.over[i] <= 0)
+                    continue;
+                DBG("  over at %u: sim %lld sel-level %lld\n", i,
+                    (long long)(p.over[i] + (int64_t)budget),
+                    (long long)h.lv[i]);
+                for (uint32_t g = 0; g < m->n_gaps; g++) {
+                    const hp_gap *gp = &m->gaps[g];
+                    uint32_t qq = gp->q < m->n ? gp->q : m->n;
+                    if (!(gp->forced || h.sel[g]) || hp_gap_fb(gp) > i ||
+                        qq <= i)
+                        continue;
+                    DBG("    g%u s%u type %d f %d q %u cw [%u,%u) ext %d "
+                        "placed [%u,%u) bytes %llu\n",
+                        g, gp->storage, gp->type, (int)gp->f, gp->q,
+                        h.cwa[g], h.cwz[g], h.ext[g], p.wa[g], p.wz[g],
+                        (unsigned long long)hp_bytes(m, gp));
+                }
+                break;
+            }
+        }
+#endif
         bool any = false;
         for (uint32_t i = 0; i < m->n; i++) {
             if (p.over[i] > 0 && a->fail_op == PLAN_NONE)

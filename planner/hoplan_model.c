@@ -916,10 +916,16 @@ static uint32_t place_prefetches(const hp_model *m, const uint8_t *sel,
         if (j == PLAN_NONE)
             j = lo;
         uint32_t z = p->wz[g];
-        if (j < z) {
+        if (j < z) { /* bringing it back early must fit */
             uint32_t i = hp_maxtree_last_gt(tr, j, z - 1,
                                             (int64_t)budget - (int64_t)b);
             if (i != PLAN_NONE)
+                j = i + 1;
+        }
+        if (j < qmax) { /* bringing it back later may be what fits */
+            uint32_t i = hp_maxtree_last_gt(tr, j > z ? j : z, qmax - 1,
+                                            (int64_t)budget);
+            if (i != PLAN_NONE && i + 1 > j)
                 j = i + 1;
         }
         if (j > qmax)

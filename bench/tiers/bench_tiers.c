@@ -219,6 +219,19 @@ static void usage(void)
     exit(2);
 }
 
+/* Files are removed on every exit, failed runs included. */
+static char cleanup_flash[4096], cleanup_plain[4096], cleanup_dir[4096];
+
+static void cleanup(void)
+{
+    if (cleanup_flash[0])
+        unlink(cleanup_flash);
+    if (cleanup_plain[0])
+        unlink(cleanup_plain);
+    if (cleanup_dir[0])
+        rmdir(cleanup_dir);
+}
+
 int main(int argc, char **argv)
 {
     const char *dir = "./bench-tiers.d";
@@ -266,6 +279,11 @@ int main(int argc, char **argv)
     }
     snprintf(flash_path, sizeof(flash_path), "%s/bench-flash.img", dir);
     snprintf(plain_path, sizeof(plain_path), "%s/bench-plain.img", dir);
+    snprintf(cleanup_flash, sizeof(cleanup_flash), "%s", flash_path);
+    snprintf(cleanup_plain, sizeof(cleanup_plain), "%s", plain_path);
+    if (made_dir)
+        snprintf(cleanup_dir, sizeof(cleanup_dir), "%s", dir);
+    atexit(cleanup);
 
     /* ---- setup ---- */
     tier_flash *fl = NULL;
@@ -525,17 +543,13 @@ int main(int argc, char **argv)
             print_row(&rd[c], NULL);
     }
 
-    /* ---- cleanup ---- */
+    /* ---- cleanup (files: atexit) ---- */
     close(pfd);
-    unlink(plain_path);
     for (i = 0; i < 2; i++) {
         tier_arena_free(arena[i]);
         tier_ddr_free(pool[i]);
     }
     tier_flash_close(fl);
-    unlink(flash_path);
-    if (made_dir)
-        rmdir(dir);
     free(src);
     free(dst_buf);
     free(plain);

@@ -161,6 +161,9 @@ HO_EXPORT int ho_plan_request(ho_client *c, const ho_trace *t,
 HO_EXPORT int ho_plan_load(const ho_trace *t, const char *schedule_path,
                            ho_plan **ret);
 HO_EXPORT void ho_plan_get_info(const ho_plan *p, ho_plan_info *ret);
+/* Write the plan's schedule as JSON (PLANNER.md §2), e.g. for a framework
+ * hook written in another language. */
+HO_EXPORT int ho_plan_save(const ho_plan *p, const char *path);
 HO_EXPORT ho_plan *ho_plan_free(ho_plan *p);
 
 /* ------------------------------------------------------------- replay */
