@@ -131,9 +131,13 @@ int main(int argc, char **argv)
         if (strcmp(rest[0], nouns[k].noun) != 0)
             continue;
         if (help) {
-            if (!hoctl_admin_help(rest[0]))
-                usage(stdout);
-            rc = HOCTL_EXIT_OK;
+            if (hoctl_admin_help(rest[0])) {
+                rc = HOCTL_EXIT_OK;
+            } else {
+                /* The planning nouns print their own help for "help". */
+                char *help_argv[] = {"help", NULL};
+                rc = nouns[k].fn(&g, 1, help_argv);
+            }
             goto out;
         }
         rc = nouns[k].fn(&g, nrest - 1, rest + 1);
