@@ -320,7 +320,11 @@ static const char trace_usage[] =
     "Models: llama2-7b llama2-13b llama3-8b llama3-70b llama-65b "
     "qwen2.5-0.5b gpt3-175b\n"
     "Devices: 910b 910c h200 a100.  Without --out the trace goes to stdout "
-    "(JSON).\n";
+    "(JSON).\n"
+    "train and decode also take --tflops F --hbm-gbps G --link-gbps G "
+    "--latency-us U,\n"
+    "each overriding that figure of the --device profile (a custom "
+    "device).\n";
 
 /* Model from --model and/or explicit dimensions (which override). */
 typedef struct model_args {
@@ -365,13 +369,54 @@ static int resolve_model(const model_args *a, plan_model *ret)
     return HOCTL_EXIT_OK;
 }
 
-static int resolve_device(const char *name, plan_device *ret)
+/* Explicit device-profile figures (--tflops --hbm-gbps --link-gbps
+ * --latency-us), each overriding the named profile's. */
+typedef struct profile_args {
+    const char *tflops, *hbm_gbps, *link_gbps, *latency_us;
+} profile_args;
+
+/* A finite number in (lo, hi] (or [0, hi] when lo < 0). */
+static int parse_figure(const char *opt_name, const char *s, double lo,
+                        double hi, double *ret)
+{
+    char *end;
+    double v;
+
+    errno = 0;
+    v = s && *s ? strtod(s, &end) : NAN;
+    if (!s || !*s || errno || *end || !isfinite(v) || v > hi ||
+        (lo < 0 ? v < 0 : v <= lo)) {
+        usage_error("--%s: expected a number in %s%g, %g], got '%s'",
+                    opt_name, lo < 0 ? "[" : "(", lo < 0 ? 0.0 : lo, hi,
+                    s ? s : "");
+        return -EINVAL;
+    }
+    *ret = v;
+    return 0;
+}
+
+static int resolve_device(const char *name, const profile_args *pa,
+                          plan_device *ret)
 {
     const plan_device *d = plan_device_find(name ? name : "910b");
+    plan_device dev;
+
     if (!d)
         return usage_error("unknown device '%s' (910b, 910c, h200, a100)",
                            name);
-    *ret = *d;
+    dev = *d;
+    if ((pa->tflops &&
+         parse_figure("tflops", pa->tflops, 0, 1e6, &dev.tflops)) ||
+        (pa->hbm_gbps &&
+         parse_figure("hbm-gbps", pa->hbm_gbps, 0, 1e6, &dev.hbm_gbps)) ||
+        (pa->link_gbps &&
+         parse_figure("link-gbps", pa->link_gbps, 0, 1e6, &dev.link_gbps)) ||
+        (pa->latency_us && parse_figure("latency-us", pa->latency_us, -1,
+                                        1e9, &dev.link_latency_us)))
+        return HOCTL_EXIT_USAGE;
+    if (pa->tflops || pa->hbm_gbps || pa->link_gbps || pa->latency_us)
+        snprintf(dev.name, sizeof dev.name, "custom");
+    *ret = dev;
     return HOCTL_EXIT_OK;
 }
 
@@ -434,6 +479,7 @@ static int gen_train(const hoctl_globals *g, int argc, char **argv)
     const char *seq = NULL, *mbs = NULL, *micro = NULL, *device = NULL;
     const char *params = NULL, *optim = NULL, *dtype = NULL, *out = NULL;
     const char *to = NULL;
+    profile_args pa = {0};
     bool no_step = false;
     const opt opts[] = {
         {"model", true, &ma.model, NULL}, {"layers", true, &ma.layers, NULL},
@@ -445,7 +491,11 @@ static int gen_train(const hoctl_globals *g, int argc, char **argv)
         {"params", true, &params, NULL}, {"optimizer", true, &optim, NULL},
         {"no-optimizer-step", false, NULL, &no_step},
         {"dtype", true, &dtype, NULL}, {"out", true, &out, NULL},
-        {"to", true, &to, NULL}, {NULL, false, NULL, NULL}};
+        {"to", true, &to, NULL}, {"tflops", true, &pa.tflops, NULL},
+        {"hbm-gbps", true, &pa.hbm_gbps, NULL},
+        {"link-gbps", true, &pa.link_gbps, NULL},
+        {"latency-us", true, &pa.latency_us, NULL},
+        {NULL, false, NULL, NULL}};
     plan_gen_train_cfg c;
     plan_trace *t = NULL;
     char err[ERRLEN] = "";
@@ -455,7 +505,7 @@ static int gen_train(const hoctl_globals *g, int argc, char **argv)
     if ((r = parse_opts("trace gen train", argc, argv, opts, NULL, 0,
                         &npos)) != 0 ||
         (r = resolve_model(&ma, &c.model)) != 0 ||
-        (r = resolve_device(device, &c.device)) != 0 ||
+        (r = resolve_device(device, &pa, &c.device)) != 0 ||
         (r = resolve_dtype(dtype, &c.dtype_bytes)) != 0 ||
         (r = resolve_place("params", params, &c.params_on_host)) != 0 ||
         (r = resolve_place("optimizer", optim, &c.optimizer_on_host)) != 0)
@@ -482,6 +532,7 @@ static int gen_decode(const hoctl_globals *g, int argc, char **argv)
     model_args ma = {0};
     const char *prompt = NULL, *tokens = NULL, *batch = NULL, *block = NULL;
     const char *device = NULL, *dtype = NULL, *out = NULL, *to = NULL;
+    profile_args pa = {0};
     const opt opts[] = {
         {"model", true, &ma.model, NULL}, {"layers", true, &ma.layers, NULL},
         {"hidden", true, &ma.hidden, NULL}, {"heads", true, &ma.heads, NULL},
@@ -491,6 +542,10 @@ static int gen_decode(const hoctl_globals *g, int argc, char **argv)
         {"batch", true, &batch, NULL}, {"kv-block", true, &block, NULL},
         {"device", true, &device, NULL}, {"dtype", true, &dtype, NULL},
         {"out", true, &out, NULL}, {"to", true, &to, NULL},
+        {"tflops", true, &pa.tflops, NULL},
+        {"hbm-gbps", true, &pa.hbm_gbps, NULL},
+        {"link-gbps", true, &pa.link_gbps, NULL},
+        {"latency-us", true, &pa.latency_us, NULL},
         {NULL, false, NULL, NULL}};
     plan_gen_decode_cfg c;
     plan_trace *t = NULL;
@@ -501,7 +556,7 @@ static int gen_decode(const hoctl_globals *g, int argc, char **argv)
     if ((r = parse_opts("trace gen decode", argc, argv, opts, NULL, 0,
                         &npos)) != 0 ||
         (r = resolve_model(&ma, &c.model)) != 0 ||
-        (r = resolve_device(device, &c.device)) != 0 ||
+        (r = resolve_device(device, &pa, &c.device)) != 0 ||
         (r = resolve_dtype(dtype, &c.dtype_bytes)) != 0)
         return r;
     c.prompt = 4096;

@@ -11,6 +11,8 @@
  *   admin.c     status, clients, quota requests
  *   quota.c     quota store (no libuv)
  *   planning.c  plan requests, plan cache
+ *   staging.c   StageRequest: host copies of a replay, control region,
+ *               eventfd, staging to flash (docs/runtime.md)
  *   notify.c    sd_notify READY/STATUS/STOPPING/WATCHDOG
  *   config.c    settings; log.c the log
  *
@@ -44,6 +46,9 @@ typedef struct srv_session srv_session;
 typedef struct srv_extent srv_extent;
 typedef struct srv_arena_ref srv_arena_ref;
 typedef struct srv_planning srv_planning;
+typedef struct srv_plan_memo srv_plan_memo;
+typedef struct srv_stage srv_stage;
+struct plan_trace;
 
 /* ------------------------------------------------------------ connections */
 
@@ -88,6 +93,8 @@ typedef enum srv_ext_state {
     SRV_EXT_FLASH,
     SRV_EXT_SPILLING,
     SRV_EXT_FILLING,
+    SRV_EXT_ABSENT,   /* staged host copy: offsets reserved, no pages
+                         charged, no data (neither DDR nor flash usage) */
 } srv_ext_state;
 
 /* An arena and who uses it: one per session with an empty job, one per
@@ -108,6 +115,8 @@ struct srv_extent {
     srv_ext_state state;
     uint32_t flash_idx;          /* valid while on or moving to/from flash */
     uint64_t flash_off, flash_len;
+    bool staged;                 /* a replay's host copy (staging.c owns
+                                    its moves; Free/Move requests refuse) */
     srv_extent *prev, *next;     /* owner's list */
 };
 
@@ -127,6 +136,11 @@ struct srv_session {
     uint64_t registered_ms;      /* uv_now() at register */
     srv_arena_ref *arena;
     srv_extent *extents;         /* list head */
+    srv_plan_memo *plan;         /* most recent successful PlanReply,
+                                    owned (staging.c) */
+    srv_stage *stage;            /* installed replay, NULL when none; the
+                                    session holds one reference
+                                    (staging.c) */
     srv_session *prev, *next;    /* d->sessions */
 };
 
@@ -214,9 +228,18 @@ void srv_server_close_all(srv_daemon *d);
 /* Queue a frame to the peer; fd >= 0 is dup'ed and passed with
  * SCM_RIGHTS on the frame's first byte.  env->version is set to the
  * connection's version.  A frame above the peer's max_frame is replaced
- * by an Error.  Returns 0, or a negative code when the connection is not
- * writable (closing) or was dropped for exceeding max_output. */
+ * by an Error (sent without descriptors).  Returns 0, or a negative code
+ * when the connection is not writable (closing) or was dropped for
+ * exceeding max_output, -errno when a descriptor cannot be dup'ed.
+ * Frames leave in the order they were queued. */
 int srv_conn_send(srv_conn *c, Hyperoffload__Envelope *env, int fd);
+#define SRV_SEND_FDS_MAX 4
+/* As srv_conn_send with n_fds (0..SRV_SEND_FDS_MAX) descriptors, all
+ * dup'ed and passed in one SCM_RIGHTS message on the frame's first byte,
+ * in the order of fds[] (the receiver gets them in that order).  -EINVAL
+ * for a bad count, -EBADF for a negative descriptor. */
+int srv_conn_send_fds(srv_conn *c, Hyperoffload__Envelope *env,
+                      const int *fds, int n_fds);
 /* Error{code, message} reply with request_id. */
 void srv_reply_error(srv_conn *c, uint64_t request_id, int code,
                      const char *fmt, ...) __attribute__((format(printf, 4, 5)));
@@ -264,6 +287,17 @@ void srv_session_drop(srv_daemon *d, srv_session *s);
  * -ENOMEM.  The extent is owned by the session; *ret points to it. */
 int srv_extent_alloc(srv_daemon *d, srv_session *s, uint64_t bytes,
                      srv_extent **ret, srv_errbuf *e);
+/* As srv_extent_alloc for a replay's host copy (x->staged set, so Free
+ * and Move requests refuse it): resident=true charges DDR (quota and pool
+ * as srv_extent_alloc); resident=false only reserves the arena offsets
+ * (state SRV_EXT_ABSENT: no DDR/flash usage, no quota check; the extent
+ * count limit still applies).  Owned by the session like any extent. */
+int srv_extent_alloc_staged(srv_daemon *d, srv_session *s, uint64_t bytes,
+                            bool resident, srv_extent **ret, srv_errbuf *e);
+/* Remove extent x from session s now (index, list, usage): an idle one is
+ * freed with its DDR/flash resources; one with a move in flight is
+ * orphaned (owner = NULL) and freed by the move when it completes. */
+void srv_extent_discard(srv_daemon *d, srv_session *s, srv_extent *x);
 /* Free extent `id` of the session wherever it lives.  HO_E_UNKNOWN_EXTENT
  * (not the session's), HO_E_BUSY (move in flight). */
 int srv_extent_free(srv_daemon *d, srv_session *s, uint64_t id,
@@ -306,6 +340,31 @@ void srv_planning_drain(srv_planning *p);
  * sent when it is done (dropped if the session went away). */
 void srv_handle_plan(srv_daemon *d, srv_conn *c, uint64_t rid,
                      const Hyperoffload__PlanRequest *req);
+
+/* staging.c: replays (docs/runtime.md).  Without the planner
+ * (HO_HAVE_PLANNER unset) StageRequest is HO_E_UNSUPPORTED and plans are
+ * not remembered. */
+/* Remember the plan just answered to session s as its most recent one:
+ * takes ownership of `trace` (finished, freed on every path) and decodes
+ * the packed schedule (hyperoffload.Schedule).  `budget` and `planner`
+ * are the resolved ones (never 0 / "").  A previous memo is replaced.
+ * On failure (OOM, undecodable) the session keeps no plan. */
+void srv_stage_remember_plan(srv_daemon *d, srv_session *s,
+                             struct plan_trace *trace, const uint8_t *sched,
+                             size_t sched_len, uint64_t hash,
+                             uint64_t budget, const char *planner);
+/* StageRequest of a registered session (see docs/protocol.md): replies
+ * StageReply with the control region memfd and the eventfd attached, or
+ * an Error; a failed request leaves the installed replay as it was. */
+void srv_handle_stage(srv_daemon *d, srv_conn *c, uint64_t rid,
+                      const Hyperoffload__StageRequest *req);
+/* The session is being dropped: stop its replay (close the eventfd watch,
+ * leave its host copies in s->extents for the caller to free) and free
+ * its plan memo.  No-op without either. */
+void srv_stage_session_gone(srv_daemon *d, srv_session *s);
+/* Fill *ri from the session's control region; false when the session has
+ * no replay (*ri untouched). */
+bool srv_stage_runtime_info(srv_session *s, Hyperoffload__RuntimeInfo *ri);
 
 /* notify.c: sd_notify messages (no-ops without NOTIFY_SOCKET). */
 void srv_notify_ready(srv_daemon *d);

@@ -275,6 +275,12 @@ void srv_handle_request(srv_daemon *d, srv_conn *c,
         if (env->plan_request)
             srv_handle_plan(d, c, rid, env->plan_request);
         return;
+    case HYPEROFFLOAD__ENVELOPE__BODY_STAGE_REQUEST:
+        if (!need_session(c, rid, "StageRequest"))
+            return;
+        if (env->stage_request)
+            srv_handle_stage(d, c, rid, env->stage_request);
+        return;
     default:
         srv_reply_error(c, rid, HO_E_UNSUPPORTED,
                         "request type %d is not supported by this daemon",

@@ -197,6 +197,18 @@ static void reply(srv_conn *c, uint64_t rid, const plan_entry *e,
     hyperoffload__schedule__free_unpacked(s, NULL);
 }
 
+/* A successful plan answered to session s becomes its most recent one
+ * (staging.c); the trace moves there (*trace set to NULL). */
+static void remember(srv_daemon *d, srv_session *s, const plan_entry *e,
+                     plan_trace **trace)
+{
+    if (e->rc != 0 || !s || !*trace)
+        return;
+    srv_stage_remember_plan(d, s, *trace, e->sched, e->sched_len, e->hash,
+                            e->budget, e->planner);
+    *trace = NULL;
+}
+
 static void plan_work(uv_work_t *req)
 {
     plan_job *j = req->data;
@@ -288,6 +300,7 @@ static void pump(srv_planning *p)
                                      j->result.planner);
         if (hit) {
             reply(c, j->request_id, hit, true, j->result.hash);
+            remember(d, c->session, hit, &j->trace);
             job_drop(j);
             continue;
         }
@@ -314,8 +327,10 @@ static void plan_after(uv_work_t *req, int status)
         r->rc = status;
     p->running--;
     srv_conn *c = job_conn(j);
-    if (c)
+    if (c) {
         reply(c, j->request_id, r, false, r->hash);
+        remember(d, c->session, r, &j->trace);
+    }
     srv_debug("plan for session %" PRIu64 " with %s: %s, %.1f ms",
               j->session_id, r->planner, r->rc ? ho_err_name(r->rc) : "ok",
               r->planning_ms);
@@ -411,8 +426,9 @@ void srv_handle_plan(srv_daemon *d, srv_conn *c, uint64_t rid,
     uint64_t hash = plan_trace_hash(t);
     plan_entry *hit = cache_find(p, hash, budget, planner);
     if (hit) {
-        plan_trace_free(t);
         reply(c, rid, hit, true, hash);
+        remember(d, s, hit, &t);
+        plan_trace_free(t);
         return;
     }
     if (p->queued >= SRV_PLAN_QUEUE) {

@@ -4,7 +4,8 @@
  *
  * Output ordering.  Every frame goes through the connection's pending
  * queue, in order.  A frame without a descriptor is handed to uv_write()
- * as soon as it reaches the head.  A frame that carries a descriptor waits
+ * as soon as it reaches the head.  A frame that carries descriptors (one
+ * SCM_RIGHTS message with all of them, in the caller's order) waits
  * at the head until libuv's write queue is empty (all earlier bytes are in
  * the kernel), then goes out with sendmsg(SCM_RIGHTS) directly on the
  * socket; a short write hands the remainder to uv_write().  When sendmsg
@@ -33,7 +34,8 @@ struct srv_out_frame {
     uint8_t *buf;
     size_t len;
     size_t off;          /* bytes already sent by sendmsg */
-    int fd;              /* descriptor to pass, -1 none (owned) */
+    int n_fds;           /* descriptors to pass, 0 none */
+    int fds[SRV_SEND_FDS_MAX]; /* owned (dup'ed) */
     bool waited;         /* logged that it waits for the write queue */
     srv_out_frame *next;
 };
@@ -46,8 +48,8 @@ static void conn_flush(srv_conn *c);
 
 static void frame_free(srv_out_frame *f)
 {
-    if (f->fd >= 0)
-        close(f->fd);
+    for (int i = 0; i < f->n_fds; i++)
+        close(f->fds[i]);
     free(f->buf);
     free(f);
 }
@@ -125,18 +127,19 @@ static int send_with_fd(srv_conn *c, srv_out_frame *f)
     }
     struct iovec iov = {.iov_base = f->buf, .iov_len = f->len};
     union {
-        char buf[CMSG_SPACE(sizeof(int))];
+        char buf[CMSG_SPACE(sizeof(int) * SRV_SEND_FDS_MAX)];
         struct cmsghdr align;
     } u;
     memset(&u, 0, sizeof(u));
+    size_t fd_bytes = sizeof(int) * (size_t)f->n_fds;
     struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1,
                          .msg_control = u.buf,
-                         .msg_controllen = sizeof(u.buf)};
+                         .msg_controllen = CMSG_SPACE(fd_bytes)};
     struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
     cm->cmsg_level = SOL_SOCKET;
     cm->cmsg_type = SCM_RIGHTS;
-    cm->cmsg_len = CMSG_LEN(sizeof(int));
-    memcpy(CMSG_DATA(cm), &f->fd, sizeof(int));
+    cm->cmsg_len = CMSG_LEN(fd_bytes);
+    memcpy(CMSG_DATA(cm), f->fds, fd_bytes);
     ssize_t n;
     do
         n = sendmsg(sock, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
@@ -149,8 +152,9 @@ static int send_with_fd(srv_conn *c, srv_out_frame *f)
         conn_close(c);
         return -1;
     }
-    close(f->fd);
-    f->fd = -1;
+    for (int i = 0; i < f->n_fds; i++)
+        close(f->fds[i]);
+    f->n_fds = 0;
     f->off = (size_t)n;
     c->queued_bytes -= (uint64_t)n;
     return 1;
@@ -162,7 +166,7 @@ static void conn_flush(srv_conn *c)
                             c->state == SRV_CONN_HANDSHAKE ||
                             c->state == SRV_CONN_FLUSHING)) {
         srv_out_frame *f = c->pend_head;
-        if (f->fd >= 0) {
+        if (f->n_fds > 0) {
             size_t queued =
                 uv_stream_get_write_queue_size((uv_stream_t *)&c->pipe);
             if (queued > 0) {
@@ -205,6 +209,17 @@ static void conn_flush(srv_conn *c)
 
 int srv_conn_send(srv_conn *c, Hyperoffload__Envelope *env, int fd)
 {
+    return srv_conn_send_fds(c, env, &fd, fd >= 0 ? 1 : 0);
+}
+
+int srv_conn_send_fds(srv_conn *c, Hyperoffload__Envelope *env,
+                      const int *fds, int n_fds)
+{
+    if (n_fds < 0 || n_fds > SRV_SEND_FDS_MAX)
+        return -EINVAL;
+    for (int i = 0; i < n_fds; i++)
+        if (fds[i] < 0)
+            return -EBADF;
     if (c->state == SRV_CONN_CLOSING)
         return HO_E_DISCONNECTED;
     env->version = c->version ? c->version : HO_PROTO_VERSION;
@@ -228,7 +243,7 @@ int srv_conn_send(srv_conn *c, Hyperoffload__Envelope *env, int fd)
         e.version = env->version;
         if (ho_frame_encode(&e, &buf, &len) < 0)
             return -ENOMEM;
-        fd = -1;
+        n_fds = 0;
     }
     srv_out_frame *f = calloc(1, sizeof(*f));
     if (!f) {
@@ -238,15 +253,14 @@ int srv_conn_send(srv_conn *c, Hyperoffload__Envelope *env, int fd)
     f->c = c;
     f->buf = buf;
     f->len = len;
-    f->fd = -1;
-    if (fd >= 0) {
-        f->fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-        if (f->fd < 0) {
+    for (int i = 0; i < n_fds; i++) {
+        f->fds[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, 3);
+        if (f->fds[i] < 0) {
             rc = -errno;
-            free(buf);
-            free(f);
+            frame_free(f);   /* closes the ones dup'ed so far, frees buf */
             return rc;
         }
+        f->n_fds = i + 1;
     }
     c->queued_bytes += len;
     if (c->pend_tail)
@@ -466,6 +480,7 @@ static bool daemon_only(Hyperoffload__Envelope__BodyCase b)
     case HYPEROFFLOAD__ENVELOPE__BODY_CLIENTS_REPLY:
     case HYPEROFFLOAD__ENVELOPE__BODY_QUOTA_REPLY:
     case HYPEROFFLOAD__ENVELOPE__BODY_PLAN_REPLY:
+    case HYPEROFFLOAD__ENVELOPE__BODY_STAGE_REPLY:
     case HYPEROFFLOAD__ENVELOPE__BODY_EVENT:
         return true;
     default:

@@ -281,6 +281,9 @@ static void unlink_extent(srv_session *s, srv_extent *x)
 void srv_session_drop(srv_daemon *d, srv_session *s)
 {
     uint64_t freed = 0, orphaned = 0;
+    /* The replay first: it stops watching the control region and leaves
+     * its host copies to the loop below. */
+    srv_stage_session_gone(d, s);
     srv_extent *x = s->extents;
     while (x) {
         srv_extent *next = x->next;
@@ -317,8 +320,9 @@ void srv_session_drop(srv_daemon *d, srv_session *s)
 
 /* ------------------------------------------------------------ extents */
 
-int srv_extent_alloc(srv_daemon *d, srv_session *s, uint64_t bytes,
-                     srv_extent **ret, srv_errbuf *e)
+static int extent_alloc(srv_daemon *d, srv_session *s, uint64_t bytes,
+                        bool resident, bool staged, srv_extent **ret,
+                        srv_errbuf *e)
 {
     char a[32], b[32], c[32];
     uint64_t cap = d->cfg.ddr_capacity, align = d->cfg.ddr_alignment;
@@ -338,7 +342,9 @@ int srv_extent_alloc(srv_daemon *d, srv_session *s, uint64_t bytes,
         return HO_E_QUOTA;
     }
     uint64_t len = (bytes + align - 1) & ~(align - 1);
-    int rc = srv_quota_check(d, s->uid, s->job, SRV_TIER_DDR, len, e);
+    int rc = resident ? srv_quota_check(d, s->uid, s->job, SRV_TIER_DDR,
+                                        len, e)
+                      : 0;
     if (rc < 0)
         return rc;
     srv_extent *x = calloc(1, sizeof(*x));
@@ -347,16 +353,21 @@ int srv_extent_alloc(srv_daemon *d, srv_session *s, uint64_t bytes,
         return -ENOMEM;
     }
     uint64_t off = 0, got = 0;
-    rc = tier_arena_alloc(s->arena->arena, bytes, &off, &got);
+    rc = resident ? tier_arena_alloc(s->arena->arena, bytes, &off, &got)
+                  : tier_arena_reserve(s->arena->arena, bytes, &off, &got);
     if (rc < 0) {
         free(x);
         tier_ddr_stats st;
         tier_ddr_stats_get(d->ddr, &st);
-        if (rc == HO_E_TIER_FULL)
+        if (rc == HO_E_TIER_FULL && resident)
             ebuf(e, "no room for %s in the DDR pool (%s free of %s, largest "
                  "free block %s)", sz(len, a),
                  sz(st.capacity - st.used, b), sz(st.capacity, c),
                  srv_size_format(st.largest_free, (char[32]){0}, 32));
+        else if (rc == HO_E_TIER_FULL)
+            ebuf(e, "no room for %s in the session's arena (its offset "
+                 "space of %s is taken)", sz(len, a),
+                 sz(tier_arena_map_size(s->arena->arena), b));
         else
             ebuf(e, "alloc of %s failed: %s", sz(len, a), ho_strerror(rc));
         return rc;
@@ -372,15 +383,59 @@ int srv_extent_alloc(srv_daemon *d, srv_session *s, uint64_t bytes,
     x->arena = s->arena;
     x->off = off;
     x->len = got;
-    x->state = SRV_EXT_DDR;
+    x->state = resident ? SRV_EXT_DDR : SRV_EXT_ABSENT;
+    x->staged = staged;
     x->next = s->extents;
     if (s->extents)
         s->extents->prev = x;
     s->extents = x;
-    s->usage.ddr += got;
+    if (resident)
+        s->usage.ddr += got;
     s->usage.extents++;
     *ret = x;
     return 0;
+}
+
+int srv_extent_alloc(srv_daemon *d, srv_session *s, uint64_t bytes,
+                     srv_extent **ret, srv_errbuf *e)
+{
+    return extent_alloc(d, s, bytes, true, false, ret, e);
+}
+
+int srv_extent_alloc_staged(srv_daemon *d, srv_session *s, uint64_t bytes,
+                            bool resident, srv_extent **ret, srv_errbuf *e)
+{
+    return extent_alloc(d, s, bytes, resident, true, ret, e);
+}
+
+void srv_extent_discard(srv_daemon *d, srv_session *s, srv_extent *x)
+{
+    srv_idmap_del(&d->extents, x->id);
+    unlink_extent(s, x);
+    s->usage.extents--;
+    switch (x->state) {
+    case SRV_EXT_SPILLING:
+        /* Charged in both tiers until the move ends; the move frees it. */
+        s->usage.ddr -= x->len;
+        s->usage.flash -= x->len;
+        x->owner = NULL;
+        return;
+    case SRV_EXT_FILLING:
+        s->usage.ddr -= x->len;
+        s->usage.flash -= x->len;
+        x->owner = NULL;
+        return;
+    case SRV_EXT_DDR:
+        s->usage.ddr -= x->len;
+        break;
+    case SRV_EXT_FLASH:
+        s->usage.flash -= x->len;
+        break;
+    case SRV_EXT_ABSENT:
+        break;
+    }
+    release_resources(d, x);
+    free(x);
 }
 
 static srv_extent *owned_extent(srv_daemon *d, srv_session *s, uint64_t id,
@@ -400,13 +455,18 @@ int srv_extent_free(srv_daemon *d, srv_session *s, uint64_t id,
     srv_extent *x = owned_extent(d, s, id, e);
     if (!x)
         return HO_E_UNKNOWN_EXTENT;
+    if (x->staged) {
+        ebuf(e, "extent %" PRIu64 " is a host copy of the session's replay; "
+             "it is freed with the replay", id);
+        return HO_E_STATE;
+    }
     if (x->state == SRV_EXT_SPILLING || x->state == SRV_EXT_FILLING) {
         ebuf(e, "extent %" PRIu64 " has a move in flight", id);
         return HO_E_BUSY;
     }
     if (x->state == SRV_EXT_DDR)
         s->usage.ddr -= x->len;
-    else
+    else if (x->state == SRV_EXT_FLASH)
         s->usage.flash -= x->len;
     s->usage.extents--;
     release_resources(d, x);
@@ -568,6 +628,11 @@ int srv_extent_move(srv_daemon *d, srv_session *s, uint64_t id, int dir,
     srv_extent *x = owned_extent(d, s, id, e);
     if (!x)
         return HO_E_UNKNOWN_EXTENT;
+    if (x->staged) {
+        ebuf(e, "extent %" PRIu64 " is a host copy of the session's replay; "
+             "the daemon moves it", id);
+        return HO_E_STATE;
+    }
     if (x->state == SRV_EXT_SPILLING || x->state == SRV_EXT_FILLING) {
         ebuf(e, "extent %" PRIu64 " has a move in flight", id);
         return HO_E_BUSY;

@@ -12,7 +12,7 @@
 
 #include "hyperoffload/errors.h"
 
-/* ------------------------------------------------------------------ none */
+/* ----------------------------------------------------------------- none */
 
 /* The actions that the trace forces whatever the budget: an `initial: host`
  * storage is prefetched before its first access when that access reads it;
@@ -63,7 +63,7 @@ int plan_none(const plan_trace *t, uint64_t budget, plan_schedule **ret)
     return 0;
 }
 
-/* ------------------------------------------------------------------ emitter
+/* --------------------------------------------------------------- emitter
  * seed-greedy and ms-distance describe their offloads as events; stores
  * of data whose host copy is already current are dropped (so the output
  * is valid under the model: a second store of the same version would come
@@ -238,7 +238,7 @@ static int none_residency(const plan_trace *t, int64_t **ret)
     return 0;
 }
 
-/* ------------------------------------------------------------------ seed-greedy
+/* ----------------------------------------------------------- seed-greedy
  * Hyper-Parallel's GreedyResidencyPlanner (seed 003 §4.4, PLANNER.md §5),
  * faults included: op counts instead of durations, H2D right before the
  * consumer, no check of the result, O(candidates x ops). */
@@ -346,7 +346,7 @@ out:
     return r;
 }
 
-/* ------------------------------------------------------------------ ms-distance
+/* ----------------------------------------------------------- ms-distance
  * MindSpore's DistanceBaseHyperOffloadStrategy (seed 000 §2.3-2.6): an
  * output whose next user is more than select_distance ops after its
  * producer is copied to the host right after the producer and brought
@@ -415,7 +415,7 @@ out:
     return r;
 }
 
-/* ------------------------------------------------------------------ reactive-lru
+/* ---------------------------------------------------------- reactive-lru
  * A runtime without a plan, written down as the schedule it would follow:
  * before each op, while the storages resident plus those the op brings in
  * exceed the budget, evict the least recently used storage the op does

@@ -26,37 +26,9 @@
 
 #include "hyperoffload/errors.h"
 
-#ifdef HP_DEBUG
-#include <stdio.h>
-#define DBG(...) (getenv("HPV") ? fprintf(stderr, __VA_ARGS__) : 0)
-#include <time.h>
-static unsigned long dbg_pops, dbg_drops;
-static unsigned long dbg_succ[HP_MAX_ROUNDS + 3];
-extern unsigned long hp_dbg_place_it[HP_PLACE_ITERS];
-static void dbg_report(void)
-{
-    fprintf(stderr, "place fits at iteration: %lu %lu %lu\n",
-            hp_dbg_place_it[0], hp_dbg_place_it[1], hp_dbg_place_it[2]);
-    fprintf(stderr, "success by round:");
-    for (int i = 0; i < HP_MAX_ROUNDS + 3; i++)
-        fprintf(stderr, " %lu", dbg_succ[i]);
-    fprintf(stderr, "\n");
-}
-static double dbg_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-#define TM(name, stmt) do { double t0_ = dbg_ms(); stmt; DBG("  %s %.1f ms\n", name, dbg_ms() - t0_); } while (0)
-#else
-#define DBG(...) ((void)0)
-#define TM(name, stmt) stmt
-#endif
-
 #define HP_LAZY_SLACK 0.15
 
-/* ------------------------------------------------------------------ kinetic tree */
+/* --------------------------------------------------------- kinetic tree */
 
 #define KT_BLOCK 8u /* levels per leaf: fewer nodes, fewer cache misses */
 
@@ -85,7 +57,8 @@ typedef struct kq {
 static void kt_leaf(ktree *k, uint32_t x, uint32_t b)
 {
     knode *nd = &k->v[x];
-    uint32_t lo = b * KT_BLOCK, hi = lo + KT_BLOCK < k->n ? lo + KT_BLOCK : k->n;
+    uint32_t lo = b * KT_BLOCK;
+    uint32_t hi = lo + KT_BLOCK < k->n ? lo + KT_BLOCK : k->n;
     int64_t *val = k->val;
     if (nd->lz) {
         for (uint32_t i = lo; i < hi; i++)
@@ -293,7 +266,7 @@ static uint32_t kt_first_over(const ktree *k, uint32_t ql, uint32_t qr)
     return kt_first_over_rec(k, 0, 0, k->nb - 1, ql, qr, 0);
 }
 
-/* ------------------------------------------------------------------ heap */
+/* ----------------------------------------------------------------- heap */
 
 typedef struct hent {
     double key;
@@ -361,7 +334,7 @@ static hent gheap_pop(gheap *h)
     return top;
 }
 
-/* ------------------------------------------------------------------ capacity
+/* -------------------------------------------------------------- capacity
  * A fluid model of a copy engine for the selection: each op offers its
  * duration of engine time, minus what the transfers already placed use.
  * A store consumes time forward from the boundary where its data is
@@ -566,7 +539,7 @@ static void cap_busy(cap *c, const double *T, double s, double e)
     }
 }
 
-/* ------------------------------------------------------------------ state */
+/* ---------------------------------------------------------------- state */
 
 typedef struct hstate {
     const hp_model *m;
@@ -757,14 +730,8 @@ static double gap_bound(const hstate *h, const ktree *k, uint32_t g)
     return area / cost;
 }
 
-#ifdef HP_DEBUG
-static unsigned long dbg_evals;
-#endif
 static double gap_key(hstate *h, ktree *k, uint32_t g, gwin *ret)
 {
-#ifdef HP_DEBUG
-    dbg_evals++;
-#endif
     gwin w = gap_window(h, k, g);
     if (ret)
         *ret = w;
@@ -993,41 +960,10 @@ static int select_gaps(hstate *h)
                 if (one.mx > B)
                     h->fail_op = i;
             }
-#ifdef HP_DEBUG
-            if (getenv("HPV")) {
-                uint32_t fo = h->fail_op;
-                kq one;
-                kt_range(&k, fo, fo, &one);
-                DBG("fail at %u level %lld budget %lld base %lld corr %lld\n",
-                    fo, (long long)one.mx, (long long)B,
-                    (long long)m->base[fo], (long long)h->corr[fo]);
-                for (uint32_t g = 0; g < m->n_gaps; g++) {
-                    const hp_gap *gp = &m->gaps[g];
-                    uint32_t qq = gp->q < n ? gp->q : n;
-                    if (hp_gap_fb(gp) > fo || qq <= fo)
-                        continue;
-                    bool cand = false;
-                    for (uint32_t c = 0; c < m->n_cand; c++)
-                        cand |= m->cand[c] == g;
-                    gwin w = {0, 0, 0, false, 0, 0, false, false};
-                    if (cand || gp->forced)
-                        w = gap_window(h, &k, g);
-                    DBG("  g%u s%u type %d forced %d cand %d f %d q %u sel %d "
-                        "model [%u,%u) cw [%u,%u) win [%u,%u) bytes %llu\n",
-                        g, gp->storage, gp->type, gp->forced, cand,
-                        (int)gp->f, gp->q, h->sel[g], gp->a, gp->z,
-                        h->cwa[g], h->cwz[g], w.a, w.z,
-                        (unsigned long long)hp_bytes(m, gp));
-                }
-            }
-#endif
             r = HO_E_INFEASIBLE;
             break;
         }
         hent e = hp.v[0];
-#ifdef HP_DEBUG
-        dbg_pops++;
-#endif
         double second = hp.n < 2 ? 0
                         : hp.n < 3 || hent_before(&hp.v[1], &hp.v[2])
                             ? hp.v[1].key
@@ -1056,9 +992,6 @@ static int select_gaps(hstate *h)
         /* cheap bound first: the window if the engines were idle */
         double bound = gap_bound(h, &k, e.g);
         if (bound <= 0) {
-#ifdef HP_DEBUG
-            dbg_drops++;
-#endif
             gheap_pop(&hp);
             continue;
         }
@@ -1093,12 +1026,6 @@ static int select_gaps(hstate *h)
             if (ek > 0 && (r = gheap_push(&hp, ek, e.g | EXT_BIT)) < 0)
                 break;
         }
-        if (0) DBG("  sel g%u s%u %s type %d f %d q %u win [%u,%u) bytes %llu key %g "
-            "cost %g hidden %d max %lld\n", e.g, gp->storage,
-            plan_kind_name(m->t->storages[gp->storage].kind), gp->type,
-            (int)gp->f, gp->q, w.a, w.z,
-            (unsigned long long)hp_bytes(m, &m->gaps[e.g]), key, w.cost, w.hidden,
-            (long long)(kt_max(&k) - B));
         if (newly_paid) {
             /* the rest of this data's gaps became cheaper */
             const hp_ver *v = &m->vers[gp->ver];
@@ -1217,7 +1144,8 @@ static int hstate_init(hstate *h, const hp_model *m, uint64_t budget)
     h->vready = malloc((m->n_vers ? m->n_vers : 1) * sizeof(*h->vready));
     h->iw = malloc(ng * sizeof(*h->iw));
     h->ext = calloc(ng, 1);
-    if (!h->iw || !h->ext || !h->sel || !h->paid || !h->cwa || !h->cwz || !h->corr || !h->lv ||
+    if (!h->iw || !h->ext || !h->sel || !h->paid || !h->cwa || !h->cwz ||
+        !h->corr || !h->lv ||
         !h->order || !h->vready || cap_alloc(&h->cd, m->n) < 0 ||
         cap_alloc(&h->ch, m->n) < 0) {
         hstate_done(h);
@@ -1231,7 +1159,7 @@ static int hstate_init(hstate *h, const hp_model *m, uint64_t budget)
     return 0;
 }
 
-/* ------------------------------------------------------------------ attempt */
+/* -------------------------------------------------------------- attempt */
 
 typedef struct attempt {
     plan_schedule *sched; /* owned, when ok */
@@ -1256,72 +1184,42 @@ static int try_budget(const hp_model *m, uint64_t budget, attempt *a)
     if (r < 0)
         return r;
     for (int round = 0; round < HP_MAX_ROUNDS; round++) {
-        TM("setup", setup_round(&h, have_last ? &last : NULL));
-        TM("select", r = select_gaps(&h));
-        DBG("round %d: select r=%d selected %u fail_op %u pops %lu drops %lu evals %lu cand %u\n", round,
-            r, h.n_order, h.fail_op, dbg_pops, dbg_drops, dbg_evals, m->n_cand);
+        setup_round(&h, have_last ? &last : NULL);
+        r = select_gaps(&h);
         if (r == HO_E_INFEASIBLE) {
             a->fail_op = h.fail_op;
             break;
         }
         if (r == 0)
-            TM("prune", r = prune(&h));
+            r = prune(&h);
         if (r < 0)
             goto out;
         memset(&p, 0, sizeof(p));
-        TM("place", r = hp_place_loop(m, h.sel, budget, "hoplan", &p));
-        DBG("round %d: selected %u, place r=%d fits=%d peak=%llu budget=%llu "
-            "exposed=%.0f\n", round, h.n_order, r, p.fits,
-            (unsigned long long)p.metrics.peak_device_bytes,
-            (unsigned long long)budget, p.metrics.exposed_us);
+        r = hp_place_loop(m, h.sel, budget, "hoplan", &p);
         if (r < 0) {
             hp_place_done(&p);
             goto out;
         }
         if (p.fits) {
-#ifdef HP_DEBUG
-            static int reg;
-            if (!reg++)
-                atexit(dbg_report);
-            dbg_succ[round]++;
-#endif
             a->sched = p.sched;
             p.sched = NULL;
             hp_place_done(&p);
             goto out;
         }
-#ifdef HP_DEBUG
-        if (getenv("HPV")) {
-            current_levels(&h);
-            for (uint32_t i = 0; i < m->n; i++) {
-                if (p.over[i] <= 0)
-                    continue;
-                DBG("  over at %u: sim %lld sel-level %lld\n", i,
-                    (long long)(p.over[i] + (int64_t)budget),
-                    (long long)h.lv[i]);
-                for (uint32_t g = 0; g < m->n_gaps; g++) {
-                    const hp_gap *gp = &m->gaps[g];
-                    uint32_t qq = gp->q < m->n ? gp->q : m->n;
-                    if (!(gp->forced || h.sel[g]) || hp_gap_fb(gp) > i ||
-                        qq <= i)
-                        continue;
-                    DBG("    g%u s%u type %d f %d q %u cw [%u,%u) ext %d "
-                        "placed [%u,%u) bytes %llu\n",
-                        g, gp->storage, gp->type, (int)gp->f, gp->q,
-                        h.cwa[g], h.cwz[g], h.ext[g], p.wa[g], p.wz[g],
-                        (unsigned long long)hp_bytes(m, gp));
-                }
-                break;
-            }
-        }
-#endif
         bool any = false;
+        int64_t maxover = 0;
         for (uint32_t i = 0; i < m->n; i++) {
             if (p.over[i] > 0 && a->fail_op == PLAN_NONE)
                 a->fail_op = i;
             h.corr[i] += p.over[i];
             any |= p.over[i] > 0;
+            if (p.over[i] > maxover)
+                maxover = p.over[i];
         }
+        /* Local corrections first; when they do not converge, select for
+         * a lower target everywhere (the placement keeps the real one). */
+        if (round >= 1)
+            h.budget = h.budget > (uint64_t)maxover ? h.budget - maxover : 0;
         for (uint32_t g = 0; g < m->n_gaps; g++) {
             if (m->gaps[g].forced || h.sel[g]) {
                 h.cwa[g] = p.wa[g];
@@ -1334,21 +1232,22 @@ static int try_budget(const hp_model *m, uint64_t budget, attempt *a)
         if (!any)
             break; /* cannot happen: not fitting means some overshoot */
     }
-    /* Fallbacks: nothing optional, then every candidate. */
-    for (int fb = 0; fb < 2; fb++) {
+    /* Fallbacks: nothing optional; every candidate over an over-budget
+     * boundary (the step stalls and stretches, giving the stores time);
+     * every candidate. */
+    current_levels(&h); /* corrections included */
+    for (int fb = 0; fb < 3; fb++) {
         memset(h.sel, 0, m->n_gaps ? m->n_gaps : 1);
-        if (fb == 1)
-            for (uint32_t c = 0; c < m->n_cand; c++)
-                h.sel[m->cand[c]] = 1;
+        for (uint32_t c = 0; fb > 0 && c < m->n_cand; c++) {
+            const hp_gap *gp = &m->gaps[m->cand[c]];
+            bool useful = fb == 2;
+            for (uint32_t i = gp->a; i < gp->z && !useful; i++)
+                useful = h.lv[i] > (int64_t)budget;
+            h.sel[m->cand[c]] = useful;
+        }
         memset(&p, 0, sizeof(p));
         r = hp_place_loop(m, h.sel, budget, "hoplan", &p);
-        DBG("fallback %d: r=%d fits=%d peak=%llu %s\n", fb, r, p.fits,
-            (unsigned long long)p.metrics.peak_device_bytes,
-            p.violation.message);
         if (r == 0 && p.fits) {
-#ifdef HP_DEBUG
-            dbg_succ[HP_MAX_ROUNDS + fb]++;
-#endif
             a->sched = p.sched;
             p.sched = NULL;
         }
@@ -1357,9 +1256,6 @@ static int try_budget(const hp_model *m, uint64_t budget, attempt *a)
             goto out;
     }
     r = HO_E_INFEASIBLE;
-#ifdef HP_DEBUG
-    dbg_succ[HP_MAX_ROUNDS + 2]++;
-#endif
 out:
     hp_place_done(&last);
     hstate_done(&h);
@@ -1400,7 +1296,7 @@ int plan_hoplan(const plan_trace *t, uint64_t budget, plan_schedule **ret,
 
     if (!result)
         result = &scratch_result;
-    TM("model", r = hp_model_init(&m, t));
+    r = hp_model_init(&m, t);
     if (r < 0)
         return r;
     r = try_budget(&m, budget, &a);
@@ -1427,6 +1323,7 @@ int plan_hoplan(const plan_trace *t, uint64_t budget, plan_schedule **ret,
     /* From the bound whatever the request, so that the answer does not
      * depend on the budget asked for. */
     uint64_t lo = m.lb, hi = none_peak;
+    plan_schedule *best = NULL; /* the schedule met at hi, if a probe's */
     if (lo > hi)
         lo = hi;
     lo--; /* invariant: lo infeasible, hi met */
@@ -1435,16 +1332,26 @@ int plan_hoplan(const plan_trace *t, uint64_t budget, plan_schedule **ret,
         uint64_t mid = lo + (hi - lo) / 2;
         attempt pa;
         int pr = try_budget(&m, mid, &pa);
-        plan_schedule_free(pa.sched);
-        if (pr == 0)
+        if (pr == 0) {
             hi = mid;
-        else if (pr == HO_E_INFEASIBLE)
+            plan_schedule_free(best);
+            best = pa.sched;
+        } else if (pr == HO_E_INFEASIBLE) {
             lo = mid;
-        else {
+        } else {
+            plan_schedule_free(best);
             r = pr;
             goto out;
         }
     }
+    if (best && hi <= budget) {
+        /* a tighter budget worked where this one did not (the heuristic
+         * is not monotonic): its schedule fits this budget too */
+        *ret = best;
+        r = 0;
+        goto out;
+    }
+    plan_schedule_free(best);
     result->min_budget = hi;
     r = HO_E_INFEASIBLE;
     if (budget < m.p0)

@@ -20,7 +20,7 @@
 
 
 
-/* ------------------------------------------------------------------ maxtree
+/* --------------------------------------------------------------- maxtree
  * Recursive segment tree over [0, n) in Euler-tour layout (2n - 1 nodes):
  * the children of node x covering [l, r] are x + 1 ([l, mid]) and
  * x + 2 (mid - l + 1) ([mid + 1, r]). */
@@ -164,7 +164,7 @@ uint32_t hp_maxtree_last_gt(hp_maxtree *tr, uint32_t l, uint32_t r,
     return mt_last_gt(tr, 0, 0, tr->n - 1, l, r, thr, 0);
 }
 
-/* ------------------------------------------------------------------ model */
+/* ---------------------------------------------------------------- model */
 
 uint32_t hp_first_at_or_after(const double *T, uint32_t n, uint32_t from,
                               double t)
@@ -553,11 +553,8 @@ fail:
     return r;
 }
 
-#ifdef HP_DEBUG
-unsigned long hp_dbg_place_it[HP_PLACE_ITERS];
-#endif
 
-/* ------------------------------------------------------------------ placement */
+/* ------------------------------------------------------------ placement */
 
 void hp_place_done(hp_place *p)
 {
@@ -741,7 +738,7 @@ static int scratch_init(scratch *x, const hp_model *m)
     size_t nv = m->n_vers ? m->n_vers : 1, ng = m->n_gaps ? m->n_gaps : 1;
     memset(x, 0, sizeof(*x));
     x->lv = malloc(((size_t)m->n + 1) * sizeof(*x->lv));
-    x->lvl = malloc((size_t)m->n * sizeof(*x->lvl));
+    x->lvl = malloc(((size_t)m->n + 1) * sizeof(*x->lvl));
     x->vneed = malloc(nv);
     x->key = malloc(nv * sizeof(*x->key));
     x->hard = malloc(nv * sizeof(*x->hard));
@@ -781,8 +778,9 @@ static void range_add(int64_t *diff, uint32_t l, uint32_t r_excl, int64_t d)
     diff[r_excl] -= d;
 }
 
-/* Stores: the one needed earliest first (needed: the first boundary its
- * gaps' absence would overflow), each issued as soon as its data is
+/* Stores: the one needed earliest first (needed: the first boundary of
+ * its gaps' windows over the budget while no store has completed), each
+ * issued as soon as its data is
  * written and the engine is about to be idle, at the latest when it is
  * needed or when its first prefetch must go.  Fills x->iss/seq/dbusy and
  * p->vcomp; returns the number of stores. */
@@ -799,8 +797,7 @@ static uint32_t place_stores(const hp_model *m, const uint8_t *sel,
         uint32_t a = x->ga[g], z = x->gz[g];
         uint32_t need = z < n ? z : n;
         if (a < z) {
-            uint32_t i = hp_maxtree_first_gt(
-                tr, a, z - 1, (int64_t)budget - (int64_t)hp_bytes(m, gp));
+            uint32_t i = hp_maxtree_first_gt(tr, a, z - 1, (int64_t)budget);
             if (i != PLAN_NONE)
                 need = i;
         }
@@ -1026,6 +1023,7 @@ static int place_once(const hp_model *m, const uint8_t *sel, uint64_t budget,
     /* 1. levels with the ideal windows */
     int64_t *lv = x->lv;
     memset(lv, 0, ((size_t)n + 1) * sizeof(*lv));
+    memset(x->lvl, 0, ((size_t)n + 1) * sizeof(*x->lvl));
     for (uint32_t g = 0; g < m->n_gaps; g++) {
         const hp_gap *gp = &m->gaps[g];
         hp_win w;
@@ -1037,10 +1035,14 @@ static int place_once(const hp_model *m, const uint8_t *sel, uint64_t budget,
         p->wa[g] = w.a;
         p->wz[g] = w.z > w.a ? w.z : w.a;
         range_add(lv, w.a, w.z, -(int64_t)hp_bytes(m, gp));
+        if (gp->ver == PLAN_NONE) /* needs no store */
+            range_add(x->lvl, w.a, w.z, -(int64_t)hp_bytes(m, gp));
     }
+    /* x->lvl: the levels before any store completes; a store is needed
+     * from the first boundary of its window over the budget there */
     int64_t run = 0;
     for (uint32_t i = 0; i < n; i++) {
-        run += lv[i];
+        run += x->lvl[i];
         x->lvl[i] = m->base[i] + run + (corr ? corr[i] : 0);
     }
 
@@ -1127,9 +1129,6 @@ static int place_once(const hp_model *m, const uint8_t *sel, uint64_t budget,
 int hp_place_loop(const hp_model *m, const uint8_t *sel, uint64_t budget,
                   const char *planner, hp_place *p)
 {
-#ifdef HP_DEBUG
-    hp_dbg_place_it[2] += 1000000;
-#endif
     scratch x;
     int64_t *corr = NULL;
     double *T = NULL;
@@ -1166,9 +1165,6 @@ int hp_place_loop(const hp_model *m, const uint8_t *sel, uint64_t budget,
             break;
         }
         if (p->fits) {
-#ifdef HP_DEBUG
-            hp_dbg_place_it[it]++;
-#endif
             break;
         }
         for (uint32_t i = 0; i < m->n; i++)

@@ -508,8 +508,10 @@ void tier_arena_stats_get(const tier_arena *a, tier_arena_stats *ret)
     ret->largest_free = es.largest_free;
 }
 
-int tier_arena_alloc(tier_arena *a, uint64_t len, uint64_t *ret_off,
-                     uint64_t *ret_len)
+/* Allocate offsets for len bytes; charge (and lock) them when `charge`,
+ * else tag the allocation evicted. */
+static int alloc_range(tier_arena *a, uint64_t len, bool charge,
+                       uint64_t *ret_off, uint64_t *ret_len)
 {
     tier_ddr *d = a->ddr;
     uint64_t rlen, off, alen, end;
@@ -519,7 +521,7 @@ int tier_arena_alloc(tier_arena *a, uint64_t len, uint64_t *ret_off,
         return HO_E_INVALID_SIZE;
     if (rlen > d->capacity)
         return HO_E_TOO_LARGE;
-    if (rlen > d->capacity - d->used)
+    if (charge && rlen > d->capacity - d->used)
         return HO_E_TIER_FULL;
     rc = tier_extents_alloc(a->ext, rlen, &off, &alen);
     if (rc < 0)
@@ -536,13 +538,29 @@ int tier_arena_alloc(tier_arena *a, uint64_t len, uint64_t *ret_off,
         }
         a->file_size = grow;
     }
-    lock_range(d, a->base + off, alen);
-    d->used += alen;
-    a->resident += alen;
+    if (charge) {
+        lock_range(d, a->base + off, alen);
+        d->used += alen;
+        a->resident += alen;
+    } else {
+        (void)tier_extents_set_tag(a->ext, off, DDR_TAG_EVICTED);
+    }
     *ret_off = off;
     if (ret_len)
         *ret_len = alen;
     return 0;
+}
+
+int tier_arena_alloc(tier_arena *a, uint64_t len, uint64_t *ret_off,
+                     uint64_t *ret_len)
+{
+    return alloc_range(a, len, true, ret_off, ret_len);
+}
+
+int tier_arena_reserve(tier_arena *a, uint64_t len, uint64_t *ret_off,
+                       uint64_t *ret_len)
+{
+    return alloc_range(a, len, false, ret_off, ret_len);
 }
 
 /* The live allocation [off, off+len): its rounded length and state. */

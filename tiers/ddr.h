@@ -101,6 +101,13 @@ uint8_t *tier_arena_base(const tier_arena *a); /* daemon's mapping */
  * recorded in stats.detail, the allocation still succeeds. */
 int tier_arena_alloc(tier_arena *a, uint64_t len, uint64_t *ret_off,
                      uint64_t *ret_len);
+/* As tier_arena_alloc, but the allocation starts evicted: its offsets are
+ * reserved, the pool is not charged (so never HO_E_TIER_FULL for the
+ * budget, only for the arena's offset space) and the range reads as
+ * zeros.  For a staged host copy that is not in DDR yet: bring it in with
+ * tier_arena_restore*. */
+int tier_arena_reserve(tier_arena *a, uint64_t len, uint64_t *ret_off,
+                       uint64_t *ret_len);
 /* Free an allocation (len as requested or rounded), resident or evicted:
  * munlock and punch its pages out, uncharge the pool if resident.
  * HO_E_UNKNOWN_EXTENT (unchanged), -errno from fallocate (unchanged). */

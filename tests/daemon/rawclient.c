@@ -63,8 +63,15 @@ int rc_send(int fd, Hyperoffload__Envelope *env)
     return rc;
 }
 
-/* Read exactly len bytes; collect a passed descriptor. */
-static int read_full(int fd, uint8_t *buf, size_t len, int *ret_fd,
+/* Descriptors received with a frame: kept up to max, others closed. */
+typedef struct fd_sink {
+    int *fds;
+    int max, n;
+} fd_sink;
+
+/* Read exactly len bytes; collect passed descriptors into sink (NULL:
+ * close them). */
+static int read_full(int fd, uint8_t *buf, size_t len, fd_sink *sink,
                      int timeout_ms)
 {
     size_t got = 0;
@@ -76,7 +83,7 @@ static int read_full(int fd, uint8_t *buf, size_t len, int *ret_fd,
         if (pr == 0)
             return -ETIMEDOUT;
         union {
-            char b[CMSG_SPACE(sizeof(int) * 4)];
+            char b[CMSG_SPACE(sizeof(int) * 8)];
             struct cmsghdr align;
         } u;
         struct iovec iov = {.iov_base = buf + got, .iov_len = len - got};
@@ -99,8 +106,8 @@ static int read_full(int fd, uint8_t *buf, size_t len, int *ret_fd,
             for (int i = 0; i < nfd; i++) {
                 int x;
                 memcpy(&x, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
-                if (ret_fd && *ret_fd < 0)
-                    *ret_fd = x;
+                if (sink && sink->n < sink->max)
+                    sink->fds[sink->n++] = x;
                 else
                     close(x);
             }
@@ -110,14 +117,12 @@ static int read_full(int fd, uint8_t *buf, size_t len, int *ret_fd,
     return 0;
 }
 
-int rc_recv(int fd, Hyperoffload__Envelope **ret, int *ret_fd,
-            int timeout_ms)
+static int recv_frame(int fd, Hyperoffload__Envelope **ret, fd_sink *sink,
+                      int timeout_ms)
 {
     uint8_t hdr[4];
-    if (ret_fd)
-        *ret_fd = -1;
     int to = scale(timeout_ms);
-    int rc = read_full(fd, hdr, 4, ret_fd, to);
+    int rc = read_full(fd, hdr, 4, sink, to);
     if (rc < 0)
         return rc;
     uint32_t n = ho_frame_header_len(hdr);
@@ -126,10 +131,33 @@ int rc_recv(int fd, Hyperoffload__Envelope **ret, int *ret_fd,
     uint8_t *buf = malloc(n);
     if (!buf)
         return -ENOMEM;
-    rc = read_full(fd, buf, n, ret_fd, to);
+    rc = read_full(fd, buf, n, sink, to);
     if (rc == 0)
         rc = ho_frame_decode(buf, n, ret);
     free(buf);
+    return rc;
+}
+
+int rc_recv(int fd, Hyperoffload__Envelope **ret, int *ret_fd,
+            int timeout_ms)
+{
+    if (ret_fd)
+        *ret_fd = -1;
+    fd_sink sink = {.fds = ret_fd, .max = ret_fd ? 1 : 0, .n = 0};
+    return recv_frame(fd, ret, &sink, timeout_ms);
+}
+
+int rc_recv_fds(int fd, Hyperoffload__Envelope **ret, int *fds, int max,
+                int *ret_n, int timeout_ms)
+{
+    fd_sink sink = {.fds = fds, .max = max, .n = 0};
+    int rc = recv_frame(fd, ret, &sink, timeout_ms);
+    *ret_n = sink.n;
+    if (rc < 0) {
+        for (int i = 0; i < sink.n; i++)
+            close(fds[i]);
+        *ret_n = 0;
+    }
     return rc;
 }
 
@@ -216,6 +244,40 @@ int rc_call(int fd, Hyperoffload__Envelope *env, Hyperoffload__Envelope **ret,
         return HO_E_PROTOCOL;
     }
     return rc;
+}
+
+int rc_call_fds(int fd, Hyperoffload__Envelope *env,
+                Hyperoffload__Envelope **ret, int *fds, int max, int *ret_n)
+{
+    env->version = HO_PROTO_VERSION;
+    env->request_id = next_rid++;
+    *ret_n = 0;
+    int rc = rc_send(fd, env);
+    if (rc < 0)
+        return rc;
+    for (;;) {
+        rc = rc_recv_fds(fd, ret, fds, max, ret_n, RC_TIMEOUT_MS);
+        if (rc < 0)
+            return rc;
+        if ((*ret)->body_case == HYPEROFFLOAD__ENVELOPE__BODY_EVENT &&
+            (*ret)->request_id == 0) {
+            ho_frame_envelope_free(*ret);
+            for (int i = 0; i < *ret_n; i++)
+                close(fds[i]);
+            *ret_n = 0;
+            continue;
+        }
+        break;
+    }
+    if ((*ret)->request_id != env->request_id) {
+        ho_frame_envelope_free(*ret);
+        *ret = NULL;
+        for (int i = 0; i < *ret_n; i++)
+            close(fds[i]);
+        *ret_n = 0;
+        return HO_E_PROTOCOL;
+    }
+    return 0;
 }
 
 int rc_error_code(const Hyperoffload__Envelope *env)

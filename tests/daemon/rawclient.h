@@ -26,6 +26,11 @@ int rc_send(int fd, Hyperoffload__Envelope *env);
  * HO_E_PROTOCOL for an undecodable frame. */
 int rc_recv(int fd, Hyperoffload__Envelope **ret, int *ret_fd,
             int timeout_ms);
+/* Like rc_recv, keeping up to `max` descriptors of the frame in fds[]
+ * (arrival order; *ret_n how many; the others are closed).  On failure
+ * no descriptor is kept. */
+int rc_recv_fds(int fd, Hyperoffload__Envelope **ret, int *fds, int max,
+                int *ret_n, int timeout_ms);
 /* Like rc_recv but skips pushed events (request_id 0, body event). */
 int rc_recv_reply(int fd, Hyperoffload__Envelope **ret, int *ret_fd);
 /* 1 when the peer closed (EOF or reset) within the timeout, 0 when data
@@ -42,6 +47,10 @@ int rc_open(const char *path);
  * caller; version and request_id are filled) and receive its reply. */
 int rc_call(int fd, Hyperoffload__Envelope *env,
             Hyperoffload__Envelope **ret, int *ret_fd);
+
+/* rc_call keeping up to `max` descriptors of the reply (rc_recv_fds). */
+int rc_call_fds(int fd, Hyperoffload__Envelope *env,
+                Hyperoffload__Envelope **ret, int *fds, int max, int *ret_n);
 
 /* Error code of a reply as a negative value (0 when not an Error). */
 int rc_error_code(const Hyperoffload__Envelope *env);

@@ -9,6 +9,7 @@
 #define HO_TESTS_PLAN_TEST_UTIL_H
 
 #include <check.h>
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,7 +24,7 @@ static char tu_err[512];
  * b / 1000 us, easy to compute by hand. */
 static const plan_link tu_link_fast = {1.0, 1.0, 0.0, true};
 
-static plan_trace *tu_trace(const plan_link *l)
+static inline plan_trace *tu_trace(const plan_link *l)
 {
     plan_trace *t = plan_trace_new("test", l ? l : &tu_link_fast);
     ck_assert_ptr_nonnull(t);
@@ -31,7 +32,7 @@ static plan_trace *tu_trace(const plan_link *l)
 }
 
 /* Add a storage; returns its index. */
-static uint32_t tu_st(plan_trace *t, uint64_t id, uint64_t bytes,
+static inline uint32_t tu_st(plan_trace *t, uint64_t id, uint64_t bytes,
                       plan_initial init, bool retained, bool pinned)
 {
     plan_storage s = {id, bytes, PLAN_KIND_ACTIVATION, (uint8_t)init,
@@ -44,7 +45,7 @@ static uint32_t tu_st(plan_trace *t, uint64_t id, uint64_t bytes,
 }
 
 /* Add an op by storage *ids*: reads then writes, each list ended by -1. */
-static void tu_op(plan_trace *t, double dur, const int *reads,
+static inline void tu_op(plan_trace *t, double dur, const int *reads,
                   const int *writes)
 {
     uint32_t rd[64], wr[64], nr = 0, nw = 0;
@@ -62,28 +63,28 @@ static void tu_op(plan_trace *t, double dur, const int *reads,
 #define TU_R(...) ((const int[]){__VA_ARGS__, -1})
 #define TU_NONE ((const int[]){-1})
 
-static void tu_finish(plan_trace *t)
+static inline void tu_finish(plan_trace *t)
 {
     int r = plan_trace_finish(t, tu_err, sizeof tu_err);
     ck_assert_msg(r == 0, "finish: %s", tu_err);
 }
 
-static plan_schedule *tu_sched(uint64_t budget)
+static inline plan_schedule *tu_sched(uint64_t budget)
 {
     plan_schedule *s = plan_schedule_new("test", budget);
     ck_assert_ptr_nonnull(s);
     return s;
 }
 
-static void tu_act(plan_schedule *s, uint32_t op, plan_when w,
+static inline void tu_act(plan_schedule *s, uint32_t op, plan_when w,
                    plan_act_kind k, uint64_t id)
 {
     ck_assert_int_eq(plan_schedule_push_id(s, op, w, k, id), 0);
 }
 
 /* Bind and simulate; returns plan_simulate's code. */
-static int tu_sim(const plan_trace *t, plan_schedule *s, plan_metrics *m,
-                  plan_violation *v)
+static inline int tu_sim(const plan_trace *t, plan_schedule *s,
+                         plan_metrics *m, plan_violation *v)
 {
     int r = plan_schedule_bind(s, t, tu_err, sizeof tu_err);
     ck_assert_msg(r == 0, "bind: %s", tu_err);
@@ -91,7 +92,7 @@ static int tu_sim(const plan_trace *t, plan_schedule *s, plan_metrics *m,
 }
 
 /* Valid under the model whatever the budget?  Fills *m. */
-static bool tu_valid(const plan_trace *t, const plan_schedule *s,
+static inline bool tu_valid(const plan_trace *t, const plan_schedule *s,
                      plan_metrics *m, plan_violation *v)
 {
     plan_schedule copy = *s;
@@ -99,14 +100,15 @@ static bool tu_valid(const plan_trace *t, const plan_schedule *s,
     return plan_simulate(t, &copy, m, v, NULL) == 0;
 }
 
-static bool tu_close(double a, double b)
+static inline bool tu_close(double a, double b)
 {
     return fabs(a - b) <= 1e-6 * (fabs(a) > fabs(b) ? fabs(a) : fabs(b)) +
                               1e-9;
 }
 
 /* Count actions of a kind on a storage id. */
-static unsigned tu_count(const plan_schedule *s, plan_act_kind k, uint64_t id)
+static inline unsigned tu_count(const plan_schedule *s, plan_act_kind k,
+                                uint64_t id)
 {
     unsigned c = 0;
     for (size_t i = 0; i < s->n_actions; i++)
@@ -116,7 +118,8 @@ static unsigned tu_count(const plan_schedule *s, plan_act_kind k, uint64_t id)
 }
 
 /* Index of the first action (kind, id), or -1. */
-static long tu_find(const plan_schedule *s, plan_act_kind k, uint64_t id)
+static inline long tu_find(const plan_schedule *s, plan_act_kind k,
+                           uint64_t id)
 {
     for (size_t i = 0; i < s->n_actions; i++)
         if (s->actions[i].kind == k && s->actions[i].storage_id == id)
@@ -125,8 +128,9 @@ static long tu_find(const plan_schedule *s, plan_act_kind k, uint64_t id)
 }
 
 /* Run a planner through plan_make. */
-static int tu_plan(const plan_trace *t, uint64_t budget, const char *name,
-                   plan_schedule **ret, plan_result *res)
+static inline int tu_plan(const plan_trace *t, uint64_t budget,
+                          const char *name, plan_schedule **ret,
+                          plan_result *res)
 {
     plan_options o = {name, 0, 0, 0};
     *ret = NULL;
@@ -135,21 +139,21 @@ static int tu_plan(const plan_trace *t, uint64_t budget, const char *name,
 
 /* xorshift64: the tests' own random numbers. */
 static uint64_t tu_rng = 0x9e3779b97f4a7c15ull;
-static uint64_t tu_rand(void)
+static inline uint64_t tu_rand(void)
 {
     tu_rng ^= tu_rng << 13;
     tu_rng ^= tu_rng >> 7;
     tu_rng ^= tu_rng << 17;
     return tu_rng;
 }
-static double tu_frand(void)
+static inline double tu_frand(void)
 {
     return (double)(tu_rand() >> 11) * (1.0 / 9007199254740992.0);
 }
 
 /* Iterations: `base`, scaled by HO_PLANNER_ITERS (a factor, e.g. 10) and
  * cut under valgrind. */
-static unsigned tu_iters(unsigned base)
+static inline unsigned tu_iters(unsigned base)
 {
     const char *f = getenv("HO_PLANNER_ITERS");
     double k = f ? atof(f) : 1.0;

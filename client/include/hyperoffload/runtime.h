@@ -53,6 +53,16 @@
 extern "C" {
 #endif
 
+/* ------------------------------------------------------------- errors */
+
+/* The sentence that came with the last failed runtime call (ho_trace_*,
+ * ho_plan_*, ho_device_*, ho_replay_*, ho_storage_*, the hooks) on the
+ * calling thread, e.g. the validator's "storage 7 not on device with its
+ * latest version at op 12"; "" before any failure.  Thread-local storage
+ * owned by the library, overwritten by the next failure on this thread.
+ * Calls that take a client also record it there (ho_last_error()). */
+HO_EXPORT const char *ho_runtime_last_error(void);
+
 /* ------------------------------------------------------------- devices */
 
 typedef struct ho_device ho_device;

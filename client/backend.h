@@ -1,0 +1,115 @@
+/*
+ * client/backend.h - the interface every device backend implements
+ * ("host": backend_host.c, "cuda": backend_cuda.c), and what the generic
+ * device layer (runtime_device.c) and the replay engine use of it.
+ *
+ * A backend provides
+ *   - one region of device memory, fixed at open, which the generic layer
+ *     carves into allocations (byte accounting and the capacity limit are
+ *     generic, so both backends fail the same way when a plan is wrong);
+ *   - synchronous copies for setup and checks;
+ *   - registration of host memory (the mapped pool) for fast copies;
+ *   - copy engines: FIFO queues of asynchronous copies.  Each copy gets a
+ *     ticket, the engine's sequence number (1, 2, ...); an engine completes
+ *     its copies in ticket order, so "ticket T done" means every copy up to
+ *     T is done.  A copy may depend on a ticket of another engine (it
+ *     starts only after that one completed), which is how "a prefetch
+ *     waits for the storage's pending store" holds across engines;
+ *   - a compute fence: a ticket that completes once the device work the
+ *     application enqueued before the mark is done (host: ops run
+ *     synchronously in the hooks, so every mark is complete at once; cuda:
+ *     an event recorded on the compute stream).  Device memory is released
+ *     only after the compute fence taken at its free completes, and a D2H
+ *     copy starts only after the compute work enqueued before it.
+ *
+ * Threading: engine_submit, completed, wait and compute_* are called by
+ * one thread (the replay's); a backend's own threads (host copy threads)
+ * are internal.  Nothing here allocates memory or makes a system call on
+ * the submit/completed path unless it must wake a sleeping copy thread or
+ * the engine's queue is full.
+ *
+ * Errors: 0 or a negative code; open/engine_new describe a failure in
+ * err[0..errlen).
+ */
+#ifndef HO_CLIENT_BACKEND_H
+#define HO_CLIENT_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct hob_engine hob_engine;
+
+typedef enum hob_dir {
+    HOB_H2D = 0,  /* host (pool) -> device */
+    HOB_D2H = 1,  /* device -> host (pool) */
+} hob_dir;
+
+/* Alignment of every allocation in the device region (bytes). */
+#define HOB_ALIGN 256u
+
+typedef struct hob_ops {
+    const char *name;
+
+    /* Why this backend cannot be opened here, or NULL when it can.  May
+     * probe (dlopen) the first time; the answer is static. */
+    const char *(*unavailable)(void);
+
+    /* Open device `index` with a region of at least `region_bytes` bytes of
+     * device memory (the generic layer asks for the capacity plus room
+     * against fragmentation).  *ret_state is the backend's state, released
+     * with close().  Host: the region is pre-faulted process memory; cuda:
+     * one cudaMalloc.  HO_E_UNSUPPORTED when the backend cannot run here,
+     * HO_E_DEVICE / -ENOMEM when the region cannot be had. */
+    int (*open)(int index, uint64_t region_bytes, void **ret_state,
+                char *err, size_t errlen);
+    void (*close)(void *st);
+
+    /* The device region: its first byte (a device address) and size. */
+    void (*region)(void *st, uint8_t **ret_base, uint64_t *ret_size);
+
+    /* Synchronous copy of n bytes (dir: HOB_H2D dst is device memory,
+     * HOB_D2H src is).  Waits for earlier compute work (cuda). */
+    int (*copy_sync)(void *st, hob_dir dir, void *dst, const void *src,
+                     uint64_t n);
+
+    /* Register / unregister host memory used as copy source or target
+     * (cuda: cudaHostRegister, so copies run at full link speed; host: no
+     * effect).  unregister accepts a base that was never registered. */
+    int (*host_register)(void *st, void *base, uint64_t len);
+    void (*host_unregister)(void *st, void *base);
+
+    /* A new copy engine with room for `depth` copies in flight (depth is a
+     * power of two >= 2); engines of one state are independent FIFOs. */
+    int (*engine_new)(void *st, uint32_t depth, hob_engine **ret,
+                      char *err, size_t errlen);
+    /* Waits for the engine's copies, then frees it.  NULL ok. */
+    void (*engine_free)(hob_engine *e);
+
+    /* Queue a copy of n bytes on e; it starts after every earlier copy of
+     * e and, when dep is not NULL, after dep's ticket dep_ticket.  A D2H
+     * also starts after the compute work enqueued so far.  *ret_ticket is
+     * its ticket.  Blocks while e has `depth` copies in flight. */
+    int (*submit)(hob_engine *e, hob_dir dir, void *dst, const void *src,
+                  uint64_t n, hob_engine *dep, uint64_t dep_ticket,
+                  uint64_t *ret_ticket);
+    /* Highest ticket of e known to be complete (non-blocking). */
+    uint64_t (*completed)(hob_engine *e);
+    /* Block until ticket t of e is complete.  0, or HO_E_DEVICE when the
+     * copy failed (cuda error). */
+    int (*wait)(hob_engine *e, uint64_t t);
+
+    /* Compute fence (see above): mark returns a ticket; completed and
+     * wait as for engines. */
+    int (*compute_mark)(void *st, uint64_t *ret_ticket);
+    uint64_t (*compute_completed)(void *st);
+    int (*compute_wait)(void *st, uint64_t t);
+
+    /* Set the stream the application computes on (cuda: a cudaStream_t;
+     * NULL for the legacy default stream).  Host: no effect. */
+    void (*set_compute_stream)(void *st, void *stream);
+} hob_ops;
+
+extern const hob_ops hob_host_ops;
+extern const hob_ops hob_cuda_ops;
+
+#endif

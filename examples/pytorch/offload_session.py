@@ -1,0 +1,883 @@
+"""Offload saved activations of a PyTorch training step into the
+HyperOffload DDR pool, following a plan from hyperoffloadd.
+
+In the spirit of the Hyper-Parallel ``OffloadSession`` (warm-up trace,
+plan, replay)::
+
+    import offload_session as hos
+
+    session = hos.OffloadSession(model, socket="/path/hod.sock")
+    for x, y in data:
+        opt.zero_grad(set_to_none=True)
+        with session:                      # 1st time: traced; then replayed
+            loss = loss_fn(model(x), y)
+            loss.backward()
+        opt.step()
+    print(session.steps[-1])               # per-step figures
+    session.close()
+
+Forward *and* backward must run inside the ``with`` block.
+
+**Step 1 (trace).**  The step runs under a recorder (a subclass of
+``hyperoffload_trace.TraceRecorder``, so op and storage numbering are
+exactly those of the capture) and under ``saved_tensors_hooks``.  To learn
+what the session can really release, every saved tensor whose storage the
+step created is *probed*: its bytes are copied into private host memory
+when autograd saves it, and the hook keeps no reference to it, so the
+storage dies when the program itself lets go of it; the backward gets an
+exact copy back.  At every op the recorder notes which storages are alive.
+The trace the session submits is the captured one with these changes:
+
+* storages the session cannot move are ``pinned``: every storage except
+  the probed ones (parameters, gradients, optimizer state, inputs, and
+  activations autograd did not save);
+* a probed storage gets a read at every op during which it was alive
+  (held by the program, or brought back for the backward), so that the
+  only gaps the planner sees are the ones in which autograd alone held it
+  -- the gaps in which dropping the saved reference frees memory;
+* any other storage gets a read at the last op during which it was alive
+  (tensors are freed when Python drops them, not at their last use).
+
+The session then asks the daemon (``ho_trace_load`` + ``ho_plan_request``)
+for a plan.  **Budget**: unless given, a first request on a grant-less
+probe session, at an unlimited budget, returns the planner's
+``no_offload_peak`` P and ``min_budget`` M for the submitted trace; the
+session registers with ``M + budget_fraction * (P - M)`` (default one
+half), strictly below P, and plans for that grant (budget 0).  The
+schedule is read back with ``ho_plan_save``.
+
+**Later steps (replay).**  A dispatch mode numbers the ops and storages as
+the capture did (storage ids are given in first-seen order, so the storage
+first written by op k now is the one op k first wrote in the traced step)
+and checks every op against the trace: name, storages read and written,
+and sizes.  A difference is a divergence: everything is brought back from
+the pool, no further action runs in that step, and (``retraces``, default
+1) the next step is traced again.  The schedule's actions run at their
+point: ``after`` op k and ``before`` op k+1 are the same instant of the
+model, executed at the first of: op k+1 entering the dispatcher, an unpack
+hook (autograd unpacks a node's saved tensors before that node's first op
+runs), the end of the step.
+
+* ``saved_tensors_hooks`` pack: a tensor whose storage the schedule moves
+  is wrapped in a handle that holds it (its dtype, size, stride and
+  offset are recorded); other tensors pass through unchanged.
+* ``store s``: the storage's bytes are copied (memmove) into an extent of
+  the session's pool (``ho_extent_alloc``, one per storage, reused every
+  step); the number of writes of s seen so far marks the copy's version.
+* ``free_device s``: only when the host copy holds the latest version, the
+  handles drop their tensors so the memory can go.  If the storage
+  nevertheless stays alive (something else holds it), the handles take
+  their tensors back (counted as ``free_ineffective``).
+* ``prefetch s``: a fresh storage is allocated, filled from the extent,
+  and every handle of s gets its tensor back as the *same view* (dtype,
+  size, stride, offset) of the restored storage.
+* unpack returns the handle's tensor; when it is not there (no prefetch
+  yet) it is fetched on demand and counted.
+* At the end of the ``with`` block anything still in the pool whose
+  handles are alive is brought back, so no handle outlives its step.
+
+**Live bytes.**  A tracker counts the bytes of distinct storages (by data
+pointer) of tensors seen by the dispatch mode (plus the model's
+parameters), released when weakref finalizers of the tensors fire and the
+storage is really gone (``StorageWeakRef``); it is sampled after every op
+and every restore.  ``steps[i]["live_peak"]`` is the peak of step i;
+:class:`LiveBytesMode` measures a run without the session the same way.
+
+Library: ``hyperoffload.py`` (ctypes); the daemon is reached at
+``socket`` (or ``$HO_SOCKET`` ...).  Python standard library and torch.
+"""
+
+import ctypes
+import functools
+import json
+import os
+import shutil
+import tempfile
+import weakref
+
+import torch
+from torch.multiprocessing.reductions import StorageWeakRef
+from torch.utils._python_dispatch import TorchDispatchMode
+
+import hyperoffload as ho
+import hyperoffload_trace as hot
+
+UNLIMITED_BUDGET = 1 << 60
+
+
+class OffloadError(RuntimeError):
+    """The session could not set offloading up (strict mode only)."""
+
+
+# ----------------------------------------------------------------- helpers
+def _tensors(value):
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [v for v in value if isinstance(v, torch.Tensor)]
+    return []
+
+
+def _storage_key(t):
+    """(data pointer, nbytes, storage) of a strided tensor, or None."""
+    if not isinstance(t, torch.Tensor) or t.layout != torch.strided or \
+            t.device.type == "meta":
+        return None
+    try:
+        st = t.storage()
+    except (NotImplementedError, RuntimeError):
+        return None
+    ptr, nbytes = st.data_ptr(), st.nbytes()
+    if ptr == 0 or nbytes <= 0:
+        return None
+    return ptr, nbytes, st
+
+
+def _fix_scalar(func, out, args):
+    """torch 1.13: under a dispatch mode, an op on a wrapped number (a
+    Python scalar autograd saved as a 0-dim tensor, e.g. ``x / 8.0``)
+    comes back to Python as a number, and autograd then fails with
+    "detach returned invalid type float".  Give it back as a tensor of
+    the argument's dtype."""
+    if isinstance(out, (bool, int, float, complex)):
+        rets = func._schema.returns
+        if len(rets) == 1 and str(rets[0].type) == "Tensor":
+            ref = next((a for a in args if isinstance(a, torch.Tensor)), None)
+            return torch.tensor(out, dtype=ref.dtype if ref is not None
+                                else None)
+    return out
+
+
+class _Live:
+    __slots__ = ("weak", "nbytes", "tensors")
+
+    def __init__(self, weak, nbytes):
+        self.weak = weak
+        self.nbytes = nbytes
+        self.tensors = 0
+
+
+class LiveTracker:
+    """Bytes held by live torch storages, distinct by data pointer.
+
+    :meth:`see` registers a tensor's storage (and a weakref finalizer on
+    the tensor object); when the last known tensor of a storage is
+    finalized the storage becomes a suspect, released at the next
+    :meth:`sample` once its ``StorageWeakRef`` says it is gone (autograd
+    and other C++ code may hold storages without any Python tensor).
+    ``bytes`` is the current total, ``peak`` the largest sampled one."""
+
+    def __init__(self):
+        self._stor = {}        # data pointer -> _Live
+        self._objs = {}        # id(tensor) -> weakref with finalizer
+        self._suspects = set()
+        self.bytes = 0
+        self.peak = 0
+        self.peak_at = -1      # op index of the peak sample
+        self.samples = 0
+
+    def see(self, t):
+        r = self._objs.get(id(t))
+        if r is not None and r() is t:
+            return
+        key = _storage_key(t)
+        if key is None:
+            return
+        ptr, nbytes, st = key
+        live = self._stor.get(ptr)
+        if live is not None and live.weak.expired():
+            self._drop(ptr, live)
+            live = None
+        if live is None:
+            live = _Live(StorageWeakRef(st), nbytes)
+            self._stor[ptr] = live
+            self.bytes += nbytes
+        elif nbytes > live.nbytes:
+            self.bytes += nbytes - live.nbytes
+            live.nbytes = nbytes
+        live.tensors += 1
+        self._suspects.discard(ptr)
+        oid = id(t)
+        self._objs[oid] = weakref.ref(
+            t, functools.partial(self._finalized, oid, ptr, live))
+
+    def see_all(self, values):
+        for v in values:
+            for t in _tensors(v):
+                self.see(t)
+
+    def _finalized(self, oid, ptr, live, ref):
+        if self._objs.get(oid) is ref:
+            del self._objs[oid]
+        live.tensors -= 1
+        if live.tensors <= 0 and self._stor.get(ptr) is live:
+            self._suspects.add(ptr)
+
+    def _drop(self, ptr, live):
+        del self._stor[ptr]
+        self._suspects.discard(ptr)
+        self.bytes -= live.nbytes
+
+    def sample(self, at=-1):
+        """Release suspects that are gone, then update the peak."""
+        for ptr in list(self._suspects):
+            live = self._stor.get(ptr)
+            if live is None:
+                self._suspects.discard(ptr)
+            elif live.weak.expired():
+                self._drop(ptr, live)
+        self.samples += 1
+        if self.bytes > self.peak:
+            self.peak = self.bytes
+            self.peak_at = at
+        return self.bytes
+
+
+class LiveBytesMode(TorchDispatchMode):
+    """Measure the bytes held by live torch tensors of a run without the
+    session, exactly as the session measures its steps::
+
+        with hos.LiveBytesMode(model.parameters()) as m:
+            step()
+        m.tracker.peak
+    """
+
+    def __init__(self, params=()):
+        super().__init__()
+        self.tracker = LiveTracker()
+        self.ops = 0
+        self._params = list(params)
+
+    def __enter__(self):
+        for p in self._params:
+            self.tracker.see(p)
+        self._params = []
+        return super().__enter__()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        out = _fix_scalar(func, func(*args, **kwargs), args)
+        self.tracker.see_all(args)
+        self.tracker.see_all(kwargs.values())
+        self.tracker.see_all(out if isinstance(out, (list, tuple))
+                             else [out])
+        self.tracker.sample(self.ops)
+        self.ops += 1
+        return out
+
+
+# ----------------------------------------------------------------- handles
+class _Entry:
+    """The session's view of one storage (trace id) in one step."""
+
+    __slots__ = ("sid", "nbytes", "handles", "freed", "host_writes",
+                 "probe", "__weakref__")
+
+    def __init__(self, sid, nbytes):
+        self.sid = sid
+        self.nbytes = nbytes
+        self.handles = weakref.WeakSet()
+        self.freed = False
+        self.host_writes = None   # write count of the storage when stored
+        self.probe = None         # trace step: private host copy
+
+
+class _Saved:
+    """What a pack hook returns for a tensor the session may move: the
+    tensor (or None while its bytes are only in the pool) and how to
+    rebuild it as the same view of a restored storage."""
+
+    __slots__ = ("entry", "tensor", "wref", "dtype", "size", "stride",
+                 "offset", "__weakref__")
+
+    def __init__(self, entry, t, keep):
+        self.entry = entry
+        self.tensor = t if keep else None
+        self.wref = weakref.ref(t)
+        self.dtype = t.dtype
+        self.size = tuple(t.size())
+        self.stride = tuple(t.stride())
+        self.offset = t.storage_offset()
+
+
+def _new_stats(step, mode):
+    return {"step": step, "mode": mode, "ops": 0, "diverged": None,
+            "stores": 0, "d2h_bytes": 0, "prefetches": 0, "h2d_bytes": 0,
+            "on_demand": 0, "on_demand_bytes": 0, "frees": 0,
+            "freed_bytes": 0, "free_skipped": 0, "free_stale": 0,
+            "free_ineffective": 0, "restored_at_end": 0,
+            "probe_bytes": 0, "live_peak": 0, "live_peak_op": -1}
+
+
+# ----------------------------------------------------------------- a step
+class _StepRun(hot.TraceRecorder):
+    """One ``with session:`` block: recorder, dispatch mode, saved-tensor
+    hooks and the schedule's actions ("trace", "replay" or "plain")."""
+
+    def __init__(self, session, mode, step):
+        super().__init__()
+        self.session = session
+        self.mode = mode
+        self.stats = _new_stats(step, mode)
+        self.tracker = LiveTracker()
+        self._ptrs = {}           # data pointer -> (record, StorageWeakRef)
+        self._internal = False
+        self._entries = {}        # storage id -> _Entry
+        self._writes = {}         # storage id -> writes seen this step
+        self._tref = {}           # storage id -> weakref of a tensor of it
+        self._point = 0           # next action point: 2k before, 2k+1 after
+        self._stopped = mode != "replay"
+        self._hooks = None
+        # trace step: liveness of every storage, op by op
+        self._life = []           # id -> [[first op, last op], ...]
+        self._open = set()        # ids alive at the last op begin
+        self.probed = set()
+
+    # ----------------------------------------------------------- lifecycle
+    def start(self):
+        for p in self.session.params():
+            self.tracker.see(p)
+        if self.mode in ("trace", "replay"):
+            self._hooks = torch.autograd.graph.saved_tensors_hooks(
+                self._pack, self._unpack)
+            self._hooks.__enter__()
+        self.__enter__()
+
+    def finish(self, failed):
+        self.__exit__(None, None, None)
+        if self._hooks is not None:
+            self._hooks.__exit__(None, None, None)
+        n = len(self.ops)
+        if self.mode == "replay" and not failed and \
+                not self.stats["diverged"]:
+            ref_ops = len(self.session._ref_ops)
+            if n != ref_ops:
+                self._diverge(n, "the step ran %d ops, the trace has %d"
+                              % (n, ref_ops))
+            else:
+                self._run_due(2 * n)
+        self._stopped = True
+        # nothing stays in the pool past its step
+        for e in list(self._entries.values()):
+            if e.freed and any(h.tensor is None for h in e.handles):
+                self._restore(e, "restored_at_end")
+        if self.mode == "trace":
+            for sid in self._open:
+                self._life[sid][-1][1] = n - 1
+            self._open.clear()
+        self.tracker.sample(n)
+        self.stats["ops"] = n
+        self.stats["live_peak"] = self.tracker.peak
+        self.stats["live_peak_op"] = self.tracker.peak_at
+
+    # ----------------------------------------------------------- storages
+    def _storage_of(self, t, fresh):
+        """As TraceRecorder._storage_of, with one weak reference per data
+        pointer, so that a storage restored from the pool at a new address
+        keeps its id while the old address may be reused."""
+        key = _storage_key(t)
+        if key is None:
+            return None
+        ptr, nbytes, st = key
+        hit = self._ptrs.get(ptr)
+        if hit is not None and hit[1].expired():
+            hit = None
+        if hit is None:
+            rec = hot._Storage(len(self._storages), ptr, nbytes,
+                               StorageWeakRef(st),
+                               "none" if fresh else "device")
+            self._storages.append(rec)
+            self._by_ptr[ptr] = rec
+            self._ptrs[ptr] = (rec, rec.weak)
+            if self.mode == "trace":
+                self._life.append([[len(self.ops), len(self.ops)]])
+                self._open.add(rec.id)
+            return rec
+        rec = hit[0]
+        if nbytes > rec.nbytes:
+            rec.nbytes = nbytes
+        return rec
+
+    def _rebind(self, rec, st):
+        """Storage `rec` now lives in `st` (restored from the pool)."""
+        ptr = st.data_ptr()
+        weak = StorageWeakRef(st)
+        old = self._ptrs.get(rec.ptr)
+        if old is not None and old[0] is rec and old[1].expired():
+            del self._ptrs[rec.ptr]
+        if self._by_ptr.get(rec.ptr) is rec:
+            del self._by_ptr[rec.ptr]
+        rec.ptr, rec.weak = ptr, weak
+        self._ptrs[ptr] = (rec, weak)
+        self._by_ptr[ptr] = rec
+        if self.mode == "trace":
+            k = len(self.ops)
+            self._life[rec.id].append([k, k])
+            self._open.add(rec.id)
+
+    def _current(self, sid):
+        """A live tensor of storage `sid` as it is now, or None."""
+        rec = self._storages[sid] if sid < len(self._storages) else None
+        if rec is None or rec.weak.expired():
+            return None
+        e = self._entries.get(sid)
+        if e is not None:
+            for h in e.handles:
+                t = h.tensor
+                if t is not None and t.storage().data_ptr() == rec.ptr:
+                    return t
+        r = self._tref.get(sid)
+        t = r() if r is not None else None
+        if t is not None and _storage_key(t) is not None and \
+                t.storage().data_ptr() == rec.ptr:
+            return t
+        return None
+
+    # ----------------------------------------------------------- dispatch
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if self._internal:
+            return func(*args, **kwargs)
+        k = len(self.ops)
+        if self.mode == "trace":
+            for sid in list(self._open):
+                if self._storages[sid].weak.expired():
+                    self._open.discard(sid)
+                else:
+                    self._life[sid][-1][1] = k
+        elif not self._stopped:
+            self._run_due(2 * k + 1)
+        out = super().__torch_dispatch__(func, types, args, kwargs)
+        out = _fix_scalar(func, out, args)
+        name, _, reads, writes = self.ops[k]
+        for sid in writes:
+            self._writes[sid] = self._writes.get(sid, 0) + 1
+        outs = out if isinstance(out, (list, tuple)) else [out]
+        for v in (args, kwargs.values(), outs):
+            for x in v:
+                for t in _tensors(x):
+                    key = _storage_key(t)
+                    if key is not None:
+                        hit = self._ptrs.get(key[0])
+                        if hit is not None:
+                            self._tref[hit[0].id] = weakref.ref(t)
+        self.tracker.see_all(args)
+        self.tracker.see_all(kwargs.values())
+        self.tracker.see_all(outs)
+        self.tracker.sample(k)
+        if self.mode == "replay" and not self._stopped:
+            self._check(k, name, reads, writes)
+        return out
+
+    def _check(self, k, name, reads, writes):
+        ref = self.session._ref_ops
+        if k >= len(ref):
+            return self._diverge(k, "op %d is past the trace's %d ops"
+                                 % (k, len(ref)))
+        rname, rreads, rwrites = ref[k]
+        if name != rname or reads != rreads or writes != rwrites:
+            return self._diverge(k, "op %d is %s reading %s writing %s; the "
+                                 "trace has %s reading %s writing %s"
+                                 % (k, name, reads, writes, rname, rreads,
+                                    rwrites))
+        sizes = self.session._ref_bytes
+        for sid in writes:
+            if sid >= len(sizes) or self._storages[sid].nbytes != sizes[sid]:
+                return self._diverge(k, "op %d writes storage %d of %d "
+                                     "bytes; the trace has %s" % (
+                                         k, sid, self._storages[sid].nbytes,
+                                         sizes[sid] if sid < len(sizes)
+                                         else "no such storage"))
+        return None
+
+    def _diverge(self, k, why):
+        """Stop offloading for this step and bring everything back."""
+        if self.stats["diverged"]:
+            return
+        self.stats["diverged"] = why
+        self.stats["diverged_at"] = k
+        self._stopped = True
+        for e in list(self._entries.values()):
+            if e.freed:
+                self._restore(e, "restored_at_end")
+
+    # ----------------------------------------------------------- hooks
+    def _pack(self, t):
+        if self._stopped and self.mode != "trace":
+            return t
+        key = _storage_key(t)
+        if key is None:
+            return t
+        hit = self._ptrs.get(key[0])
+        if hit is None or hit[1].expired():
+            return t
+        rec = hit[0]
+        if self.mode == "trace":
+            if rec.initial != "none":
+                return t   # existed before the step: parameters, inputs
+            e = self._entries.get(rec.id)
+            if e is None:
+                e = self._entries[rec.id] = _Entry(rec.id, rec.nbytes)
+            wc = self._writes.get(rec.id, 0)
+            if e.probe is None or e.host_writes != wc:
+                buf = ctypes.create_string_buffer(rec.nbytes)
+                ctypes.memmove(buf, rec.ptr, rec.nbytes)
+                e.probe, e.host_writes = buf, wc
+                self.stats["probe_bytes"] += rec.nbytes
+            self.probed.add(rec.id)
+            h = _Saved(e, t, keep=False)
+            e.handles.add(h)
+            e.freed = True
+            return h
+        if rec.id not in self.session._moved:
+            return t
+        e = self._entries.get(rec.id)
+        if e is None:
+            e = self._entries[rec.id] = _Entry(rec.id, rec.nbytes)
+        h = _Saved(e, t, keep=True)
+        e.handles.add(h)
+        return h
+
+    def _unpack(self, h):
+        if isinstance(h, torch.Tensor):
+            return h
+        if self.mode == "replay" and not self._stopped:
+            self._run_due(2 * len(self.ops) + 1)
+        if h.tensor is None:
+            t = h.wref() if self.mode == "trace" else None
+            if t is not None:
+                return t   # probe: the program still holds this tensor
+            self._restore(h.entry, "on_demand")
+        return h.tensor
+
+    # ----------------------------------------------------------- actions
+    def _run_due(self, limit):
+        """Run the schedule's actions at every point before `limit`."""
+        s = self.session
+        while self._point < limit and not self._stopped:
+            p = self._point
+            self._point += 1
+            for kind, sid in s._actions.get(p, ()):
+                if kind == "store":
+                    self._store(sid)
+                elif kind == "free_device":
+                    self._free(sid)
+                elif kind == "prefetch":
+                    e = self._entries.get(sid)
+                    if e is not None and e.freed:
+                        self._restore(e, "prefetches")
+                # free_host: the extent is kept for the next step
+
+    def _store(self, sid):
+        t = self._current(sid)
+        if t is None:
+            return
+        rec = self._storages[sid]
+        ext = self.session._extent(sid, rec.nbytes)
+        ctypes.memmove(ext.ptr, rec.ptr, rec.nbytes)
+        e = self._entries.get(sid)
+        if e is None:
+            e = self._entries[sid] = _Entry(sid, rec.nbytes)
+        e.host_writes = self._writes.get(sid, 0)
+        self.stats["stores"] += 1
+        self.stats["d2h_bytes"] += rec.nbytes
+
+    def _free(self, sid):
+        e = self._entries.get(sid)
+        held = [h for h in e.handles if h.tensor is not None] if e else []
+        if not held:
+            self.stats["free_skipped"] += 1
+            return
+        if e.host_writes is None or e.host_writes != self._writes.get(sid, 0):
+            self.stats["free_stale"] += 1   # no current host copy: keep it
+            return
+        rec = self._storages[sid]
+        for h in held:
+            h.tensor = None
+        e.freed = True
+        if not rec.weak.expired():
+            # something besides autograd holds it: dropping gains nothing
+            self.stats["free_ineffective"] += 1
+            back = 0
+            for h in held:
+                h.tensor = h.wref()
+                back += h.tensor is not None
+            if back == len(held):
+                e.freed = False
+            return
+        self.stats["frees"] += 1
+        self.stats["freed_bytes"] += e.nbytes
+        self.tracker.sample(len(self.ops))
+
+    def _restore(self, e, counter):
+        """Bring storage e back into a fresh storage; every handle without
+        a tensor gets the same view of it (or its own tensor back when the
+        program still holds that one)."""
+        todo = []
+        for h in e.handles:
+            if h.tensor is None:
+                h.tensor = h.wref()
+                if h.tensor is None:
+                    todo.append(h)
+        e.freed = False
+        if not todo:
+            return
+        if e.probe is not None and self.mode == "trace":
+            src = ctypes.addressof(e.probe)
+        else:
+            src = self.session._extents[e.sid].ptr
+        self._internal = True
+        try:
+            buf = torch.empty(e.nbytes, dtype=torch.uint8)
+            ctypes.memmove(buf.data_ptr(), src, e.nbytes)
+            ust = buf.storage().untyped()
+            for h in todo:
+                h.tensor = torch.empty(0, dtype=h.dtype).set_(
+                    ust, h.offset, h.size, h.stride)
+        finally:
+            self._internal = False
+        rec = self._storages[e.sid]
+        self._rebind(rec, buf.storage())
+        del buf, ust
+        for h in todo:
+            self.tracker.see(h.tensor)
+            self._tref[e.sid] = weakref.ref(h.tensor)
+        self.tracker.sample(len(self.ops))
+        if counter == "on_demand":
+            self.stats["on_demand"] += 1
+            self.stats["on_demand_bytes"] += e.nbytes
+            self.stats["h2d_bytes"] += e.nbytes
+        elif counter == "prefetches":
+            self.stats["prefetches"] += 1
+            self.stats["h2d_bytes"] += e.nbytes
+        else:
+            self.stats[counter] += 1
+
+    # ----------------------------------------------------------- trace
+    def submitted_trace(self, model, optimizer, name, link):
+        """The trace document the session plans with (module docstring)."""
+        doc = self.to_trace(model=model, optimizer=optimizer, name=name,
+                            device=link)
+        accessed = [set() for _ in doc["storages"]]
+        first_write = {}
+        for k, (_, _, reads, writes) in enumerate(self.ops):
+            for sid in reads:
+                accessed[sid].add(k)
+            for sid in writes:
+                accessed[sid].add(k)
+                first_write.setdefault(sid, k)
+        extra = {}
+        for st in doc["storages"]:
+            sid = st["id"]
+            st["pinned"] = sid not in self.probed
+            created = first_write.get(sid, -1) if st["initial"] == "none" \
+                else -1
+            spans = self._life[sid] if sid < len(self._life) else []
+            if not spans or not accessed[sid]:
+                continue
+            if sid in self.probed:
+                ops = set()
+                for a, b in spans:
+                    ops.update(range(a, b + 1))
+            else:
+                ops = {max(b for _, b in spans)}
+            for j in ops:
+                if j > created and j not in accessed[sid] and \
+                        j < len(self.ops):
+                    extra.setdefault(j, []).append(sid)
+        for j, sids in extra.items():
+            doc["ops"][j]["reads"] = doc["ops"][j]["reads"] + sorted(sids)
+        return doc
+
+
+# ----------------------------------------------------------------- session
+class OffloadSession:
+    """Context manager: trace the first step, plan it with hyperoffloadd,
+    replay the plan on later steps (module docstring).
+
+    model, optimizer: optional; their parameters, gradients and state get
+    their kinds in the trace (all are pinned anyway) and the parameters
+    are counted as live from the start of every step.
+    socket: the daemon's socket (None: ``$HO_SOCKET`` / defaults).
+    budget: HBM grant in bytes; None chooses it from the plan's figures:
+    ``min_budget + budget_fraction * (no_offload_peak - min_budget)``.
+    device: the accelerator index to register on; job: job name (None:
+    the session gets an arena of its own); planner: None for the daemon's
+    default; link: device profile of the trace's link (``910b``).
+    workdir: where the trace and schedule files go (None: a temporary
+    directory removed by close()).  retraces: how many times a divergence
+    makes the next step a trace step again.  strict: raise OffloadError
+    instead of running on without offload when planning fails.
+
+    After each block ``steps[-1]`` holds its figures and ``plan_info`` the
+    plan's; ``disabled`` says why offloading is off, if it is.
+    """
+
+    def __init__(self, model=None, optimizer=None, *, socket=None,
+                 budget=None, budget_fraction=0.5, device=0, job=None,
+                 planner=None, link="910b", name="torch-offload-session",
+                 workdir=None, retraces=1, strict=False,
+                 client_name="offload-session"):
+        if not 0.0 <= budget_fraction < 1.0:
+            raise ValueError("budget_fraction must be in [0, 1)")
+        hot.link_for(link)
+        self.model = model
+        self.optimizer = optimizer
+        self.socket = socket
+        self.requested_budget = budget
+        self.budget_fraction = budget_fraction
+        self.device = device
+        self.job = job
+        self.planner = planner
+        self.link = link
+        self.name = name
+        self.retraces = retraces
+        self.strict = strict
+        self.client_name = client_name
+        self._own_dir = workdir is None
+        self.workdir = workdir or tempfile.mkdtemp(prefix="ho-session-")
+        os.makedirs(self.workdir, exist_ok=True)
+        self.steps = []
+        self.budget = None
+        self.plan_info = None
+        self.schedule = None
+        self.disabled = None
+        self.client = None
+        self._run = None
+        self._planned = False
+        self._ref_ops = []
+        self._ref_bytes = []
+        self._actions = {}
+        self._moved = set()
+        self._extents = {}
+
+    # ----------------------------------------------------------- helpers
+    def params(self):
+        out = []
+        if self.model is not None:
+            out.extend(self.model.parameters())
+        if self.optimizer is not None:
+            for g in self.optimizer.param_groups:
+                out.extend(g["params"])
+        return out
+
+    def _extent(self, sid, nbytes):
+        ext = self._extents.get(sid)
+        if ext is None or ext.length < nbytes:
+            if ext is not None:
+                self.client.extent_free(ext.id)
+                del self._extents[sid]
+            ext = self.client.extent_alloc(nbytes)
+            self._extents[sid] = ext
+        return ext
+
+    @property
+    def mode(self):
+        """What the next block will do: trace, replay or plain."""
+        if self.disabled:
+            return "plain"
+        return "replay" if self._planned else "trace"
+
+    # ----------------------------------------------------------- context
+    def __enter__(self):
+        if self._run is not None:
+            raise RuntimeError("OffloadSession blocks do not nest")
+        self._run = _StepRun(self, self.mode, len(self.steps) + 1)
+        self._run.start()
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        run = self._run
+        try:
+            run.finish(failed=exc_type is not None)
+        finally:
+            self._run = None
+        self.steps.append(run.stats)
+        if exc_type is not None:
+            return False
+        if run.mode == "trace":
+            self._plan(run)
+        elif run.mode == "replay" and run.stats["diverged"] and \
+                self.retraces > 0:
+            self.retraces -= 1
+            self._planned = False
+        return False
+
+    # ----------------------------------------------------------- planning
+    def _plan(self, run):
+        doc = run.submitted_trace(self.model, self.optimizer, self.name,
+                                  self.link)
+        self._ref_ops = [(n, r, w) for n, _, r, w in run.ops]
+        self._ref_bytes = [rec.nbytes for rec in run._storages]
+        trace_path = os.path.join(self.workdir, "trace.json")
+        sched_path = os.path.join(self.workdir, "schedule.json")
+        hot.save(doc, trace_path)
+        try:
+            trace = ho.Trace.load(trace_path)
+            try:
+                self._request(trace, sched_path)
+            finally:
+                trace.close()
+        except (ho.HoError, OSError) as e:
+            self.disabled = "planning failed: %s" % e
+            if self.strict:
+                raise OffloadError(self.disabled) from e
+            return
+        with open(sched_path, encoding="utf-8") as f:
+            self.schedule = json.load(f)
+        self._actions = {}
+        self._moved = set()
+        for a in self.schedule["actions"]:
+            point = 2 * a["op"] + (1 if a["when"] == "after" else 0)
+            self._actions.setdefault(point, []).append(
+                (a["kind"], a["storage"]))
+            if a["kind"] in ("store", "free_device", "prefetch"):
+                self._moved.add(a["storage"])
+        self._planned = True
+
+    def _request(self, trace, sched_path):
+        budget = self.requested_budget
+        if budget is None and self.client is None:
+            # figures of the trace: a grant-less session, unlimited budget
+            probe = ho.Client.connect(self.socket, self.client_name +
+                                      "-probe")
+            try:
+                probe.register(job=self.job, device=self.device,
+                               hbm_budget=0)
+                with probe.plan_request(trace, UNLIMITED_BUDGET,
+                                        self.planner) as p:
+                    fig = p.info()
+            finally:
+                probe.close()
+            lo, hi = fig["min_budget"], fig["no_offload_peak"]
+            if hi <= lo:
+                raise ho.HoError("ho_plan_request", ho.HO_E_INFEASIBLE,
+                                 "no budget below the no-offload peak "
+                                 "(%d) is feasible (min %d)" % (hi, lo))
+            budget = lo + int(self.budget_fraction * (hi - lo))
+        if self.client is None:
+            self.client = ho.Client.connect(self.socket, self.client_name)
+            self.client.register(job=self.job, device=self.device,
+                                 hbm_budget=budget)
+        self.budget = self.client.hbm_granted
+        with self.client.plan_request(trace, 0, self.planner) as plan:
+            self.plan_info = plan.info()
+            plan.save(sched_path)
+
+    # ----------------------------------------------------------- close
+    def close(self):
+        """Free the extents, close the connection, remove the temporary
+        directory.  The session cannot be used afterwards."""
+        if self.client is not None:
+            self.client.close()
+            self.client = None
+        self._extents = {}
+        if self._own_dir:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+        self.disabled = self.disabled or "closed"
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass

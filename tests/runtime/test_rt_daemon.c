@@ -1,0 +1,128 @@
+/*
+ * tests/runtime/test_rt_daemon.c - the runtime against the real daemon
+ * (tests/harness.h) through the shared library: PlanRequest (plans,
+ * cache, infeasible budgets), replays with host copies in the session's
+ * arena and the shared control region, step statistics.
+ */
+#include "harness.h"
+#include "rt_util.h"
+
+static ho_harness *h;
+static char dir[512];
+
+static void setup(void)
+{
+    h = ho_harness_start_args(NULL);
+    rt_tmpdir(dir, sizeof dir);
+}
+
+static void teardown(void)
+{
+    rt_rmdir(dir);
+    ck_assert_int_eq(ho_harness_free(h), 0);
+}
+
+static ho_client *client(uint64_t budget)
+{
+    ho_client *c = NULL;
+    ck_assert_int_eq(ho_connect(ho_harness_socket(h), "rt-test", &c), 0);
+    ck_assert_int_eq(ho_register(c, NULL, 0, budget), 0);
+    return c;
+}
+
+/* A generated trace written to dir and loaded through the API; the
+ * planner's copy is returned in *ret_pt when asked. */
+static ho_trace *gen_trace(uint64_t seed, plan_trace **ret_pt)
+{
+    int vg = rt_valgrind();
+    plan_trace *pt = rt_gen(seed, vg ? 40 : 120, vg ? 16 : 40, 4096,
+                            vg ? 16384 : 65536);
+    char path[600];
+    snprintf(path, sizeof path, "%s/trace-%llu.json", dir,
+             (unsigned long long)seed);
+    rt_write_trace(pt, path);
+    ho_trace *t = NULL;
+    ck_assert_int_eq(ho_trace_load(path, &t), 0);
+    if (ret_pt)
+        *ret_pt = pt;
+    else
+        plan_trace_free(pt);
+    return t;
+}
+
+START_TEST(plan_request)
+{
+    plan_trace *pt = NULL;
+    ho_trace *t = gen_trace(1, &pt);
+    plan_trace_summary sm;
+    ck_assert_int_eq(plan_trace_summarize(pt, &sm), 0);
+    uint64_t budget = rt_budget(pt);
+
+    ho_client *c = client(budget);
+    ho_plan *p = NULL;
+    ck_assert_int_eq(ho_plan_request(c, t, 0, NULL, &p), 0);
+    ho_plan_info info;
+    ho_plan_get_info(p, &info);
+    ck_assert_str_eq(info.planner, "hoplan");
+    ck_assert_uint_eq(info.budget_bytes, budget);
+    ck_assert_uint_le(info.peak_device_bytes, budget);
+    ck_assert_uint_eq(info.no_offload_peak, sm.no_offload_peak);
+    ck_assert_uint_gt(info.h2d_bytes + info.d2h_bytes, 0);
+    ck_assert_int_eq(info.cached, 0);
+
+    /* The same request again comes from the cache, same schedule. */
+    ho_plan *q = NULL;
+    ck_assert_int_eq(ho_plan_request(c, t, 0, NULL, &q), 0);
+    ho_plan_info i2;
+    ho_plan_get_info(q, &i2);
+    ck_assert_int_eq(i2.cached, 1);
+    ck_assert_uint_eq(i2.actions, info.actions);
+    ho_plan_free(q);
+
+    /* Another planner by name. */
+    ck_assert_int_eq(ho_plan_request(c, t, sm.no_offload_peak, "none", &q),
+                     0);
+    ho_plan_get_info(q, &i2);
+    ck_assert_str_eq(i2.planner, "none");
+    ho_plan_free(q);
+
+    /* An infeasible budget names the smallest feasible one. */
+    ck_assert_int_eq(ho_plan_request(c, t, 1024, NULL, &q),
+                     HO_E_INFEASIBLE);
+    char why[512];
+    ho_last_error(c, why, sizeof why);
+    ck_assert_ptr_nonnull(strstr(why, "smallest feasible budget"));
+    ck_assert_ptr_nonnull(strstr(ho_runtime_last_error(),
+                                 "smallest feasible budget"));
+
+    /* The plan saves as a schedule file that loads back. */
+    char spath[600];
+    snprintf(spath, sizeof spath, "%s/s.json", dir);
+    ck_assert_int_eq(ho_plan_save(p, spath), 0);
+    ck_assert_int_eq(ho_plan_load(t, spath, &q), 0);
+    ho_plan_get_info(q, &i2);
+    ck_assert_uint_eq(i2.actions, info.actions);
+    ck_assert_uint_eq(i2.h2d_bytes, info.h2d_bytes);
+    ho_plan_free(q);
+
+    ho_plan_free(p);
+    ho_close(c);
+    ho_trace_free(t);
+    plan_trace_free(pt);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("runtime_daemon");
+    TCase *tc = tcase_create("daemon");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, rt_valgrind() ? 600 : 60);
+    tcase_add_test(tc, plan_request);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
