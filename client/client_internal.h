@@ -36,6 +36,7 @@
 #define HOC_RBUF_SIZE (64u * 1024u)  /* socket read buffer */
 #define HOC_MAX_FDS 8u               /* descriptors queued, at most */
 #define HOC_MAX_FDS_PER_MSG 4u       /* descriptors one recvmsg accepts */
+#define HOC_MAX_FDS_PER_REPLY 2u     /* descriptors one reply may carry */
 #define HOC_MAX_CAPS 64u             /* capabilities kept from Welcome */
 #define HOC_ERRLEN 512u
 
@@ -43,7 +44,8 @@
 typedef struct hoc_pending {
     uint64_t request_id;
     Hyperoffload__Envelope *reply;  /* owned by the waiter once done */
-    int fd;                         /* descriptor that came with it, or -1 */
+    int fds[HOC_MAX_FDS_PER_REPLY]; /* descriptors that came with it */
+    unsigned nfds;
     int err;                        /* transport failure, 0 if none */
     bool done;
     struct hoc_pending *next;
@@ -125,6 +127,15 @@ void hoc_transport_done(ho_client *c);
 int hoc_call(ho_client *c, Hyperoffload__Envelope *req,
              Hyperoffload__Envelope **ret_reply, int *ret_fd);
 
+/* Like hoc_call(), for replies that carry several descriptors (StageReply:
+ * the control region and an eventfd).  On success ret_fds[0..*ret_nfds)
+ * are the descriptors that came with the reply, in the order sent, owned
+ * by the caller; descriptors beyond `max_fds` are closed.  ret_fds may be
+ * NULL when max_fds is 0. */
+int hoc_call_fds(ho_client *c, Hyperoffload__Envelope *req,
+                 Hyperoffload__Envelope **ret_reply, int *ret_fds,
+                 unsigned max_fds, unsigned *ret_nfds);
+
 /* Record a library sentence as the last error (printf-style) and return
  * `code`, for `return hoc_fail(c, code, "...", ...)`. */
 int hoc_fail(ho_client *c, int code, const char *fmt, ...)
@@ -143,6 +154,11 @@ void hoc_transport_set_limits(ho_client *c, uint32_t recv_limit,
 int hoc_call_expect(ho_client *c, Hyperoffload__Envelope *req,
                     Hyperoffload__Envelope__BodyCase want,
                     Hyperoffload__Envelope **ret_reply, int *ret_fd);
+/* hoc_call_fds() with the body check of hoc_call_expect(). */
+int hoc_call_expect_fds(ho_client *c, Hyperoffload__Envelope *req,
+                        Hyperoffload__Envelope__BodyCase want,
+                        Hyperoffload__Envelope **ret_reply, int *ret_fds,
+                        unsigned max_fds, unsigned *ret_nfds);
 
 /* stats.c --------------------------------------------------------------- */
 

@@ -265,21 +265,35 @@ static int recv_more(ho_client *c, char *why, size_t whylen)
     return 0;
 }
 
-/* Does this reply announce a descriptor sent with it? */
-static bool wants_fd(const Hyperoffload__Envelope *env)
+/* How many descriptors does this reply announce?  A RegisterReply carries
+ * the arena memfd when arena.fd_attached; a StageReply with a control
+ * region carries its memfd and an eventfd. */
+static unsigned wanted_fds(const Hyperoffload__Envelope *env)
 {
     if (env->body_case == HYPEROFFLOAD__ENVELOPE__BODY_REGISTER_REPLY &&
         env->register_reply && env->register_reply->arena)
-        return env->register_reply->arena->fd_attached;
-    return false;
+        return env->register_reply->arena->fd_attached ? 1 : 0;
+    if (env->body_case == HYPEROFFLOAD__ENVELOPE__BODY_STAGE_REPLY &&
+        env->stage_reply && env->stage_reply->control_size > 0)
+        return 2;
+    return 0;
+}
+
+static void close_fds(const int *fds, unsigned n)
+{
+    for (unsigned i = 0; i < n; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
 }
 
 /* Read one envelope.  Reader context, mu not held.  On success *ret_env
  * is set; a body this library does not know decodes with body_case
- * NOT_SET.  *ret_fd is the descriptor the envelope announced, or -1.
- * Returns 0 or a connection-fatal code. */
+ * NOT_SET.  ret_fds[0..*ret_nfds) are the descriptors the envelope
+ * announced (at most HOC_MAX_FDS_PER_REPLY).  Returns 0 or a
+ * connection-fatal code. */
 static int read_envelope(ho_client *c, Hyperoffload__Envelope **ret_env,
-                         int *ret_fd, char *why, size_t whylen)
+                         int *ret_fds, unsigned *ret_nfds, char *why,
+                         size_t whylen)
 {
     for (;;) {
         if (c->rbuf_off < c->rbuf_end) {
@@ -305,21 +319,25 @@ static int read_envelope(ho_client *c, Hyperoffload__Envelope **ret_env,
                              plen);
                     return HO_E_PROTOCOL;
                 }
-                int fd = -1;
-                if (wants_fd(env)) {
-                    if (c->fdq_len == 0) {
-                        ho_frame_envelope_free(env);
+                unsigned want = wanted_fds(env);
+                if (want > HOC_MAX_FDS_PER_REPLY || c->fdq_len < want) {
+                    ho_frame_envelope_free(env);
+                    if (want == 1)
                         snprintf(why, whylen, "a reply announces a "
                                  "descriptor that did not arrive");
-                        return HO_E_PROTOCOL;
-                    }
-                    fd = c->fdq[0];
-                    memmove(c->fdq, c->fdq + 1,
-                            (c->fdq_len - 1) * sizeof(int));
-                    c->fdq_len--;
+                    else
+                        snprintf(why, whylen, "a reply announces %u "
+                                 "descriptors that did not arrive (%u "
+                                 "did)", want, c->fdq_len);
+                    return HO_E_PROTOCOL;
                 }
+                for (unsigned i = 0; i < want; i++)
+                    ret_fds[i] = c->fdq[i];
+                memmove(c->fdq, c->fdq + want,
+                        (c->fdq_len - want) * sizeof(int));
+                c->fdq_len -= want;
                 *ret_env = env;
-                *ret_fd = fd;
+                *ret_nfds = want;
                 return 0;
             }
             continue;
@@ -331,7 +349,8 @@ static int read_envelope(ho_client *c, Hyperoffload__Envelope **ret_env,
 }
 
 /* With mu held: hand an envelope to its waiter, or consume an event. */
-static void dispatch_locked(ho_client *c, Hyperoffload__Envelope *env, int fd)
+static void dispatch_locked(ho_client *c, Hyperoffload__Envelope *env,
+                            const int *fds, unsigned nfds)
 {
     if (env->request_id == 0) {
         if (env->body_case == HYPEROFFLOAD__ENVELOPE__BODY_EVENT &&
@@ -353,15 +372,15 @@ static void dispatch_locked(ho_client *c, Hyperoffload__Envelope *env, int fd)
                 goto drop;
             }
             p->reply = env;
-            p->fd = fd;
+            memcpy(p->fds, fds, nfds * sizeof(int));
+            p->nfds = nfds;
             p->done = true;
             return;
         }
     }
 drop:
     /* A reply nobody waits for (cannot happen with a correct daemon). */
-    if (fd >= 0)
-        close(fd);
+    close_fds(fds, nfds);
     ho_frame_envelope_free(env);
 }
 
@@ -375,10 +394,11 @@ static void unlink_locked(ho_client *c, hoc_pending *p)
     }
 }
 
-int hoc_call(ho_client *c, Hyperoffload__Envelope *req,
-             Hyperoffload__Envelope **ret_reply, int *ret_fd)
+int hoc_call_fds(ho_client *c, Hyperoffload__Envelope *req,
+                 Hyperoffload__Envelope **ret_reply, int *ret_fds,
+                 unsigned max_fds, unsigned *ret_nfds)
 {
-    hoc_pending p = {.fd = -1};
+    hoc_pending p = {.nfds = 0};
     uint8_t *frame = NULL;
     size_t flen = 0;
     int rc;
@@ -431,9 +451,10 @@ int hoc_call(ho_client *c, Hyperoffload__Envelope *req,
         c->reader_busy = true;
         pthread_mutex_unlock(&c->mu);
         Hyperoffload__Envelope *env = NULL;
-        int fd = -1;
+        int fds[HOC_MAX_FDS_PER_REPLY];
+        unsigned nfds = 0;
         char why[sizeof(c->read_why)] = "";
-        int rrc = read_envelope(c, &env, &fd, why, sizeof(why));
+        int rrc = read_envelope(c, &env, fds, &nfds, why, sizeof(why));
         pthread_mutex_lock(&c->mu);
         c->reader_busy = false;
         if (why[0])
@@ -441,7 +462,7 @@ int hoc_call(ho_client *c, Hyperoffload__Envelope *req,
         if (rrc < 0)
             kill_locked(c, rrc);
         else
-            dispatch_locked(c, env, fd);
+            dispatch_locked(c, env, fds, nfds);
         pthread_cond_broadcast(&c->cv);
     }
     unlink_locked(c, &p);
@@ -461,19 +482,31 @@ int hoc_call(ho_client *c, Hyperoffload__Envelope *req,
                  e && e->message && e->message[0] ? e->message
                                                   : ho_strerror(rc));
         pthread_mutex_unlock(&c->mu);
-        if (p.fd >= 0)
-            close(p.fd);
+        close_fds(p.fds, p.nfds);
         ho_frame_envelope_free(reply);
         return rc;
     }
     pthread_mutex_unlock(&c->mu);
 
     *ret_reply = reply;
-    if (ret_fd)
-        *ret_fd = p.fd;
-    else if (p.fd >= 0)
-        close(p.fd);
+    unsigned keep = p.nfds < max_fds ? p.nfds : max_fds;
+    for (unsigned i = 0; i < keep; i++)
+        ret_fds[i] = p.fds[i];
+    close_fds(p.fds + keep, p.nfds - keep);
+    if (ret_nfds)
+        *ret_nfds = keep;
     return 0;
+}
+
+int hoc_call(ho_client *c, Hyperoffload__Envelope *req,
+             Hyperoffload__Envelope **ret_reply, int *ret_fd)
+{
+    int fd = -1;
+    unsigned n = 0;
+    int rc = hoc_call_fds(c, req, ret_reply, &fd, ret_fd ? 1 : 0, &n);
+    if (rc == 0 && ret_fd)
+        *ret_fd = n ? fd : -1;
+    return rc;
 }
 
 static const char *body_name(Hyperoffload__Envelope__BodyCase b)
@@ -484,13 +517,43 @@ static const char *body_name(Hyperoffload__Envelope__BodyCase b)
     return f ? f->name : "nothing";
 }
 
+int hoc_call_expect_fds(ho_client *c, Hyperoffload__Envelope *req,
+                        Hyperoffload__Envelope__BodyCase want,
+                        Hyperoffload__Envelope **ret_reply, int *ret_fds,
+                        unsigned max_fds, unsigned *ret_nfds)
+{
+    Hyperoffload__Envelope *reply = NULL;
+    int fds[HOC_MAX_FDS_PER_REPLY];
+    unsigned nfds = 0;
+    if (max_fds > HOC_MAX_FDS_PER_REPLY)
+        max_fds = HOC_MAX_FDS_PER_REPLY;
+    int rc = hoc_call_fds(c, req, &reply, fds, max_fds, &nfds);
+    if (rc < 0)
+        return rc;
+    if (reply->body_case != want) {
+        Hyperoffload__Envelope__BodyCase got = reply->body_case;
+        close_fds(fds, nfds);
+        ho_frame_envelope_free(reply);
+        return hoc_fail(c, HO_E_PROTOCOL,
+                        "daemon answered %s with %s instead of %s",
+                        body_name(req->body_case), body_name(got),
+                        body_name(want));
+    }
+    *ret_reply = reply;
+    for (unsigned i = 0; i < nfds; i++)
+        ret_fds[i] = fds[i];
+    if (ret_nfds)
+        *ret_nfds = nfds;
+    return 0;
+}
+
 int hoc_call_expect(ho_client *c, Hyperoffload__Envelope *req,
                     Hyperoffload__Envelope__BodyCase want,
                     Hyperoffload__Envelope **ret_reply, int *ret_fd)
 {
     Hyperoffload__Envelope *reply = NULL;
     int fd = -1;
-    int rc = hoc_call(c, req, &reply, &fd);
+    int rc = hoc_call(c, req, &reply, ret_fd ? &fd : NULL);
     if (rc < 0)
         return rc;
     if (reply->body_case != want) {

@@ -112,7 +112,8 @@ void srv_handle_clients(srv_daemon *d, srv_conn *c, uint64_t rid)
     Hyperoffload__ClientInfo *infos = calloc(n ? n : 1, sizeof(*infos));
     Hyperoffload__ClientInfo **ptrs = calloc(n ? n : 1, sizeof(*ptrs));
     Hyperoffload__SessionUsage *us = calloc(n ? n : 1, sizeof(*us));
-    if (!infos || !ptrs || !us) {
+    Hyperoffload__RuntimeInfo *rt = calloc(n ? n : 1, sizeof(*rt));
+    if (!infos || !ptrs || !us || !rt) {
         srv_reply_error(c, rid, -ENOMEM, "out of memory");
         goto out;
     }
@@ -141,6 +142,9 @@ void srv_handle_clients(srv_daemon *d, srv_conn *c, uint64_t rid)
         ci->usage = &us[i];
         ci->connected_s = (double)(now - s->registered_ms) / 1000.0;
         ci->requests = s->conn ? s->conn->requests : 0;
+        hyperoffload__runtime_info__init(&rt[i]);
+        if (srv_stage_runtime_info(s, &rt[i]))
+            ci->runtime = &rt[i];
         ptrs[i] = ci;
     }
     Hyperoffload__Envelope env = HYPEROFFLOAD__ENVELOPE__INIT;
@@ -155,6 +159,7 @@ out:
     free(infos);
     free(ptrs);
     free(us);
+    free(rt);
 }
 
 /* ------------------------------------------------------------ quotas */

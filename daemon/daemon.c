@@ -307,6 +307,10 @@ int srv_daemon_new(srv_config *cfg, const srv_cmdline *cl, srv_daemon **ret,
     d->cfg = *cfg;
     memset(cfg, 0, sizeof(*cfg));
     d->cmdline = *cl;
+    d->flash_read_gbps = SRV_FLASH_READ_GBPS;
+    d->flash_write_gbps = SRV_FLASH_WRITE_GBPS;
+    const char *via_fd = getenv("HO_SPILL_VIA_FD");
+    srv_move_spill_via_fd = via_fd && strcmp(via_fd, "1") == 0;
     srv_idmap_init(&d->conn_ids);
     srv_idmap_init(&d->extents);
     int rc = uv_loop_init(&d->loop);

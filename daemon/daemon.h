@@ -7,7 +7,9 @@
  *   server.c    listening socket, connections, framing, output queues,
  *               fd passing, handshake
  *   handlers.c  session/extent/move/stats requests
- *   session.c   sessions, arenas, extents, moves on worker threads
+ *   session.c   sessions, arenas, extents, move requests
+ *   mover.c     DDR <-> flash moves of arena ranges on worker threads,
+ *               page work included
  *   admin.c     status, clients, quota requests
  *   quota.c     quota store (no libuv)
  *   planning.c  plan requests, plan cache
@@ -115,6 +117,9 @@ struct srv_extent {
     srv_ext_state state;
     uint32_t flash_idx;          /* valid while on or moving to/from flash */
     uint64_t flash_off, flash_len;
+    bool flash_held;             /* [flash_off, +flash_len) of flash_idx is
+                                    allocated to this extent (counted in
+                                    the owner's usage.flash) */
     bool staged;                 /* a replay's host copy (staging.c owns
                                     its moves; Free/Move requests refuse) */
     srv_extent *prev, *next;     /* owner's list */
@@ -141,6 +146,7 @@ struct srv_session {
     srv_stage *stage;            /* installed replay, NULL when none; the
                                     session holds one reference
                                     (staging.c) */
+    bool stage_pending;          /* a StageRequest is being planned */
     srv_session *prev, *next;    /* d->sessions */
 };
 
@@ -184,6 +190,10 @@ struct srv_daemon {
     gid_t admin_gid;
 
     uint32_t works_in_flight;    /* moves + plans on worker threads */
+    double flash_read_gbps;      /* observed flash bandwidth (moves of at
+                                    least 8 MiB, moving average), used by
+                                    staging plans */
+    double flash_write_gbps;
     bool draining;
     bool finishing;
     int exit_code;
@@ -294,6 +304,10 @@ int srv_extent_alloc(srv_daemon *d, srv_session *s, uint64_t bytes,
  * count limit still applies).  Owned by the session like any extent. */
 int srv_extent_alloc_staged(srv_daemon *d, srv_session *s, uint64_t bytes,
                             bool resident, srv_extent **ret, srv_errbuf *e);
+/* Free an extent whose owner is gone (owner NULL, out of every list),
+ * once its move has completed: its flash range (if held) and its arena
+ * range (charged or evicted). */
+void srv_extent_free_orphan(srv_daemon *d, srv_extent *x);
 /* Remove extent x from session s now (index, list, usage): an idle one is
  * freed with its DDR/flash resources; one with a move in flight is
  * orphaned (owner = NULL) and freed by the move when it completes. */
@@ -310,6 +324,12 @@ int srv_extent_free(srv_daemon *d, srv_session *s, uint64_t id,
  * HO_E_QUOTA, HO_E_TIER_FULL, HO_E_TOO_LARGE. */
 int srv_extent_move(srv_daemon *d, srv_session *s, uint64_t id, int dir,
                     uint64_t request_id, srv_errbuf *e);
+/* Allocate a flash range of x->len for extent x in the first flash file
+ * with room (x->flash_idx/off/len, flash_held set; usage is the caller's).
+ * HO_E_TIER_FULL (some file would fit it but none has room now),
+ * HO_E_TOO_LARGE (larger than every file), other tier codes; the message
+ * in e. */
+int srv_flash_alloc(srv_daemon *d, srv_extent *x, srv_errbuf *e);
 /* Usage of a quota subject on a tier, summed over live sessions. */
 uint64_t srv_subject_usage(srv_daemon *d, srv_subject_kind kind,
                            uint32_t uid, const char *job, srv_tier tier);
@@ -317,6 +337,53 @@ uint64_t srv_subject_usage(srv_daemon *d, srv_subject_kind kind,
  * HO_E_QUOTA with the message in e. */
 int srv_quota_check(srv_daemon *d, uint32_t uid, const char *job,
                     srv_tier tier, uint64_t more, srv_errbuf *e);
+
+/* Drop one reference on an arena (session or move); the arena is
+ * destroyed with the last one. */
+void srv_arena_unref(srv_daemon *d, srv_arena_ref *r);
+
+/* mover.c.  A move of the arena range [off, off+len) between DDR and the
+ * flash range at flash_off, run on libuv worker threads in up to
+ * SRV_MOVE_PARTS_MAX parts, system calls and page work included:
+ *   SRV_MOVE_SPILL  write to flash, then drop the pages (munlock+punch)
+ *                   -- only when every write succeeded;
+ *   SRV_MOVE_WRITE  write to flash, the pages stay;
+ *   SRV_MOVE_FILL   read from flash into the range (through the memfd,
+ *                   which allocates the pages), then mlock it when the
+ *                   pool locks (a refusal is recorded, not an error);
+ *   SRV_MOVE_DROP   drop the pages only (flash unused, may be NULL).
+ * The caller does the bookkeeping on the loop: charge before a fill
+ * (tier_arena_restore_unlocked), tier_arena_mark_evicted after a spill or
+ * drop, extent states.  The mover holds a reference on the arena and
+ * counts in d->works_in_flight until done(d, ctx, rc, io_us) has run on
+ * the loop: rc 0 or the first part's -errno (-EIO, -ENOSPC...), io_us the
+ * span of the flash I/O phase.  The caller must keep the flash range
+ * allocated until then.  Returns 0, -EINVAL, -ENOMEM, HO_E_INTERNAL; on
+ * failure done is not called. */
+#define SRV_MOVE_PARTS_MAX 4
+typedef enum srv_move_kind {
+    SRV_MOVE_SPILL,
+    SRV_MOVE_WRITE,
+    SRV_MOVE_FILL,
+    SRV_MOVE_DROP,
+} srv_move_kind;
+typedef struct srv_move_args {
+    srv_move_kind kind;
+    srv_arena_ref *arena;
+    uint64_t off, len;
+    tier_flash *flash;
+    uint64_t flash_off;
+    uint32_t parts_max;          /* 0: SRV_MOVE_PARTS_MAX */
+} srv_move_args;
+typedef void (*srv_move_done_fn)(srv_daemon *d, void *ctx, int rc,
+                                 double io_us);
+#define SRV_FLASH_READ_GBPS 1.0   /* before any move was observed */
+#define SRV_FLASH_WRITE_GBPS 1.5
+int srv_move_start(srv_daemon *d, const srv_move_args *args,
+                   srv_move_done_fn done, void *ctx);
+/* Spill through the memfd with bounce buffers instead of O_DIRECT from the
+ * mapping (set once at startup; HO_SPILL_VIA_FD=1, for measurements). */
+extern bool srv_move_spill_via_fd;
 
 /* admin.c: build and send the reply (or an Error) for an admin peer. */
 void srv_handle_status(srv_daemon *d, srv_conn *c, uint64_t rid);

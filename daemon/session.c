@@ -81,7 +81,7 @@ int srv_quota_check(srv_daemon *d, uint32_t uid, const char *job,
 
 /* ------------------------------------------------------------ arenas */
 
-static void arena_unref(srv_daemon *d, srv_arena_ref *r)
+void srv_arena_unref(srv_daemon *d, srv_arena_ref *r)
 {
     if (--r->refs > 0)
         return;
@@ -234,7 +234,7 @@ int srv_session_register(srv_daemon *d, srv_conn *c,
         if (rc < 0) {
             ebuf(e, "HBM budget of %s cannot be granted on device %d: %s",
                  sz(req->hbm_budget, a), req->device, ho_strerror(rc));
-            arena_unref(d, s->arena);
+            srv_arena_unref(d, s->arena);
             free(s);
             return rc;
         }
@@ -255,16 +255,24 @@ int srv_session_register(srv_daemon *d, srv_conn *c,
     return 0;
 }
 
-/* Give an idle extent's tier resources back. */
+/* Give an idle (or orphaned, after its move) extent's tier resources
+ * back. */
 static void release_resources(srv_daemon *d, srv_extent *x)
 {
-    if (x->state == SRV_EXT_FLASH)
+    if (x->flash_held)
         tier_flash_release(d->flash[x->flash_idx], x->flash_off,
                            x->flash_len);
+    x->flash_held = false;
     int rc = tier_arena_release(x->arena->arena, x->off, x->len);
     if (rc < 0)
         srv_err("extent %" PRIu64 ": arena release failed: %s (bug)", x->id,
                 ho_strerror(rc));
+}
+
+void srv_extent_free_orphan(srv_daemon *d, srv_extent *x)
+{
+    release_resources(d, x);
+    free(x);
 }
 
 static void unlink_extent(srv_session *s, srv_extent *x)
@@ -302,7 +310,7 @@ void srv_session_drop(srv_daemon *d, srv_session *s)
     s->extents = NULL;
     if (s->hbm_granted)
         tier_hbm_release(d->hbm, (uint32_t)s->device, s->id);
-    arena_unref(d, s->arena);
+    srv_arena_unref(d, s->arena);
     if (s->prev)
         s->prev->next = s->next;
     else
@@ -353,13 +361,25 @@ static int extent_alloc(srv_daemon *d, srv_session *s, uint64_t bytes,
         return -ENOMEM;
     }
     uint64_t off = 0, got = 0;
-    rc = resident ? tier_arena_alloc(s->arena->arena, bytes, &off, &got)
-                  : tier_arena_reserve(s->arena->arena, bytes, &off, &got);
+    if (resident && !staged) {
+        rc = tier_arena_alloc(s->arena->arena, bytes, &off, &got);
+    } else {
+        /* Host copies of a replay are charged but not populated (or
+         * locked) here: populating gigabytes would stall the loop; the
+         * client's first copy faults the pages in. */
+        rc = tier_arena_reserve(s->arena->arena, bytes, &off, &got);
+        if (rc == 0 && resident) {
+            rc = tier_arena_restore_unlocked(s->arena->arena, off, got);
+            if (rc < 0)
+                tier_arena_release(s->arena->arena, off, got);
+        }
+    }
     if (rc < 0) {
         free(x);
         tier_ddr_stats st;
         tier_ddr_stats_get(d->ddr, &st);
-        if (rc == HO_E_TIER_FULL && resident)
+        if (rc == HO_E_TIER_FULL && resident &&
+            st.capacity - st.used < len)
             ebuf(e, "no room for %s in the DDR pool (%s free of %s, largest "
                  "free block %s)", sz(len, a),
                  sz(st.capacity - st.used, b), sz(st.capacity, c),
@@ -413,26 +433,15 @@ void srv_extent_discard(srv_daemon *d, srv_session *s, srv_extent *x)
     srv_idmap_del(&d->extents, x->id);
     unlink_extent(s, x);
     s->usage.extents--;
-    switch (x->state) {
-    case SRV_EXT_SPILLING:
-        /* Charged in both tiers until the move ends; the move frees it. */
+    /* DDR is charged in every state but FLASH and ABSENT (a move charges
+     * both tiers while it runs); flash while a range is held. */
+    if (x->state != SRV_EXT_FLASH && x->state != SRV_EXT_ABSENT)
         s->usage.ddr -= x->len;
+    if (x->flash_held)
         s->usage.flash -= x->len;
-        x->owner = NULL;
+    if (x->state == SRV_EXT_SPILLING || x->state == SRV_EXT_FILLING) {
+        x->owner = NULL;   /* the move frees it when it completes */
         return;
-    case SRV_EXT_FILLING:
-        s->usage.ddr -= x->len;
-        s->usage.flash -= x->len;
-        x->owner = NULL;
-        return;
-    case SRV_EXT_DDR:
-        s->usage.ddr -= x->len;
-        break;
-    case SRV_EXT_FLASH:
-        s->usage.flash -= x->len;
-        break;
-    case SRV_EXT_ABSENT:
-        break;
     }
     release_resources(d, x);
     free(x);
@@ -466,7 +475,7 @@ int srv_extent_free(srv_daemon *d, srv_session *s, uint64_t id,
     }
     if (x->state == SRV_EXT_DDR)
         s->usage.ddr -= x->len;
-    else if (x->state == SRV_EXT_FLASH)
+    if (x->flash_held)
         s->usage.flash -= x->len;
     s->usage.extents--;
     release_resources(d, x);
@@ -479,55 +488,11 @@ int srv_extent_free(srv_daemon *d, srv_session *s, uint64_t id,
 /* ------------------------------------------------------------ moves */
 
 typedef struct move_job {
-    uv_work_t req;
-    srv_daemon *d;
     srv_extent *x;
-    srv_arena_ref *arena;     /* reference held by the job */
-    tier_flash *flash;
-    uint8_t *base;            /* the daemon's mapping of the arena */
-    int memfd;                /* fill through the arena's memfd (owned by
-                                 the arena), -1: through the mapping */
-    int dir;                  /* HYPEROFFLOAD__MOVE_DIRECTION__MOVE_* */
+    bool spill;
     uint64_t request_id;
-    int rc;                   /* worker result */
-    double us;                /* worker I/O time */
+    uint64_t t_start;         /* loop clock at start (us), for the log */
 } move_job;
-
-static void move_work(uv_work_t *req)
-{
-    move_job *j = req->data;
-    srv_extent *x = j->x;
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    if (j->dir == HYPEROFFLOAD__MOVE_DIRECTION__MOVE_SPILL)
-        j->rc = tier_flash_write(j->flash, x->flash_off, j->base + x->off,
-                                 x->len);
-    else if (j->memfd >= 0)
-        /* Through the memfd: pwrite allocates the pages directly instead
-         * of faulting zeroed pages into the mapping first. */
-        j->rc = tier_flash_read_fd(j->flash, x->flash_off, j->memfd, x->off,
-                                   x->len);
-    else
-        j->rc = tier_flash_read(j->flash, x->flash_off, j->base + x->off,
-                                x->len);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    j->us = (double)(t1.tv_sec - t0.tv_sec) * 1e6 +
-            (double)(t1.tv_nsec - t0.tv_nsec) / 1e3;
-}
-
-static void move_reply(srv_session *s, move_job *j, Hyperoffload__Tier tier)
-{
-    Hyperoffload__Envelope env = HYPEROFFLOAD__ENVELOPE__INIT;
-    Hyperoffload__MoveReply mr = HYPEROFFLOAD__MOVE_REPLY__INIT;
-    mr.extent_id = j->x->id;
-    mr.residency = tier;
-    mr.bytes = j->x->len;
-    mr.duration_us = j->us;
-    env.request_id = j->request_id;
-    env.body_case = HYPEROFFLOAD__ENVELOPE__BODY_MOVE_REPLY;
-    env.move_reply = &mr;
-    srv_conn_send(s->conn, &env, -1);
-}
 
 static uint64_t now_us(void)
 {
@@ -536,83 +501,143 @@ static uint64_t now_us(void)
     return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
-static void move_after(uv_work_t *req, int status)
+static void move_reply(srv_session *s, move_job *j, Hyperoffload__Tier tier,
+                       double us)
+{
+    Hyperoffload__Envelope env = HYPEROFFLOAD__ENVELOPE__INIT;
+    Hyperoffload__MoveReply mr = HYPEROFFLOAD__MOVE_REPLY__INIT;
+    mr.extent_id = j->x->id;
+    mr.residency = tier;
+    mr.bytes = j->x->len;
+    mr.duration_us = us;
+    env.request_id = j->request_id;
+    env.body_case = HYPEROFFLOAD__ENVELOPE__BODY_MOVE_REPLY;
+    env.move_reply = &mr;
+    srv_conn_send(s->conn, &env, -1);
+}
+
+/* The flash range is released on every path but a successful spill. */
+static void drop_flash(srv_daemon *d, srv_extent *x, srv_session *s)
+{
+    if (!x->flash_held)
+        return;
+    tier_flash_release(d->flash[x->flash_idx], x->flash_off, x->flash_len);
+    x->flash_held = false;
+    if (s)
+        s->usage.flash -= x->len;
+}
+
+static void move_done(srv_daemon *d, void *ctx, int rc, double us)
 {
     uint64_t t0 = now_us();
-    move_job *j = req->data;
-    srv_daemon *d = j->d;
+    move_job *j = ctx;
     srv_extent *x = j->x;
     srv_session *s = x->owner;
     tier_arena *a = x->arena->arena;
-    bool spill = j->dir == HYPEROFFLOAD__MOVE_DIRECTION__MOVE_SPILL;
-    if (status < 0 && j->rc == 0)
-        j->rc = status;
+    bool spill = j->spill;
 
     if (!s) {
-        /* The session went away during the I/O: free everything.  The
-         * range is charged in DDR in both directions at this point
-         * (spill: not yet evicted; fill: restored). */
-        tier_flash_release(j->flash, x->flash_off, x->flash_len);
+        /* The session went away during the I/O: free everything (the
+         * range is charged in DDR in both directions at this point). */
+        release_resources(d, x);
         tier_arena_release(a, x->off, x->len);
         srv_debug("extent %" PRIu64 " freed after its %s finished", x->id,
                   spill ? "spill" : "fill");
         free(x);
-    } else if (spill && j->rc == 0) {
-        int rc = tier_arena_evict(a, x->off, x->len);
-        if (rc < 0) {
+    } else if (spill && rc == 0) {
+        int r = tier_arena_mark_evicted(a, x->off, x->len);
+        if (r < 0) {
             srv_err("extent %" PRIu64 ": evict after spill failed: %s (bug)",
-                    x->id, ho_strerror(rc));
-            tier_flash_release(j->flash, x->flash_off, x->flash_len);
-            s->usage.flash -= x->len;
+                    x->id, ho_strerror(r));
+            drop_flash(d, x, s);
             x->state = SRV_EXT_DDR;
             srv_reply_error(s->conn, j->request_id, HO_E_INTERNAL,
                             "spill of extent %" PRIu64 " could not release "
-                            "its DDR pages: %s", x->id, ho_strerror(rc));
+                            "its DDR pages: %s", x->id, ho_strerror(r));
         } else {
             s->usage.ddr -= x->len;
             x->state = SRV_EXT_FLASH;
-            move_reply(s, j, HYPEROFFLOAD__TIER__TIER_FLASH);
+            move_reply(s, j, HYPEROFFLOAD__TIER__TIER_FLASH, us);
         }
     } else if (spill) {
-        tier_flash_release(j->flash, x->flash_off, x->flash_len);
-        s->usage.flash -= x->len;
+        drop_flash(d, x, s);
         x->state = SRV_EXT_DDR;
         srv_warn("spill of extent %" PRIu64 " to %s failed: %s", x->id,
-                 d->cfg.flash_paths[x->flash_idx], ho_strerror(j->rc));
-        srv_reply_error(s->conn, j->request_id, j->rc,
+                 d->cfg.flash_paths[x->flash_idx], ho_strerror(rc));
+        srv_reply_error(s->conn, j->request_id, rc,
                         "spill of extent %" PRIu64 " failed: %s; the extent "
-                        "stays in DDR", x->id, ho_strerror(j->rc));
-    } else if (j->rc == 0) {
-        /* Pin the pages the fill just wrote (restored unlocked). */
-        int rc = j->memfd >= 0 ? tier_arena_lock(a, x->off, x->len) : 0;
-        if (rc < 0)
-            srv_err("extent %" PRIu64 ": lock after fill failed: %s (bug)",
-                    x->id, ho_strerror(rc));
-        tier_flash_release(j->flash, x->flash_off, x->flash_len);
-        s->usage.flash -= x->len;
+                        "stays in DDR", x->id, ho_strerror(rc));
+    } else if (rc == 0) {
+        drop_flash(d, x, s);
         x->state = SRV_EXT_DDR;
-        move_reply(s, j, HYPEROFFLOAD__TIER__TIER_DDR);
+        move_reply(s, j, HYPEROFFLOAD__TIER__TIER_DDR, us);
     } else {
+        /* Rare: give the partly written pages back here on the loop. */
         tier_arena_evict(a, x->off, x->len);
         s->usage.ddr -= x->len;
         x->state = SRV_EXT_FLASH;
         srv_warn("fill of extent %" PRIu64 " from %s failed: %s", x->id,
-                 d->cfg.flash_paths[x->flash_idx], ho_strerror(j->rc));
-        srv_reply_error(s->conn, j->request_id, j->rc,
+                 d->cfg.flash_paths[x->flash_idx], ho_strerror(rc));
+        srv_reply_error(s->conn, j->request_id, rc,
                         "fill of extent %" PRIu64 " failed: %s; the extent "
-                        "stays on flash", x->id, ho_strerror(j->rc));
+                        "stays on flash", x->id, ho_strerror(rc));
     }
-    if (s && j->rc == 0) {
+    if (s && rc == 0) {
         char lenbuf[32];
         srv_debug("extent %" PRIu64 ": %s of %s done: %.1f ms of I/O "
-                  "(%.2f GB/s), %.1f ms on the loop", x->id,
-                  spill ? "spill" : "fill", sz(x->len, lenbuf), j->us / 1e3,
-                  j->us > 0 ? (double)x->len / j->us / 1e3 : 0.0,
+                  "(%.2f GB/s), %.1f ms in all, %.2f ms on the loop", x->id,
+                  spill ? "spill" : "fill", sz(x->len, lenbuf), us / 1e3,
+                  us > 0 ? (double)x->len / us / 1e3 : 0.0,
+                  (double)(t0 - j->t_start) / 1e3,
                   (double)(now_us() - t0) / 1e3);
     }
-    arena_unref(d, j->arena);
     free(j);
-    srv_daemon_work_done(d);
+}
+
+int srv_flash_alloc(srv_daemon *d, srv_extent *x, srv_errbuf *e)
+{
+    char a[32], b[32], c[32];
+    /* First flash file with room; TIER_FULL wins over TOO_LARGE. */
+    bool found = false, full = false;
+    int other = 0, rc;
+    for (uint32_t i = 0; i < d->n_flash && !found; i++) {
+        uint64_t off = 0, len = 0;
+        int r = tier_flash_alloc(d->flash[i], x->len, &off, &len);
+        if (r == 0) {
+            x->flash_idx = i;
+            x->flash_off = off;
+            x->flash_len = len;
+            x->flash_held = true;
+            found = true;
+        } else if (r == HO_E_TIER_FULL) {
+            full = true;
+        } else if (r != HO_E_TOO_LARGE) {
+            other = r;
+        }
+    }
+    rc = found ? 0 : full ? HO_E_TIER_FULL : other ? other : HO_E_TOO_LARGE;
+    if (rc < 0) {
+        uint64_t free_b = 0, largest = 0, capacity = 0;
+        for (uint32_t i = 0; i < d->n_flash; i++) {
+            tier_flash_stats st;
+            tier_flash_stats_get(d->flash[i], &st);
+            free_b += st.free;
+            capacity += st.capacity;
+            if (st.largest_free > largest)
+                largest = st.largest_free;
+        }
+        if (rc == HO_E_TOO_LARGE)
+            ebuf(e, "spill of %s exceeds the capacity of every flash "
+                 "file", sz(x->len, a));
+        else if (rc == HO_E_TIER_FULL)
+            ebuf(e, "no room for %s on the flash tier (%s free of %s, "
+                 "largest free block %s)", sz(x->len, a), sz(free_b, b),
+                 sz(capacity, c), srv_size_format(largest, (char[32]){0},
+                                                  32));
+        else
+            ebuf(e, "flash allocation failed: %s", ho_strerror(rc));
+    }
+    return rc;
 }
 
 int srv_extent_move(srv_daemon *d, srv_session *s, uint64_t id, int dir,
@@ -644,6 +669,7 @@ int srv_extent_move(srv_daemon *d, srv_session *s, uint64_t id, int dir,
         return -ENOMEM;
     }
     int rc;
+    srv_move_args ma = {.arena = x->arena, .off = x->off, .len = x->len};
     if (spill) {
         if (x->state != SRV_EXT_DDR) {
             ebuf(e, "extent %" PRIu64 " is on flash; only an extent in DDR "
@@ -659,48 +685,12 @@ int srv_extent_move(srv_daemon *d, srv_session *s, uint64_t id, int dir,
         rc = srv_quota_check(d, s->uid, s->job, SRV_TIER_FLASH, x->len, e);
         if (rc < 0)
             goto fail;
-        /* First flash file with room; TIER_FULL wins over TOO_LARGE. */
-        bool found = false, full = false;
-        int other = 0;
-        for (uint32_t i = 0; i < d->n_flash && !found; i++) {
-            uint64_t off = 0, len = 0;
-            int r = tier_flash_alloc(d->flash[i], x->len, &off, &len);
-            if (r == 0) {
-                x->flash_idx = i;
-                x->flash_off = off;
-                x->flash_len = len;
-                found = true;
-            } else if (r == HO_E_TIER_FULL) {
-                full = true;
-            } else if (r != HO_E_TOO_LARGE) {
-                other = r;
-            }
-        }
-        rc = found ? 0 : full ? HO_E_TIER_FULL : other ? other : HO_E_TOO_LARGE;
-        if (rc < 0) {
-            uint64_t free_b = 0, largest = 0, capacity = 0;
-            for (uint32_t i = 0; i < d->n_flash; i++) {
-                tier_flash_stats st;
-                tier_flash_stats_get(d->flash[i], &st);
-                free_b += st.free;
-                capacity += st.capacity;
-                if (st.largest_free > largest)
-                    largest = st.largest_free;
-            }
-            if (rc == HO_E_TOO_LARGE)
-                ebuf(e, "spill of %s exceeds the capacity of every flash "
-                     "file", sz(x->len, a));
-            else if (rc == HO_E_TIER_FULL)
-                ebuf(e, "no room for %s on the flash tier (%s free of %s, "
-                     "largest free block %s)", sz(x->len, a), sz(free_b, b),
-                     sz(capacity, c), srv_size_format(largest, (char[32]){0},
-                                                      32));
-            else
-                ebuf(e, "flash allocation failed: %s", ho_strerror(rc));
+        rc = srv_flash_alloc(d, x, e);
+        if (rc < 0)
             goto fail;
-        }
         x->state = SRV_EXT_SPILLING;
         s->usage.flash += x->len;
+        ma.kind = SRV_MOVE_SPILL;
     } else {
         if (x->state != SRV_EXT_FLASH) {
             ebuf(e, "extent %" PRIu64 " is in DDR; only a spilled extent can "
@@ -712,9 +702,9 @@ int srv_extent_move(srv_daemon *d, srv_session *s, uint64_t id, int dir,
         if (rc < 0)
             goto fail;
         /* Charge the pool now; the pages are written (and then locked)
-         * by the move itself, not populated here on the loop.  Huge-page
-         * arenas (hugetlbfs) take no write(2): they fill through the
-         * mapping, populated (and locked) by restore. */
+         * by the move on its workers, not populated here on the loop.
+         * Huge-page arenas (hugetlbfs) take no write(2): they fill
+         * through the mapping, populated (and locked) by restore. */
         if (d->cfg.ddr_hugepages)
             rc = tier_arena_restore(x->arena->arena, x->off, x->len);
         else
@@ -734,36 +724,29 @@ int srv_extent_move(srv_daemon *d, srv_session *s, uint64_t id, int dir,
         }
         x->state = SRV_EXT_FILLING;
         s->usage.ddr += x->len;
+        ma.kind = SRV_MOVE_FILL;
     }
-    j->d = d;
+    ma.flash = d->flash[x->flash_idx];
+    ma.flash_off = x->flash_off;
     j->x = x;
-    j->arena = x->arena;
-    j->arena->refs++;
-    j->flash = d->flash[x->flash_idx];
-    j->base = tier_arena_base(x->arena->arena);
-    j->memfd = spill || d->cfg.ddr_hugepages ? -1
-                                             : tier_arena_fd(x->arena->arena);
-    j->dir = dir;
+    j->spill = spill;
     j->request_id = request_id;
-    j->req.data = j;
-    rc = uv_queue_work(&d->loop, &j->req, move_work, move_after);
+    j->t_start = now_us();
+    rc = srv_move_start(d, &ma, move_done, j);
     if (rc < 0) {
         /* Cannot happen with valid arguments; undo. */
-        j->arena->refs--;
         if (spill) {
-            tier_flash_release(j->flash, x->flash_off, x->flash_len);
-            s->usage.flash -= x->len;
+            drop_flash(d, x, s);
             x->state = SRV_EXT_DDR;
         } else {
             tier_arena_evict(x->arena->arena, x->off, x->len);
             s->usage.ddr -= x->len;
             x->state = SRV_EXT_FLASH;
         }
-        ebuf(e, "cannot queue the move: %s", uv_strerror(rc));
+        ebuf(e, "cannot start the move: %s", ho_strerror(rc));
         rc = HO_E_INTERNAL;
         goto fail;
     }
-    d->works_in_flight++;
     srv_debug("extent %" PRIu64 ": %s of %" PRIu64 " bytes started", x->id,
               spill ? "spill" : "fill", x->len);
     return 0;

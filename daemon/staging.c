@@ -1,32 +1,52 @@
 /*
  * daemon/staging.c - replays: StageRequest, the host copies of a plan,
  * the control region shared with the client, the eventfd, and staging
- * host copies to flash when they do not all fit in DDR (docs/runtime.md,
- * proto/control.h).
+ * host copies between DDR and flash when they do not all fit in the DDR
+ * the session may use (docs/runtime.md, proto/control.h).
  *
- * Ownership.  A session owns its plan memo (s->plan) and holds one
- * reference on its installed replay (s->stage).  The replay's host copies
- * are ordinary extents of the session (x->staged), listed in s->extents;
- * the replay points at them while it is attached.  The replay object
- * itself (control region mapping, memfd, eventfd, uv handles) lives until
- * its handles are closed and no reference is left: the session's, and
- * one per staging move in flight.  A move whose session or replay went
- * away finds its extent orphaned (owner NULL) and frees it.
+ * Ownership.  A session owns a reference on its plan memo (s->plan) and
+ * one on its installed replay (s->stage).  A staging-plan job holds a memo
+ * reference while it runs on a worker.  The replay's host copies are
+ * ordinary extents of the session (x->staged), listed in s->extents; the
+ * replay points at them while it is attached.  The replay object itself
+ * (control region mapping, memfd, eventfd, uv handles, staging plan) lives
+ * until its handles are closed and no reference is left: the session's,
+ * and one per move in flight.  A move whose session or replay went away
+ * finds its extent orphaned (owner NULL) and frees it.
+ *
+ * Execution.  The staging plan (planner/staging.c) is a list of events by
+ * position (2*op + when) over a step.  The replay keeps a cursor (step,
+ * event); whenever the client signals the eventfd (at milestone ops, or
+ * when it waits for a slot: `urgent`), and on a timer while work is
+ * pending, the loop reads the client's step and op, applies the events
+ * that are due (each sets a slot's target: in DDR, out, written to flash)
+ * and reconciles the slots whose target differs from where they are:
+ * evictions first (they make room), then fills within the DDR limit; the
+ * urgent slot before everything, evicting other slots to make room if it
+ * must.  Moves run on workers (mover.c); a slot with a move in flight is
+ * left alone until the move completes.  Slot states in the region change
+ * by compare-and-swap where the client may change them too (DDR <->
+ * CLIENT), and every change a client may wait for bumps `seq` and wakes
+ * its futex.
  *
  * Trust.  The control region is writable by the client: the daemon keeps
  * its own copy of every layout figure and of each slot's state, reads only
- * the client's atomics, and bounds-checks every index it reads there.
+ * the client's atomics (step, op, urgent, version, dropped, and the slot
+ * state for its CAS), and bounds-checks every index it reads there.
  */
 #include "daemon.h"
 
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
+#include <linux/futex.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "control.h"
@@ -36,37 +56,67 @@
 #include "plan.h"
 
 #define SRV_STAGE_PLANNER_MAX 32
+#define SRV_STAGE_MOVES_MAX 3       /* moves in flight per replay */
+#define SRV_STAGE_TIMER_MS 5        /* re-check period while work waits */
+#define SRV_STAGE_FLASH_LATENCY_US 100.0
 
 struct srv_plan_memo {
+    uint32_t refs;           /* session + staging jobs */
     uint64_t hash, budget;
     char planner[SRV_STAGE_PLANNER_MAX];
-    plan_trace *trace;      /* owned, finished */
-    plan_schedule *sched;   /* owned, bound to trace */
+    plan_trace *trace;       /* owned, finished */
+    plan_schedule *sched;    /* owned, bound to trace */
 };
 
 typedef struct stage_slot {
-    srv_extent *x;          /* the host copy; NULL once detached */
-    uint32_t storage;       /* index in the plan's trace */
+    srv_extent *x;           /* the host copy; NULL once detached */
+    uint32_t storage;        /* index in the plan's trace */
     uint64_t storage_id;
-    uint64_t bytes;         /* the storage's size */
+    uint64_t bytes;          /* the storage's size */
+    bool boundary;           /* starts on host: its data crosses steps */
+    /* the plan's wish at the cursor */
+    bool target_in;
+    bool noread;             /* the last IN was an ALLOC: no data needed */
+    bool want_write;         /* a WRITE is due */
+    bool keep;               /* the last OUT keeps the data (true until
+                                the plan says otherwise) */
+    uint64_t evict_ver;      /* slot version when that OUT was applied */
+    /* runtime */
+    bool forced_out;         /* evict to make room for an urgent slot */
+    bool busy;               /* a move in flight */
+    bool queued;             /* in the work list */
+    bool flash_valid;        /* the flash range holds version flash_ver */
+    uint64_t flash_ver;
 } stage_slot;
 
 struct srv_stage {
     srv_daemon *d;
-    srv_session *s;         /* NULL once detached */
-    uint32_t refs;          /* session + moves in flight */
-    int handles_open;       /* poll + timer until their close callbacks */
-    bool polling;
+    srv_session *s;          /* NULL once detached */
+    uint64_t session_id;
+    uint32_t refs;           /* session + moves in flight */
+    int handles_open;        /* poll + timer until their close callbacks */
+    bool polling, timer_on;
     int memfd, efd;
-    ho_ctl_header *hdr;     /* daemon's mapping of the control region */
+    ho_ctl_header *hdr;      /* daemon's mapping of the control region */
     uint64_t ctl_size;
     uint32_t n_slots, n_ops;
     uint64_t slots_off, ms_off; /* layout, the daemon's own copy */
-    stage_slot *slots;      /* owned, n_slots */
-    uint64_t staged_bytes;  /* sum of the slots' aligned lengths */
+    stage_slot *slots;       /* owned, n_slots */
+    plan_staging *plan;      /* owned; NULL when nothing is staged */
+    uint64_t staged_bytes;   /* sum of the slots' aligned lengths */
     uint64_t ddr_limit;
-    uint32_t actions, milestones;
-    uint64_t signals;       /* eventfd wake-ups seen */
+    uint64_t charged;        /* bytes of slots charged in DDR */
+    uint64_t leaving;        /* of which evictions in flight */
+    uint64_t on_flash;       /* bytes of slots whose data is on flash only */
+    uint64_t cur_step;       /* cursor: events of steps < cur_step and */
+    uint32_t cur_ev;         /*   plan->events[< cur_ev] are applied */
+    uint32_t *work;          /* slots to reconcile (owned, n_slots) */
+    uint32_t n_work;
+    uint32_t moves;          /* in flight */
+    uint32_t victim_at;      /* round-robin start of the victim scan */
+    bool warned_flash;       /* logged that flash is full */
+    /* statistics */
+    uint64_t signals, urgents, fills, spills, writes, drops;
     uv_poll_t poll;
     uv_timer_t timer;
 };
@@ -88,9 +138,9 @@ static const char *sz(uint64_t v, char *buf)
 
 /* ------------------------------------------------------------ plan memo */
 
-static void memo_free(srv_plan_memo *m)
+static void memo_unref(srv_plan_memo *m)
 {
-    if (!m)
+    if (!m || --m->refs > 0)
         return;
     plan_schedule_free(m->sched);
     plan_trace_free(m->trace);
@@ -103,11 +153,15 @@ void srv_stage_remember_plan(srv_daemon *d, srv_session *s,
                              uint64_t budget, const char *planner)
 {
     char err[256] = "";
+    (void)d;
+    memo_unref(s->plan);
+    s->plan = NULL;
     srv_plan_memo *m = calloc(1, sizeof(*m));
     if (!m) {
         plan_trace_free(trace);
-        goto fail;
+        return;
     }
+    m->refs = 1;
     m->trace = trace;
     m->hash = hash;
     m->budget = budget;
@@ -119,16 +173,10 @@ void srv_stage_remember_plan(srv_daemon *d, srv_session *s,
     if (rc < 0) {
         srv_err("session %" PRIu64 ": cannot keep its plan: %s (%s)", s->id,
                 ho_strerror(rc), err);
-        memo_free(m);
-        goto fail;
+        memo_unref(m);
+        return;
     }
-    memo_free(s->plan);
     s->plan = m;
-    return;
-fail:
-    (void)d;
-    memo_free(s->plan);
-    s->plan = NULL;
 }
 
 /* ------------------------------------------------------------ replay life */
@@ -141,7 +189,9 @@ static void stage_free(srv_stage *st)
         close(st->memfd);
     if (st->efd >= 0)
         close(st->efd);
+    plan_staging_free(st->plan);
     free(st->slots);
+    free(st->work);
     free(st);
 }
 
@@ -203,15 +253,557 @@ void srv_stage_session_gone(srv_daemon *d, srv_session *s)
         s->stage = NULL;
         stage_detach(st);
     }
-    memo_free(s->plan);
+    memo_unref(s->plan);
     s->plan = NULL;
+}
+
+/* ------------------------------------------------------------ region */
+
+static ho_ctl_slot *ctl_slot(srv_stage *st, uint32_t i)
+{
+    return (ho_ctl_slot *)((uint8_t *)st->hdr + st->slots_off) + i;
+}
+
+static uint64_t *ctl_milestones(srv_stage *st)
+{
+    return (uint64_t *)(void *)((uint8_t *)st->hdr + st->ms_off);
+}
+
+/* Bump seq and wake every client thread sleeping on it. */
+static void wake(srv_stage *st)
+{
+    atomic_fetch_add(&st->hdr->seq, 1);
+    syscall(SYS_futex, (uint32_t *)&st->hdr->seq, FUTEX_WAKE, INT_MAX, NULL,
+            NULL, 0);
+}
+
+static void publish_residency(srv_stage *st)
+{
+    atomic_store_explicit(&st->hdr->ddr_bytes, st->charged,
+                          memory_order_relaxed);
+    atomic_store_explicit(&st->hdr->flash_bytes, st->on_flash,
+                          memory_order_relaxed);
+}
+
+static bool charged_state(srv_ext_state s)
+{
+    return s == SRV_EXT_DDR || s == SRV_EXT_SPILLING || s == SRV_EXT_FILLING;
+}
+
+/* Change the daemon's state of slot k, keeping the charge and residency
+ * figures (replay and session) in step. */
+static void ext_set(srv_stage *st, stage_slot *sl, srv_ext_state ns)
+{
+    srv_extent *x = sl->x;
+    bool was = charged_state(x->state), now = charged_state(ns);
+    if (was && !now) {
+        st->charged -= x->len;
+        st->s->usage.ddr -= x->len;
+    } else if (!was && now) {
+        st->charged += x->len;
+        st->s->usage.ddr += x->len;
+    }
+    if (x->state == SRV_EXT_FLASH)
+        st->on_flash -= x->len;
+    if (ns == SRV_EXT_FLASH)
+        st->on_flash += x->len;
+    x->state = ns;
+    publish_residency(st);
+}
+
+/* Allocate the slot's flash range once (kept until its data is dropped). */
+static int flash_get(srv_stage *st, stage_slot *sl)
+{
+    srv_daemon *d = st->d;
+    srv_extent *x = sl->x;
+    if (x->flash_held)
+        return 0;
+    srv_errbuf e;
+    int rc = d->n_flash ? srv_quota_check(d, st->s->uid, st->s->job,
+                                          SRV_TIER_FLASH, x->len, &e)
+                        : HO_E_UNSUPPORTED;
+    if (rc == 0)
+        rc = srv_flash_alloc(d, x, &e);
+    if (rc < 0) {
+        if (!st->warned_flash)
+            srv_warn("session %" PRIu64 ": cannot stage a host copy of %"
+                     PRIu64 " bytes to flash: %s", st->session_id, x->len,
+                     rc == HO_E_UNSUPPORTED ? "no flash tier" : e.msg);
+        st->warned_flash = true;
+        return rc;
+    }
+    st->s->usage.flash += x->len;
+    sl->flash_valid = false;
+    return 0;
+}
+
+static void flash_put(srv_stage *st, stage_slot *sl)
+{
+    srv_extent *x = sl->x;
+    if (!x->flash_held)
+        return;
+    tier_flash_release(st->d->flash[x->flash_idx], x->flash_off,
+                       x->flash_len);
+    x->flash_held = false;
+    st->s->usage.flash -= x->len;
+    sl->flash_valid = false;
+}
+
+/* ------------------------------------------------------------ moves */
+
+typedef struct stage_mv {
+    srv_stage *st;
+    uint32_t k;
+    srv_extent *x;
+    srv_move_kind kind;
+    uint64_t ver;            /* slot version when a write started */
+    bool to_absent;          /* DROP: the data is dropped, not on flash */
+} stage_mv;
+
+static void work_push(srv_stage *st, uint32_t k)
+{
+    if (st->slots[k].queued)
+        return;
+    st->slots[k].queued = true;
+    st->work[st->n_work++] = k;
+}
+
+static void stage_process(srv_stage *st);
+
+static void mv_done(srv_daemon *d, void *ctx, int rc, double us)
+{
+    stage_mv *mv = ctx;
+    srv_stage *st = mv->st;
+    srv_extent *x = mv->x;
+    (void)us;
+    st->moves--;
+    if (!x->owner || !st->s || st->slots[mv->k].x != x) {
+        /* The replay or its session went away meanwhile. */
+        srv_extent_free_orphan(d, x);
+        free(mv);
+        stage_unref(st);
+        return;
+    }
+    stage_slot *sl = &st->slots[mv->k];
+    ho_ctl_slot *cs = ctl_slot(st, mv->k);
+    tier_arena *a = x->arena->arena;
+    sl->busy = false;
+    switch (mv->kind) {
+    case SRV_MOVE_SPILL:
+    case SRV_MOVE_DROP:
+        st->leaving -= x->len;
+        if (rc == 0)
+            rc = tier_arena_mark_evicted(a, x->off, x->len);
+        if (rc < 0) {
+            srv_err("session %" PRIu64 ": %s of host copy %u failed: %s; it "
+                    "stays in DDR", st->session_id,
+                    mv->kind == SRV_MOVE_SPILL ? "spill" : "eviction",
+                    mv->k, ho_strerror(rc));
+            ext_set(st, sl, SRV_EXT_DDR);
+            atomic_store(&cs->state, HO_SLOT_DDR);
+            break;
+        }
+        if (mv->kind == SRV_MOVE_SPILL) {
+            sl->flash_valid = true;
+            sl->flash_ver = mv->ver;
+            atomic_fetch_add(&st->hdr->flash_out_bytes, x->len);
+            st->spills++;
+        } else {
+            st->drops++;
+        }
+        sl->forced_out = false;
+        if (mv->to_absent) {
+            flash_put(st, sl);
+            ext_set(st, sl, SRV_EXT_ABSENT);
+            atomic_store(&cs->state, HO_SLOT_ABSENT);
+        } else {
+            ext_set(st, sl, SRV_EXT_FLASH);
+            atomic_store(&cs->state, HO_SLOT_FLASH);
+        }
+        break;
+    case SRV_MOVE_WRITE:
+        ext_set(st, sl, SRV_EXT_DDR);
+        if (rc == 0) {
+            sl->flash_valid = true;
+            sl->flash_ver = mv->ver;
+            atomic_fetch_add(&st->hdr->flash_out_bytes, x->len);
+            st->writes++;
+        } else {
+            srv_warn("session %" PRIu64 ": writing host copy %u to flash "
+                     "failed: %s", st->session_id, mv->k, ho_strerror(rc));
+        }
+        break;
+    case SRV_MOVE_FILL:
+        if (rc == 0) {
+            ext_set(st, sl, SRV_EXT_DDR);
+            atomic_store(&cs->state, HO_SLOT_DDR);
+            atomic_fetch_add(&st->hdr->flash_in_bytes, x->len);
+            st->fills++;
+        } else {
+            srv_err("session %" PRIu64 ": fill of host copy %u failed: %s; "
+                    "it stays on flash", st->session_id, mv->k,
+                    ho_strerror(rc));
+            tier_arena_evict(a, x->off, x->len); /* rare: on the loop */
+            ext_set(st, sl, SRV_EXT_FLASH);
+            atomic_store(&cs->state, HO_SLOT_FLASH);
+        }
+        break;
+    }
+    wake(st);
+    work_push(st, mv->k);
+    free(mv);
+    stage_process(st);
+    stage_unref(st);
+}
+
+static int mv_start(srv_stage *st, uint32_t k, srv_move_kind kind,
+                    uint64_t ver, bool to_absent)
+{
+    stage_slot *sl = &st->slots[k];
+    srv_extent *x = sl->x;
+    stage_mv *mv = calloc(1, sizeof(*mv));
+    if (!mv)
+        return -ENOMEM;
+    mv->st = st;
+    mv->k = k;
+    mv->x = x;
+    mv->kind = kind;
+    mv->ver = ver;
+    mv->to_absent = to_absent;
+    srv_move_args ma = {.kind = kind, .arena = x->arena, .off = x->off,
+                        .len = x->len};
+    if (kind != SRV_MOVE_DROP) {
+        ma.flash = st->d->flash[x->flash_idx];
+        ma.flash_off = x->flash_off;
+    }
+    int rc = srv_move_start(st->d, &ma, mv_done, mv);
+    if (rc < 0) {
+        free(mv);
+        return rc;
+    }
+    srv_debug("session %" PRIu64 ": host copy %u: %s started (version %"
+              PRIu64 "%s)", st->session_id, k,
+              kind == SRV_MOVE_SPILL ? "spill" : kind == SRV_MOVE_WRITE
+              ? "write" : kind == SRV_MOVE_FILL ? "fill" : "drop", ver,
+              to_absent ? ", data dropped" : "");
+    sl->busy = true;
+    st->moves++;
+    st->refs++;
+    return 0;
+}
+
+/* ------------------------------------------------------------ reconcile */
+
+/* The client's urgent slot, or UINT32_MAX. */
+static uint32_t urgent_slot(srv_stage *st)
+{
+    uint32_t u = atomic_load_explicit(&st->hdr->urgent, memory_order_acquire);
+    return u >= 1 && u <= st->n_slots ? u - 1 : UINT32_MAX;
+}
+
+/* Is slot k's data worth keeping when it leaves DDR now? */
+static bool data_live(const stage_slot *sl, const ho_ctl_slot *cs,
+                      uint64_t ver)
+{
+    /* Dead: never written, dropped by the client, or the plan said its
+     * next use overwrites it -- unless the client wrote it since (then it
+     * deviates from the plan, and the data is kept).  Copies that start
+     * on host always keep theirs: the next step starts from them. */
+    return ver != 0 && !atomic_load_explicit(&cs->dropped,
+                                             memory_order_relaxed) &&
+           (sl->keep || sl->boundary || ver != sl->evict_ver);
+}
+
+/* Take slot k out of DDR: dropped without I/O when its data is dead or
+ * its flash copy current, else spilled.  1 started, 0 must wait (a move
+ * slot, the client's copy, flash room). */
+static int evict(srv_stage *st, uint32_t k)
+{
+    stage_slot *sl = &st->slots[k];
+    srv_extent *x = sl->x;
+    ho_ctl_slot *cs = ctl_slot(st, k);
+    if (st->moves >= SRV_STAGE_MOVES_MAX)
+        return 0;
+    uint64_t ver = atomic_load_explicit(&cs->version, memory_order_acquire);
+    bool spill = data_live(sl, cs, ver) &&
+                 !(sl->flash_valid && sl->flash_ver == ver);
+    if (spill && flash_get(st, sl) < 0)
+        return 0;   /* no flash room: stays in DDR, retried later */
+    /* Claim the slot unless the client copies to or from it. */
+    uint32_t want = HO_SLOT_DDR;
+    if (!atomic_compare_exchange_strong(&cs->state, &want,
+                                        HO_SLOT_SPILLING)) {
+        if (want == HO_SLOT_CLIENT)
+            return 0;
+        /* The client scribbled over the state: the daemon's view wins. */
+        atomic_store(&cs->state, HO_SLOT_SPILLING);
+    }
+    /* Decide again after the claim: a store may have completed since. */
+    ver = atomic_load_explicit(&cs->version, memory_order_acquire);
+    bool live = data_live(sl, cs, ver);
+    spill = live && !(sl->flash_valid && sl->flash_ver == ver);
+    if (spill && flash_get(st, sl) < 0) {
+        atomic_store(&cs->state, HO_SLOT_DDR);
+        return 0;
+    }
+    int rc = mv_start(st, k, spill ? SRV_MOVE_SPILL : SRV_MOVE_DROP, ver,
+                      !live);
+    if (rc < 0) {
+        atomic_store(&cs->state, HO_SLOT_DDR);
+        srv_err("session %" PRIu64 ": cannot start moving host copy %u: %s",
+                st->session_id, k, ho_strerror(rc));
+        return 0;
+    }
+    ext_set(st, sl, SRV_EXT_SPILLING);
+    st->leaving += x->len;
+    return 1;
+}
+
+/* Start evictions of other slots until `need` bytes fit (urgent slot u).
+ * 1 when it fits now, 0 when evictions are under way or impossible. */
+static int make_room(srv_stage *st, uint32_t u, uint64_t need)
+{
+    for (int pass = 0; pass < 2; pass++) {
+        for (uint32_t i = 0; i < st->n_slots; i++) {
+            if (st->charged - st->leaving + need <= st->ddr_limit)
+                return 0;
+            uint32_t k = (st->victim_at + i) % st->n_slots;
+            stage_slot *sl = &st->slots[k];
+            if (k == u || sl->busy || !sl->x || sl->x->state != SRV_EXT_DDR)
+                continue;
+            if (pass == 0 && sl->target_in)
+                continue;
+            if (atomic_load(&ctl_slot(st, k)->state) != HO_SLOT_DDR)
+                continue;
+            if (sl->target_in)
+                sl->forced_out = true;
+            if (evict(st, k))
+                st->victim_at = k + 1;
+            else
+                sl->forced_out = false;
+        }
+    }
+    return 0;
+}
+
+/* Bring slot k into DDR.  1 done or started, 0 must wait. */
+static int bring_in(srv_stage *st, uint32_t k, bool urgent)
+{
+    stage_slot *sl = &st->slots[k];
+    srv_extent *x = sl->x;
+    ho_ctl_slot *cs = ctl_slot(st, k);
+    if (st->charged + x->len > st->ddr_limit) {
+        if (urgent)
+            make_room(st, k, x->len);
+        return 0;
+    }
+    bool read = x->state == SRV_EXT_FLASH && (urgent || !sl->noread);
+    if (read && st->moves >= SRV_STAGE_MOVES_MAX)
+        return 0;
+    int rc = tier_arena_restore_unlocked(x->arena->arena, x->off, x->len);
+    if (rc < 0) {
+        if (rc != HO_E_TIER_FULL)
+            srv_err("session %" PRIu64 ": cannot charge host copy %u: %s",
+                    st->session_id, k, ho_strerror(rc));
+        return 0;   /* the pool is full: retried on the timer */
+    }
+    if (read) {
+        atomic_store(&cs->state, HO_SLOT_FILLING);
+        rc = mv_start(st, k, SRV_MOVE_FILL, 0, false);
+        if (rc < 0) {
+            tier_arena_evict(x->arena->arena, x->off, x->len);
+            atomic_store(&cs->state, HO_SLOT_FLASH);
+            return 0;
+        }
+        ext_set(st, sl, SRV_EXT_FILLING);
+        return 1;
+    }
+    /* No data to read: a charged empty copy (ABSENT), or one the next
+     * store overwrites whole (ALLOC of a FLASH copy). */
+    srv_debug("session %" PRIu64 ": host copy %u in DDR without reading "
+              "(%s)", st->session_id, k,
+              x->state == SRV_EXT_ABSENT ? "no data" : "overwritten next");
+    ext_set(st, sl, SRV_EXT_DDR);
+    atomic_store(&cs->state, HO_SLOT_DDR);
+    wake(st);
+    return 1;
+}
+
+/* Move slot k towards its target.  true when there is nothing left to do
+ * for it now. */
+static bool reconcile(srv_stage *st, uint32_t k, uint32_t urgent)
+{
+    stage_slot *sl = &st->slots[k];
+    srv_extent *x = sl->x;
+    if (!x || sl->busy)
+        return !x;   /* a busy slot is queued again when its move ends */
+    bool is_urgent = k == urgent;
+    bool want_in = (sl->target_in && !sl->forced_out) || is_urgent;
+    ho_ctl_slot *cs = ctl_slot(st, k);
+    switch (x->state) {
+    case SRV_EXT_DDR:
+        if (!want_in)
+            return evict(st, k) == 1;
+        if (sl->want_write) {
+            uint64_t ver = atomic_load_explicit(&cs->version,
+                                                memory_order_acquire);
+            bool dropped = atomic_load(&cs->dropped);
+            if (ver == 0 || dropped ||
+                (sl->flash_valid && sl->flash_ver == ver)) {
+                sl->want_write = false;
+                return true;
+            }
+            if (st->moves >= SRV_STAGE_MOVES_MAX || flash_get(st, sl) < 0)
+                return false;
+            /* The copy stays usable (state DDR in the region): the label
+             * `ver` is read before the data, so a store racing the write
+             * leaves a copy whose label no longer matches. */
+            if (mv_start(st, k, SRV_MOVE_WRITE, ver, false) < 0)
+                return false;
+            ext_set(st, sl, SRV_EXT_SPILLING);
+            sl->want_write = false;
+            return true;
+        }
+        if (is_urgent)
+            wake(st);   /* the client may have missed the last one */
+        return true;
+    case SRV_EXT_FLASH:
+    case SRV_EXT_ABSENT:
+        if (!want_in)
+            return true;
+        if (is_urgent)
+            st->urgents++;
+        return bring_in(st, k, is_urgent) == 1;
+    default:
+        return false;
+    }
 }
 
 /* ------------------------------------------------------------ progress */
 
+static void apply_event(srv_stage *st, const plan_stage_event *ev)
+{
+    stage_slot *sl = &st->slots[ev->slot];
+    switch (ev->kind) {
+    case PLAN_STAGE_FILL:
+        sl->target_in = true;
+        sl->noread = false;
+        break;
+    case PLAN_STAGE_ALLOC:
+        sl->target_in = true;
+        sl->noread = true;
+        break;
+    case PLAN_STAGE_WRITE:
+        sl->want_write = true;
+        break;
+    case PLAN_STAGE_EVICT:
+        sl->target_in = false;
+        sl->keep = ev->keep != 0;
+        sl->evict_ver = atomic_load_explicit(&ctl_slot(st, ev->slot)->version,
+                                             memory_order_acquire);
+        break;
+    }
+    work_push(st, ev->slot);
+}
+
+/* Apply the events due at the client's (step, op). */
+static void advance(srv_stage *st)
+{
+    const plan_staging *p = st->plan;
+    if (!p || p->n_events == 0)
+        return;
+    uint64_t step = atomic_load_explicit(&st->hdr->step,
+                                         memory_order_acquire);
+    uint32_t op = atomic_load_explicit(&st->hdr->op, memory_order_acquire);
+    if (op != HO_CTL_IDLE && op >= st->n_ops)
+        return;              /* garbage: no progress */
+    if (step < st->cur_step)
+        return;              /* went backwards: ignore */
+    /* Position within step `step`: events with pos <= lim are due
+     * (IDLE: none of this step). */
+    int64_t lim = op == HO_CTL_IDLE ? -1 : 2 * (int64_t)op;
+    for (;;) {
+        if (st->cur_ev == p->n_events) {
+            if (st->cur_step >= step)
+                break;
+            /* A whole step (or several) went by: the state at a step's
+             * start is the same for every step. */
+            st->cur_step = step;
+            st->cur_ev = 0;
+            continue;
+        }
+        const plan_stage_event *ev = &p->events[st->cur_ev];
+        if (st->cur_step == step && (int64_t)ev->pos > lim)
+            break;
+        if (getenv("HO_STAGE_TRACE"))
+            srv_debug("stage trace: step %llu op %u: cursor step %llu event "
+                      "%u pos %u slot %u kind %d keep %d",
+                      (unsigned long long)step, op,
+                      (unsigned long long)st->cur_step, st->cur_ev, ev->pos,
+                      ev->slot, ev->kind, ev->keep);
+        apply_event(st, ev);
+        st->cur_ev++;
+    }
+}
+
+static void on_timer(uv_timer_t *t);
+
+static void timer_update(srv_stage *st)
+{
+    const plan_staging *p = st->plan;
+    /* Work that waits, or the step's final events, which no milestone of
+     * this step announces (the client goes idle, or to op 0 of the next
+     * step, which is a milestone). */
+    bool want = st->n_work > 0 ||
+                (p && st->cur_ev < p->n_events &&
+                 p->events[st->cur_ev].pos + 1 >= 2 * st->n_ops);
+    if (want && !st->timer_on && st->handles_open == 2) {
+        uv_timer_start(&st->timer, on_timer, SRV_STAGE_TIMER_MS,
+                       SRV_STAGE_TIMER_MS);
+        st->timer_on = true;
+    } else if (!want && st->timer_on) {
+        uv_timer_stop(&st->timer);
+        st->timer_on = false;
+    }
+}
+
 static void stage_process(srv_stage *st)
 {
-    (void)st;
+    if (!st->s)
+        return;
+    advance(st);
+    uint32_t u = urgent_slot(st);
+    if (u != UINT32_MAX) {
+        work_push(st, u);
+        reconcile(st, u, u);
+    }
+    /* Evictions first: they make the room fills need. */
+    for (int pass = 0; pass < 2; pass++) {
+        uint32_t n = st->n_work, keep = 0;
+        for (uint32_t i = 0; i < n; i++) {
+            uint32_t k = st->work[i];
+            stage_slot *sl = &st->slots[k];
+            bool out_pass = !(sl->target_in && !sl->forced_out) && k != u;
+            bool done = false;
+            if (pass == (out_pass ? 0 : 1))
+                done = reconcile(st, k, u);
+            if (done)
+                sl->queued = false;
+            else
+                st->work[keep++] = k;
+        }
+        /* Slots queued during this pass (move completions) sit after n. */
+        for (uint32_t i = n; i < st->n_work; i++)
+            st->work[keep++] = st->work[i];
+        st->n_work = keep;
+    }
+    timer_update(st);
+}
+
+static void on_timer(uv_timer_t *t)
+{
+    srv_stage *st = t->data;
+    stage_process(st);
 }
 
 static void on_eventfd(uv_poll_t *p, int status, int events)
@@ -219,7 +811,7 @@ static void on_eventfd(uv_poll_t *p, int status, int events)
     srv_stage *st = p->data;
     if (status < 0) {
         srv_warn("session %" PRIu64 ": eventfd poll failed: %s",
-                 st->s ? st->s->id : 0, uv_strerror(status));
+                 st->session_id, uv_strerror(status));
         return;
     }
     if (events & UV_READABLE) {
@@ -228,11 +820,10 @@ static void on_eventfd(uv_poll_t *p, int status, int events)
         if (read(st->efd, &v, sizeof(v)) == (ssize_t)sizeof(v))
             st->signals += v;
     }
-    if (st->s)
-        stage_process(st);
+    stage_process(st);
 }
 
-/* ------------------------------------------------------------ install */
+/* ------------------------------------------------------------ request */
 
 /* Which storages need a host copy: stored by the schedule or initial
  * host.  needed[] has n_storages entries. */
@@ -319,15 +910,11 @@ static int check_slots(srv_daemon *d, srv_session *s,
             goto fail;
         }
         uint64_t len = (bytes + align - 1) & ~(align - 1);
-        if (total > UINT64_MAX - len) {
-            ebuf(e, "the slots' total size overflows");
-            rc = HO_E_INVALID_SIZE;
-            goto fail;
-        }
-        total += len;
+        total += len;   /* <= 2^22 slots of <= pool capacity: no overflow */
         slots[i].storage = k;
         slots[i].storage_id = id;
         slots[i].bytes = bytes;
+        slots[i].boundary = t->storages[k].initial == PLAN_INIT_HOST;
     }
     for (uint32_t k = 0; k < t->n_storages; k++)
         if (needed[k] && !seen[k]) {
@@ -350,7 +937,7 @@ fail:
     return rc;
 }
 
-/* Create, size, map and seal the control region; fill the layout. */
+/* Create, size, seal and map the control region; fill the layout. */
 static int make_region(srv_stage *st, srv_errbuf *e)
 {
     uint64_t hdr = (sizeof(ho_ctl_header) + 63) & ~(uint64_t)63;
@@ -362,7 +949,7 @@ static int make_region(srv_stage *st, srv_errbuf *e)
     st->ctl_size = (st->ms_off + ms_b + page - 1) & ~(page - 1);
     char name[64];
     snprintf(name, sizeof(name), "hyperoffload-control-%" PRIu64,
-             st->s->id);
+             st->session_id);
     st->memfd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
     if (st->memfd < 0)
         goto sys_fail;
@@ -397,20 +984,9 @@ sys_fail:;
     return rc;
 }
 
-static ho_ctl_slot *ctl_slot(srv_stage *st, uint32_t i)
-{
-    return (ho_ctl_slot *)((uint8_t *)st->hdr + st->slots_off) + i;
-}
-
-static uint64_t *ctl_milestones(srv_stage *st)
-{
-    return (uint64_t *)(void *)((uint8_t *)st->hdr + st->ms_off);
-}
-
-/* Publish the slots' extents and states and the daemon counters. */
+/* Publish the slots' extents and states, milestones and counters. */
 static void publish_slots(srv_stage *st)
 {
-    uint64_t ddr = 0;
     for (uint32_t i = 0; i < st->n_slots; i++) {
         stage_slot *sl = &st->slots[i];
         ho_ctl_slot *cs = ctl_slot(st, i);
@@ -418,30 +994,24 @@ static void publish_slots(srv_stage *st)
         cs->extent_id = sl->x->id;
         cs->offset = sl->x->off;
         cs->length = sl->bytes;
-        uint32_t state = sl->x->state == SRV_EXT_DDR ? HO_SLOT_DDR
-                                                      : HO_SLOT_ABSENT;
-        if (state == HO_SLOT_DDR)
-            ddr += sl->x->len;
-        atomic_store(&cs->state, state);
+        atomic_store(&cs->state, sl->x->state == SRV_EXT_DDR
+                                     ? HO_SLOT_DDR : HO_SLOT_ABSENT);
         atomic_store(&cs->dropped, 0);
         atomic_store(&cs->version, 0);
     }
-    atomic_store(&st->hdr->ddr_bytes, ddr);
-    atomic_store(&st->hdr->flash_bytes, 0);
-    memset(ctl_milestones(st), 0, ((size_t)st->n_ops + 63) / 64 * 8);
+    size_t words = ((size_t)st->n_ops + 63) / 64;
+    if (st->plan)
+        memcpy(ctl_milestones(st), st->plan->milestones, words * 8);
+    else
+        memset(ctl_milestones(st), 0, words * 8);
+    publish_residency(st);
 }
 
 /* The DDR the session may hold in host copies: quotas of uid and job and
  * the pool's free space, counting the replaced replay's copies as free. */
 static uint64_t daemon_ddr_limit(srv_daemon *d, srv_session *s)
 {
-    uint64_t old = 0;
-    if (s->stage)
-        for (uint32_t i = 0; i < s->stage->n_slots; i++) {
-            srv_extent *x = s->stage->slots[i].x;
-            if (x && x->state != SRV_EXT_FLASH && x->state != SRV_EXT_ABSENT)
-                old += x->len;
-        }
+    uint64_t old = s->stage ? s->stage->charged : 0;
     tier_ddr_stats st;
     tier_ddr_stats_get(d->ddr, &st);
     uint64_t lim = st.capacity - st.used + old;
@@ -472,19 +1042,26 @@ static void free_new_slots(srv_daemon *d, srv_session *s, srv_stage *st)
         }
 }
 
-/* Allocate the host copies: resident ones charged in DDR, the others
+/* Allocate the host copies: the ones in DDR at step start charged (not
+ * populated: the client's first copy faults the pages in), the others
  * reserved only. */
 static int alloc_slots(srv_daemon *d, srv_session *s, srv_stage *st,
-                       const uint8_t *resident, srv_errbuf *e)
+                       srv_errbuf *e)
 {
+    st->charged = 0;
     for (uint32_t i = 0; i < st->n_slots; i++) {
-        int rc = srv_extent_alloc_staged(d, s, st->slots[i].bytes,
-                                         resident[i] != 0, &st->slots[i].x,
-                                         e);
+        bool in = st->plan ? st->plan->start_in_ddr[i] != 0 : true;
+        int rc = srv_extent_alloc_staged(d, s, st->slots[i].bytes, in,
+                                         &st->slots[i].x, e);
         if (rc < 0) {
             free_new_slots(d, s, st);
+            st->charged = 0;
             return rc;
         }
+        if (in)
+            st->charged += st->slots[i].x->len;
+        st->slots[i].target_in = in;
+        st->slots[i].keep = true;
     }
     return 0;
 }
@@ -516,8 +1093,8 @@ static void reply_stage(srv_conn *c, uint64_t rid, srv_stage *st)
     sr.control_size = st->ctl_size;
     sr.ddr_limit = st->ddr_limit;
     sr.staged_bytes = st->staged_bytes;
-    sr.stage_actions = st->actions;
-    sr.milestones = st->milestones;
+    sr.stage_actions = st->plan ? st->plan->n_actions : 0;
+    sr.milestones = st->plan ? st->plan->n_milestones : 0;
     env.request_id = rid;
     env.body_case = HYPEROFFLOAD__ENVELOPE__BODY_STAGE_REPLY;
     env.stage_reply = &sr;
@@ -527,94 +1104,61 @@ static void reply_stage(srv_conn *c, uint64_t rid, srv_stage *st)
     free(exp);
 }
 
-void srv_handle_stage(srv_daemon *d, srv_conn *c, uint64_t rid,
-                      const Hyperoffload__StageRequest *req)
+/* Build and install the replay (loop thread).  Takes ownership of slots
+ * and plan in every case. */
+static int install(srv_daemon *d, srv_conn *c, uint64_t rid,
+                   stage_slot *slots, uint32_t n_slots, uint32_t n_ops,
+                   uint64_t total, uint64_t limit, plan_staging *plan,
+                   srv_errbuf *e)
 {
     srv_session *s = c->session;
-    srv_errbuf e;
     char a[32], b[32];
     int rc;
-    srv_stage *st = NULL;
-    stage_slot *slots = NULL;
-    uint8_t *resident = NULL;
-    uint64_t total = 0;
-
-    const srv_plan_memo *m = s->plan;
-    const char *planner = req->planner && *req->planner ? req->planner
-                                                        : d->cfg.planner;
-    if (!m) {
-        srv_reply_error(c, rid, HO_E_NO_PLAN, "session %" PRIu64 " has no "
-                        "plan: send PlanRequest first", s->id);
-        return;
-    }
-    if (m->hash != req->trace_hash || m->budget != req->budget ||
-        strcmp(m->planner, planner) != 0) {
-        srv_reply_error(c, rid, HO_E_NO_PLAN, "the StageRequest names trace "
-                        "%016" PRIx64 ", budget %" PRIu64 ", planner "
-                        "'%.32s'; the session's most recent plan is trace "
-                        "%016" PRIx64 ", budget %" PRIu64 ", planner '%s'",
-                        req->trace_hash, req->budget, planner, m->hash,
-                        m->budget, m->planner);
-        return;
-    }
-    rc = check_slots(d, s, req, m, &slots, &total, &e);
-    if (rc < 0)
-        goto fail_reply;
-
-    uint64_t limit = daemon_ddr_limit(d, s);
-    if (req->ddr_limit && req->ddr_limit < limit)
-        limit = req->ddr_limit;
-
-    st = calloc(1, sizeof(*st));
-    resident = calloc(req->n_slots ? req->n_slots : 1, 1);
-    if (!st || !resident) {
-        ebuf(&e, "out of memory");
-        rc = -ENOMEM;
-        goto fail_reply;
+    srv_stage *st = calloc(1, sizeof(*st));
+    uint32_t *work = calloc(n_slots ? n_slots : 1, sizeof(*work));
+    if (!st || !work) {
+        free(st);
+        free(work);
+        free(slots);
+        plan_staging_free(plan);
+        ebuf(e, "out of memory");
+        return -ENOMEM;
     }
     st->d = d;
     st->s = s;
+    st->session_id = s->id;
     st->memfd = st->efd = -1;
-    st->n_slots = (uint32_t)req->n_slots;
-    st->n_ops = m->trace->n_ops;
+    st->n_slots = n_slots;
+    st->n_ops = n_ops;
     st->slots = slots;
-    slots = NULL;
+    st->work = work;
+    st->plan = plan;
     st->staged_bytes = total;
     st->ddr_limit = limit;
 
-    /* Everything fits: every host copy lives in DDR, nothing to stage. */
-    if (total > limit) {
-        ebuf(&e, "the host copies take %s, above the %s the session may "
-             "hold in DDR; staging to flash is not available yet",
-             sz(total, a), sz(limit, b));
-        rc = HO_E_QUOTA;
-        goto fail_reply;
-    }
-    memset(resident, 1, st->n_slots);
-
-    rc = make_region(st, &e);
+    rc = make_region(st, e);
     if (rc < 0)
-        goto fail_reply;
+        goto fail;
     st->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (st->efd < 0) {
         rc = -errno;
-        ebuf(&e, "eventfd: %s", strerror(errno));
-        goto fail_reply;
+        ebuf(e, "eventfd: %s", strerror(errno));
+        goto fail;
     }
-    rc = alloc_slots(d, s, st, resident, &e);
+    rc = alloc_slots(d, s, st, e);
     if (rc < 0 && s->stage) {
         /* Room may be held by the replay this one replaces. */
         stage_remove(d, s);
-        rc = alloc_slots(d, s, st, resident, &e);
+        rc = alloc_slots(d, s, st, e);
     }
     if (rc < 0)
-        goto fail_reply;
+        goto fail;
     rc = uv_poll_init(&d->loop, &st->poll, st->efd);
     if (rc < 0) {
         free_new_slots(d, s, st);
-        ebuf(&e, "cannot watch the eventfd: %s", uv_strerror(rc));
+        ebuf(e, "cannot watch the eventfd: %s", uv_strerror(rc));
         rc = HO_E_INTERNAL;
-        goto fail_reply;
+        goto fail;
     }
     uv_timer_init(&d->loop, &st->timer);
     st->poll.data = st;
@@ -632,21 +1176,200 @@ void srv_handle_stage(srv_daemon *d, srv_conn *c, uint64_t rid,
     s->stage = st;
     publish_slots(st);
     srv_info("session %" PRIu64 ": replay installed: %u host copies, %s, "
-             "DDR limit %s, %u staging actions, %u milestones", s->id,
-             st->n_slots, sz(total, a), sz(limit, b), st->actions,
-             st->milestones);
+             "DDR limit %s, %u staging actions and %u milestones per step",
+             s->id, st->n_slots, sz(total, a), sz(limit, b),
+             plan ? plan->n_actions : 0, plan ? plan->n_milestones : 0);
     reply_stage(c, rid, st);
-    free(resident);
-    return;
+    return 0;
+fail:
+    st->s = NULL;
+    stage_free(st);
+    return rc;
+}
 
-fail_reply:
-    srv_reply_error(c, rid, rc, "%s", e.msg);
-    if (st) {
-        st->s = NULL;
-        stage_free(st);
+typedef struct stage_job {
+    uv_work_t req;
+    srv_daemon *d;
+    uint64_t conn_id, session_id, rid;
+    srv_plan_memo *memo;     /* reference */
+    stage_slot *slots;       /* owned until installed */
+    uint32_t n_slots;
+    uint64_t total;
+    plan_staging_input in;
+    uint32_t *slot_storage;  /* owned */
+    uint64_t *slot_bytes;    /* owned */
+    plan_staging *plan;      /* result, owned until installed */
+    int rc;
+    uint64_t min_limit;
+    double ms;
+    char err[512];
+} stage_job;
+
+static void job_free(stage_job *j)
+{
+    memo_unref(j->memo);
+    free(j->slots);
+    free(j->slot_storage);
+    free(j->slot_bytes);
+    plan_staging_free(j->plan);
+    free(j);
+}
+
+static void job_work(uv_work_t *req)
+{
+    stage_job *j = req->data;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    j->rc = plan_staging_make(&j->in, &j->plan, &j->min_limit, j->err,
+                              sizeof(j->err));
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    j->ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 +
+            (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+}
+
+static void job_after(uv_work_t *req, int status)
+{
+    stage_job *j = req->data;
+    srv_daemon *d = j->d;
+    if (status < 0 && j->rc == 0)
+        j->rc = status;
+    srv_conn *c = srv_conn_find(d, j->conn_id);
+    if (c && c->session && c->session->id == j->session_id)
+        c->session->stage_pending = false;
+    if (!c || c->state != SRV_CONN_READY || !c->session ||
+        c->session->id != j->session_id) {
+        job_free(j);
+        srv_daemon_work_done(d);
+        return;
     }
-    free(slots);
-    free(resident);
+    srv_debug("session %" PRIu64 ": staging plan in %.1f ms: %s",
+              j->session_id, j->ms,
+              j->rc ? ho_err_name(j->rc) : "ok");
+    if (j->rc < 0) {
+        srv_reply_error(c, j->rid, j->rc, "%s", j->err[0] ? j->err
+                                                         : ho_strerror(j->rc));
+    } else {
+        srv_errbuf e;
+        int rc = install(d, c, j->rid, j->slots, j->n_slots,
+                         j->memo->trace->n_ops, j->total, j->in.ddr_limit,
+                         j->plan, &e);
+        j->slots = NULL;
+        j->plan = NULL;
+        if (rc < 0)
+            srv_reply_error(c, j->rid, rc, "%s", e.msg);
+    }
+    job_free(j);
+    srv_daemon_work_done(d);
+}
+
+void srv_handle_stage(srv_daemon *d, srv_conn *c, uint64_t rid,
+                      const Hyperoffload__StageRequest *req)
+{
+    srv_session *s = c->session;
+    srv_errbuf e;
+    int rc;
+    stage_slot *slots = NULL;
+    uint64_t total = 0;
+
+    srv_plan_memo *m = s->plan;
+    const char *planner = req->planner && *req->planner ? req->planner
+                                                        : d->cfg.planner;
+    if (!m) {
+        srv_reply_error(c, rid, HO_E_NO_PLAN, "session %" PRIu64 " has no "
+                        "plan: send PlanRequest first", s->id);
+        return;
+    }
+    if (m->hash != req->trace_hash || m->budget != req->budget ||
+        strcmp(m->planner, planner) != 0) {
+        srv_reply_error(c, rid, HO_E_NO_PLAN, "the StageRequest names trace "
+                        "%016" PRIx64 ", budget %" PRIu64 ", planner "
+                        "'%.32s'; the session's most recent plan is trace "
+                        "%016" PRIx64 ", budget %" PRIu64 ", planner '%s'",
+                        req->trace_hash, req->budget, planner, m->hash,
+                        m->budget, m->planner);
+        return;
+    }
+    if (s->stage_pending) {
+        srv_reply_error(c, rid, HO_E_BUSY, "session %" PRIu64 " already has "
+                        "a StageRequest being prepared", s->id);
+        return;
+    }
+    rc = check_slots(d, s, req, m, &slots, &total, &e);
+    if (rc < 0) {
+        srv_reply_error(c, rid, rc, "%s", e.msg);
+        return;
+    }
+    uint64_t limit = daemon_ddr_limit(d, s);
+    if (req->ddr_limit && req->ddr_limit < limit)
+        limit = req->ddr_limit;
+    uint32_t n = (uint32_t)req->n_slots;
+
+    /* Everything fits: every host copy lives in DDR, nothing to plan. */
+    if (total <= limit) {
+        rc = install(d, c, rid, slots, n, m->trace->n_ops, total, limit,
+                     NULL, &e);
+        if (rc < 0)
+            srv_reply_error(c, rid, rc, "%s", e.msg);
+        return;
+    }
+    if (d->n_flash == 0) {
+        char a[32], b[32];
+        free(slots);
+        srv_reply_error(c, rid, HO_E_UNSUPPORTED, "the host copies take %s, "
+                        "above the %s the session may hold in DDR, and no "
+                        "flash tier is configured to stage them",
+                        sz(total, a), sz(limit, b));
+        return;
+    }
+    /* Plan the staging on a worker (it runs the planner). */
+    stage_job *j = calloc(1, sizeof(*j));
+    if (j) {
+        j->slot_storage = calloc(n ? n : 1, sizeof(uint32_t));
+        j->slot_bytes = calloc(n ? n : 1, sizeof(uint64_t));
+    }
+    if (!j || !j->slot_storage || !j->slot_bytes) {
+        if (j) {
+            free(j->slot_storage);
+            free(j->slot_bytes);
+        }
+        free(j);
+        free(slots);
+        srv_reply_error(c, rid, -ENOMEM, "out of memory");
+        return;
+    }
+    uint64_t align = d->cfg.ddr_alignment;
+    for (uint32_t i = 0; i < n; i++) {
+        j->slot_storage[i] = slots[i].storage;
+        j->slot_bytes[i] = (slots[i].bytes + align - 1) & ~(align - 1);
+    }
+    j->d = d;
+    j->conn_id = c->id;
+    j->session_id = s->id;
+    j->rid = rid;
+    j->memo = m;
+    m->refs++;
+    j->slots = slots;
+    j->n_slots = n;
+    j->total = total;
+    j->in.trace = m->trace;
+    j->in.sched = m->sched;
+    j->in.slot_storage = j->slot_storage;
+    j->in.slot_bytes = j->slot_bytes;
+    j->in.n_slots = n;
+    j->in.ddr_limit = limit;
+    j->in.flash_read_gbps = d->flash_read_gbps;
+    j->in.flash_write_gbps = d->flash_write_gbps;
+    j->in.flash_latency_us = SRV_STAGE_FLASH_LATENCY_US;
+    j->req.data = j;
+    rc = uv_queue_work(&d->loop, &j->req, job_work, job_after);
+    if (rc < 0) {
+        job_free(j);
+        srv_reply_error(c, rid, HO_E_INTERNAL, "cannot queue the staging "
+                        "plan: %s", uv_strerror(rc));
+        return;
+    }
+    s->stage_pending = true;
+    d->works_in_flight++;
 }
 
 bool srv_stage_runtime_info(srv_session *s, Hyperoffload__RuntimeInfo *ri)
@@ -668,10 +1391,10 @@ bool srv_stage_runtime_info(srv_session *s, Hyperoffload__RuntimeInfo *ri)
                                                 memory_order_relaxed) / 1e3;
     ri->exposed_us = (double)atomic_load_explicit(&h->exposed_ns,
                                                   memory_order_relaxed) / 1e3;
-    ri->host_copies_ddr = atomic_load_explicit(&h->ddr_bytes,
-                                               memory_order_relaxed);
-    ri->host_copies_flash = atomic_load_explicit(&h->flash_bytes,
-                                                 memory_order_relaxed);
+    /* The daemon's own figures, not the region's (the client could write
+     * anything there). */
+    ri->host_copies_ddr = st->charged;
+    ri->host_copies_flash = st->on_flash;
     ri->peak_device_bytes = atomic_load_explicit(&h->peak_device_bytes,
                                                  memory_order_relaxed);
     return true;

@@ -132,7 +132,8 @@ static int ev_finish(bl_list *l, const plan_trace *t, const char *planner,
     plan_schedule *s = NULL;
     int r = 0;
 
-    qsort(l->v, l->n, sizeof(*l->v), ev_cmp_storage);
+    if (l->n)
+        qsort(l->v, l->n, sizeof(*l->v), ev_cmp_storage);
     size_t out = 0;
     for (size_t i = 0; i < l->n;) {
         uint32_t st = l->v[i].storage;
@@ -160,7 +161,8 @@ static int ev_finish(bl_list *l, const plan_trace *t, const char *planner,
         }
     }
     l->n = out;
-    qsort(l->v, l->n, sizeof(*l->v), ev_cmp_point);
+    if (l->n)
+        qsort(l->v, l->n, sizeof(*l->v), ev_cmp_point);
     s = plan_schedule_new(planner, budget);
     if (!s) {
         r = -ENOMEM;

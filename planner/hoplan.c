@@ -21,12 +21,11 @@
 #include "hoplan_impl.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "hyperoffload/errors.h"
-
-#define HP_LAZY_SLACK 0.15
 
 /* --------------------------------------------------------- kinetic tree */
 
@@ -183,51 +182,57 @@ static void kt_sub(ktree *k, uint32_t x, uint32_t l, uint32_t r, uint32_t ql,
     kt_pull(k, x, x + 1, rc);
 }
 
-/* Read-only: acc is the sum of the pending adds above node x (they keep
- * every count valid: an add is only left pending where no level crosses
- * the budget). */
-static void kt_query(const ktree *k, uint32_t x, uint32_t l, uint32_t r,
-                     uint32_t ql, uint32_t qr, int64_t acc, kq *out)
-{
-    uint32_t el = l * KT_BLOCK, er = (r + 1) * KT_BLOCK - 1;
-    if (qr < el || er < ql)
-        return;
-    const knode *nd = &k->v[x];
-    if (ql <= el && er <= qr) {
-        if (nd->mx + acc > out->mx)
-            out->mx = nd->mx + acc;
-        out->cnt += nd->cnt;
-        out->sum += nd->sum + (double)acc * nd->cnt;
-        return;
-    }
-    if (l == r) {
-        uint32_t lo = el > ql ? el : ql, hi = er < qr ? er : qr;
-        if (hi >= k->n)
-            hi = k->n - 1;
-        acc += nd->lz;
-        for (uint32_t i = lo; i <= hi; i++) {
-            int64_t v = k->val[i] + acc;
-            if (v > out->mx)
-                out->mx = v;
-            if (v > k->B) {
-                out->cnt++;
-                out->sum += (double)(v - k->B);
-            }
-        }
-        return;
-    }
-    uint32_t mid = l + (r - l) / 2, rc = x + 2 * (mid - l + 1);
-    acc += nd->lz;
-    kt_query(k, x + 1, l, mid, ql, qr, acc, out);
-    kt_query(k, rc, mid + 1, r, ql, qr, acc, out);
-}
+/* Levels [ql, qr]: max, count over the budget, excess sum.  Read-only:
+ * acc sums the pending adds above a node (they keep every count valid: an
+ * add is only left pending where no level crosses the budget).  Without
+ * recursion: it is on the hot path of the selection. */
+typedef struct kframe {
+    uint32_t x, l, r;
+    int64_t acc;
+} kframe;
 
 static void kt_range(const ktree *k, uint32_t ql, uint32_t qr, kq *out)
 {
+    kframe st[128];
+    int sp = 0;
     out->mx = INT64_MIN;
     out->cnt = 0;
     out->sum = 0;
-    kt_query(k, 0, 0, k->nb - 1, ql, qr, 0, out);
+    st[sp++] = (kframe){0, 0, k->nb - 1, 0};
+    while (sp > 0) {
+        uint32_t x = st[--sp].x, l = st[sp].l, r = st[sp].r;
+        int64_t acc = st[sp].acc;
+        uint32_t el = l * KT_BLOCK, er = (r + 1) * KT_BLOCK - 1;
+        if (qr < el || er < ql)
+            continue;
+        const knode *nd = &k->v[x];
+        if (ql <= el && er <= qr) {
+            if (nd->mx + acc > out->mx)
+                out->mx = nd->mx + acc;
+            out->cnt += nd->cnt;
+            out->sum += nd->sum + (double)acc * nd->cnt;
+            continue;
+        }
+        acc += nd->lz;
+        if (l == r) {
+            uint32_t lo = el > ql ? el : ql, hi = er < qr ? er : qr;
+            if (hi >= k->n)
+                hi = k->n - 1;
+            for (uint32_t i = lo; i <= hi; i++) {
+                int64_t v = k->val[i] + acc;
+                if (v > out->mx)
+                    out->mx = v;
+                if (v > k->B) {
+                    out->cnt++;
+                    out->sum += (double)(v - k->B);
+                }
+            }
+            continue;
+        }
+        uint32_t mid = l + (r - l) / 2, rc = x + 2 * (mid - l + 1);
+        st[sp++] = (kframe){rc, mid + 1, r, acc};
+        st[sp++] = (kframe){x + 1, l, mid, acc};
+    }
 }
 
 static void kt_subr(ktree *k, uint32_t ql, uint32_t qr, int64_t d)
@@ -268,70 +273,72 @@ static uint32_t kt_first_over(const ktree *k, uint32_t ql, uint32_t qr)
 
 /* ----------------------------------------------------------------- heap */
 
-typedef struct hent {
-    double key;
-    uint32_t g;
-} hent;
+/* The candidates, by key, in a bucket queue: bucket b holds the keys in
+ * [2^(b/HP_BUCKETS_PER_2X), 2^((b+1)/HP_BUCKETS_PER_2X)) (about 15% wide,
+ * the tolerance of the lazy greedy), each bucket a stack.  Push and pop
+ * are O(1); the order is deterministic. */
+#define HP_BUCKETS_PER_2X 5
+#define HP_BUCKET_MIN (-100 * HP_BUCKETS_PER_2X) /* keys below: bucket 0 */
+#define HP_NBUCKETS (300 * HP_BUCKETS_PER_2X)
 
-static bool hent_before(const hent *a, const hent *b)
+typedef struct bucket {
+    uint32_t *v;
+    uint32_t n, cap;
+} bucket;
+
+typedef struct bqueue {
+    bucket b[HP_NBUCKETS];
+    int top;    /* no entry above this bucket */
+    size_t n;   /* entries */
+} bqueue;
+
+static int bucket_of(double key)
 {
-    if (a->key != b->key)
-        return a->key > b->key;
-    return a->g < b->g;
+    if (!(key > 0))
+        return 0;
+    if (key > 1e90)
+        return HP_NBUCKETS - 1;
+    int e = (int)floor(log2(key) * HP_BUCKETS_PER_2X) - HP_BUCKET_MIN;
+    return e < 0 ? 0 : e >= HP_NBUCKETS ? HP_NBUCKETS - 1 : e;
 }
 
-typedef struct gheap {
-    hent *v;
-    size_t n, cap;
-} gheap;
-
-static int gheap_push(gheap *h, double key, uint32_t g)
+static int bq_push(bqueue *q, double key, uint32_t g)
 {
-    if (h->n == h->cap) {
-        size_t cap = h->cap ? h->cap * 2 : 1024;
-        hent *v = realloc(h->v, cap * sizeof(*v));
+    int i = bucket_of(key);
+    bucket *b = &q->b[i];
+    if (b->n == b->cap) {
+        uint32_t cap = b->cap ? b->cap * 2 : 64;
+        uint32_t *v = realloc(b->v, (size_t)cap * sizeof(*v));
         if (!v)
             return -ENOMEM;
-        h->v = v;
-        h->cap = cap;
+        b->v = v;
+        b->cap = cap;
     }
-    hent e = {key, g};
-    size_t i = h->n++;
-    while (i > 0) {
-        size_t p = (i - 1) / 2;
-        if (!hent_before(&e, &h->v[p]))
-            break;
-        h->v[i] = h->v[p];
-        i = p;
-    }
-    h->v[i] = e;
+    b->v[b->n++] = g;
+    q->n++;
+    if (i > q->top)
+        q->top = i;
     return 0;
 }
 
-static void gheap_sift(gheap *h, size_t i)
+/* Pop from the best non-empty bucket; *ret_bucket its index. */
+static bool bq_pop(bqueue *q, uint32_t *ret, int *ret_bucket)
 {
-    hent e = h->v[i];
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= h->n)
-            break;
-        if (c + 1 < h->n && hent_before(&h->v[c + 1], &h->v[c]))
-            c++;
-        if (!hent_before(&h->v[c], &e))
-            break;
-        h->v[i] = h->v[c];
-        i = c;
-    }
-    h->v[i] = e;
+    while (q->top >= 0 && q->b[q->top].n == 0)
+        q->top--;
+    if (q->top < 0)
+        return false;
+    *ret = q->b[q->top].v[--q->b[q->top].n];
+    *ret_bucket = q->top;
+    q->n--;
+    return true;
 }
 
-static hent gheap_pop(gheap *h)
+static void bq_done(bqueue *q)
 {
-    hent top = h->v[0];
-    h->v[0] = h->v[--h->n];
-    if (h->n > 0)
-        gheap_sift(h, 0);
-    return top;
+    for (int i = 0; i < HP_NBUCKETS; i++)
+        free(q->b[i].v);
+    free(q);
 }
 
 /* -------------------------------------------------------------- capacity
@@ -782,8 +789,23 @@ static void setup_round(hstate *h, const hp_place *last)
     h->T = last ? last->times : m->T;
     h->relaxed = false;
     memset(h->ext, 0, m->n_gaps ? m->n_gaps : 1);
-    for (uint32_t c = 0; c < m->n_cand; c++)
-        hp_gap_ideal(m, h->T, &m->gaps[m->cand[c]], &h->iw[m->cand[c]]);
+    for (uint32_t c = 0; c < m->n_cand; c++) {
+        uint32_t g = m->cand[c];
+        const hp_gap *gp = &m->gaps[g];
+        if (h->T != m->T) {
+            hp_gap_ideal(m, h->T, gp, &h->iw[g]);
+            continue;
+        }
+        /* the model computed these on m->T */
+        hp_win *w = &h->iw[g];
+        w->a = gp->a;
+        w->z = gp->z;
+        w->exposed = gp->exposed;
+        w->h2d_us = gp->type == HP_DEAD
+                        ? 0
+                        : plan_copy_us(&m->t->link, 0, hp_bytes(m, gp));
+        w->stall_us = gp->exposed ? gp->stall_us : 0;
+    }
     for (uint32_t c = 0; c < m->n_forced; c++)
         hp_gap_ideal(m, h->T, &m->gaps[m->forced[c]],
                      &h->iw[m->forced[c]]);
@@ -859,14 +881,16 @@ static double ext_key(const hstate *h, const ktree *k, uint32_t g,
 }
 
 /* Optimistic keys for every useful candidate: its widest window, its
- * cheapest cost (levels only drop, engines only fill).  0 or -ENOMEM. */
-static int fill_heap(hstate *h, const ktree *k, gheap *hp,
-                     const uint32_t *cnt0, const double *sx0)
+ * cheapest cost (levels only drop, engines only fill); and the extension
+ * of every included gap.  0 or -ENOMEM. */
+static int fill_queue(hstate *h, const ktree *k, bqueue *q,
+                      const uint32_t *cnt0, const double *sx0)
 {
     const hp_model *m = h->m;
     const uint32_t n = m->n;
-    hp->n = 0;
-    for (uint32_t c = 0; c < m->n_cand; c++) {
+    /* in reverse: buckets are stacks, so on equal keys earlier gaps go
+     * first */
+    for (uint32_t c = m->n_cand; c-- > 0;) {
         uint32_t g = m->cand[c];
         const hp_gap *gp = &m->gaps[g];
         if (h->sel[g])
@@ -884,22 +908,13 @@ static int fill_heap(hstate *h, const ktree *k, gheap *hp,
         double cost = 1e-3 + (gp->type == HP_DEAD ? 0 : iw.h2d_us);
         if (gp->ver != PLAN_NONE && !h->paid[gp->ver])
             cost += m->vers[gp->ver].d2h_us; /* re-pushed when paid */
-        if (hp->n == hp->cap) {
-            size_t cp = hp->cap ? hp->cap * 2 : 1024;
-            hent *v = realloc(hp->v, cp * sizeof(*v));
-            if (!v)
-                return -ENOMEM;
-            hp->v = v;
-            hp->cap = cp;
-        }
-        hp->v[hp->n++] = (hent){area / cost, g};
+        if (bq_push(q, area / cost, g) < 0)
+            return -ENOMEM;
     }
-    for (size_t i = hp->n / 2; i-- > 0;)
-        gheap_sift(hp, i);
-    for (uint32_t g = 0; g < m->n_gaps; g++) {
+    for (uint32_t g = m->n_gaps; g-- > 0;) {
         uint32_t ea, ez;
         double key = ext_key(h, k, g, &ea, &ez);
-        if (key > 0 && gheap_push(hp, key, g | EXT_BIT) < 0)
+        if (key > 0 && bq_push(q, key, g | EXT_BIT) < 0)
             return -ENOMEM;
     }
     return 0;
@@ -913,7 +928,7 @@ static int select_gaps(hstate *h)
     const uint32_t n = m->n;
     const int64_t B = (int64_t)h->budget;
     ktree k;
-    gheap hp = {0};
+    bqueue *q = NULL;
     uint32_t *cnt0 = NULL;
     double *sx0 = NULL;
     int r;
@@ -925,10 +940,12 @@ static int select_gaps(hstate *h)
     if (kt_max(&k) <= B)
         goto out;
     r = -ENOMEM;
+    q = calloc(1, sizeof(*q));
     cnt0 = malloc(((size_t)n + 1) * sizeof(*cnt0));
     sx0 = malloc(((size_t)n + 1) * sizeof(*sx0));
-    if (!cnt0 || !sx0)
+    if (!q || !cnt0 || !sx0)
         goto out;
+    q->top = -1;
     cnt0[0] = 0;
     sx0[0] = 0;
     for (uint32_t i = 0; i < n; i++) {
@@ -936,94 +953,78 @@ static int select_gaps(hstate *h)
         cnt0[i + 1] = cnt0[i] + over;
         sx0[i + 1] = sx0[i] + (over ? (double)(h->lv[i] - B) : 0.0);
     }
-    r = fill_heap(h, &k, &hp, cnt0, sx0);
+    r = fill_queue(h, &k, q, cnt0, sx0);
     if (r < 0)
         goto out;
-    r = 0;
+
+    /* Lazy greedy: an entry popped from the best bucket is re-evaluated
+     * (a cheap bound first); it is taken if it stays in that bucket, else
+     * it goes back to the bucket of its new key. */
     while (kt_max(&k) > B) {
-        if (hp.n == 0 && !h->relaxed) {
-            /* Nothing fits the engines any more: the step will stall.
-             * Go on with windows as if the engines were idle; the next
-             * round sees the stretched timeline. */
-            h->relaxed = true;
-            r = fill_heap(h, &k, &hp, cnt0, sx0);
-            if (r < 0)
-                break;
-            continue;
-        }
-        if (hp.n == 0) {
-            /* locate an over-budget boundary for the message */
-            h->fail_op = PLAN_NONE;
-            for (uint32_t i = 0; i < n && h->fail_op == PLAN_NONE; i++) {
-                kq one;
-                kt_range(&k, i, i, &one);
-                if (one.mx > B)
-                    h->fail_op = i;
+        uint32_t g;
+        int top;
+        if (!bq_pop(q, &g, &top)) {
+            if (!h->relaxed) {
+                /* Nothing fits the engines any more: the step will
+                 * stall.  Go on with windows as if the engines were idle;
+                 * the next round sees the stretched timeline. */
+                h->relaxed = true;
+                r = fill_queue(h, &k, q, cnt0, sx0);
+                if (r < 0)
+                    break;
+                continue;
             }
+            /* locate an over-budget boundary for the message */
+            h->fail_op = kt_first_over(&k, 0, n - 1);
             r = HO_E_INFEASIBLE;
             break;
         }
-        hent e = hp.v[0];
-        double second = hp.n < 2 ? 0
-                        : hp.n < 3 || hent_before(&hp.v[1], &hp.v[2])
-                            ? hp.v[1].key
-                            : hp.v[2].key;
-        if (e.g & EXT_BIT) {
-            uint32_t g = e.g & ~EXT_BIT, ea, ez;
-            double key = ext_key(h, &k, g, &ea, &ez);
-            if (key <= 0) {
-                gheap_pop(&hp);
-            } else if (key < second * (1.0 - HP_LAZY_SLACK)) {
-                hp.v[0].key = key;
-                gheap_sift(&hp, 0);
-            } else {
-                gheap_pop(&hp);
-                kt_subr(&k, ea, ez - 1, -(int64_t)hp_bytes(m, &m->gaps[g]));
-                h->cwz[g] = ez;
-                h->ext[g] = 1;
+        if (g & EXT_BIT) {
+            uint32_t eg = g & ~EXT_BIT, ea, ez;
+            double key = ext_key(h, &k, eg, &ea, &ez);
+            if (key <= 0)
+                continue;
+            if (bucket_of(key) < top) {
+                if ((r = bq_push(q, key, g)) < 0)
+                    break;
+                continue;
             }
+            kt_subr(&k, ea, ez - 1, -(int64_t)hp_bytes(m, &m->gaps[eg]));
+            h->cwz[eg] = ez;
+            h->ext[eg] = 1;
             continue;
         }
-        if (h->sel[e.g]) {
-            gheap_pop(&hp);
+        if (h->sel[g])
             continue;
-        }
-        gwin w;
-        /* cheap bound first: the window if the engines were idle */
-        double bound = gap_bound(h, &k, e.g);
-        if (bound <= 0) {
-            gheap_pop(&hp);
+        double bound = gap_bound(h, &k, g);
+        if (bound <= 0)
             continue;
-        }
-        if (bound < second * (1.0 - HP_LAZY_SLACK)) {
-            hp.v[0].key = bound; /* replace the top, sift it down */
-            gheap_sift(&hp, 0);
-            continue;
-        }
-        gheap_pop(&hp);
-        double key = gap_key(h, &k, e.g, &w);
-        if (key <= 0)
-            continue;
-        /* accept within HP_LAZY_SLACK of the best optimistic key: the
-         * greedy order barely changes and re-evaluations stay few */
-        if (hp.n > 0 && key < hp.v[0].key * (1.0 - HP_LAZY_SLACK)) {
-            r = gheap_push(&hp, key, e.g);
-            if (r < 0)
+        if (bucket_of(bound) < top) {
+            if ((r = bq_push(q, bound, g)) < 0)
                 break;
             continue;
         }
-        const hp_gap *gp = &m->gaps[e.g];
+        gwin w;
+        double key = gap_key(h, &k, g, &w);
+        if (key <= 0)
+            continue;
+        if (bucket_of(key) < top) {
+            if ((r = bq_push(q, key, g)) < 0)
+                break;
+            continue;
+        }
+        const hp_gap *gp = &m->gaps[g];
         bool newly_paid = gp->ver != PLAN_NONE && !h->paid[gp->ver];
-        gap_reserve(h, e.g, &w);
-        h->sel[e.g] = 1;
-        h->cwa[e.g] = w.a;
-        h->cwz[e.g] = w.z;
-        h->order[h->n_order++] = e.g;
-        kt_subr(&k, w.a, w.z - 1, -(int64_t)hp_bytes(m, &m->gaps[e.g]));
+        gap_reserve(h, g, &w);
+        h->sel[g] = 1;
+        h->cwa[g] = w.a;
+        h->cwz[g] = w.z;
+        h->order[h->n_order++] = g;
+        kt_subr(&k, w.a, w.z - 1, -(int64_t)hp_bytes(m, gp));
         {
             uint32_t ea, ez;
-            double ek = ext_key(h, &k, e.g, &ea, &ez);
-            if (ek > 0 && (r = gheap_push(&hp, ek, e.g | EXT_BIT)) < 0)
+            double ek = ext_key(h, &k, g, &ea, &ez);
+            if (ek > 0 && (r = bq_push(q, ek, g | EXT_BIT)) < 0)
                 break;
         }
         if (newly_paid) {
@@ -1031,12 +1032,12 @@ static int select_gaps(hstate *h)
             const hp_ver *v = &m->vers[gp->ver];
             for (uint32_t o = v->g0; o < v->g1 && r == 0; o++) {
                 const hp_gap *og = &m->gaps[o];
-                if (o == e.g || h->sel[o] || og->forced || og->a >= og->z ||
+                if (o == g || h->sel[o] || og->forced || og->a >= og->z ||
                     og->ver != gp->ver)
                     continue;
                 double ok = gap_key(h, &k, o, NULL);
                 if (ok > 0)
-                    r = gheap_push(&hp, ok, o);
+                    r = bq_push(q, ok, o);
             }
             if (r < 0)
                 break;
@@ -1044,7 +1045,8 @@ static int select_gaps(hstate *h)
     }
 out:
     kt_done(&k);
-    free(hp.v);
+    if (q)
+        bq_done(q);
     free(cnt0);
     free(sx0);
     return r;
@@ -1299,6 +1301,7 @@ int plan_hoplan(const plan_trace *t, uint64_t budget, plan_schedule **ret,
     r = hp_model_init(&m, t);
     if (r < 0)
         return r;
+    result->no_offload_peak = m.none_peak;
     r = try_budget(&m, budget, &a);
     if (r == 0) {
         *ret = a.sched;

@@ -51,6 +51,7 @@ typedef struct hp_gap {
     uint8_t forced; /* always part of the schedule */
     uint8_t exposed;/* its prefetch cannot be hidden even alone */
     float cost_us;  /* H2D time (+ stall when exposed); 0 for DEAD */
+    float stall_us; /* the consumer's stall when exposed */
 } hp_gap;
 
 typedef struct hp_ver {
@@ -67,6 +68,7 @@ typedef struct hp_model {
     double *T;           /* n + 1 boundary times of the `none` schedule:
                             T[0] = 0, T[i] = end of op i - 1 */
     int64_t *base;       /* n: level of the `none`-like residency */
+    uint64_t none_peak;  /* peak of the `none` schedule */
     uint64_t p0;         /* bytes on device at t = 0 */
     uint64_t lb;         /* no budget below this is feasible */
     uint32_t lb_op;      /* where lb is reached (PLAN_NONE: step start) */
@@ -98,8 +100,9 @@ static inline uint32_t hp_gap_fb(const hp_gap *g)
 uint32_t hp_first_at_or_after(const double *T, uint32_t n, uint32_t from,
                               double t);
 
-/* Boundary times of the `none` schedule (T: n_ops + 1 entries). */
-int hp_timeline_none(const plan_trace *t, double *T);
+/* Boundary times of the `none` schedule (T: n_ops + 1 entries) and its
+ * peak (ret_peak may be NULL). */
+int hp_timeline_none(const plan_trace *t, double *T, uint64_t *ret_peak);
 
 /* The window of a gap on timeline T if its transfers had the engines to
  * themselves: the store issued right after the write, the prefetch as

@@ -297,6 +297,7 @@ static int add_gap(hp_model *m, uint32_t s, uint8_t type, uint32_t f,
     g.z = w.z;
     g.exposed = w.exposed;
     g.cost_us = (float)(w.h2d_us + w.stall_us);
+    g.stall_us = (float)w.stall_us;
     if (ver != PLAN_NONE)
         m->vers[ver].g1 = m->n_gaps + 1;
     return push_gap(m, &g);
@@ -323,7 +324,7 @@ static void tl_op(void *ctx, uint32_t op, double start, double end)
     T[op + 1] = end;
 }
 
-int hp_timeline_none(const plan_trace *t, double *T)
+int hp_timeline_none(const plan_trace *t, double *T, uint64_t *ret_peak)
 {
     plan_schedule *s = NULL;
     plan_metrics mt;
@@ -335,6 +336,8 @@ int hp_timeline_none(const plan_trace *t, double *T)
     T[0] = 0;
     r = plan_simulate(t, s, &mt, &v, &obs);
     plan_schedule_free(s);
+    if (ret_peak)
+        *ret_peak = mt.peak_device_bytes;
     return r == -ENOMEM ? r : (r < 0 ? HO_E_INTERNAL : 0);
 }
 
@@ -490,7 +493,7 @@ int hp_model_init(hp_model *m, const plan_trace *t)
     m->base = calloc((size_t)n + 1, sizeof(*m->base));
     if (!m->T || !m->base)
         goto fail;
-    r = hp_timeline_none(t, m->T);
+    r = hp_timeline_none(t, m->T, &m->none_peak);
     if (r < 0)
         goto fail;
     r = -ENOMEM;
@@ -780,10 +783,10 @@ static void range_add(int64_t *diff, uint32_t l, uint32_t r_excl, int64_t d)
 
 /* Stores: the one needed earliest first (needed: the first boundary of
  * its gaps' windows over the budget while no store has completed), each
- * issued as soon as its data is
- * written and the engine is about to be idle, at the latest when it is
- * needed or when its first prefetch must go.  Fills x->iss/seq/dbusy and
- * p->vcomp; returns the number of stores. */
+ * issued as soon as its data is written and the engine is about to be
+ * idle, at the latest when it is needed or when its first prefetch must
+ * go.  Fills x->iss/seq/dbusy and p->vcomp; returns the number of
+ * stores. */
 static uint32_t place_stores(const hp_model *m, const uint8_t *sel,
                              const double *T, scratch *x, hp_place *p,
                              hp_maxtree *tr, uint64_t budget)

@@ -616,6 +616,12 @@ uint64_t plan_op_working_set(const plan_trace *t, uint32_t op, uint32_t *mark)
 
 int plan_trace_summarize(const plan_trace *t, plan_trace_summary *ret)
 {
+    return plan_summarize_core(t, ret, true);
+}
+
+int plan_summarize_core(const plan_trace *t, plan_trace_summary *ret,
+                        bool none_peak)
+{
     plan_trace_summary sm;
     plan_schedule *none = NULL;
     uint32_t *mark = NULL;
@@ -647,6 +653,11 @@ int plan_trace_summarize(const plan_trace *t, plan_trace_summary *ret)
             sm.max_op_working_set = ws;
             sm.max_op_working_set_op = i;
         }
+    }
+    if (!none_peak) {
+        *ret = sm;
+        r = 0;
+        goto fail;
     }
     r = plan_none(t, UINT64_MAX, &none);
     if (r < 0)

@@ -36,6 +36,7 @@ int plan_make(const plan_trace *t, uint64_t budget, const plan_options *opt,
     memset(&res, 0, sizeof(res));
     if (!t || !ret)
         return -EINVAL;
+    double t0 = now_ms();
     if (!t->finished) {
         r = plan_errf(res.message, sizeof(res.message), -EINVAL,
                       "trace is not finished");
@@ -51,14 +52,15 @@ int plan_make(const plan_trace *t, uint64_t budget, const plan_options *opt,
     if (o.prefetch_distance == 0)
         o.prefetch_distance = defaults.prefetch_distance;
 
-    double t0 = now_ms();
-    r = plan_trace_summarize(t, &sm);
+    bool is_hoplan = strcmp(o.planner, "hoplan") == 0;
+    /* hoplan simulates `none` itself and reports its peak */
+    r = plan_summarize_core(t, &sm, !is_hoplan);
     if (r < 0)
         goto out;
     res.no_offload_peak = sm.no_offload_peak;
     res.working_set_bound = sm.max_op_working_set;
 
-    if (strcmp(o.planner, "hoplan") == 0)
+    if (is_hoplan)
         r = plan_hoplan(t, budget, &s, &res);
     else if (strcmp(o.planner, "none") == 0)
         r = plan_none(t, budget, &s);
@@ -99,10 +101,10 @@ int plan_make(const plan_trace *t, uint64_t budget, const plan_options *opt,
     s->budget_bytes = budget;
     s->has_predicted = true;
     s->predicted = m;
-    res.planning_ms = now_ms() - t0;
     *ret = s;
     s = NULL;
 out:
+    res.planning_ms = now_ms() - t0;
     plan_schedule_free(s);
     if (result)
         *result = res;

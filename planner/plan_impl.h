@@ -19,6 +19,12 @@
 int plan_errf(char *err, size_t errlen, int code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+/* plan_trace_summarize, with the `none` simulation (no_offload_peak) only
+ * when none_peak; otherwise no_offload_peak is 0.  hoplan's model runs that
+ * simulation itself, plan_make saves one. */
+int plan_summarize_core(const plan_trace *t, plan_trace_summary *ret,
+                        bool none_peak);
+
 /* Stable sort of s->actions by (op, when); list order kept within a point.
  * 0 or -ENOMEM. */
 int plan_schedule_sort(plan_schedule *s);
@@ -60,7 +66,8 @@ int plan_reactive_lru(const plan_trace *t, uint64_t budget,
                       plan_schedule **ret);
 
 /* hoplan (hoplan*.c): plan for `budget`; HO_E_INFEASIBLE with
- * result->min_budget and result->message when it cannot meet it. */
+ * result->min_budget and result->message when it cannot meet it.  Sets
+ * result->no_offload_peak (from its own `none` simulation). */
 int plan_hoplan(const plan_trace *t, uint64_t budget, plan_schedule **ret,
                 plan_result *result);
 

@@ -672,6 +672,51 @@ int tier_arena_lock(tier_arena *a, uint64_t off, uint64_t len)
     return 0;
 }
 
+/* ---- page work that may run on worker threads ---- */
+
+int tier_arena_pages_drop(const tier_arena *a, uint64_t off, uint64_t len)
+{
+    if (len == 0 || off > a->map_size || len > a->map_size - off)
+        return -EINVAL;
+    unlock_range(a->ddr, a->base + off, len);
+    return punch(a->fd, off, len);
+}
+
+int tier_arena_pages_lock(const tier_arena *a, uint64_t off, uint64_t len)
+{
+    if (len == 0 || off > a->map_size || len > a->map_size - off)
+        return -EINVAL;
+    return sys_mlock(a->base + off, len) == 0 ? 0 : -errno;
+}
+
+bool tier_arena_locking(const tier_arena *a)
+{
+    return a->ddr->lock_ok;
+}
+
+void tier_arena_lock_refused(tier_arena *a, int err)
+{
+    if (a->ddr->lock_ok && err < 0)
+        lock_refused(a->ddr, -err);
+}
+
+int tier_arena_mark_evicted(tier_arena *a, uint64_t off, uint64_t len)
+{
+    uint64_t alen;
+    bool evicted;
+    int rc;
+
+    rc = find_alloc(a, off, len, &alen, &evicted);
+    if (rc < 0)
+        return rc;
+    if (evicted)
+        return HO_E_STATE;
+    (void)tier_extents_set_tag(a->ext, off, DDR_TAG_EVICTED);
+    a->ddr->used -= alen;
+    a->resident -= alen;
+    return 0;
+}
+
 int tier_arena_is_evicted(const tier_arena *a, uint64_t off, uint64_t len)
 {
     uint64_t alen;

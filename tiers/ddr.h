@@ -11,10 +11,13 @@
  * when the daemon may.  Freed and spilled ranges are returned to the kernel
  * with FALLOC_FL_PUNCH_HOLE, so resident memory tracks `used`.
  *
- * Not thread-safe: the daemon's loop thread calls everything here.  Worker
- * threads only read/write memory through tier_arena_base() or the memfd
- * (tier_arena_fd with pread/pwrite, e.g. tier_flash_write_fd/read_fd);
- * the fd and the mapping stay valid until tier_arena_free.
+ * Not thread-safe: the daemon's loop thread calls everything here, except
+ * the functions marked "worker-safe" below.  Worker threads read/write
+ * memory through tier_arena_base() or the memfd (tier_arena_fd with
+ * pread/pwrite, e.g. tier_flash_write_fd/read_fd) and do the expensive
+ * page work (tier_arena_pages_drop / tier_arena_pages_lock); the fd and
+ * the mapping stay valid until tier_arena_free, and the caller keeps the
+ * arena alive (and the range allocated) while a worker uses it.
  */
 #ifndef HO_TIERS_DDR_H
 #define HO_TIERS_DDR_H
@@ -135,6 +138,41 @@ int tier_arena_restore_unlocked(tier_arena *a, uint64_t off, uint64_t len);
  * 0 when locking is off or was refused.  HO_E_UNKNOWN_EXTENT, HO_E_STATE
  * when evicted. */
 int tier_arena_lock(tier_arena *a, uint64_t off, uint64_t len);
+
+/* ---- page work off the loop thread ----
+ * Evicting or filling a large range costs tens of milliseconds of system
+ * calls (munlock + punch: ~30-60 ms per 256 MiB; mlock populates).  The
+ * split below lets a worker thread do them while the loop keeps the
+ * bookkeeping:
+ *   spill/evict:  worker tier_arena_pages_drop, then loop
+ *                 tier_arena_mark_evicted (uncharge once the pages are gone);
+ *   fill:         loop tier_arena_restore_unlocked (charge), worker writes
+ *                 the data then tier_arena_pages_lock when
+ *                 tier_arena_locking() said so at the start (a refusal is
+ *                 reported back with tier_arena_lock_refused on the loop).
+ * The range may be any sub-range [off, off+len) of an allocation, so large
+ * ranges can be split across several workers. */
+
+/* Worker-safe: munlock (when the pool was configured to lock) and punch
+ * [off, off+len) out of the memfd; the pages read as zeros afterwards.
+ * Changes no pool state.  0, -EINVAL (range outside the mapping), -errno
+ * from fallocate. */
+int tier_arena_pages_drop(const tier_arena *a, uint64_t off, uint64_t len);
+/* Worker-safe: mlock [off, off+len) of the daemon's mapping (populating
+ * holes).  Changes no pool state.  0, -EINVAL, -errno (ENOMEM/EPERM: the
+ * caller reports it with tier_arena_lock_refused). */
+int tier_arena_pages_lock(const tier_arena *a, uint64_t off, uint64_t len);
+/* Loop: true while the pool locks pages (configured and never refused). */
+bool tier_arena_locking(const tier_arena *a);
+/* Loop: record a refusal (-errno) from tier_arena_pages_lock: locking
+ * stops for the pool and stats.detail says why (as a refusal inside
+ * tier_arena_alloc would). */
+void tier_arena_lock_refused(tier_arena *a, int err);
+/* Loop: the allocation's pages were dropped (tier_arena_pages_drop over
+ * its whole range): mark it evicted and uncharge the pool, as
+ * tier_arena_evict does without the system calls.  HO_E_UNKNOWN_EXTENT,
+ * HO_E_STATE when already evicted. */
+int tier_arena_mark_evicted(tier_arena *a, uint64_t off, uint64_t len);
 
 /* 1 when the allocation is evicted, 0 when resident, HO_E_UNKNOWN_EXTENT. */
 int tier_arena_is_evicted(const tier_arena *a, uint64_t off, uint64_t len);

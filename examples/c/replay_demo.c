@@ -104,7 +104,9 @@ typedef struct demo {
     uint32_t n_steps;
     ho_usage usage;            /* session usage after the last step */
     uint64_t checks, checked_bytes;
-    double overrun_us;         /* compute that ran past its duration */
+    double overrun_us;         /* replayed compute past its duration */
+    double hook_us;            /* time inside the hooks, replayed steps */
+    double slack_us;           /* waits that ended after their deadline */
     int reconnects;
     int mismatch;
 
@@ -127,22 +129,29 @@ static double now_us(void)
     return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
 }
 
-/* Wait until the monotonic clock reads t_us.  Sleeping (not spinning)
- * leaves the CPUs to the copy threads and to the other client. */
-static void wait_until(double t_us)
+/* Wait until the monotonic clock reads t_us: sleep until SPIN_US before
+ * it, then spin.  Sleeping leaves the CPUs to the copy threads and to the
+ * other client; the short spin keeps the wake-up latency of a sleep (tens
+ * to hundreds of microseconds on a VM) out of every op's duration.
+ * Returns how late it returned (us). */
+#define SPIN_US 300.0
+static double wait_until(double t_us)
 {
     struct timespec ts;
-    double s = floor(t_us / 1e6);
+    double wake = t_us - SPIN_US, s = floor(wake / 1e6), now;
 
-    if (now_us() >= t_us)
-        return;
-    ts.tv_sec = (time_t)s;
-    ts.tv_nsec = (long)((t_us - s * 1e6) * 1e3);
-    if (ts.tv_nsec >= 1000000000L)
-        ts.tv_nsec = 999999999L;
-    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) ==
-           EINTR)
+    if (now_us() < wake) {
+        ts.tv_sec = (time_t)s;
+        ts.tv_nsec = (long)((wake - s * 1e6) * 1e3);
+        if (ts.tv_nsec >= 1000000000L)
+            ts.tv_nsec = 999999999L;
+        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) ==
+               EINTR)
+            ;
+    }
+    while ((now = now_us()) < t_us)
         ;
+    return now - t_us;
 }
 
 static const char *iec(uint64_t bytes, char *buf, size_t len)
@@ -467,8 +476,6 @@ static int traced_step(demo *d)
             rreport(d, "ho_trace_add_op", r);
             goto done;
         }
-        if (now_us() > t0 + op->duration_us)
-            d->overrun_us += now_us() - (t0 + op->duration_us);
         wait_until(t0 + op->duration_us);
         /* implicit frees after the last access */
         for (uint32_t k = 0; k < op->n_reads + op->n_writes; k++) {
@@ -723,7 +730,7 @@ static int is_lost(int rc)
 static int replay_step(demo *d, uint64_t step, const char **ret_where)
 {
     const plan_trace *t = d->pt;
-    double t_step;
+    double t_step, th, hook = 0, late;
     ho_step_info si;
     int r;
 
@@ -746,11 +753,11 @@ static int replay_step(demo *d, uint64_t step, const char **ret_where)
             printf("%s: step %" PRIu64 ": resumed\n", d->name, step);
         }
         *ret_where = "ho_op_begin";
+        sample(d, t_step);
+        th = now_us();
         r = ho_op_begin(d->r, i);
         if (r < 0)
             return r;
-        t0 = now_us();
-        sample(d, t_step);
         if (d->o.check_ops) {
             *ret_where = "ho_op_check";
             r = ho_op_check(d->r, i, op_reads(d, i), op->n_reads,
@@ -758,23 +765,33 @@ static int replay_step(demo *d, uint64_t step, const char **ret_where)
             if (r < 0)
                 return r;
         }
+        t0 = now_us();
+        hook += t0 - th;
+        sample(d, t_step);
         *ret_where = "the op's data";
         r = touch(d, step, i);
         if (r < 0)
             return r;
-        if (now_us() > t0 + op->duration_us)
-            d->overrun_us += now_us() - (t0 + op->duration_us);
-        wait_until(t0 + op->duration_us);
+        late = now_us() - (t0 + op->duration_us);
+        if (late > 0)
+            d->overrun_us += late;
+        else
+            d->slack_us += wait_until(t0 + op->duration_us);
         *ret_where = "ho_op_end";
+        th = now_us();
         r = ho_op_end(d->r, i);
         if (r < 0)
             return r;
+        hook += now_us() - th;
         sample(d, t_step);
     }
     *ret_where = "ho_step_end";
+    th = now_us();
     r = ho_step_end(d->r, &si);
     if (r < 0)
         return r;
+    hook += now_us() - th;
+    d->hook_us += hook;
     sample(d, t_step);
     *ret_where = "ho_step_stats";
     r = ho_step_stats(d->r, 0, &si);
@@ -974,10 +991,16 @@ static void print_report(demo *d)
     printf("  %-22s %.2f ms (%s, %" PRIu64 " actions%s)\n", "planning time",
            d->info.planning_ms, d->info.planner, d->info.actions,
            d->info.cached ? ", from the daemon's cache" : "");
+    printf("  %-22s %s per step in the hooks (%.0f us per op, waits "
+           "included)\n", "runtime overhead", dur(d->hook_us / n, a, sizeof a),
+           d->hook_us / n / (d->pt->n_ops ? d->pt->n_ops : 1));
+    printf("  %-22s %s per step (wake-ups after an op's end: this "
+           "machine's scheduling)\n", "late wake-ups",
+           dur(d->slack_us / n, a, sizeof a));
     if (d->overrun_us > 1000)
-        printf("  %-22s %s in all (filling and checking took longer than "
+        printf("  %-22s %s per step (filling and checking took longer than "
                "some ops' durations)\n", "compute overrun",
-               dur(d->overrun_us, a, sizeof a));
+               dur(d->overrun_us / n, a, sizeof a));
     if (d->reconnects)
         printf("  %-22s %d (daemon lost; re-planned, state restored)\n",
                "reconnects", d->reconnects);

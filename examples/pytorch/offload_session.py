@@ -39,12 +39,13 @@ The trace the session submits is the captured one with these changes:
   (tensors are freed when Python drops them, not at their last use).
 
 The session then asks the daemon (``ho_trace_load`` + ``ho_plan_request``)
-for a plan.  **Budget**: unless given, a first request on a grant-less
-probe session, at an unlimited budget, returns the planner's
-``no_offload_peak`` P and ``min_budget`` M for the submitted trace; the
-session registers with ``M + budget_fraction * (P - M)`` (default one
-half), strictly below P, and plans for that grant (budget 0).  The
-schedule is read back with ``ho_plan_save``.
+for a plan.  **Budget**: unless given, a grant-less probe session asks
+for a plan at an unlimited budget (its ``no_offload_peak`` is P) and at 1
+byte (HO_E_INFEASIBLE; the sentence names the smallest feasible budget
+M -- a successful plan reports no min_budget); the session registers with
+the HBM grant ``M + budget_fraction * (P - M)`` (default one half: below
+P, at or above what a plan needs) and plans for that grant (budget 0).
+The schedule is read back with ``ho_plan_save``.
 
 **Later steps (replay).**  A dispatch mode numbers the ops and storages as
 the capture did (storage ids are given in first-seen order, so the storage
@@ -91,6 +92,7 @@ import ctypes
 import functools
 import json
 import os
+import re
 import shutil
 import tempfile
 import weakref
@@ -103,6 +105,10 @@ import hyperoffload as ho
 import hyperoffload_trace as hot
 
 UNLIMITED_BUDGET = 1 << 60
+# ho_plan_request's HO_E_INFEASIBLE sentence (runtime.h): "... the
+# smallest feasible budget is N bytes"
+_SMALLEST = re.compile(r"smallest feasible budget is (\d+)")
+_SMALLEST_LOOSE = re.compile(r"smallest[^0-9]*?(\d+)")
 
 
 class OffloadError(RuntimeError):
@@ -251,7 +257,6 @@ class LiveBytesMode(TorchDispatchMode):
     def __enter__(self):
         for p in self._params:
             self.tracker.see(p)
-        self._params = []
         return super().__enter__()
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
@@ -287,26 +292,38 @@ class _Saved:
     tensor (or None while its bytes are only in the pool) and how to
     rebuild it as the same view of a restored storage."""
 
-    __slots__ = ("entry", "tensor", "wref", "dtype", "size", "stride",
-                 "offset", "__weakref__")
+    __slots__ = ("entry", "tensor", "wref", "dtype", "itemsize", "size",
+                 "stride", "offset", "__weakref__")
 
     def __init__(self, entry, t, keep):
         self.entry = entry
         self.tensor = t if keep else None
         self.wref = weakref.ref(t)
         self.dtype = t.dtype
+        self.itemsize = t.element_size()
         self.size = tuple(t.size())
         self.stride = tuple(t.stride())
         self.offset = t.storage_offset()
+
+    def is_view(self):
+        """True unless the tensor is its whole storage, contiguous."""
+        n, expect = 1, []
+        for d in reversed(self.size):
+            expect.append(n)
+            n *= d
+        return (self.offset != 0 or self.stride != tuple(reversed(expect))
+                or n * self.itemsize != self.entry.nbytes)
 
 
 def _new_stats(step, mode):
     return {"step": step, "mode": mode, "ops": 0, "diverged": None,
             "stores": 0, "d2h_bytes": 0, "prefetches": 0, "h2d_bytes": 0,
             "on_demand": 0, "on_demand_bytes": 0, "frees": 0,
-            "freed_bytes": 0, "free_skipped": 0, "free_stale": 0,
+            "freed_bytes": 0, "store_skipped": 0, "free_skipped": 0,
+            "free_stale": 0,
             "free_ineffective": 0, "restored_at_end": 0,
-            "probe_bytes": 0, "live_peak": 0, "live_peak_op": -1}
+            "views_restored": 0, "probe_bytes": 0, "live_peak": 0,
+            "live_peak_op": -1}
 
 
 # ----------------------------------------------------------------- a step
@@ -481,9 +498,9 @@ class _StepRun(hot.TraceRecorder):
                                  % (k, name, reads, writes, rname, rreads,
                                     rwrites))
         sizes = self.session._ref_bytes
-        for sid in writes:
+        for sid in reads + writes:
             if sid >= len(sizes) or self._storages[sid].nbytes != sizes[sid]:
-                return self._diverge(k, "op %d writes storage %d of %d "
+                return self._diverge(k, "op %d uses storage %d of %d "
                                      "bytes; the trace has %s" % (
                                          k, sid, self._storages[sid].nbytes,
                                          sizes[sid] if sid < len(sizes)
@@ -518,6 +535,8 @@ class _StepRun(hot.TraceRecorder):
             e = self._entries.get(rec.id)
             if e is None:
                 e = self._entries[rec.id] = _Entry(rec.id, rec.nbytes)
+            if key[0] != rec.ptr or key[1] != rec.nbytes:
+                return t   # not the storage the record describes now
             wc = self._writes.get(rec.id, 0)
             if e.probe is None or e.host_writes != wc:
                 buf = ctypes.create_string_buffer(rec.nbytes)
@@ -569,11 +588,16 @@ class _StepRun(hot.TraceRecorder):
                 # free_host: the extent is kept for the next step
 
     def _store(self, sid):
-        t = self._current(sid)
-        if t is None:
+        if self._current(sid) is None:
+            self.stats["store_skipped"] += 1   # nothing of it is reachable
             return
         rec = self._storages[sid]
-        ext = self.session._extent(sid, rec.nbytes)
+        try:
+            ext = self.session._extent(sid, rec.nbytes)
+        except ho.HoError as err:   # pool full, quota, daemon gone
+            self.stats["store_skipped"] += 1
+            self.stats["pool_error"] = str(err)
+            return
         ctypes.memmove(ext.ptr, rec.ptr, rec.nbytes)
         e = self._entries.get(sid)
         if e is None:
@@ -592,6 +616,11 @@ class _StepRun(hot.TraceRecorder):
             self.stats["free_stale"] += 1   # no current host copy: keep it
             return
         rec = self._storages[sid]
+        # only tensors of the storage the host copy was taken from
+        held = [h for h in held if h.tensor.storage().data_ptr() == rec.ptr]
+        if not held:
+            self.stats["free_skipped"] += 1
+            return
         for h in held:
             h.tensor = None
         e.freed = True
@@ -642,6 +671,8 @@ class _StepRun(hot.TraceRecorder):
         for h in todo:
             self.tracker.see(h.tensor)
             self._tref[e.sid] = weakref.ref(h.tensor)
+            if h.is_view():
+                self.stats["views_restored"] += 1
         self.tracker.sample(len(self.ops))
         if counter == "on_demand":
             self.stats["on_demand"] += 1
@@ -652,6 +683,8 @@ class _StepRun(hot.TraceRecorder):
             self.stats["h2d_bytes"] += e.nbytes
         else:
             self.stats[counter] += 1
+            if e.probe is None:
+                self.stats["h2d_bytes"] += e.nbytes
 
     # ----------------------------------------------------------- trace
     def submitted_trace(self, model, optimizer, name, link):
@@ -739,10 +772,13 @@ class OffloadSession:
         os.makedirs(self.workdir, exist_ok=True)
         self.steps = []
         self.budget = None
+        self.min_budget = None
+        self.no_offload_peak = None
         self.plan_info = None
         self.schedule = None
         self.disabled = None
         self.client = None
+        self._closed = False
         self._run = None
         self._planned = False
         self._ref_ops = []
@@ -774,7 +810,7 @@ class OffloadSession:
     @property
     def mode(self):
         """What the next block will do: trace, replay or plain."""
-        if self.disabled:
+        if self.disabled or self._closed:
             return "plain"
         return "replay" if self._planned else "trace"
 
@@ -838,22 +874,12 @@ class OffloadSession:
     def _request(self, trace, sched_path):
         budget = self.requested_budget
         if budget is None and self.client is None:
-            # figures of the trace: a grant-less session, unlimited budget
-            probe = ho.Client.connect(self.socket, self.client_name +
-                                      "-probe")
-            try:
-                probe.register(job=self.job, device=self.device,
-                               hbm_budget=0)
-                with probe.plan_request(trace, UNLIMITED_BUDGET,
-                                        self.planner) as p:
-                    fig = p.info()
-            finally:
-                probe.close()
-            lo, hi = fig["min_budget"], fig["no_offload_peak"]
+            lo, hi = self._figures(trace)
+            self.min_budget, self.no_offload_peak = lo, hi
             if hi <= lo:
                 raise ho.HoError("ho_plan_request", ho.HO_E_INFEASIBLE,
                                  "no budget below the no-offload peak "
-                                 "(%d) is feasible (min %d)" % (hi, lo))
+                                 "(%d) is feasible (smallest %d)" % (hi, lo))
             budget = lo + int(self.budget_fraction * (hi - lo))
         if self.client is None:
             self.client = ho.Client.connect(self.socket, self.client_name)
@@ -863,6 +889,60 @@ class OffloadSession:
         with self.client.plan_request(trace, 0, self.planner) as plan:
             self.plan_info = plan.info()
             plan.save(sched_path)
+        self.no_offload_peak = self.plan_info["no_offload_peak"]
+
+    def summary(self):
+        """The session's figures: budget (the HBM grant), min_budget and
+        no_offload_peak (the planner's, for the submitted trace),
+        predicted_peak (the plan's), replay_live_peak (largest measured
+        live-tensor peak of the replay steps that did not diverge), what
+        the replay steps moved (d2h_bytes into the pool, h2d_bytes back,
+        and the counts), what the trace steps probed, and why offloading
+        is off when it is."""
+        replay = [s for s in self.steps
+                  if s["mode"] == "replay" and not s["diverged"]]
+        out = {"budget": self.budget, "min_budget": self.min_budget,
+               "no_offload_peak": self.no_offload_peak,
+               "predicted_peak": (self.plan_info or {}).get(
+                   "peak_device_bytes"),
+               "steps": len(self.steps), "replay_steps": len(replay),
+               "trace_steps": sum(1 for s in self.steps
+                                  if s["mode"] == "trace"),
+               "replay_live_peak": max((s["live_peak"] for s in replay),
+                                       default=None),
+               "diverged_steps": sum(1 for s in self.steps
+                                     if s["diverged"]),
+               "probe_bytes": sum(s["probe_bytes"] for s in self.steps),
+               "disabled": self.disabled}
+        for k in ("d2h_bytes", "h2d_bytes", "stores", "prefetches",
+                  "on_demand", "frees", "views_restored"):
+            out[k] = sum(s[k] for s in self.steps if s["mode"] == "replay")
+        return out
+
+    def _figures(self, trace):
+        """(smallest feasible budget, no-offload peak) of `trace` for the
+        planner, from a grant-less probe session: a request at an
+        unlimited budget gives the peak, one at 1 byte fails with
+        HO_E_INFEASIBLE naming the smallest feasible budget."""
+        probe = ho.Client.connect(self.socket, self.client_name + "-probe")
+        try:
+            probe.register(job=self.job, device=self.device, hbm_budget=0)
+            with probe.plan_request(trace, UNLIMITED_BUDGET,
+                                    self.planner) as p:
+                peak = p.info()["no_offload_peak"]
+            try:
+                probe.plan_request(trace, 1, self.planner).close()
+                return 1, peak   # nothing is needed at all
+            except ho.HoError as e:
+                if e.code != ho.HO_E_INFEASIBLE:
+                    raise
+                found = _SMALLEST.findall(e.detail) or \
+                    _SMALLEST_LOOSE.findall(e.detail)
+                if not found:
+                    raise
+                return int(found[-1]), peak
+        finally:
+            probe.close()
 
     # ----------------------------------------------------------- close
     def close(self):
@@ -874,7 +954,7 @@ class OffloadSession:
         self._extents = {}
         if self._own_dir:
             shutil.rmtree(self.workdir, ignore_errors=True)
-        self.disabled = self.disabled or "closed"
+        self._closed = True
 
     def __del__(self):
         try:

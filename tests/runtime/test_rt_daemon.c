@@ -5,7 +5,7 @@
  * arena and the shared control region, step statistics.
  */
 #include "harness.h"
-#include "rt_util.h"
+#include "rt_fw.h"
 
 static ho_harness *h;
 static char dir[512];
@@ -112,6 +112,91 @@ START_TEST(plan_request)
 }
 END_TEST
 
+/* A replay installed with the daemon: host copies in the session's
+ * arena, the control region shared, content checked over several steps. */
+START_TEST(replay_with_daemon)
+{
+    plan_trace *pt = NULL;
+    ho_trace *t = gen_trace(7, &pt);
+    uint64_t budget = rt_budget(pt);
+    ho_client *c = client(budget);
+    ho_plan *p = NULL;
+    ck_assert_int_eq(ho_plan_request(c, t, 0, NULL, &p), 0);
+    ho_plan_info info;
+    ho_plan_get_info(p, &info);
+    ck_assert_uint_gt(info.h2d_bytes + info.d2h_bytes, 0);
+
+    ho_device *dev = NULL;
+    ck_assert_int_eq(ho_device_open("host", 0, budget, &dev), 0);
+    ho_replay *r = NULL;
+    int rc = ho_replay_new(c, dev, t, p, NULL, &r);
+    char why[512];
+    ck_assert_msg(rc == 0, "replay_new: %s (%s)", ho_err_name(rc),
+                  ho_last_error(c, why, sizeof why));
+
+    /* The host copies are extents of this session. */
+    ho_usage u;
+    ck_assert_int_eq(ho_stats(c, NULL, 0, NULL, &u), 0);
+    ck_assert_uint_gt(u.ddr_bytes, 0);
+    ck_assert_uint_gt(u.extents, 0);
+
+    rt_fw f;
+    rt_fw_init(&f, r, dev, pt);
+    unsigned steps = rt_valgrind() ? 2 : 3;
+    for (unsigned st = 1; st <= steps; st++) {
+        ho_step_info si;
+        rt_fw_step(&f, st == 1, &si);
+        ck_assert_uint_eq(si.h2d_bytes, info.h2d_bytes);
+        ck_assert_uint_eq(si.d2h_bytes, info.d2h_bytes);
+        ck_assert_uint_le(si.peak_device_bytes, budget);
+        ck_assert_uint_eq(si.flash_in_bytes, 0);
+        ck_assert_uint_eq(si.flash_out_bytes, 0);
+        ck_assert_uint_gt(si.ddr_bytes, 0);
+        ck_assert_uint_eq(si.flash_bytes, 0);
+    }
+    ck_assert_uint_eq(f.bad_reads, 0);
+    rt_fw_done(&f);
+    ho_replay_free(r);
+    ck_assert_uint_eq(ho_device_used(dev), 0);
+    ho_device_close(dev);
+
+    /* The plan saved and loaded again is the session's plan: the daemon
+     * stages it again (replacing the previous host copies). */
+    char spath[600];
+    snprintf(spath, sizeof spath, "%s/s.json", dir);
+    ck_assert_int_eq(ho_plan_save(p, spath), 0);
+    ho_plan *q = NULL;
+    ck_assert_int_eq(ho_plan_load(t, spath, &q), 0);
+    ck_assert_int_eq(ho_device_open("host", 0, budget, &dev), 0);
+    ck_assert_int_eq(ho_replay_new(c, dev, t, q, NULL, &r), 0);
+    ho_replay_free(r);
+    ho_plan_free(q);
+
+    /* Another schedule (here: another planner's name) is not the
+     * session's plan: the daemon refuses to stage it; a local replay (no
+     * client) takes it. */
+    plan_schedule *ps = NULL;
+    char err[256];
+    ck_assert_int_eq(plan_schedule_read_json(spath, &ps, err, sizeof err), 0);
+    snprintf(ps->planner, sizeof ps->planner, "hand");
+    rt_write_schedule(ps, spath);
+    plan_schedule_free(ps);
+    ck_assert_int_eq(ho_plan_load(t, spath, &q), 0);
+    ck_assert_int_eq(ho_replay_new(c, dev, t, q, NULL, &r), HO_E_NO_PLAN);
+    ck_assert_ptr_nonnull(strstr(ho_runtime_last_error(), "plan"));
+    ck_assert_int_eq(ho_replay_new(NULL, dev, t, q, NULL, &r), 0);
+    ho_replay_free(r);
+    ck_assert_uint_eq(ho_device_used(dev), 0);
+    ho_device_close(dev);
+    ho_plan_free(q);
+
+    ho_plan_free(p);
+    ho_close(c);
+    ho_trace_free(t);
+    plan_trace_free(pt);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("runtime_daemon");
@@ -119,6 +204,7 @@ int main(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, rt_valgrind() ? 600 : 60);
     tcase_add_test(tc, plan_request);
+    tcase_add_test(tc, replay_with_daemon);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -95,6 +95,11 @@ HO_EXPORT int ho_device_write(ho_device *dev, void *dst, const void *src,
                               uint64_t bytes);
 HO_EXPORT int ho_device_read(ho_device *dev, void *dst, const void *src,
                              uint64_t bytes);
+/* cuda: the stream the application computes on (a cudaStream_t; NULL,
+ * the default, is the legacy default stream).  Stores start only after
+ * the work enqueued on it before them, and device memory a replay frees is
+ * reused only once that stream has passed the free.  host: no effect. */
+HO_EXPORT int ho_device_set_stream(ho_device *dev, void *stream);
 /* Bytes currently allocated and the maximum since open. */
 HO_EXPORT uint64_t ho_device_used(const ho_device *dev);
 HO_EXPORT uint64_t ho_device_peak(const ho_device *dev);
@@ -218,6 +223,13 @@ HO_EXPORT ho_replay *ho_replay_free(ho_replay *r);
  * HO_E_DIVERGED for a size that differs from the trace. */
 HO_EXPORT int ho_storage_bind(ho_replay *r, uint64_t storage_id, void *ptr,
                               uint64_t bytes);
+/* Check that storage `id` has `bytes` bytes, as the traced one had (a
+ * framework hook calls it for the tensors an op touches).  A different
+ * size (or an id the trace lacks) inside a step is a divergence: the step
+ * falls back to no offload and HO_E_DIVERGED is returned; between steps
+ * it is HO_E_DIVERGED (-ENOENT for an unknown id) with no other effect. */
+HO_EXPORT int ho_storage_check(ho_replay *r, uint64_t storage_id,
+                               uint64_t bytes);
 /* The storage's current device address, NULL when it is not on device.
  * Valid until the next hook call. */
 HO_EXPORT void *ho_storage_ptr(ho_replay *r, uint64_t storage_id);
