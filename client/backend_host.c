@@ -8,10 +8,10 @@
  * Engine: a ring of `depth` copy descriptors.  The replay thread (single
  * producer) fills the slot of ticket head+1 and publishes head; the copy
  * thread (single consumer) copies and publishes `done`.  Neither side
- * takes a lock.  An idle copy thread spins for a short while, then sleeps
- * on the futex word `wake`; the producer makes the wake-up system call
- * only when the thread announced that it sleeps.  A waiter spins briefly,
- * then sleeps on `done_seq`, which the copy thread bumps and wakes only
+ * takes a lock.  An idle copy thread spins for up to 20 us (on machines
+ * with enough CPUs), then sleeps on the futex word `wake`; the producer makes the wake-up system call
+ * only when the thread announced that it sleeps.  A waiter spins briefly
+ * (same condition), then sleeps on `done_seq`, which the copy thread bumps and wakes only
  * when someone announced waiting.  The announcements and the re-checks are
  * sequentially consistent, so no wake-up is lost.
  *
@@ -31,12 +31,17 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "hyperoffload/errors.h"
 
-#define SPIN_IDLE 4000u  /* pause rounds an idle copy thread spins */
-#define SPIN_WAIT 2000u  /* pause rounds a waiter spins before sleeping */
+/* Spinning pays only when every busy thread has a core of its own: the
+ * replay thread and the copy threads.  With fewer CPUs a spinning thread
+ * takes the core the thread it waits for needs, so nobody spins. */
+#define SPIN_MIN_CPUS 4
+#define SPIN_IDLE_NS 20000u  /* an idle copy thread stays awake this long */
+#define SPIN_WAIT 1000u      /* pause rounds a waiter spins before sleeping */
 
 typedef struct host_state {
     uint8_t *base;
@@ -54,6 +59,7 @@ typedef struct copy_desc {
 struct hob_engine {
     host_state *st;
     uint32_t depth, mask;
+    uint32_t spin_idle_ns, spin_wait;  /* 0 on small machines */
     copy_desc *ring;            /* owned */
     pthread_t thread;
     uint64_t submitted;         /* producer's copy of head */
@@ -75,6 +81,13 @@ static inline void cpu_relax(void)
 #elif defined(__aarch64__)
     __asm__ __volatile__("yield");
 #endif
+}
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 static void futex_wait(_Atomic uint32_t *addr, uint32_t val)
@@ -178,7 +191,7 @@ static int host_wait(hob_engine *e, uint64_t t)
 {
     if (host_completed(e) >= t)
         return 0;
-    for (unsigned i = 0; i < SPIN_WAIT; i++) {
+    for (unsigned i = 0; i < e->spin_wait; i++) {
         cpu_relax();
         if (host_completed(e) >= t)
             return 0;
@@ -215,12 +228,16 @@ static void *copy_thread(void *arg)
         }
         if (atomic_load(&e->stop))
             break;
+        /* Copies tend to come in bursts: stay awake a little while. */
         bool more = false;
-        for (unsigned i = 0; i < SPIN_IDLE && !more; i++) {
+        uint64_t t0 = e->spin_idle_ns ? now_ns() : 0;
+        for (unsigned i = 1; !more && e->spin_idle_ns; i++) {
             cpu_relax();
             more = atomic_load_explicit(&e->head, memory_order_relaxed) !=
                        done ||
                    atomic_load_explicit(&e->stop, memory_order_relaxed);
+            if (i % 64 == 0 && now_ns() - t0 > e->spin_idle_ns)
+                break;
         }
         if (more)
             continue;
@@ -255,6 +272,10 @@ static int host_engine_new(void *state, uint32_t depth, hob_engine **ret,
     e->st = state;
     e->depth = depth;
     e->mask = depth - 1;
+    if (sysconf(_SC_NPROCESSORS_ONLN) >= SPIN_MIN_CPUS) {
+        e->spin_idle_ns = SPIN_IDLE_NS;
+        e->spin_wait = SPIN_WAIT;
+    }
     e->ring = calloc(depth, sizeof(*e->ring));
     if (!e->ring) {
         free(e);

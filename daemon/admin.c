@@ -30,7 +30,7 @@ void srv_handle_status(srv_daemon *d, srv_conn *c, uint64_t rid)
     Hyperoffload__DeviceStats **devp = NULL;
     Hyperoffload__DeviceGrant *grants = NULL;
     Hyperoffload__DeviceGrant **grantp = NULL;
-    tier_hbm_grant *raw = NULL;
+    tier_hbm_grant_info *raw = NULL;
     char(*dev_names)[SRV_DEVICE_NAME] = NULL;
 
     if (srv_tier_stats(d, &tiers, &n_tiers) < 0)

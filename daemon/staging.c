@@ -58,7 +58,9 @@
 #define SRV_STAGE_PLANNER_MAX 32
 #define SRV_STAGE_MOVES_MAX 3       /* moves in flight per replay */
 #define SRV_STAGE_TIMER_MS 5        /* re-check period while work waits */
-#define SRV_STAGE_FLASH_LATENCY_US 100.0
+#define SRV_STAGE_FLASH_LATENCY_US 1000.0
+#define SRV_STAGE_LOOKAHEAD_US 5000.0 /* fills started this early if room */
+#define SRV_STAGE_LOOKAHEAD_EVENTS 256
 
 struct srv_plan_memo {
     uint32_t refs;           /* session + staging jobs */
@@ -76,7 +78,9 @@ typedef struct stage_slot {
     bool boundary;           /* starts on host: its data crosses steps */
     /* the plan's wish at the cursor */
     bool target_in;
-    bool noread;             /* the last IN was an ALLOC: no data needed */
+    bool noread;             /* the last IN was an ALLOC: no data needed
+                                (while the version is still alloc_ver) */
+    uint64_t alloc_ver;
     bool want_write;         /* a WRITE is due */
     bool keep;               /* the last OUT keeps the data (true until
                                 the plan says otherwise) */
@@ -597,7 +601,12 @@ static int bring_in(srv_stage *st, uint32_t k, bool urgent)
             make_room(st, k, x->len);
         return 0;
     }
-    bool read = x->state == SRV_EXT_FLASH && (urgent || !sl->noread);
+    /* Read the flash copy unless the plan said the next store overwrites
+     * it and nothing was stored since (then it would be needed). */
+    bool read = x->state == SRV_EXT_FLASH &&
+                (urgent || !sl->noread ||
+                 atomic_load_explicit(&cs->version, memory_order_acquire) !=
+                     sl->alloc_ver);
     if (read && st->moves >= SRV_STAGE_MOVES_MAX)
         return 0;
     int rc = tier_arena_restore_unlocked(x->arena->arena, x->off, x->len);
@@ -692,6 +701,8 @@ static void apply_event(srv_stage *st, const plan_stage_event *ev)
     case PLAN_STAGE_ALLOC:
         sl->target_in = true;
         sl->noread = true;
+        sl->alloc_ver = atomic_load_explicit(&ctl_slot(st, ev->slot)->version,
+                                             memory_order_acquire);
         break;
     case PLAN_STAGE_WRITE:
         sl->want_write = true;
@@ -735,14 +746,74 @@ static void advance(srv_stage *st)
         const plan_stage_event *ev = &p->events[st->cur_ev];
         if (st->cur_step == step && (int64_t)ev->pos > lim)
             break;
-        if (getenv("HO_STAGE_TRACE"))
-            srv_debug("stage trace: step %llu op %u: cursor step %llu event "
-                      "%u pos %u slot %u kind %d keep %d",
-                      (unsigned long long)step, op,
-                      (unsigned long long)st->cur_step, st->cur_ev, ev->pos,
-                      ev->slot, ev->kind, ev->keep);
         apply_event(st, ev);
         st->cur_ev++;
+    }
+}
+
+/* Fills ahead of the plan: a FILL due within SRV_STAGE_LOOKAHEAD_US
+ * (nominal) of the client's position -- into the next step when it is
+ * near the end or idle -- starts now when the slot fits both now and at
+ * every position until its due one, as the plan's residency there plus
+ * the fills already pulled forward.  So DDR stays within the limit while
+ * fills get the slack the plan's as-late-as-possible placement leaves
+ * (and fills at a step's start need not wait for the step to begin). */
+static void lookahead(srv_stage *st)
+{
+    const plan_staging *p = st->plan;
+    if (!p || !p->n_events || !p->pos_ddr || !p->op_start_us)
+        return;
+    uint32_t n = st->n_ops, npos = 2 * n;
+    uint64_t step = atomic_load_explicit(&st->hdr->step,
+                                         memory_order_acquire);
+    uint32_t op = atomic_load_explicit(&st->hdr->op, memory_order_acquire);
+    if ((op != HO_CTL_IDLE && op >= n) || step != st->cur_step)
+        return;
+    double step_len = p->op_start_us[n];
+    /* r: the position whose residency holds now; idle: the boundary */
+    uint32_t r = op == HO_CTL_IDLE ? npos - 1 : 2 * op;
+    double now = op == HO_CTL_IDLE ? 0 : p->op_start_us[op];
+    bool wrapped = op == HO_CTL_IDLE;
+    uint64_t mx = p->pos_ddr[r], extra = 0;
+    uint32_t idx = st->cur_ev, seen = 0;
+    double offset = 0;
+    if (op == HO_CTL_IDLE && idx == p->n_events)
+        idx = 0;      /* (cursor already at the next step's start) */
+    for (; seen < SRV_STAGE_LOOKAHEAD_EVENTS; seen++) {
+        if (idx == p->n_events) {
+            if (wrapped)
+                break;
+            wrapped = true;
+            idx = 0;
+            offset = step_len;
+        }
+        const plan_stage_event *ev = &p->events[idx];
+        uint32_t ev_op = ev->pos / 2 + (ev->pos & 1u);
+        double t = offset + p->op_start_us[ev_op < n ? ev_op : n];
+        if (t - now > SRV_STAGE_LOOKAHEAD_US)
+            break;
+        /* residency over the positions up to this event's */
+        while (r != ev->pos) {
+            r = r + 1 == npos ? 0 : r + 1;
+            if (r == ev->pos)
+                break;
+            if (p->pos_ddr[r] > mx)
+                mx = p->pos_ddr[r];
+        }
+        if (ev->kind == PLAN_STAGE_FILL) {
+            stage_slot *sl = &st->slots[ev->slot];
+            srv_extent *x = sl->x;
+            if (x && !sl->target_in && !sl->busy &&
+                x->state == SRV_EXT_FLASH &&
+                st->charged + x->len <= st->ddr_limit &&
+                mx + extra + x->len <= st->ddr_limit) {
+                sl->target_in = true;
+                sl->noread = false;
+                extra += x->len;
+                work_push(st, ev->slot);
+            }
+        }
+        idx++;
     }
 }
 
@@ -772,6 +843,7 @@ static void stage_process(srv_stage *st)
     if (!st->s)
         return;
     advance(st);
+    lookahead(st);
     uint32_t u = urgent_slot(st);
     if (u != UINT32_MAX) {
         work_push(st, u);

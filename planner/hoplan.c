@@ -12,8 +12,9 @@
  * (boundaries x bytes, each boundary counting at most the gap's bytes),
  * its cost the transfer time it adds (H2D, its store unless a selected
  * gap of the same data already pays for it, and the stall when its
- * prefetch cannot be hidden).  A lazy max-heap on benefit/cost, with
- * benefits re-evaluated on pop, picks gaps until no boundary is over.
+ * prefetch cannot be hidden).  A lazy greedy on benefit/cost (a bucket
+ * queue, benefits re-evaluated on pop) picks gaps until no boundary is
+ * over.
  *
  * Ownership: everything allocated here is released before returning,
  * except the schedule handed to the caller.

@@ -166,10 +166,27 @@ uint32_t hp_maxtree_last_gt(hp_maxtree *tr, uint32_t l, uint32_t r,
 
 /* ---------------------------------------------------------------- model */
 
+/* Galloping searches: the answer is usually a few boundaries from the
+ * starting point, and the timeline is large. */
 uint32_t hp_first_at_or_after(const double *T, uint32_t n, uint32_t from,
                               double t)
 {
-    uint32_t lo = from, hi = n; /* answer in [lo, hi] */
+    if (from >= n || T[from] >= t)
+        return from < n ? from : n;
+    uint32_t lo = from, step = 1, hi; /* T[lo] < t */
+    for (;;) {
+        hi = lo + step;
+        if (hi >= n || hi < lo) {
+            hi = n;
+            break;
+        }
+        if (T[hi] >= t)
+            break;
+        lo = hi;
+        step *= 2;
+    }
+    /* answer in (lo, hi] */
+    lo++;
     while (lo < hi) {
         uint32_t mid = lo + (hi - lo) / 2;
         if (T[mid] >= t)
@@ -186,16 +203,30 @@ static uint32_t last_at_or_before(const double *T, uint32_t lo, uint32_t hi,
 {
     if (lo > hi || T[lo] > t)
         return PLAN_NONE;
-    while (lo < hi) {
-        uint32_t mid = hi - (hi - lo) / 2;
-        if (T[mid] <= t)
-            lo = mid;
-        else
-            hi = mid - 1;
+    if (T[hi] <= t)
+        return hi;
+    uint32_t top = hi, step = 1, bot; /* T[top] > t */
+    for (;;) {
+        if (top - lo <= step) {
+            bot = lo;
+            break;
+        }
+        bot = top - step;
+        if (T[bot] <= t)
+            break;
+        top = bot;
+        step *= 2;
     }
-    return lo;
+    /* T[bot] <= t < T[top]: answer in [bot, top) */
+    while (top - bot > 1) {
+        uint32_t mid = bot + (top - bot) / 2;
+        if (T[mid] <= t)
+            bot = mid;
+        else
+            top = mid;
+    }
+    return bot;
 }
-
 
 static int push_gap(hp_model *m, const hp_gap *g)
 {

@@ -454,6 +454,14 @@ typedef struct plan_staging {
                                      hidden (0 when nothing is staged) */
     uint32_t promoted;            /* slots kept in DDR across the step
                                      boundary although they start on host */
+    uint64_t *pos_ddr;            /* 2*n_ops: bytes of slots the plan has in
+                                     DDR after the events of each position
+                                     (each <= ddr_limit); owned, NULL when
+                                     nothing is staged */
+    double *op_start_us;          /* n_ops + 1: nominal start of each op
+                                     (plan_simulate of the schedule), the
+                                     last entry the end of the last op;
+                                     owned, NULL when nothing is staged */
 } plan_staging;
 
 /* Compute the staging plan.  With sum(slot_bytes) <= ddr_limit: every slot

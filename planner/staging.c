@@ -64,6 +64,8 @@ void plan_staging_free(plan_staging *p)
     free(p->start_in_ddr);
     free(p->events);
     free(p->milestones);
+    free(p->pos_ddr);
+    free(p->op_start_us);
     free(p);
 }
 
@@ -710,6 +712,34 @@ int plan_staging_make(const plan_staging_input *in, plan_staging **ret,
         goto fail;
     for (uint32_t k = 0; k < in->n_slots; k++)
         p->start_in_ddr[k] = dt->storages[k].initial == PLAN_INIT_DEVICE;
+    /* residency per position, and the nominal op times */
+    p->pos_ddr = malloc((size_t)2 * t->n_ops * sizeof(uint64_t));
+    p->op_start_us = malloc(((size_t)t->n_ops + 1) * sizeof(double));
+    if (!p->pos_ddr || !p->op_start_us) {
+        rc = -ENOMEM;
+        goto fail;
+    }
+    {
+        uint64_t cur = 0;
+        for (uint32_t k = 0; k < in->n_slots; k++)
+            if (p->start_in_ddr[k])
+                cur += in->slot_bytes[k];
+        uint32_t e = 0;
+        for (uint32_t q = 0; q < 2 * t->n_ops; q++) {
+            for (; e < p->n_events && p->events[e].pos == q; e++) {
+                const plan_stage_event *ev = &p->events[e];
+                if (ev->kind == PLAN_STAGE_FILL ||
+                    ev->kind == PLAN_STAGE_ALLOC)
+                    cur += in->slot_bytes[ev->slot];
+                else if (ev->kind == PLAN_STAGE_EVICT)
+                    cur -= in->slot_bytes[ev->slot];
+            }
+            p->pos_ddr[q] = cur;
+        }
+        for (uint32_t i = 0; i < t->n_ops; i++)
+            p->op_start_us[i] = i ? rec.op_end[i - 1] : 0;
+        p->op_start_us[t->n_ops] = rec.op_end[t->n_ops - 1];
+    }
     p->peak_ddr_bytes = cm.peak_device_bytes;
     p->flash_read_bytes = cm.h2d_bytes;
     p->flash_write_bytes = cm.d2h_bytes;

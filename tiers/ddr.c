@@ -1,13 +1,15 @@
 /*
  * tiers/ddr.c - the host DDR pool: memfd arenas charged against one budget.
  *
- * Each arena is a memfd (sealed against shrinking) mapped once by the
- * daemon with MAP_SHARED|MAP_NORESERVE over the whole pool capacity; an
- * extent allocator hands out offsets inside it.  The file grows with
- * ftruncate in DDR_GROW_STEP steps as the allocator's high-water mark
- * rises (it never shrinks: the seal forbids it, and punched holes cost
- * nothing).  Freed and evicted ranges are munlocked and punched out, so the
- * pages the kernel holds follow `used`.
+ * Each arena is a memfd mapped once by the daemon with
+ * MAP_SHARED|MAP_NORESERVE over the whole pool capacity; an extent
+ * allocator hands out offsets inside it.  The file is created at that full
+ * size (sparse: a hole costs no memory until a page is touched) and sealed
+ * against growing, shrinking and further sealing, so a client holding the
+ * fd can never change its size: what it can touch is bounded by the map
+ * size.  `committed` reports the allocator's high-water mark in
+ * DDR_GROW_STEP steps.  Freed and evicted ranges are munlocked and punched
+ * out, so the pages the kernel holds follow `used`.
  *
  * The extent tag of an allocation records whether it is evicted
  * (DDR_TAG_EVICTED): evicted allocations keep their offsets but are not
@@ -33,7 +35,7 @@
 #include "extent.h"
 #include "hyperoffload/errors.h"
 
-#define DDR_GROW_STEP (2ULL << 20) /* file growth step; one huge page */
+#define DDR_GROW_STEP (2ULL << 20) /* committed granularity; a huge page */
 #define DDR_HUGE_PAGE (2ULL << 20)
 #define DDR_OWNER_MAX 48           /* owner name kept for diagnostics */
 #define DDR_ARENAS_MAX 65536       /* arenas per pool (one fd each) */
@@ -48,7 +50,8 @@ struct tier_arena {
     int fd;
     uint8_t *base;
     uint64_t map_size;
-    uint64_t file_size; /* current memfd size (committed) */
+    uint64_t hwm;       /* allocator high-water mark, DDR_GROW_STEP
+                           steps (committed) */
     uint64_t resident;  /* bytes of this arena charged to the pool */
     tier_extents *ext;
 };
@@ -399,10 +402,16 @@ tier_arena *tier_arena_new(tier_ddr *d, const char *owner, char *err,
         set_err(err, errlen, "memfd_create: %s", strerror(errno));
         goto fail;
     }
-    /* Growing stays allowed (the daemon grows it); shrinking would pull
-     * pages out from under the clients' mappings. */
-    if (fcntl(a->fd, F_ADD_SEALS, F_SEAL_SHRINK) != 0 ||
-        fcntl(a->fd, F_ADD_SEALS, F_SEAL_SEAL) != 0) {
+    /* Full size now (sparse), then no size change by anyone: shrinking
+     * would pull pages from under the clients' mappings, growing would let
+     * a client map and touch more than the pool charges. */
+    if (ftruncate(a->fd, (off_t)a->map_size) != 0) {
+        set_err(err, errlen, "sizing the arena to %llu bytes: %s",
+                (unsigned long long)a->map_size, strerror(errno));
+        goto fail;
+    }
+    if (fcntl(a->fd, F_ADD_SEALS,
+              F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) != 0) {
         set_err(err, errlen, "sealing the arena: %s", strerror(errno));
         goto fail;
     }
@@ -423,12 +432,11 @@ tier_arena *tier_arena_new(tier_ddr *d, const char *owner, char *err,
             d->numa_ok = false;
         }
     }
-    /* hugetlbfs extends the file to the mapping size at mmap time. */
-    if (fstat(a->fd, &st) != 0) {
-        set_err(err, errlen, "fstat: %s", strerror(errno));
+    if (fstat(a->fd, &st) != 0 || (uint64_t)st.st_size != a->map_size) {
+        set_err(err, errlen, "the arena file is not %llu bytes after "
+                "sizing", (unsigned long long)a->map_size);
         goto fail;
     }
-    a->file_size = (uint64_t)st.st_size;
     a->ext = tier_extents_new(a->map_size, d->align);
     if (!a->ext) {
         set_err(err, errlen, "out of memory");
@@ -459,8 +467,8 @@ tier_arena *tier_arena_free(tier_arena *a)
     d = a->ddr;
     /* Clients may still map the file: punch it so the memory goes back to
      * the kernel now, not when the last client unmaps. */
-    if (a->file_size > 0)
-        (void)punch(a->fd, 0, a->file_size);
+    if (a->hwm > 0)
+        (void)punch(a->fd, 0, a->hwm);
     munmap(a->base, a->map_size);
     close(a->fd);
     tier_extents_free(a->ext);
@@ -503,7 +511,7 @@ void tier_arena_stats_get(const tier_arena *a, tier_arena_stats *ret)
     tier_extents_stats_get(a->ext, &es);
     ret->resident = a->resident;
     ret->reserved = es.used;
-    ret->committed = a->file_size;
+    ret->committed = a->hwm;
     ret->extents = es.allocations;
     ret->largest_free = es.largest_free;
 }
@@ -527,16 +535,9 @@ static int alloc_range(tier_arena *a, uint64_t len, bool charge,
     if (rc < 0)
         return rc;
     end = off + alen;
-    if (end > a->file_size) {
-        uint64_t grow = (end + DDR_GROW_STEP - 1) & ~(DDR_GROW_STEP - 1);
-        if (grow > a->map_size)
-            grow = a->map_size;
-        if (ftruncate(a->fd, (off_t)grow) != 0) {
-            rc = -errno;
-            (void)tier_extents_release(a->ext, off, alen);
-            return rc;
-        }
-        a->file_size = grow;
+    if (end > a->hwm) {
+        uint64_t hwm = (end + DDR_GROW_STEP - 1) & ~(DDR_GROW_STEP - 1);
+        a->hwm = hwm < a->map_size ? hwm : a->map_size;
     }
     if (charge) {
         lock_range(d, a->base + off, alen);
@@ -741,7 +742,7 @@ void tier_ddr_stats_get(const tier_ddr *d, tier_ddr_stats *ret)
         if (es.largest_free > largest_block)
             largest_block = es.largest_free;
         extents += es.allocations;
-        committed += a->file_size;
+        committed += a->hwm;
     }
     ret->capacity = d->capacity;
     ret->used = d->used;

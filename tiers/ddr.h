@@ -4,11 +4,11 @@
  * The pool is one capacity budget shared by the node.  Memory is handed out
  * from arenas: one memfd per owner (a session, or a job of one uid), so a
  * client can only ever map memory that holds its own data.  Each arena has a
- * fixed virtual size (the pool capacity) that the daemon and the client map
- * MAP_SHARED once; the memfd file is grown with ftruncate as allocations
- * need (sealed against shrinking), pages are placed on the configured NUMA
- * node (mbind on the shared mapping sets the file's policy) and mlocked
- * when the daemon may.  Freed and spilled ranges are returned to the kernel
+ * fixed size (the pool capacity): its memfd is created at that size
+ * (sparse: no memory until a page is touched) and sealed against any size
+ * change, and the daemon and the client map it MAP_SHARED once.  Pages are
+ * placed on the configured NUMA node (mbind on the shared mapping sets the
+ * file's policy) and mlocked when the daemon may.  Freed and spilled ranges are returned to the kernel
  * with FALLOC_FL_PUNCH_HOLE, so resident memory tracks `used`.
  *
  * Not thread-safe: the daemon's loop thread calls everything here, except
@@ -40,7 +40,8 @@ typedef struct tier_ddr_config {
 typedef struct tier_ddr_stats {
     uint64_t capacity;
     uint64_t used;            /* bytes charged (live, DDR-resident extents) */
-    uint64_t committed;       /* sum of arena file sizes */
+    uint64_t committed;       /* sum of the arenas' allocation high-water
+                                 marks (2 MiB steps) */
     uint64_t largest_free;    /* capacity - used, bounded by the largest
                                  free block of any arena's offset space
                                  (not bounded when there is no arena) */
@@ -75,11 +76,13 @@ tier_ddr *tier_ddr_free(tier_ddr *d);
 /* New arena for an owner (name only for diagnostics: it appears, made of
  * [A-Za-z0-9._:@-], in the memfd name "hyperoffload-arena-<id>-<owner>").
  * The memfd is created (MFD_CLOEXEC|MFD_ALLOW_SEALING, MFD_HUGETLB with
- * hugepages), sealed F_SEAL_SHRINK then F_SEAL_SEAL, mapped
- * MAP_SHARED|MAP_NORESERVE over map_size (= pool capacity) and bound to
- * the NUMA node (a failing mbind is recorded in stats.detail, the pool
- * then stays unbound).  The file starts at size 0 and grows in 2 MiB steps
- * as allocations need.  Arena ids start at 1 and are never reused by the
+ * hugepages), sized to map_size (= pool capacity; sparse), sealed
+ * F_SEAL_GROW|F_SEAL_SHRINK|F_SEAL_SEAL, mapped MAP_SHARED|MAP_NORESERVE
+ * over map_size and bound to the NUMA node (a failing mbind is recorded
+ * in stats.detail, the pool then stays unbound).  A client that maps the
+ * fd can touch at most map_size bytes of it; touching a hole or an
+ * evicted range allocates memory the pool does not charge (bounded by
+ * map_size; cgroup memory accounting of the daemon is the backstop).  Arena ids start at 1 and are never reused by the
  * pool.  NULL on failure with the reason in err. The arena is owned by the
  * caller and released with tier_arena_free(), which also frees all of its
  * extents. */
@@ -97,8 +100,8 @@ uint8_t *tier_arena_base(const tier_arena *a); /* daemon's mapping */
 
 /* Allocate `len` bytes (rounded to align) in the arena, charging the pool.
  * HO_E_INVALID_SIZE (0, overflow), HO_E_TOO_LARGE (> capacity),
- * HO_E_TIER_FULL (pool budget or the arena's offset space), -errno from
- * ftruncate; state unchanged on failure.  Placement as tier_extents_alloc.
+ * HO_E_TIER_FULL (pool budget or the arena's offset space); state
+ * unchanged on failure.  Placement as tier_extents_alloc.
  * The range reads as zeros (holes); while locking it is mlocked (and so
  * populated) -- the first refusal turns locking off for the pool and is
  * recorded in stats.detail, the allocation still succeeds. */
@@ -180,7 +183,7 @@ int tier_arena_is_evicted(const tier_arena *a, uint64_t off, uint64_t len);
 typedef struct tier_arena_stats {
     uint64_t resident;      /* bytes charged to the pool by this arena */
     uint64_t reserved;      /* bytes of live allocations, evicted included */
-    uint64_t committed;     /* memfd file size */
+    uint64_t committed;     /* allocation high-water mark (2 MiB steps) */
     uint64_t extents;       /* live allocations */
     uint64_t largest_free;  /* largest free block of the offset space */
 } tier_arena_stats;

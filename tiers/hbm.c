@@ -14,7 +14,7 @@
 struct hbm_dev {
     tier_hbm_device info;
     uint64_t granted;        /* sum of grants */
-    tier_hbm_grant *grants;  /* owned; grant order */
+    tier_hbm_grant_info *grants;  /* owned; grant order */
     uint32_t n, cap;
 };
 
@@ -89,8 +89,8 @@ static int64_t find_grant(const struct hbm_dev *d, uint64_t owner)
     return -1;
 }
 
-int tier_hbm_grant_set(tier_hbm *h, uint32_t dev, uint64_t owner,
-                       uint64_t bytes)
+int tier_hbm_grant(tier_hbm *h, uint32_t dev, uint64_t owner,
+                   uint64_t bytes)
 {
     struct hbm_dev *d;
     uint64_t limit, others;
@@ -112,7 +112,7 @@ int tier_hbm_grant_set(tier_hbm *h, uint32_t dev, uint64_t owner,
             return HO_E_BUDGET;
         if (d->n == d->cap) {
             uint32_t ncap = d->cap ? 2 * d->cap : 8;
-            tier_hbm_grant *g = realloc(d->grants, ncap * sizeof(*g));
+            tier_hbm_grant_info *g = realloc(d->grants, ncap * sizeof(*g));
             if (!g)
                 return -ENOMEM;
             d->grants = g;
@@ -173,7 +173,7 @@ uint64_t tier_hbm_granted_to(const tier_hbm *h, uint32_t dev, uint64_t owner)
 }
 
 uint32_t tier_hbm_grants(const tier_hbm *h, uint32_t dev,
-                         tier_hbm_grant *out, uint32_t max)
+                         tier_hbm_grant_info *out, uint32_t max)
 {
     const struct hbm_dev *d;
     uint32_t n;

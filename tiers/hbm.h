@@ -23,10 +23,10 @@ typedef struct tier_hbm_device {
     uint64_t reserve;     /* kept back from grants (runtime, fragmentation) */
 } tier_hbm_device;
 
-typedef struct tier_hbm_grant {
+typedef struct tier_hbm_grant_info {
     uint64_t owner;       /* session id */
     uint64_t bytes;
-} tier_hbm_grant;
+} tier_hbm_grant_info;
 
 /* Table of n devices (copied; device index = position in devs), no
  * grants.  n may be 0.  NULL on OOM or bad arguments: n above
@@ -47,13 +47,8 @@ const tier_hbm_device *tier_hbm_device_get(const tier_hbm *h, uint32_t dev);
  * HO_E_INVALID_SIZE (0), HO_E_BUDGET when it does not fit or the device
  * already has TIER_HBM_GRANTS_MAX other grants, -ENOMEM; state unchanged
  * on failure (a refused replacement keeps the old grant). */
-int tier_hbm_grant_set(tier_hbm *h, uint32_t dev, uint64_t owner,
-                       uint64_t bytes);
-/* C cannot have a function and a typedef both named tier_hbm_grant: the
- * function is tier_hbm_grant_set and this macro keeps the call spelling
- * tier_hbm_grant(h, dev, owner, bytes) working next to the type. */
-#define tier_hbm_grant(h, dev, owner, bytes) \
-    tier_hbm_grant_set((h), (dev), (owner), (bytes))
+int tier_hbm_grant(tier_hbm *h, uint32_t dev, uint64_t owner,
+                   uint64_t bytes);
 /* Drop the owner's grant on dev (0 also when none).  HO_E_UNKNOWN_DEVICE. */
 int tier_hbm_release(tier_hbm *h, uint32_t dev, uint64_t owner);
 /* Drop the owner's grants on every device (session gone); returns how many
@@ -68,6 +63,6 @@ uint64_t tier_hbm_granted_to(const tier_hbm *h, uint32_t dev,
 /* Copy up to `max` grants of dev into out (grant order); returns how many
  * exist (0 for an unknown device).  out may be NULL when max is 0. */
 uint32_t tier_hbm_grants(const tier_hbm *h, uint32_t dev,
-                         tier_hbm_grant *out, uint32_t max);
+                         tier_hbm_grant_info *out, uint32_t max);
 
 #endif

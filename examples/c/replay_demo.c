@@ -367,15 +367,59 @@ static void bump(ver *v, uint64_t step)
     v->step = step;
 }
 
-static int mismatch(demo *d, uint64_t step, uint32_t op, uint32_t s,
-                    uint64_t off)
+/* What the word at byte offset `off` (8-aligned) of a storage holds:
+ * some storage's content of some (step, write), zeros, or unknown. */
+static void describe_found(const demo *d, const uint8_t *p, uint64_t bytes,
+                           uint64_t off, uint64_t step, char *buf,
+                           size_t len)
 {
+    uint64_t w = 0, i = off / 8, seed;
+    int zero = 1;
+
+    if (off + 8 > bytes) {
+        snprintf(buf, len, "a partial last word");
+        return;
+    }
+    memcpy(&w, p + off, 8);
+    for (uint64_t k = off; k < off + 8 && k < bytes; k++)
+        zero &= p[k] == 0;
+    if (zero) {
+        snprintf(buf, len, "zeros");
+        return;
+    }
+    seed = w - i * CONTENT_K;
+    for (uint32_t s = 0; s < d->pt->n_storages; s++)
+        for (uint64_t st = 0; st <= step; st++)
+            for (uint64_t n = 0; n <= 16; n++) {
+                ver v = {st, n};
+                if ((st == 0) != (n == 0))
+                    continue;
+                if (content_seed(d->pt->storages[s].id, v) == seed) {
+                    snprintf(buf, len, "the content of storage %" PRIu64
+                             " step %" PRIu64 " write %" PRIu64,
+                             d->pt->storages[s].id, st, n);
+                    return;
+                }
+            }
+    snprintf(buf, len, "unknown bytes (0x%016" PRIx64 ")", w);
+}
+
+static int mismatch(demo *d, uint64_t step, uint32_t op, uint32_t s,
+                    const uint8_t *p, uint64_t off)
+{
+    char found[160];
+
+    describe_found(d, p, d->pt->storages[s].bytes, off & ~7ull, step, found,
+                   sizeof found);
     fprintf(stderr, "%s: %s: DATA MISMATCH in step %" PRIu64 ", op %u (%s): "
-            "storage %" PRIu64 " (%" PRIu64 " bytes) differs at byte %" PRIu64
-            " from the content of step %" PRIu64 " write %" PRIu64 "\n",
-            PROG, d->name, step, op, plan_op_name(d->pt, op),
-            d->pt->storages[s].id, d->pt->storages[s].bytes, off,
-            d->cur[s].step, d->cur[s].n);
+            "storage %" PRIu64 " (%" PRIu64 " bytes, %s, initial %s) differs "
+            "at byte %" PRIu64 " from the content of step %" PRIu64 " write "
+            "%" PRIu64 "; it holds %s\n", PROG, d->name, step, op,
+            plan_op_name(d->pt, op), d->pt->storages[s].id,
+            d->pt->storages[s].bytes,
+            plan_kind_name((plan_kind)d->pt->storages[s].kind),
+            plan_initial_name((plan_initial)d->pt->storages[s].initial), off,
+            d->cur[s].step, d->cur[s].n, found);
     d->mismatch = 1;
     return HO_E_INTERNAL;
 }
@@ -457,7 +501,7 @@ static int traced_step(demo *d)
             if (!content_check(buf[s], t->storages[s].bytes,
                                content_seed(t->storages[s].id, d->cur[s]),
                                &off)) {
-                r = mismatch(d, 1, i, s, off);
+                r = mismatch(d, 1, i, s, buf[s], off);
                 goto done;
             }
             d->checks++;
@@ -702,7 +746,7 @@ static int touch(demo *d, uint64_t step, uint32_t i)
                 q = d->scratch;
             }
             if (!content_check(q, ps->bytes, seed, &off))
-                return mismatch(d, step, i, s, off);
+                return mismatch(d, step, i, s, q, off);
             d->checks++;
             d->checked_bytes += ps->bytes;
         } else {

@@ -256,6 +256,8 @@ static size_t check_plan(const fx *f, const plan_staging *p, uint64_t limit)
             ck_assert_msg((p->milestones[op >> 6] >> (op & 63)) & 1u,
                           "event at pos %u but op %u is no milestone", q, op);
         }
+        if (p->pos_ddr)
+            ck_assert_uint_eq(p->pos_ddr[q], bytes);
         ck_assert_msg(bytes <= limit, "%llu bytes of slots in DDR at pos %u, "
                       "limit %llu", (unsigned long long)bytes, q,
                       (unsigned long long)limit);

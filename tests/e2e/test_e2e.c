@@ -38,8 +38,8 @@
 #include "itest.h"
 
 #define JOB "e2e"
-#define DDR_QUOTA "8M"  /* the job's: below its clients' host copies */
-#define DDR_LIMIT "4M"  /* each client's share of it */
+#define DDR_QUOTA "24M" /* the job's: below its clients' host copies */
+#define DDR_LIMIT "12M" /* each client's share of it */
 #define PAUSE_OP "40" /* an op in the middle of every test trace's step */
 
 /* ------------------------------------------------------------ helpers */

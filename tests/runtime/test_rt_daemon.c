@@ -197,6 +197,72 @@ START_TEST(replay_with_daemon)
 }
 END_TEST
 
+/* Host copies beyond the DDR limit: the daemon stages them to flash and
+ * brings them back when the client needs them (urgent + futex on the
+ * control region when it is late); the data survives the round trips.
+ * The host-resident storages are inputs read once per step, one after the
+ * other; an accumulator on device is written by every op. */
+START_TEST(replay_staged_to_flash)
+{
+    const unsigned n = 8;
+    const uint64_t bytes = 64 << 10;
+    ho_link link = {1.0, 1.0, 5.0, 1};
+    ho_trace *t = NULL;
+    ck_assert_int_eq(ho_trace_new("staged", &link, &t), 0);
+    for (unsigned i = 0; i < n; i++)
+        ck_assert_int_eq(ho_trace_add_storage(t, 100 + i, bytes,
+                                              HO_KIND_OTHER, HO_INITIAL_HOST,
+                                              0), 0);
+    ck_assert_int_eq(ho_trace_add_storage(t, 99, 4096, HO_KIND_GRAD,
+                                          HO_INITIAL_DEVICE,
+                                          HO_STORAGE_RETAINED), 0);
+    for (unsigned k = 0; k < n; k++) {
+        uint64_t rd[2] = {100 + k, 99}, wr = 99;
+        ck_assert_int_eq(ho_trace_add_op(t, "accumulate", 200.0, rd, 2, &wr,
+                                         1), 0);
+    }
+    char path[600], err[256];
+    snprintf(path, sizeof path, "%s/staged.json", dir);
+    ck_assert_int_eq(ho_trace_save(t, path), 0);
+    plan_trace *pt = NULL;
+    ck_assert_int_eq(plan_trace_read_json(path, &pt, err, sizeof err), 0);
+
+    const uint64_t budget = 2 * bytes + 4096;
+    ho_client *c = client(budget);
+    ho_plan *p = NULL;
+    ck_assert_int_eq(ho_plan_request(c, t, budget, NULL, &p), 0);
+    ho_plan_info info;
+    ho_plan_get_info(p, &info);
+    ck_assert_uint_eq(info.h2d_bytes, n * bytes);
+    ho_device *dev = NULL;
+    ck_assert_int_eq(ho_device_open("host", 0, budget, &dev), 0);
+    ho_replay_opts ro = {.ddr_limit = n / 2 * bytes};
+    ho_replay *r = NULL;
+    int rc = ho_replay_new(c, dev, t, p, &ro, &r);
+    char why[512];
+    ck_assert_msg(rc == 0, "replay_new: %s (%s)", ho_err_name(rc),
+                  ho_last_error(c, why, sizeof why));
+    rt_fw f;
+    rt_fw_init(&f, r, dev, pt);
+    uint64_t flash_in = 0;
+    for (unsigned st = 1; st <= 3; st++) {
+        ho_step_info si;
+        rt_fw_step(&f, st == 1, &si);
+        ck_assert_uint_eq(si.h2d_bytes, n * bytes);
+        flash_in += si.flash_in_bytes;
+    }
+    ck_assert_uint_eq(f.bad_reads, 0);
+    ck_assert_uint_gt(flash_in, 0);
+    rt_fw_done(&f);
+    ho_replay_free(r);
+    ho_device_close(dev);
+    ho_plan_free(p);
+    ho_close(c);
+    ho_trace_free(t);
+    plan_trace_free(pt);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("runtime_daemon");
@@ -205,6 +271,7 @@ int main(void)
     tcase_set_timeout(tc, rt_valgrind() ? 600 : 60);
     tcase_add_test(tc, plan_request);
     tcase_add_test(tc, replay_with_daemon);
+    tcase_add_test(tc, replay_staged_to_flash);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

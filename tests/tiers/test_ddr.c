@@ -294,16 +294,24 @@ START_TEST(test_seals)
     ck_assert_int_eq(tier_arena_alloc(a, 3 * MiB, &off, &len), 0);
     seals = fcntl(fd, F_GET_SEALS);
     ck_assert_int_ge(seals, 0);
-    ck_assert_int_eq(seals & (F_SEAL_SHRINK | F_SEAL_SEAL),
-                     F_SEAL_SHRINK | F_SEAL_SEAL);
-    ck_assert_int_eq(seals & (F_SEAL_GROW | F_SEAL_WRITE), 0);
+    ck_assert_int_eq(seals & (F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL),
+                     F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL);
+    ck_assert_int_eq(seals & F_SEAL_WRITE, 0);
+    /* The file has its full map size from the start, and keeps it: a
+     * client holding the fd can neither grow nor shrink it. */
     size = file_size(fd);
-    ck_assert_uint_eq(size, 4 * MiB);
+    ck_assert_uint_eq(size, tier_arena_map_size(a));
     errno = 0;
     ck_assert_int_ne(ftruncate(fd, (off_t)(size - 4096)), 0);
     ck_assert_int_eq(errno, EPERM);
     ck_assert_int_ne(ftruncate(fd, 0), 0);
-    ck_assert_int_ne(fcntl(fd, F_ADD_SEALS, F_SEAL_GROW), 0);
+    errno = 0;
+    ck_assert_int_ne(ftruncate(fd, (off_t)(size + 4096)), 0);
+    ck_assert_int_eq(errno, EPERM);
+    errno = 0;
+    ck_assert_int_ne(fallocate(fd, 0, (off_t)size, 4096), 0);
+    ck_assert_int_eq(errno, EPERM);
+    ck_assert_int_ne(fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE), 0);
     ck_assert_int_eq(errno, EPERM);
     ck_assert_uint_eq(file_size(fd), size);
     /* CLOEXEC */
@@ -321,7 +329,9 @@ START_TEST(test_growth)
     uint64_t offs[300], lens[300], prev = 0, hw = 0;
     int fd = tier_arena_fd(a), i, n = 0, grew = 0;
 
-    ck_assert_uint_eq(file_size(fd), 0);
+    ck_assert_uint_eq(file_size(fd), tier_arena_map_size(a));
+    tier_ddr_stats_get(d, &st);
+    ck_assert_uint_eq(st.committed, 0);
     for (i = 0; i < 300; i++) {
         uint64_t want = 4096 + (uint64_t)(i % 37) * 5000;
         int rc = tier_arena_alloc(a, want, &offs[n], &lens[n]);
@@ -332,9 +342,10 @@ START_TEST(test_growth)
         if (offs[n] + lens[n] > hw)
             hw = offs[n] + lens[n];
         memset(tier_arena_base(a) + offs[n], 0x5a, lens[n]); /* no SIGBUS */
-        size = file_size(fd);
+        /* committed: the high-water mark in 2 MiB steps */
         tier_ddr_stats_get(d, &st);
-        ck_assert_uint_eq(st.committed, size);
+        size = st.committed;
+        ck_assert_uint_eq(file_size(fd), tier_arena_map_size(a));
         ck_assert_uint_ge(size, hw);
         ck_assert_uint_lt(size - hw, 2 * MiB); /* grows in 2 MiB steps */
         ck_assert_uint_eq(size % (2 * MiB), 0);
@@ -352,7 +363,8 @@ START_TEST(test_growth)
         ck_assert_int_eq(tier_arena_release(a, offs[i], lens[i]), 0);
     tier_ddr_stats_get(d, &st);
     ck_assert_uint_eq(file_blocks_bytes(fd), st.used);
-    ck_assert_uint_eq(file_size(fd), prev); /* never shrinks */
+    ck_assert_uint_eq(st.committed, prev); /* never shrinks */
+    ck_assert_uint_eq(file_size(fd), tier_arena_map_size(a));
     tier_arena_free(a);
     tier_ddr_free(d);
 }
@@ -434,7 +446,8 @@ START_TEST(test_full_and_too_large)
     ck_assert(stats_same(&before, &after));
     ck_assert_uint_eq(off, 7);
     ck_assert_uint_eq(len, 7);
-    ck_assert_uint_eq(file_size(tier_arena_fd(a)), 40 * MiB);
+    tier_ddr_stats_get(d, &after);
+    ck_assert_uint_eq(after.committed, 40 * MiB);
 
     /* evicted: the pool has room, arena a's offset space does not */
     ck_assert_int_eq(tier_arena_evict(a, big, blen), 0);

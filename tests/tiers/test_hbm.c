@@ -77,7 +77,7 @@ END_TEST
 START_TEST(test_fit_and_refuse)
 {
     tier_hbm *h = two_devices();
-    tier_hbm_grant g[4];
+    tier_hbm_grant_info g[4];
 
     /* emu0 grantable: 16 - 1 = 15 GiB */
     ck_assert_int_eq(tier_hbm_grant(h, 0, 100, 10 * GiB), 0);
@@ -106,7 +106,7 @@ END_TEST
 START_TEST(test_replace)
 {
     tier_hbm *h = two_devices();
-    tier_hbm_grant g[4];
+    tier_hbm_grant_info g[4];
 
     ck_assert_int_eq(tier_hbm_grant(h, 0, 1, 6 * GiB), 0);
     ck_assert_int_eq(tier_hbm_grant(h, 0, 2, 6 * GiB), 0);
@@ -137,7 +137,7 @@ END_TEST
 START_TEST(test_release)
 {
     tier_hbm *h = two_devices();
-    tier_hbm_grant g[4];
+    tier_hbm_grant_info g[4];
 
     ck_assert_int_eq(tier_hbm_grant(h, 0, 1, 5 * GiB), 0);
     ck_assert_int_eq(tier_hbm_grant(h, 0, 2, 5 * GiB), 0);
@@ -169,7 +169,7 @@ END_TEST
 START_TEST(test_unknown_device)
 {
     tier_hbm *h = two_devices();
-    tier_hbm_grant g[1];
+    tier_hbm_grant_info g[1];
 
     ck_assert_int_eq(tier_hbm_grant(h, 2, 1, GiB), HO_E_UNKNOWN_DEVICE);
     ck_assert_int_eq(tier_hbm_grant(h, UINT32_MAX, 1, GiB), HO_E_UNKNOWN_DEVICE);
