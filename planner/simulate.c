@@ -84,6 +84,8 @@ typedef struct sstate {
     uint32_t host_version;
     bool on_dev;
     bool has_host;     /* host copy exists (and holds host memory) */
+    bool blank;        /* on device but allocated by step 2 of the current
+                          op: holds no data until that op has run */
 } sstate;
 
 typedef struct sim {
@@ -418,17 +420,24 @@ int plan_simulate(const plan_trace *t, const plan_schedule *s,
             break;
         /* 2. allocate written storages not on device */
         for (uint32_t k = 0; k < o->n_writes && !x.failed; k++)
-            if (!x.st[writes[k]].on_dev)
+            if (!x.st[writes[k]].on_dev) {
                 dev_alloc(&x, now, writes[k], i, SIZE_MAX);
+                x.st[writes[k]].blank = true;
+            }
         if (x.failed)
             break;
         /* 3. start */
         double start = now;
         for (uint32_t k = 0; k < o->n_reads; k++) {
             const sstate *ss = &x.st[reads[k]];
-            if (!ss->on_dev) {
+            if (!ss->on_dev || ss->blank) {
+                /* execution-model.md rule 3: a buffer allocated for this
+                 * op's write holds no data, so a read of it fails too. */
                 violate(&x, i, reads[k], SIZE_MAX,
-                        "storage %llu not on device at op %u ('%s')",
+                        ss->blank ? "storage %llu not on device with its "
+                                    "latest version at op %u ('%s')"
+                                  : "storage %llu not on device at op %u "
+                                    "('%s')",
                         sid(&x, reads[k]), i, plan_op_name(t, i));
                 x.failed = true;
                 break;
@@ -450,8 +459,10 @@ int plan_simulate(const plan_trace *t, const plan_schedule *s,
         m.compute_us += o->duration_us;
         if (obs && obs->op)
             obs->op(obs->ctx, i, start, now);
-        for (uint32_t k = 0; k < o->n_writes; k++)
+        for (uint32_t k = 0; k < o->n_writes; k++) {
             x.st[writes[k]].version++;
+            x.st[writes[k]].blank = false;
+        }
         /* 5. after actions */
         for (; ai < s->n_actions && s->actions[ai].op == i && !x.failed;
              ai++) {
