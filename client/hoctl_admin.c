@@ -418,6 +418,34 @@ static int print_clients(const hoctl_globals *g, const Hyperoffload__ClientsRepl
                                 jint(u ? u->hbm_granted : 0));
             json_object_set_new(j, "connected_s", json_real(ci->connected_s));
             json_object_set_new(j, "requests", jint(ci->requests));
+            const Hyperoffload__RuntimeInfo *rt = ci->runtime;
+            if (rt) {
+                json_t *x = json_object();
+                json_object_set_new(x, "steps", jint(rt->steps));
+                json_object_set_new(x, "current_op",
+                                    rt->current_op == UINT32_MAX
+                                        ? json_null()
+                                        : jint(rt->current_op));
+                json_object_set_new(x, "ops_per_step", jint(rt->ops_per_step));
+                json_object_set_new(x, "h2d_bytes", jint(rt->h2d_bytes));
+                json_object_set_new(x, "d2h_bytes", jint(rt->d2h_bytes));
+                json_object_set_new(x, "flash_out_bytes",
+                                    jint(rt->flash_out_bytes));
+                json_object_set_new(x, "flash_in_bytes",
+                                    jint(rt->flash_in_bytes));
+                json_object_set_new(x, "stall_us", json_real(rt->stall_us));
+                json_object_set_new(x, "exposed_us",
+                                    json_real(rt->exposed_us));
+                json_object_set_new(x, "host_copies_ddr_bytes",
+                                    jint(rt->host_copies_ddr));
+                json_object_set_new(x, "host_copies_flash_bytes",
+                                    jint(rt->host_copies_flash));
+                json_object_set_new(x, "peak_device_bytes",
+                                    jint(rt->peak_device_bytes));
+                json_object_set_new(j, "runtime", x);
+            } else {
+                json_object_set_new(j, "runtime", json_null());
+            }
             json_array_append_new(arr, j);
         }
         json_object_set_new(o, "clients", arr);
@@ -450,6 +478,37 @@ static int print_clients(const hoctl_globals *g, const Hyperoffload__ClientsRepl
                   u64s(u ? u->extents : 0, b[7]),
                   duration(ci->connected_s, b[8]), u64s(ci->requests, b[9]));
     }
+    table_print(&t, "");
+
+    /* Replays: progress and traffic of the sessions that run one, from
+     * their control regions. */
+    size_t n_rt = 0;
+    for (size_t i = 0; i < r->n_clients; i++)
+        n_rt += r->clients[i] && r->clients[i]->runtime;
+    if (n_rt == 0)
+        return HOCTL_EXIT_OK;
+    char c[11][32];
+    table_init(&t, 11);
+    table_row(&t, "ID", "STEPS", "OP", "H2D", "D2H", "TO FLASH",
+              "FROM FLASH", "STALL", "EXPOSED", "COPIES DDR", "COPIES FLASH");
+    for (size_t i = 0; i < r->n_clients; i++) {
+        const Hyperoffload__ClientInfo *ci = r->clients[i];
+        if (!ci || !ci->runtime)
+            continue;
+        const Hyperoffload__RuntimeInfo *rt = ci->runtime;
+        if (rt->current_op == UINT32_MAX)
+            snprintf(c[2], 32, "idle/%u", rt->ops_per_step);
+        else
+            snprintf(c[2], 32, "%u/%u", rt->current_op, rt->ops_per_step);
+        snprintf(c[7], 32, "%.1f ms", rt->stall_us / 1e3);
+        snprintf(c[8], 32, "%.1f ms", rt->exposed_us / 1e3);
+        table_row(&t, u64s(ci->session_id, c[0]), u64s(rt->steps, c[1]),
+                  c[2], iec(rt->h2d_bytes, c[3]), iec(rt->d2h_bytes, c[4]),
+                  iec(rt->flash_out_bytes, c[5]), iec(rt->flash_in_bytes, c[6]),
+                  c[7], c[8], iec(rt->host_copies_ddr, c[9]),
+                  iec(rt->host_copies_flash, c[10]));
+    }
+    puts("\nreplays:");
     table_print(&t, "");
     return HOCTL_EXIT_OK;
 }

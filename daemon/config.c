@@ -12,6 +12,7 @@
 #include <strings.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <unistd.h>
 
 #include "hyperoffload/errors.h"
 #include "log.h"
@@ -1067,6 +1068,52 @@ int srv_cmdline_parse(int argc, char **argv, srv_cmdline *ret, char *err,
     return 0;
 }
 
+/* Make every flash path absolute, relative to the working directory, so
+ * that tier names ("flash:/path") mean the same to every client: leading
+ * "./" segments are dropped, nothing else is rewritten (the file may not
+ * exist yet).  0, -ENOMEM, or HO_E_BAD_CONFIG when the result is too long
+ * or the working directory is unknown. */
+static int absolute_flash_paths(srv_config *c, char *err, size_t errlen)
+{
+    char cwd[PATH_MAX];
+    bool have_cwd = false;
+    for (uint32_t i = 0; i < c->n_flash; i++) {
+        const char *p = c->flash_paths[i];
+        if (p[0] == '/')
+            continue;
+        if (!have_cwd && !getcwd(cwd, sizeof(cwd))) {
+            errf(err, errlen, "[flash] path '%s' is relative and the working "
+                 "directory is unknown: %s", p, strerror(errno));
+            return HO_E_BAD_CONFIG;
+        }
+        have_cwd = true;
+        while (p[0] == '.' && p[1] == '/') {
+            p += 2;
+            while (*p == '/')
+                p++;
+        }
+        size_t need = strlen(cwd) + 1 + strlen(p) + 1;
+        if (need > PATH_MAX) {
+            errf(err, errlen, "[flash] path '%s' is too long once made "
+                 "absolute", c->flash_paths[i]);
+            return HO_E_BAD_CONFIG;
+        }
+        char *abs = malloc(need);
+        if (!abs) {
+            errf(err, errlen, "out of memory");
+            return -ENOMEM;
+        }
+        size_t cl = strlen(cwd), pl = strlen(p);
+        memcpy(abs, cwd, cl);
+        if (cl == 0 || cwd[cl - 1] != '/')
+            abs[cl++] = '/';
+        memcpy(abs + cl, p, pl + 1);
+        free(c->flash_paths[i]);
+        c->flash_paths[i] = abs;
+    }
+    return 0;
+}
+
 int srv_config_build(const srv_cmdline *cl, srv_config *ret, char *err,
                      size_t errlen)
 {
@@ -1096,6 +1143,9 @@ int srv_config_build(const srv_cmdline *cl, srv_config *ret, char *err,
             goto fail;
         }
     }
+    rc = absolute_flash_paths(&c, err, errlen);
+    if (rc < 0)
+        goto fail;
     rc = srv_config_validate(&c, err, errlen);
     if (rc < 0)
         goto fail;

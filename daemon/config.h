@@ -127,7 +127,9 @@ int srv_cmdline_parse(int argc, char **argv, srv_cmdline *ret, char *err,
                       size_t errlen);
 
 /* Build the effective config: defaults, then cl->config_path (if any),
- * then cl's settings, then srv_config_validate().  On success *ret is set
+ * then cl's settings; relative flash paths are made absolute (relative to
+ * the working directory, leading "./" dropped); then srv_config_validate().
+ * On success *ret is set
  * (release with srv_config_done) and 0 is returned; on failure *ret holds
  * nothing and err says why. */
 int srv_config_build(const srv_cmdline *cl, srv_config *ret, char *err,

@@ -9,7 +9,9 @@
  * Without --socket it starts its own hyperoffloadd (next to this binary,
  * or $HO_DAEMON) in a temporary directory under --dir (default <build>/tmp)
  * and stops it at the end.  Every figure is the median over --repeats
- * (default 5) runs after one warm-up.  Host backend throughout.
+ * (default 5) runs after one warm-up; a measurement and its baseline
+ * alternate within each repeat, so that both see the same machine (the
+ * runs share CPUs with whatever else runs).  Host backend throughout.
  *
  * 1. Replay overhead per op (target < 2 us):
  *    - an op with no actions: --ops (100000) ops that read one resident
@@ -207,38 +209,6 @@ static double stats_rtt_us(ho_client *c, const opts *o)
 
 /* ------------------------------------------------------------ bandwidth */
 
-static double replay_bw(ho_client *c, const opts *o, int mode)
-{
-    unsigned n = o->count;
-    uint64_t per_set = (uint64_t)n * o->big;
-    uint64_t cap = mode == BR_BOTH ? 2 * per_set : per_set;
-    ho_trace *t = br_bw_trace(mode, n, o->big);
-    ho_plan *p = NULL;
-    br_check(c, ho_plan_request(c, t, cap, "none", &p), "plan");
-    ho_device *dev = NULL;
-    br_check(NULL, ho_device_open("host", 0, cap, &dev), "device");
-    ho_replay *r = NULL;
-    br_check(c, ho_replay_new(c, dev, t, p, NULL, &r), "replay");
-    void *buf = malloc(o->big);
-    if (!buf)
-        br_die("out of memory");
-    memset(buf, 0x5a, o->big);
-    br_touch(r, mode, n, o->big, buf);
-    free(buf);
-    double v[BR_MAX_REPEATS];
-    uint64_t bytes = mode == BR_BOTH ? 2 * per_set : per_set;
-    for (unsigned k = 0; k <= o->repeats; k++) {
-        double s = br_bw_step(r, mode, n);
-        if (k > 0)
-            v[k - 1] = (double)bytes / s / 1e9;
-    }
-    ho_replay_free(r);
-    ho_device_close(dev);
-    ho_plan_free(p);
-    ho_trace_free(t);
-    return br_median(v, o->repeats);
-}
-
 typedef struct mc_job {
     uint8_t *src, *dst;
     unsigned n;
@@ -270,67 +240,82 @@ static uint8_t *prefaulted(uint64_t len)
     return p;
 }
 
-/* memcpy of `count` x `big`, by `threads` threads at once (1 or 2);
- * aggregate GB/s. */
-static double memcpy_bw(const opts *o, unsigned threads)
+/* One memcpy pass of `count` x `big` by `threads` threads at once (1 or
+ * 2, each on its own src/dst halves); aggregate GB/s. */
+static double memcpy_pass(const opts *o, unsigned threads, uint8_t *src,
+                          uint8_t *dst)
 {
     uint64_t per = (uint64_t)o->count * o->big;
-    uint8_t *src = prefaulted(per * threads), *dst = prefaulted(per * threads);
-    double v[BR_MAX_REPEATS];
-    for (unsigned k = 0; k <= o->repeats; k++) {
-        pthread_barrier_t go;
-        pthread_barrier_init(&go, NULL, threads);
-        mc_job j[2];
-        pthread_t th[2];
-        for (unsigned i = 0; i < threads; i++) {
-            j[i] = (mc_job){src + i * per, dst + i * per, o->count, o->big,
-                            &go, 0};
-            pthread_create(&th[i], NULL, mc_main, &j[i]);
-        }
-        double worst = 0;
-        for (unsigned i = 0; i < threads; i++) {
-            pthread_join(th[i], NULL);
-            if (j[i].secs > worst)
-                worst = j[i].secs;
-        }
-        pthread_barrier_destroy(&go);
-        if (k > 0)
-            v[k - 1] = (double)(per * threads) / worst / 1e9;
+    pthread_barrier_t go;
+    pthread_barrier_init(&go, NULL, threads);
+    mc_job j[2];
+    pthread_t th[2];
+    for (unsigned i = 0; i < threads; i++) {
+        j[i] = (mc_job){src + i * per, dst + i * per, o->count, o->big, &go,
+                        0};
+        pthread_create(&th[i], NULL, mc_main, &j[i]);
     }
-    munmap(src, per * threads);
-    munmap(dst, per * threads);
-    return br_median(v, o->repeats);
+    double worst = 0;
+    for (unsigned i = 0; i < threads; i++) {
+        pthread_join(th[i], NULL);
+        if (j[i].secs > worst)
+            worst = j[i].secs;
+    }
+    pthread_barrier_destroy(&go);
+    return (double)(per * threads) / worst / 1e9;
+}
+
+/* Bandwidth of replay steps of `mode` and of memcpy of the same sizes
+ * (one thread per direction), measured alternately in each repeat so that
+ * both see the same machine; medians into *ret_pool and *ret_memcpy. */
+static void replay_bw(ho_client *c, const opts *o, int mode, double *ret_pool,
+                      double *ret_memcpy)
+{
+    unsigned n = o->count;
+    uint64_t per_set = (uint64_t)n * o->big;
+    uint64_t cap = mode == BR_BOTH ? 2 * per_set : per_set;
+    ho_trace *t = br_bw_trace(mode, n, o->big);
+    ho_plan *p = NULL;
+    br_check(c, ho_plan_request(c, t, cap, "none", &p), "plan");
+    ho_device *dev = NULL;
+    br_check(NULL, ho_device_open("host", 0, cap, &dev), "device");
+    ho_replay *r = NULL;
+    br_check(c, ho_replay_new(c, dev, t, p, NULL, &r), "replay");
+    void *buf = malloc(o->big);
+    if (!buf)
+        br_die("out of memory");
+    memset(buf, 0x5a, o->big);
+    br_touch(r, mode, n, o->big, buf);
+    free(buf);
+    unsigned threads = mode == BR_BOTH ? 2 : 1;
+    uint8_t *src = prefaulted(per_set * threads);
+    uint8_t *dst = prefaulted(per_set * threads);
+    double v[BR_MAX_REPEATS], m[BR_MAX_REPEATS];
+    uint64_t bytes = mode == BR_BOTH ? 2 * per_set : per_set;
+    for (unsigned k = 0; k <= o->repeats; k++) {
+        double s = br_bw_step(r, mode, n);
+        double mc = memcpy_pass(o, threads, src, dst);
+        if (k > 0) {
+            v[k - 1] = (double)bytes / s / 1e9;
+            m[k - 1] = mc;
+        }
+    }
+    munmap(src, per_set * threads);
+    munmap(dst, per_set * threads);
+    ho_replay_free(r);
+    ho_device_close(dev);
+    ho_plan_free(p);
+    ho_trace_free(t);
+    *ret_pool = br_median(v, o->repeats);
+    *ret_memcpy = br_median(m, o->repeats);
 }
 
 /* ------------------------------------------------------------ flash */
 
-static void spill_fill(ho_client *c, const opts *o, double *ret_spill,
-                       double *ret_fill)
-{
-    double s[BR_MAX_REPEATS], f[BR_MAX_REPEATS];
-    ho_extent e;
-    br_check(c, ho_extent_alloc(c, o->flash_big, &e), "extent alloc");
-    memset(e.ptr, 0x3c, (size_t)o->flash_big);
-    for (unsigned k = 0; k < o->repeats; k++) {
-        double t0 = br_now();
-        br_check(c, ho_extent_spill(c, e.id, NULL), "spill");
-        double t1 = br_now();
-        br_check(c, ho_extent_fill(c, e.id, NULL), "fill");
-        double t2 = br_now();
-        s[k] = (double)o->flash_big / (t1 - t0) / 1e9;
-        f[k] = (double)o->flash_big / (t2 - t1) / 1e9;
-    }
-    if (((uint8_t *)e.ptr)[o->flash_big / 2] != 0x3c)
-        br_die("the extent changed across spill and fill");
-    br_check(c, ho_extent_free(c, e.id), "extent free");
-    *ret_spill = br_median(s, o->repeats);
-    *ret_fill = br_median(f, o->repeats);
-}
-
-/* O_DIRECT sequential write then read of flash_big bytes in IO_CHUNK
- * pieces in `dir`.  0, or -1 with why filled. */
-static int odirect(const char *dir, const opts *o, double *ret_w,
-                   double *ret_r, char *why, size_t whylen)
+/* O_DIRECT file of flash_big bytes in `dir` (unlinked) for the baseline;
+ * -1 with why filled when O_DIRECT is refused. */
+static int odirect_open(const char *dir, uint64_t big, char *why,
+                        size_t whylen)
 {
     char path[PATH_MAX + 32];
     snprintf(path, sizeof(path), "%s/bench-odirect-XXXXXX", dir);
@@ -346,47 +331,73 @@ static int odirect(const char *dir, const opts *o, double *ret_w,
         snprintf(why, whylen, "O_DIRECT refused: %s", strerror(errno));
         return -1;
     }
-    uint64_t big = o->flash_big;
     if (posix_fallocate(fd, 0, (off_t)big) != 0) {
         close(fd);
         snprintf(why, whylen, "fallocate failed");
         return -1;
     }
-    uint8_t *buf = prefaulted(big);
-    double w[BR_MAX_REPEATS], r[BR_MAX_REPEATS];
-    int rc = 0;
-    for (unsigned k = 0; k < o->repeats && rc == 0; k++) {
+    return fd;
+}
+
+/* One sequential O_DIRECT write then read of big bytes in IO_CHUNK
+ * pieces; GB/s of each.  0 or -1. */
+static int odirect_pass(int fd, uint8_t *buf, uint64_t big, double *ret_w,
+                        double *ret_r)
+{
+    double t0 = br_now();
+    for (uint64_t off = 0; off < big;) {
+        size_t n = big - off < IO_CHUNK ? (size_t)(big - off) : IO_CHUNK;
+        ssize_t x = pwrite(fd, buf + off, n, (off_t)off);
+        if (x <= 0)
+            return -1;
+        off += (uint64_t)x;
+    }
+    double t1 = br_now();
+    for (uint64_t off = 0; off < big;) {
+        size_t n = big - off < IO_CHUNK ? (size_t)(big - off) : IO_CHUNK;
+        ssize_t x = pread(fd, buf + off, n, (off_t)off);
+        if (x <= 0)
+            return -1;
+        off += (uint64_t)x;
+    }
+    double t2 = br_now();
+    *ret_w = (double)big / (t1 - t0) / 1e9;
+    *ret_r = (double)big / (t2 - t1) / 1e9;
+    return 0;
+}
+
+/* Spill and fill of a flash_big extent through the daemon and, when fd >=
+ * 0, an O_DIRECT pass in the flash file's directory, alternately in each
+ * repeat; medians (GB/s). */
+static void flash_bw(ho_client *c, const opts *o, int fd, double *ret_spill,
+                     double *ret_fill, double *ret_w, double *ret_r)
+{
+    double s[BR_MAX_REPEATS], f[BR_MAX_REPEATS], w[BR_MAX_REPEATS],
+        r[BR_MAX_REPEATS];
+    ho_extent e;
+    br_check(c, ho_extent_alloc(c, o->flash_big, &e), "extent alloc");
+    memset(e.ptr, 0x3c, (size_t)o->flash_big);
+    uint8_t *buf = fd >= 0 ? prefaulted(o->flash_big) : NULL;
+    for (unsigned k = 0; k < o->repeats; k++) {
         double t0 = br_now();
-        for (uint64_t off = 0; off < big && rc == 0;) {
-            size_t n = big - off < IO_CHUNK ? (size_t)(big - off) : IO_CHUNK;
-            ssize_t x = pwrite(fd, buf + off, n, (off_t)off);
-            if (x <= 0)
-                rc = -1;
-            else
-                off += (uint64_t)x;
-        }
+        br_check(c, ho_extent_spill(c, e.id, NULL), "spill");
         double t1 = br_now();
-        for (uint64_t off = 0; off < big && rc == 0;) {
-            size_t n = big - off < IO_CHUNK ? (size_t)(big - off) : IO_CHUNK;
-            ssize_t x = pread(fd, buf + off, n, (off_t)off);
-            if (x <= 0)
-                rc = -1;
-            else
-                off += (uint64_t)x;
-        }
+        br_check(c, ho_extent_fill(c, e.id, NULL), "fill");
         double t2 = br_now();
-        w[k] = (double)big / (t1 - t0) / 1e9;
-        r[k] = (double)big / (t2 - t1) / 1e9;
+        s[k] = (double)o->flash_big / (t1 - t0) / 1e9;
+        f[k] = (double)o->flash_big / (t2 - t1) / 1e9;
+        if (fd >= 0 && odirect_pass(fd, buf, o->flash_big, &w[k], &r[k]) < 0)
+            br_die("O_DIRECT I/O failed: %s", strerror(errno));
     }
-    if (rc < 0)
-        snprintf(why, whylen, "O_DIRECT I/O failed: %s", strerror(errno));
-    munmap(buf, big);
-    close(fd);
-    if (rc == 0) {
-        *ret_w = br_median(w, o->repeats);
-        *ret_r = br_median(r, o->repeats);
-    }
-    return rc;
+    if (((uint8_t *)e.ptr)[o->flash_big / 2] != 0x3c)
+        br_die("the extent changed across spill and fill");
+    br_check(c, ho_extent_free(c, e.id), "extent free");
+    if (buf)
+        munmap(buf, o->flash_big);
+    *ret_spill = br_median(s, o->repeats);
+    *ret_fill = br_median(f, o->repeats);
+    *ret_w = fd >= 0 ? br_median(w, o->repeats) : 0;
+    *ret_r = fd >= 0 ? br_median(r, o->repeats) : 0;
 }
 
 /* The flash file's directory, from the daemon's tier name. */
@@ -558,31 +569,34 @@ int main(int argc, char **argv)
            (unsigned long long)(rr.d2h >> 10), rr.wall_ms, rr.exposed_ms,
            rr.predicted_exposed_ms);
 
-    double h2d = replay_bw(c, &o, BR_H2D);
-    double d2h = replay_bw(c, &o, BR_D2H);
-    double both = replay_bw(c, &o, BR_BOTH);
-    double mc1 = memcpy_bw(&o, 1);
-    double mc2 = memcpy_bw(&o, 2);
+    double h2d, d2h, both, mc_h2d, mc_d2h, mc2;
+    replay_bw(c, &o, BR_H2D, &h2d, &mc_h2d);
+    replay_bw(c, &o, BR_D2H, &d2h, &mc_d2h);
+    replay_bw(c, &o, BR_BOTH, &both, &mc2);
     printf("2. bandwidth through the pool, %u x %llu MiB per direction "
            "(target >= 80%% of memcpy)\n", o.count,
            (unsigned long long)(o.big >> 20));
     printf("   %-28s %10s %12s %8s\n", "", "pool GB/s", "memcpy GB/s",
            "ratio");
     printf("   %-28s %10.2f %12.2f %7.0f%%\n", "prefetch (H2D engine)", h2d,
-           mc1, 100 * h2d / mc1);
-    printf("   %-28s %10.2f %12.2f %7.0f%%\n", "store (D2H engine)", d2h, mc1,
-           100 * d2h / mc1);
+           mc_h2d, 100 * h2d / mc_h2d);
+    printf("   %-28s %10.2f %12.2f %7.0f%%\n", "store (D2H engine)", d2h,
+           mc_d2h, 100 * d2h / mc_d2h);
     printf("   %-28s %10.2f %12.2f %7.0f%%\n", "both engines (aggregate)",
            both, mc2, 100 * both / mc2);
     printf("   (memcpy: the same sizes between pre-faulted buffers, one "
-           "thread per direction)\n\n");
+           "thread per direction,\n    alternating with the replay steps)"
+           "\n\n");
 
     double sp, fi, ow = 0, orr = 0;
-    spill_fill(c, &o, &sp, &fi);
     char fdir[PATH_MAX], why[256] = "";
-    int orc = flash_dir(c, fdir, sizeof(fdir)) == 0
-                  ? odirect(fdir, &o, &ow, &orr, why, sizeof(why))
+    int ofd = flash_dir(c, fdir, sizeof(fdir)) == 0
+                  ? odirect_open(fdir, o.flash_big, why, sizeof(why))
                   : (snprintf(why, sizeof(why), "flash tier not found"), -1);
+    flash_bw(c, &o, ofd, &sp, &fi, &ow, &orr);
+    if (ofd >= 0)
+        close(ofd);
+    int orc = ofd >= 0 ? 0 : -1;
     printf("3. flash through the daemon, %llu MiB\n",
            (unsigned long long)(o.flash_big >> 20));
     printf("   %-28s %10s %12s %8s\n", "", "daemon GB/s", "O_DIRECT GB/s",

@@ -411,6 +411,17 @@ START_TEST(flags_override_file)
     ck_assert(c.ddr_lock);
     ck_assert(!c.watchdog);
     ck_assert_ptr_nonnull(c.config_path);
+    /* Flash paths come out absolute: relative ones join the working
+     * directory, without the "./". */
+    ck_assert_uint_eq(c.n_flash, 1);
+    {
+        char cwd[PATH_MAX], want[PATH_MAX + 64];
+        ck_assert_ptr_nonnull(getcwd(cwd, sizeof(cwd)));
+        snprintf(want, sizeof(want), "%s/.hyperoffload/flash0", cwd);
+        if (strcmp(cwd, "/") == 0)
+            snprintf(want, sizeof(want), "/.hyperoffload/flash0");
+        ck_assert_str_eq(c.flash_paths[0], want);
+    }
     ck_assert_str_eq(c.config_path + strlen(c.config_path) - 6, "f.conf");
     srv_config_done(&c);
     rm_tmpdir();

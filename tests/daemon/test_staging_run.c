@@ -15,6 +15,7 @@
  *     empty, daemon healthy). */
 #include <check.h>
 #include <errno.h>
+#include <limits.h>
 #include <linux/futex.h>
 #include <signal.h>
 #include <stdio.h>
@@ -469,6 +470,47 @@ static void session_usage(int fd, uint64_t *ddr, uint64_t *flash)
     ho_frame_envelope_free(r);
 }
 
+/* The ClientsReply entry of the (only) session with a replay. */
+static Hyperoffload__Envelope *clients(const Hyperoffload__ClientInfo **ret)
+{
+    int fd = rc_open(ho_harness_socket(h));
+    ck_assert_int_ge(fd, 0);
+    Hyperoffload__Envelope env = HYPEROFFLOAD__ENVELOPE__INIT;
+    Hyperoffload__ClientsRequest cr = HYPEROFFLOAD__CLIENTS_REQUEST__INIT;
+    env.body_case = HYPEROFFLOAD__ENVELOPE__BODY_CLIENTS_REQUEST;
+    env.clients_request = &cr;
+    Hyperoffload__Envelope *r = NULL;
+    ck_assert_int_eq(rc_call(fd, &env, &r, NULL), 0);
+    ck_assert_msg(r->body_case == HYPEROFFLOAD__ENVELOPE__BODY_CLIENTS_REPLY,
+                  "%s", rc_error_message(r));
+    close(fd);
+    *ret = NULL;
+    for (size_t i = 0; i < r->clients_reply->n_clients; i++)
+        if (r->clients_reply->clients[i]->runtime)
+            *ret = r->clients_reply->clients[i];
+    return r;
+}
+
+/* Run hoctl clients --json and return its output (malloc'ed). */
+static char *hoctl_clients_json(void)
+{
+    const char *bd = getenv("HO_BUILD_DIR");
+    ck_assert_ptr_nonnull(bd);
+    char cmd[PATH_MAX * 2 + 64];
+    snprintf(cmd, sizeof(cmd), "%s/bin/hoctl --socket %s clients --json", bd,
+             ho_harness_socket(h));
+    FILE *p = popen(cmd, "r");
+    ck_assert_ptr_nonnull(p);
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap);
+    size_t got;
+    while ((got = fread(buf + n, 1, cap - n - 1, p)) > 0)
+        n += got;
+    buf[n] = 0;
+    ck_assert_int_eq(pclose(p), 0);
+    return buf;
+}
+
 /* ------------------------------------------------------------ tests */
 
 START_TEST(quota_below_total_spills_and_fills)
@@ -522,6 +564,31 @@ START_TEST(quota_below_total_spills_and_fills)
     ck_assert_uint_gt(on_flash, 0);
     ck_assert_uint_eq(atomic_load(&c.hdr->ddr_bytes), on_ddr);
     ck_assert_uint_eq(atomic_load(&c.hdr->flash_bytes), on_flash);
+    /* Visibility: ClientsReply.runtime and `hoctl clients` show it. */
+    const Hyperoffload__ClientInfo *ci = NULL;
+    Hyperoffload__Envelope *cr = clients(&ci);
+    ck_assert_ptr_nonnull(ci);
+    ck_assert_uint_eq(ci->runtime->steps, (uint64_t)steps);
+    ck_assert_uint_eq(ci->runtime->current_op, UINT32_MAX);
+    ck_assert_uint_eq(ci->runtime->ops_per_step, S.t->n_ops);
+    ck_assert_uint_eq(ci->runtime->flash_out_bytes,
+                      atomic_load(&c.hdr->flash_out_bytes));
+    ck_assert_uint_eq(ci->runtime->flash_in_bytes,
+                      atomic_load(&c.hdr->flash_in_bytes));
+    ck_assert_uint_eq(ci->runtime->host_copies_ddr, on_ddr);
+    ck_assert_uint_eq(ci->runtime->host_copies_flash, on_flash);
+    ck_assert_uint_le(ci->usage->ddr_bytes, quota);
+    ho_frame_envelope_free(cr);
+    char *js = hoctl_clients_json();
+    char want[96];
+    snprintf(want, sizeof(want), "\"steps\": %d", steps);
+    ck_assert_msg(strstr(js, want), "%s", js);
+    snprintf(want, sizeof(want), "\"flash_in_bytes\": %llu",
+             (unsigned long long)in);
+    ck_assert_msg(strstr(js, want), "%s", js);
+    ck_assert_msg(strstr(js, "\"current_op\": null"), "%s", js);
+    free(js);
+
     /* The data of the copies that start on host (the next step starts
      * from them) survived every round trip: read each once more.  (The
      * activations' copies are dead after their last prefetch: the daemon

@@ -115,14 +115,14 @@ static pid_t start_client(ho_harness *h, int device, const char *steps,
     {
         static const char *const small[] = {
             "--layers", "2", "--hidden", "256", "--heads", "4", "--ffn",
-            "512", "--vocab", "1024", "--seq", "256", "--micro", "2",
-            "--tflops", "0.05", "--hbm-gbps", "1", "--link-gbps", "1",
-            NULL};
+            "512", "--vocab", "1024", "--seq", "256", "--mbs", "2",
+            "--micro", "2", "--tflops", "0.05", "--hbm-gbps", "1",
+            "--link-gbps", "1", "--budget-ratio", "0.6", NULL};
         static const char *const tiny[] = {
             "--layers", "2", "--hidden", "128", "--heads", "4", "--ffn",
-            "256", "--vocab", "512", "--seq", "64", "--micro", "2",
-            "--tflops", "0.05", "--hbm-gbps", "1", "--link-gbps", "1",
-            NULL};
+            "256", "--vocab", "512", "--seq", "64", "--mbs", "2",
+            "--micro", "2", "--tflops", "0.05", "--hbm-gbps", "1",
+            "--link-gbps", "1", "--budget-ratio", "0.6", NULL};
         for (const char *const *a = vg() ? tiny : small; *a; a++)
             argv[n++] = *a;
     }

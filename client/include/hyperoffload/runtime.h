@@ -131,7 +131,10 @@ typedef struct ho_link {
     int duplex;
 } ho_link;
 
-/* A new empty trace (PLANNER.md §1). */
+/* A new empty trace (PLANNER.md §1).  link NULL: 25 GB/s each way, 10 us
+ * latency, duplex.  The trace becomes read-only ("finished") the first
+ * time it is saved, planned or replayed: adding to it then is
+ * HO_E_STATE. */
 HO_EXPORT int ho_trace_new(const char *name, const ho_link *link,
                            ho_trace **ret);
 HO_EXPORT int ho_trace_add_storage(ho_trace *t, uint64_t id, uint64_t bytes,
@@ -211,7 +214,15 @@ typedef struct ho_step_info {
  * (HO_E_BAD_SCHEDULE naming op and storage), asks the daemon for the host
  * copies and the control region (StageRequest), allocates the initial
  * device storages.  The replay borrows c, dev, t and p: they must outlive
- * it. */
+ * it.
+ * With a client, p must be the session's most recent plan (same trace,
+ * budget and planner as its last ho_plan_request, or that plan saved and
+ * loaded again), else the daemon answers HO_E_NO_PLAN.  c may be NULL: a
+ * local replay, for offline plans and tests -- the host copies then live
+ * in a private pre-faulted mapping of this process, nothing is staged to
+ * flash and the control region is private.  One replay per device at a
+ * time (HO_E_BUSY); a plan whose predicted peak exceeds the device's
+ * capacity is refused with HO_E_DEVICE. */
 HO_EXPORT int ho_replay_new(ho_client *c, ho_device *dev, const ho_trace *t,
                             const ho_plan *p, const ho_replay_opts *opts,
                             ho_replay **ret);
@@ -220,7 +231,9 @@ HO_EXPORT ho_replay *ho_replay_free(ho_replay *r);
 /* Hand a device buffer (from ho_device_alloc, `bytes` = the storage's
  * size) to the replay for storage `id`, before the first step: for
  * `initial: device` storages whose content the application provides.
- * HO_E_DIVERGED for a size that differs from the trace. */
+ * HO_E_DIVERGED for a size that differs from the trace.  Between steps
+ * only (HO_E_STATE inside one, or for a storage that does not start on
+ * device); the buffer it replaces is freed. */
 HO_EXPORT int ho_storage_bind(ho_replay *r, uint64_t storage_id, void *ptr,
                               uint64_t bytes);
 /* Check that storage `id` has `bytes` bytes, as the traced one had (a
@@ -261,7 +274,14 @@ HO_EXPORT int ho_ops_run(ho_replay *r, uint32_t first, uint32_t count,
                          ho_op_fn fn, void *ctx);
 
 /* End of the step: waits for every copy, checks the end-of-step state,
- * publishes and returns the step's figures (ret may be NULL). */
+ * publishes and returns the step's figures (ret may be NULL).  Then it
+ * restores the state the model has at the start of a step (storages that
+ * start on device are allocated again, host copies of storages that start
+ * on host are current), so the application can write the next step's
+ * inputs (ho_storage_ptr, ho_storage_write_host) before ho_step_begin.
+ * A step that diverged in a hook ends with 0 and ret->diverged = 1; one
+ * that ends early (fewer ops than traced) returns HO_E_DIVERGED; a step
+ * stopped by HO_E_BAD_SCHEDULE or HO_E_DEVICE returns that code. */
 HO_EXPORT int ho_step_end(ho_replay *r, ho_step_info *ret);
 /* Figures of step `step` (1-based; 0 = the most recent one).  The replay
  * keeps the figures of its last HO_STEP_HISTORY steps; older ones are
