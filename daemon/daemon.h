@@ -384,6 +384,9 @@ int srv_move_start(srv_daemon *d, const srv_move_args *args,
 /* Spill through the memfd with bounce buffers instead of O_DIRECT from the
  * mapping (set once at startup; HO_SPILL_VIA_FD=1, for measurements). */
 extern bool srv_move_spill_via_fd;
+/* Lower SRV_MOVE_PARTS_MAX (0: no override; HO_MOVE_PARTS=N at startup,
+ * for measurements). */
+extern uint32_t srv_move_parts_max;
 
 /* admin.c: build and send the reply (or an Error) for an admin peer. */
 void srv_handle_status(srv_daemon *d, srv_conn *c, uint64_t rid);

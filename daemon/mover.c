@@ -4,18 +4,19 @@
  *
  * A move is cut into chunks of SRV_MOVE_CHUNK bytes, served by up to
  * SRV_MOVE_PARTS_MAX parts (each a uv_work_t on a libuv worker; part k
- * takes chunks k, k+n, k+2n, ...), so several flash requests are in flight
- * and the page work of one chunk overlaps the I/O of others:
+ * takes the k-th contiguous run of chunks), so several flash requests are
+ * in flight and the page work of one part overlaps the I/O of others:
  *   SPILL  per chunk: write it to flash, then drop its pages (munlock +
  *          punch: ~45-70 ms per 256 MiB that do not get faster with more
  *          threads, but run while other chunks are written).  Once a
  *          write failed, no further chunk is dropped, and the chunks that
  *          were are read back from flash (recovery phase) before the
  *          failure is reported: a failed spill leaves the data in DDR.
- *   WRITE  per chunk: write it to flash (the pages stay).
- *   FILL   per chunk: read it into the memfd (pwrite allocates the pages
- *          directly), then mlock it when the pool locks.
- *   DROP   per chunk: drop its pages.
+ *   WRITE  per part: write its range to flash (the pages stay).
+ *   FILL   per part: read its range into the memfd (one fd transfer, which
+ *          pipelines its own chunks; pwrite allocates the pages directly),
+ *          then mlock it when the pool locks.
+ *   DROP   per part: drop its range's pages.
  * The loop only starts phases and reports the result; bookkeeping (pool
  * charge, extent state) stays with the caller on the loop thread.
  *
@@ -37,7 +38,8 @@
 typedef struct move_part {
     uv_work_t req;
     struct srv_move *m;
-    uint32_t first;          /* first chunk; then every n_parts-th */
+    uint32_t index;          /* part k takes the k-th contiguous run of
+                                ceil(n_chunks / n_parts) chunks */
     int rc;
     int lock_rc;
     struct timespec t0, t1;
@@ -66,6 +68,7 @@ struct srv_move {
 };
 
 bool srv_move_spill_via_fd = false;
+uint32_t srv_move_parts_max = 0;
 
 static double ts_us(const struct timespec *a, const struct timespec *b)
 {
@@ -95,12 +98,50 @@ static int read_chunk(struct srv_move *m, uint64_t off, uint64_t foff,
     return tier_flash_read(m->a.flash, foff, m->base + off, len);
 }
 
+/* Part p's chunks: [first, end) of the move's chunks, contiguous. */
+static void part_chunks(const struct srv_move *m, const move_part *p,
+                        uint32_t *first, uint32_t *end)
+{
+    uint32_t per = (m->n_chunks + m->n_parts - 1) / m->n_parts;
+    uint64_t f = (uint64_t)p->index * per, e = f + per;
+    *first = f < m->n_chunks ? (uint32_t)f : m->n_chunks;
+    *end = e < m->n_chunks ? (uint32_t)e : m->n_chunks;
+}
+
 static void part_work(uv_work_t *req)
 {
     move_part *p = req->data;
     struct srv_move *m = p->m;
+    uint32_t first, end;
+    part_chunks(m, p, &first, &end);
     clock_gettime(CLOCK_MONOTONIC, &p->t0);
-    for (uint32_t c = p->first; c < m->n_chunks; c += m->n_parts) {
+    if (first < end && m->phase == PHASE_MAIN &&
+        m->a.kind != SRV_MOVE_SPILL) {
+        /* One call over the part's whole range: the fd transfers pipeline
+         * their chunks internally. */
+        uint64_t rel = (uint64_t)first * SRV_MOVE_CHUNK;
+        uint64_t rel_end = (uint64_t)end * SRV_MOVE_CHUNK;
+        if (rel_end > m->a.len)
+            rel_end = m->a.len;
+        uint64_t off = m->a.off + rel, foff = m->a.flash_off + rel;
+        uint64_t len = rel_end - rel;
+        switch (m->a.kind) {
+        case SRV_MOVE_WRITE:
+            p->rc = write_chunk(m, off, foff, len);
+            break;
+        case SRV_MOVE_FILL:
+            p->rc = read_chunk(m, off, foff, len);
+            if (p->rc == 0 && m->lock)
+                p->lock_rc = tier_arena_pages_lock(m->arena, off, len);
+            break;
+        default:
+            p->rc = tier_arena_pages_drop(m->arena, off, len);
+            break;
+        }
+        clock_gettime(CLOCK_MONOTONIC, &p->t1);
+        return;
+    }
+    for (uint32_t c = first; c < end; c++) {
         uint64_t rel = (uint64_t)c * SRV_MOVE_CHUNK;
         uint64_t len = m->a.len - rel < SRV_MOVE_CHUNK ? m->a.len - rel
                                                        : SRV_MOVE_CHUNK;
@@ -110,30 +151,17 @@ static void part_work(uv_work_t *req)
             if (m->dropped[c])
                 rc = read_chunk(m, off, foff, len);
         } else {
-            switch (m->a.kind) {
-            case SRV_MOVE_SPILL:
-                rc = write_chunk(m, off, foff, len);
-                if (rc < 0) {
-                    atomic_store(&m->failed, 1);
-                } else if (!atomic_load(&m->failed)) {
-                    rc = tier_arena_pages_drop(m->arena, off, len);
-                    if (rc == 0)
-                        m->dropped[c] = 1;
-                    else
-                        atomic_store(&m->failed, 1);
-                }
-                break;
-            case SRV_MOVE_WRITE:
-                rc = write_chunk(m, off, foff, len);
-                break;
-            case SRV_MOVE_FILL:
-                rc = read_chunk(m, off, foff, len);
-                if (rc == 0 && m->lock && p->lock_rc == 0)
-                    p->lock_rc = tier_arena_pages_lock(m->arena, off, len);
-                break;
-            case SRV_MOVE_DROP:
+            /* SPILL: write a chunk, then drop its pages while the other
+             * parts write theirs. */
+            rc = write_chunk(m, off, foff, len);
+            if (rc < 0) {
+                atomic_store(&m->failed, 1);
+            } else if (!atomic_load(&m->failed)) {
                 rc = tier_arena_pages_drop(m->arena, off, len);
-                break;
+                if (rc == 0)
+                    m->dropped[c] = 1;
+                else
+                    atomic_store(&m->failed, 1);
             }
         }
         if (rc < 0) {
@@ -211,6 +239,8 @@ static int start_phase(struct srv_move *m)
                                                   : SRV_MOVE_PARTS_MAX;
     if (m->a.parts_max && n > m->a.parts_max)
         n = m->a.parts_max;
+    if (srv_move_parts_max && n > srv_move_parts_max)
+        n = srv_move_parts_max;
     if (n == 0)
         n = 1;
     m->n_parts = n;
@@ -219,7 +249,7 @@ static int start_phase(struct srv_move *m)
         move_part *p = &m->parts[k];
         memset(p, 0, sizeof(*p));
         p->m = m;
-        p->first = k;
+        p->index = k;
         p->req.data = p;
     }
     for (uint32_t k = 0; k < n; k++) {

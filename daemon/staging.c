@@ -222,6 +222,12 @@ static void stage_unref(srv_stage *st)
  * where they are: the caller frees them). */
 static void stage_detach(srv_stage *st)
 {
+    if (st->plan)
+        srv_info("session %" PRIu64 ": replay ended: %" PRIu64 " wake-ups, %"
+                 PRIu64 " urgent requests, %" PRIu64 " fills, %" PRIu64
+                 " spills, %" PRIu64 " writes, %" PRIu64 " drops",
+                 st->session_id, st->signals, st->urgents, st->fills,
+                 st->spills, st->writes, st->drops);
     for (uint32_t i = 0; i < st->n_slots; i++)
         st->slots[i].x = NULL;
     st->s = NULL;
@@ -485,8 +491,9 @@ static int mv_start(srv_stage *st, uint32_t k, srv_move_kind kind,
         free(mv);
         return rc;
     }
-    srv_debug("session %" PRIu64 ": host copy %u: %s started (version %"
-              PRIu64 "%s)", st->session_id, k,
+    srv_debug("session %" PRIu64 ": host copy %u (storage %" PRIu64 "): %s "
+              "started (version %" PRIu64 "%s)", st->session_id, k,
+              sl->storage_id,
               kind == SRV_MOVE_SPILL ? "spill" : kind == SRV_MOVE_WRITE
               ? "write" : kind == SRV_MOVE_FILL ? "fill" : "drop", ver,
               to_absent ? ", data dropped" : "");
@@ -563,14 +570,16 @@ static int evict(srv_stage *st, uint32_t k)
     return 1;
 }
 
-/* Start evictions of other slots until `need` bytes fit (urgent slot u).
- * 1 when it fits now, 0 when evictions are under way or impossible. */
-static int make_room(srv_stage *st, uint32_t u, uint64_t need)
+/* Start evictions of slots other than the urgent slot u until `want`
+ * bytes are on their way out of DDR (evictions in flight count).  Slots
+ * the plan has out go first, then others (forced out: they come back when
+ * there is room again). */
+static void make_room(srv_stage *st, uint32_t u, uint64_t want)
 {
     for (int pass = 0; pass < 2; pass++) {
         for (uint32_t i = 0; i < st->n_slots; i++) {
-            if (st->charged - st->leaving + need <= st->ddr_limit)
-                return 0;
+            if (st->leaving >= want)
+                return;
             uint32_t k = (st->victim_at + i) % st->n_slots;
             stage_slot *sl = &st->slots[k];
             if (k == u || sl->busy || !sl->x || sl->x->state != SRV_EXT_DDR)
@@ -587,7 +596,28 @@ static int make_room(srv_stage *st, uint32_t u, uint64_t need)
                 sl->forced_out = false;
         }
     }
-    return 0;
+}
+
+/* Bytes by which charging `more` would exceed the DDR quota of the
+ * session's uid or job (0: within both). */
+static uint64_t quota_shortfall(srv_stage *st, uint64_t more)
+{
+    srv_session *s = st->s;
+    uint64_t worst = 0;
+    for (int k = 0; k < 2; k++) {
+        srv_subject_kind kind = k ? SRV_SUBJECT_JOB : SRV_SUBJECT_UID;
+        if (kind == SRV_SUBJECT_JOB && !s->job[0])
+            continue;
+        uint64_t q = srv_quota_limit(st->d->quota, kind, s->uid, s->job,
+                                     SRV_TIER_DDR);
+        if (!q)
+            continue;
+        uint64_t used = srv_subject_usage(st->d, kind, s->uid, s->job,
+                                          SRV_TIER_DDR);
+        if (used + more > q && used + more - q > worst)
+            worst = used + more - q;
+    }
+    return worst;
 }
 
 /* Bring slot k into DDR.  1 done or started, 0 must wait. */
@@ -598,7 +628,16 @@ static int bring_in(srv_stage *st, uint32_t k, bool urgent)
     ho_ctl_slot *cs = ctl_slot(st, k);
     if (st->charged + x->len > st->ddr_limit) {
         if (urgent)
-            make_room(st, k, x->len);
+            make_room(st, k, st->charged + x->len - st->ddr_limit);
+        return 0;
+    }
+    /* Other sessions of the uid or job may have taken quota since the
+     * limit was set: the quotas hold at every fill.  (Bytes on their way
+     * out are still charged, so they count as made room.) */
+    uint64_t short_by = quota_shortfall(st, x->len);
+    if (short_by) {
+        if (urgent)
+            make_room(st, k, short_by);
         return 0;
     }
     /* Read the flash copy unless the plan said the next store overwrites
@@ -629,8 +668,8 @@ static int bring_in(srv_stage *st, uint32_t k, bool urgent)
     }
     /* No data to read: a charged empty copy (ABSENT), or one the next
      * store overwrites whole (ALLOC of a FLASH copy). */
-    srv_debug("session %" PRIu64 ": host copy %u in DDR without reading "
-              "(%s)", st->session_id, k,
+    srv_debug("session %" PRIu64 ": host copy %u (storage %" PRIu64 ") in "
+              "DDR without reading (%s)", st->session_id, k, sl->storage_id,
               x->state == SRV_EXT_ABSENT ? "no data" : "overwritten next");
     ext_set(st, sl, SRV_EXT_DDR);
     atomic_store(&cs->state, HO_SLOT_DDR);
@@ -680,9 +719,10 @@ static bool reconcile(srv_stage *st, uint32_t k, uint32_t urgent)
     case SRV_EXT_ABSENT:
         if (!want_in)
             return true;
-        if (is_urgent)
-            st->urgents++;
-        return bring_in(st, k, is_urgent) == 1;
+        if (bring_in(st, k, is_urgent) != 1)
+            return false;
+        st->urgents += is_urgent;
+        return true;
     default:
         return false;
     }

@@ -13,7 +13,9 @@
  *  3. The derived trace: one storage per slot (bytes = the slot's DDR
  *     bytes), the same ops with duration end(i) - end(i-1) (so the derived
  *     clock follows the real one, stalls included), each op reading or
- *     writing the slots whose uses cover it (write wins when both), link =
+ *     writing the slots whose uses cover it (both when a prefetch and a
+ *     store overlap, but for the first access of a slot whose data starts
+ *     in the step: write), link =
  *     flash (h2d = read, d2h = write, one engine).  Slots of `initial:
  *     host` storages carry data across the step boundary: derived
  *     `initial: host, retained` (on flash at the boundary) or, when
@@ -239,7 +241,8 @@ static int build_derived(const plan_staging_input *in, const double *op_end,
     wr = malloc((max_op ? max_op : 1) * sizeof(*wr));
     if (!rd || !wr)
         goto out;
-    /* mark[k]: 1 read, 2 write in the current op */
+    /* mark[k]: 1 read, 2 write in the current op; 4: the slot was
+     * accessed by an earlier op */
     memset(mark, 0, (in->n_slots ? in->n_slots : 1) * sizeof(*mark));
     double prev = 0;
     for (uint32_t i = 0; i < n; i++) {
@@ -250,13 +253,19 @@ static int build_derived(const plan_staging_input *in, const double *op_end,
         }
         for (uint32_t k = start[i]; k < start[i + 1]; k++) {
             uint32_t sl = ref[k] & 0x7fffffffu;
-            if (!mark[sl])
+            uint32_t f = mark[sl];
+            if (!(f & 3u))
                 continue;
-            if (mark[sl] & 2u)
-                wr[nw++] = sl;
-            else
+            /* A prefetch and a store overlapping in one op: the op reads
+             * the copy (it must hold its data) and writes it -- except
+             * at the first access of a copy whose data starts in this
+             * step, where there is nothing to read yet. */
+            bool first_in_step = !(f & 4u) && !boundary[sl];
+            if ((f & 1u) && !((f & 2u) && first_in_step))
                 rd[nr++] = sl;
-            mark[sl] = 0;
+            if (f & 2u)
+                wr[nw++] = sl;
+            mark[sl] = 4u;
         }
         double dur = op_end[i] - prev;
         if (!(dur >= 0))

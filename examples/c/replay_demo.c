@@ -86,7 +86,9 @@ typedef struct demo {
     uint64_t *ids;             /* storage id per pt->refs entry; owned */
     uint32_t *last_op;         /* per storage, PLAN_NONE if never used */
     ver *cur, *saved;          /* per storage; owned */
-    uint8_t *scratch;          /* max storage bytes (non-host backends) */
+    uint8_t *scratch;          /* max storage bytes: initial content, and
+                                  every fill/check on a device that is not
+                                  host-addressable; owned */
     uint64_t max_bytes;
     int direct;                /* device memory is host-addressable */
 
@@ -672,39 +674,59 @@ static void sleep_ms(int ms)
         ;
 }
 
-/* Connect (retrying for `retry_s` seconds), register, plan, create the
- * replay and upload the state. */
-static int session_open(demo *d, double retry_s)
+/* A failure that a daemon (re)starting explains: retry it. */
+static int is_transient(int rc)
+{
+    return rc == -ENOENT || rc == -ECONNREFUSED || rc == -ECONNRESET ||
+           rc == -EPIPE || rc == HO_E_DISCONNECTED ||
+           rc == HO_E_SHUTTING_DOWN;
+}
+
+/* Connect, register, plan, create the replay and upload the state; quiet
+ * about transient failures when `quiet`. */
+static int session_try(demo *d, int quiet)
 {
     ho_replay_opts ro = {d->o.ddr_limit, d->o.check_ops};
-    double deadline = now_us() + retry_s * 1e6;
     char cname[64];
     int r;
 
-    snprintf(cname, sizeof cname, "%s-%s", PROG, d->name + 6);
-    for (;;) {
-        r = ho_connect(d->o.socket, cname, &d->c);
-        if (r == 0)
-            break;
-        if (now_us() >= deadline) {
+    snprintf(cname, sizeof cname, "%s-%d", PROG, d->o.device);
+    r = ho_connect(d->o.socket, cname, &d->c);
+    if (r < 0) {
+        if (!quiet || !is_transient(r))
             fprintf(stderr, "%s: %s: cannot connect to hyperoffloadd: %s "
                     "(%s)\n", PROG, d->name, ho_strerror(r), ho_err_name(r));
-            return r;
-        }
-        sleep_ms(100);
+        return r;
     }
     r = ho_register(d->c, d->o.job, d->o.device, d->budget);
     if (r < 0)
-        return report(d, "ho_register", r);
+        return quiet && is_transient(r) ? r : report(d, "ho_register", r);
     d->session_id = ho_session_id(d->c);
     r = ho_plan_request(d->c, d->ht, 0, d->o.planner, &d->plan);
     if (r < 0)
-        return rreport(d, "ho_plan_request", r);
+        return quiet && is_transient(r) ? r
+                                        : rreport(d, "ho_plan_request", r);
     ho_plan_get_info(d->plan, &d->info);
     r = ho_replay_new(d->c, d->dev, d->ht, d->plan, &ro, &d->r);
     if (r < 0)
-        return rreport(d, "ho_replay_new", r);
+        return quiet && is_transient(r) ? r : rreport(d, "ho_replay_new", r);
     return upload(d);
+}
+
+/* session_try, retrying transient failures for `retry_s` seconds. */
+static int session_open(demo *d, double retry_s)
+{
+    double deadline = now_us() + retry_s * 1e6;
+    int r;
+
+    for (;;) {
+        int last = now_us() >= deadline;
+        r = session_try(d, !last);
+        if (r == 0 || last || !is_transient(r))
+            return r;
+        session_close(d);
+        sleep_ms(100);
+    }
 }
 
 /* ------------------------------------------------------------ replay */
@@ -889,6 +911,19 @@ static int write_picture(demo *d, uint64_t step)
     return 0;
 }
 
+static void print_step_line(const demo *d, const ho_step_info *si)
+{
+    char a[32], b[32], c[32], e[32], f[32], g[32], h[32], k[32];
+    printf("%s: step %" PRIu64 ": %s, exposed %s, stall %s, H2D %s, D2H %s, "
+           "flash in %s out %s, peak %s: verified\n", d->name, si->step,
+           dur(si->wall_us, a, sizeof a), dur(si->exposed_us, b, sizeof b),
+           dur(si->stall_us, c, sizeof c), iec(si->h2d_bytes, e, sizeof e),
+           iec(si->d2h_bytes, f, sizeof f),
+           iec(si->flash_in_bytes, g, sizeof g),
+           iec(si->flash_out_bytes, h, sizeof h),
+           iec(si->peak_device_bytes, k, sizeof k));
+}
+
 static int run(demo *d)
 {
     uint64_t last = d->o.steps + 1;
@@ -896,22 +931,13 @@ static int run(demo *d)
 
     for (uint64_t step = 2; step <= last; step++) {
         const char *where = "";
+        uint32_t done_before = d->n_steps;
 
         memcpy(d->saved, d->cur, sizeof *d->cur * d->pt->n_storages);
         r = replay_step(d, step, &where);
+        if (d->n_steps > done_before)
+            print_step_line(d, &d->steps[d->n_steps - 1]);
         if (r == 0) {
-            const ho_step_info *si = &d->steps[d->n_steps - 1];
-            char a[32], b[32], c[32], e[32], f[32], g[32], h[32], k[32];
-            printf("%s: step %" PRIu64 ": %s, exposed %s, stall %s, H2D %s, "
-                   "D2H %s, flash in %s out %s, peak %s: verified\n", d->name,
-                   step, dur(si->wall_us, a, sizeof a),
-                   dur(si->exposed_us, b, sizeof b),
-                   dur(si->stall_us, c, sizeof c),
-                   iec(si->h2d_bytes, e, sizeof e),
-                   iec(si->d2h_bytes, f, sizeof f),
-                   iec(si->flash_in_bytes, g, sizeof g),
-                   iec(si->flash_out_bytes, h, sizeof h),
-                   iec(si->peak_device_bytes, k, sizeof k));
             if (d->o.svg_path && step == (d->o.svg_step ? d->o.svg_step
                                                         : last)) {
                 r = write_picture(d, step);
@@ -926,8 +952,10 @@ static int run(demo *d)
          * one cut short starts again from the state it started with. */
         {
             char msg[512] = "";
-            int completed = strcmp(where, "ho_stats") == 0;
-            ho_last_error(d->c, msg, sizeof msg);
+            int completed = d->n_steps > done_before;
+            snprintf(msg, sizeof msg, "%s", ho_runtime_last_error());
+            if (!msg[0] || strcmp(where, "ho_stats") == 0)
+                ho_last_error(d->c, msg, sizeof msg);
             printf("%s: step %" PRIu64 ": %s: %s (%s)%s%s; reconnecting\n",
                    d->name, step, where, ho_strerror(r), ho_err_name(r),
                    msg[0] ? ": " : "", msg);
@@ -950,6 +978,11 @@ static int run(demo *d)
         printf("%s: reconnected: session %" PRIu64 ", re-planned (%s, %.1f "
                "ms), retained state restored from the last completed step\n",
                d->name, d->session_id, d->info.planner, d->info.planning_ms);
+        if (d->o.svg_path) {
+            r = predict(d);
+            if (r < 0)
+                return r;
+        }
     }
     return 0;
 }
@@ -1078,9 +1111,9 @@ static double measure_copy(demo *d)
     uint8_t *src;
     double best = 0;
 
-    if (len > d->budget / 4)
-        len = d->budget / 4;
-    len &= ~((1ull << 20) - 1);
+    if (len > d->budget / 2)
+        len = d->budget / 2;
+    len &= ~((64ull << 10) - 1);
     if (len == 0)
         return 0;
     src = malloc(len);

@@ -417,6 +417,25 @@ START_TEST(each_bad_field_has_its_code)
     expect_refused(fd, &f, f.hash, f.budget, "", slots, f.t->n_storages + 1,
                    -E2BIG, "slots");
 
+    /* A DDR limit below what one op's host copies need at once: refused
+     * with the figures (the harness has a flash tier). */
+    {
+        Hyperoffload__Envelope *r = NULL;
+        int fds[4], n_fds = 0;
+        ck_assert_int_eq(stage(fd, f.hash, f.budget, "", f.slots, f.n_slots,
+                               4096, &r, fds, &n_fds), 0);
+        ck_assert_msg(rc_error_code(r) == HO_E_INFEASIBLE, "%s: %s",
+                      ho_err_name(rc_error_code(r)), rc_error_message(r));
+        ck_assert_msg(strstr(rc_error_message(r), "4096 bytes"), "%s",
+                      rc_error_message(r));
+        ck_assert_int_eq(n_fds, 0);
+        ho_frame_envelope_free(r);
+        uint64_t ddr = 1, ext = 1;
+        session_usage(fd, &ddr, &ext);
+        ck_assert_uint_eq(ddr, 0);
+        ck_assert_uint_eq(ext, 0);
+    }
+
     /* And the right request still works afterwards. */
     Hyperoffload__Envelope *r = NULL;
     int fds[4], n_fds = 0;

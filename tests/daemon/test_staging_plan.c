@@ -147,6 +147,7 @@ static void on_xfer(void *ctx, int dir, uint32_t st, double s, double e,
  * at positions [q0, q1]; a store makes the slot's data live at q0. */
 typedef struct cuse {
     uint32_t k, q0, q1;
+    uint32_t qa;             /* the action's own point: 2*op + when */
     bool store;
     size_t action;
 } cuse;
@@ -181,7 +182,7 @@ static cuse *copies(const fx *f, size_t *ret_n)
          * of an op when it begins) to the begin of the op the copy ends
          * in; an eviction after that op is fine.  (A copy after the last
          * op ends at step end: covered up to before the last op.) */
-        u[nu++] = (cuse){k, 2 * ac->op, 2 * last,
+        u[nu++] = (cuse){k, 2 * ac->op, 2 * last, 2 * ac->op + ac->when,
                          ac->kind == PLAN_ACT_STORE, a};
     }
     free(r.op_end);
@@ -208,12 +209,14 @@ static size_t check_plan(const fx *f, const plan_staging *p, uint64_t limit)
     uint8_t *state = calloc((size_t)npos * f->n_slots + 1, 1);
     uint8_t *in = malloc(f->n_slots + 1);
     uint8_t *live = malloc(f->n_slots + 1);  /* data worth keeping */
+    uint8_t *has = malloc(f->n_slots + 1);   /* the DDR copy holds it */
     memcpy(in, p->start_in_ddr, f->n_slots);
     uint64_t bytes = 0;
     for (uint32_t k = 0; k < f->n_slots; k++) {
         if (in[k])
             bytes += f->slot_bytes[k];
         live[k] = t->storages[f->slot_storage[k]].initial == PLAN_INIT_HOST;
+        has[k] = in[k] && live[k];
     }
     ck_assert_uint_le(bytes, limit);
     uint32_t e = 0, milestone_ops = 0;
@@ -229,11 +232,13 @@ static size_t check_plan(const fx *f, const plan_staging *p, uint64_t limit)
                 ck_assert_msg(live[k], "fill of slot %u whose data was "
                               "dropped (pos %u)", k, q);
                 in[k] = 1;
+                has[k] = 1;
                 bytes += f->slot_bytes[k];
                 break;
             case PLAN_STAGE_ALLOC:
                 ck_assert_msg(!in[k], "alloc of slot %u already in DDR", k);
                 in[k] = 1;
+                has[k] = 0;   /* zeros until a store writes it */
                 bytes += f->slot_bytes[k];
                 break;
             case PLAN_STAGE_WRITE:
@@ -262,12 +267,23 @@ static size_t check_plan(const fx *f, const plan_staging *p, uint64_t limit)
                       "limit %llu", (unsigned long long)bytes, q,
                       (unsigned long long)limit);
         memcpy(state + (size_t)q * f->n_slots, in, f->n_slots);
-        /* stores issued at this position make their slot's data live */
-        for (; ui < nu && u[ui].q0 <= q; ui++)
-            ;
-        for (size_t w = 0; w < nu; w++)
-            if (u[w].store && u[w].q0 == q)
+        /* the copies issued at this point: a prefetch reads the copy's
+         * data (it must be there, not zeros of an alloc); a store writes
+         * it */
+        (void)ui;
+        for (size_t w = 0; w < nu; w++) {
+            if (u[w].qa != q)
+                continue;
+            if (u[w].store) {
                 live[u[w].k] = 1;
+                has[u[w].k] = 1;
+            } else {
+                ck_assert_msg(in[u[w].k] && has[u[w].k], "prefetch of slot "
+                              "%u at pos %u would read %s", u[w].k, q,
+                              in[u[w].k] ? "zeros (allocated without "
+                              "reading)" : "a copy out of DDR");
+            }
+        }
     }
     ck_assert_uint_eq(e, p->n_events);
     /* cyclic */
@@ -293,6 +309,7 @@ static size_t check_plan(const fx *f, const plan_staging *p, uint64_t limit)
     free(state);
     free(in);
     free(live);
+    free(has);
     return nu;
 }
 
@@ -462,6 +479,60 @@ START_TEST(hand_made_takes_turns)
 }
 END_TEST
 
+/* A training step with parameters and optimizer state on host: each
+ * state is prefetched before its update op and stored right after it, so
+ * the prefetch and the store of one copy meet in one op.  The staging plan
+ * must still bring the state in with its data (a fill, not an alloc). */
+START_TEST(training_states_on_host)
+{
+    plan_gen_train_cfg cfg;
+    memset(&cfg, 0, sizeof(cfg));
+    cfg.model = (plan_model){.name = "tiny", .layers = 2, .hidden = 128,
+                             .heads = 4, .kv_heads = 4, .ffn = 256,
+                             .vocab = 512};
+    cfg.device = (plan_device){.name = "slow", .tflops = 0.05,
+                               .hbm_gib = 1, .hbm_gbps = 1, .link_gbps = 1,
+                               .link_latency_us = 10};
+    cfg.seq = 64;
+    cfg.micro_batch = 2;
+    cfg.n_micro = 2;
+    cfg.dtype_bytes = 2;
+    cfg.params_on_host = true;
+    cfg.optimizer_on_host = true;
+    cfg.optimizer_step = true;
+    fx f;
+    memset(&f, 0, sizeof(f));
+    char err[512] = "";
+    ck_assert_msg(plan_gen_train(&cfg, &f.t, err, sizeof(err)) == 0, "%s",
+                  err);
+    ck_assert_int_eq(plan_trace_finish(f.t, err, sizeof(err)), 0);
+    plan_trace_summary sm;
+    ck_assert_int_eq(plan_trace_summarize(f.t, &sm), 0);
+    plan_result res;
+    int prc = plan_make(f.t, sm.no_offload_peak * 6 / 10, NULL, &f.s, &res);
+    if (prc == HO_E_INFEASIBLE)
+        prc = plan_make(f.t, res.min_budget, NULL, &f.s, &res);
+    ck_assert_msg(prc == 0, "%s", res.message);
+    fx_slots(&f);
+    int staged = 0;
+    for (int pct = 30; pct <= 90; pct += 20) {
+        plan_staging *p = NULL;
+        uint64_t limit = f.total * (uint64_t)pct / 100, min = 0;
+        int rc = stage(&f, limit, &p, &min, err, sizeof(err));
+        if (rc == HO_E_INFEASIBLE) {
+            limit = min;
+            rc = stage(&f, limit, &p, NULL, err, sizeof(err));
+        }
+        ck_assert_msg(rc == 0, "%s", err);
+        staged += p->n_events > 0;
+        check_plan(&f, p, limit);
+        plan_staging_free(p);
+    }
+    ck_assert_int_gt(staged, 0);
+    fx_done(&f);
+}
+END_TEST
+
 START_TEST(bad_input)
 {
     fx f;
@@ -499,6 +570,7 @@ int main(void)
     tcase_add_test(tc, everything_fits_no_actions);
     tcase_add_test(tc, limit_respected_copies_in_ddr_cyclic);
     tcase_add_test(tc, hand_made_takes_turns);
+    tcase_add_test(tc, training_states_on_host);
     tcase_add_test(tc, bad_input);
     suite_add_tcase(s, tc);
     SRunner *r = srunner_create(s);

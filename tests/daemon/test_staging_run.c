@@ -491,14 +491,14 @@ static Hyperoffload__Envelope *clients(const Hyperoffload__ClientInfo **ret)
     return r;
 }
 
-/* Run hoctl clients --json and return its output (malloc'ed). */
-static char *hoctl_clients_json(void)
+/* Run hoctl clients [--json] and return its output (malloc'ed). */
+static char *hoctl_clients(bool json)
 {
     const char *bd = getenv("HO_BUILD_DIR");
     ck_assert_ptr_nonnull(bd);
     char cmd[PATH_MAX * 2 + 64];
-    snprintf(cmd, sizeof(cmd), "%s/bin/hoctl --socket %s clients --json", bd,
-             ho_harness_socket(h));
+    snprintf(cmd, sizeof(cmd), "%s/bin/hoctl --socket %s clients%s", bd,
+             ho_harness_socket(h), json ? " --json" : "");
     FILE *p = popen(cmd, "r");
     ck_assert_ptr_nonnull(p);
     size_t cap = 1 << 16, n = 0;
@@ -579,7 +579,7 @@ START_TEST(quota_below_total_spills_and_fills)
     ck_assert_uint_eq(ci->runtime->host_copies_flash, on_flash);
     ck_assert_uint_le(ci->usage->ddr_bytes, quota);
     ho_frame_envelope_free(cr);
-    char *js = hoctl_clients_json();
+    char *js = hoctl_clients(true);
     char want[96];
     snprintf(want, sizeof(want), "\"steps\": %d", steps);
     ck_assert_msg(strstr(js, want), "%s", js);
@@ -587,6 +587,14 @@ START_TEST(quota_below_total_spills_and_fills)
              (unsigned long long)in);
     ck_assert_msg(strstr(js, want), "%s", js);
     ck_assert_msg(strstr(js, "\"current_op\": null"), "%s", js);
+    free(js);
+    js = hoctl_clients(false);
+    ck_assert_msg(strstr(js, "replays:") && strstr(js, "FROM FLASH"), "%s",
+                  js);
+    snprintf(want, sizeof(want), "idle/%u", S.t->n_ops);
+    ck_assert_msg(strstr(js, want), "%s", js);
+    if (getenv("STG_SHOW"))
+        fputs(js, stderr);
     free(js);
 
     /* The data of the copies that start on host (the next step starts

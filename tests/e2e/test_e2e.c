@@ -16,10 +16,12 @@
  *   daemon_stop         restarted under two replaying clients: they see
  *                       HO_E_DISCONNECTED, reconnect, re-plan and continue
  *                       with verified data.
+ *   tight_ddr           one client whose DDR limit keeps most of its host
+ *                       copies on flash: every byte still verifies.
  *
  * Under valgrind (HO_UNDER_VALGRIND=1) the clients run under valgrind too
- * (their exit status 99 on an error) with a smaller model and fewer steps;
- * every check stays.
+ * (exit status 99 on an error), with the same models and steps (a step of
+ * the small model costs about a second there); every check stays.
  */
 #include <check.h>
 #include <errno.h>
@@ -78,12 +80,30 @@ static ho_harness *start_daemon(const char *ddr_quota)
     return h;
 }
 
-/* Start ho-demo-client for `device` with a small model, its output in
- * <harness dir>/client<device>.log; extra arguments NULL-terminated. */
+/* Models of the tests (ho-demo-client's generator options).  SMALL: a step
+ * takes about half a second here, ~110 ops, storages from 4 bytes to
+ * ~1 MiB, ~30 MiB of host copies per client; minimum DDR limit ~9 MiB.
+ * TINY: ~6.4 MiB of host copies; a DDR limit of 4 MiB keeps most of them
+ * on flash. */
+static const char *const SMALL[] = {
+    "--layers", "2", "--hidden", "256", "--heads", "4", "--ffn", "512",
+    "--vocab", "1024", "--seq", "256", "--mbs", "2", "--micro", "2",
+    "--tflops", "0.05", "--hbm-gbps", "1", "--link-gbps", "1",
+    "--budget-ratio", "0.6", NULL};
+static const char *const TINY[] = {
+    "--layers", "2", "--hidden", "128", "--heads", "4", "--ffn", "256",
+    "--vocab", "512", "--seq", "64", "--mbs", "2", "--micro", "2",
+    "--tflops", "0.05", "--hbm-gbps", "1", "--link-gbps", "1",
+    "--budget-ratio", "0.6", NULL};
+
+/* Start ho-demo-client for `device` with `model`, its output in
+ * <harness dir>/client<device>.log; extra arguments NULL-terminated.
+ * Under valgrind the client runs under valgrind too. */
 static pid_t start_client(ho_harness *h, int device, const char *steps,
+                          const char *const *model, const char *ddr_limit,
                           const char *const *extra)
 {
-    const char *argv[64];
+    const char *argv[80];
     char dev[16], logp[4096];
     int n = 0;
     pid_t pid;
@@ -107,26 +127,11 @@ static pid_t start_client(ho_harness *h, int device, const char *steps,
     argv[n++] = JOB;
     argv[n++] = "--steps";
     argv[n++] = steps;
-    /* half of the job's DDR quota each (start_daemon) */
     argv[n++] = "--ddr-limit";
-    argv[n++] = DDR_LIMIT;
-    /* A model whose step takes a fraction of a second here: ~150 ops,
-     * storages from a few bytes to ~1 MiB, host copies of ~25 MiB. */
-    {
-        static const char *const small[] = {
-            "--layers", "2", "--hidden", "256", "--heads", "4", "--ffn",
-            "512", "--vocab", "1024", "--seq", "256", "--mbs", "2",
-            "--micro", "2", "--tflops", "0.05", "--hbm-gbps", "1",
-            "--link-gbps", "1", "--budget-ratio", "0.6", NULL};
-        static const char *const tiny[] = {
-            "--layers", "2", "--hidden", "128", "--heads", "4", "--ffn",
-            "256", "--vocab", "512", "--seq", "64", "--mbs", "2",
-            "--micro", "2", "--tflops", "0.05", "--hbm-gbps", "1",
-            "--link-gbps", "1", "--budget-ratio", "0.6", NULL};
-        for (const char *const *a = vg() ? tiny : small; *a; a++)
-            argv[n++] = *a;
-    }
-    for (; extra && *extra && n < 62; extra++)
+    argv[n++] = ddr_limit;
+    for (; *model && n < 60; model++)
+        argv[n++] = *model;
+    for (; extra && *extra && n < 78; extra++)
         argv[n++] = *extra;
     argv[n] = NULL;
 
@@ -288,7 +293,7 @@ START_TEST(test_two_clients_flash)
 {
     ho_harness *h = start_daemon(DDR_QUOTA);
     const char *sock = ho_harness_socket(h);
-    const char *steps = vg() ? "2" : "3";
+    const char *steps = "3";
     char svg[4096];
     const char *extra0[] = {"--svg", svg, NULL};
     pid_t p0, p1;
@@ -297,8 +302,8 @@ START_TEST(test_two_clients_flash)
     char *pic;
 
     snprintf(svg, sizeof svg, "%s/client0.svg", ho_harness_dir(h));
-    p0 = start_client(h, 0, steps, extra0);
-    p1 = start_client(h, 1, steps, NULL);
+    p0 = start_client(h, 0, steps, SMALL, DDR_LIMIT, extra0);
+    p1 = start_client(h, 1, steps, SMALL, DDR_LIMIT, NULL);
     r0 = client_result(h, 0, wait_exit(p0));
     r1 = client_result(h, 1, wait_exit(p1));
     check_offloaded(&r0, (uint64_t)atoi(steps) + 1);
@@ -339,7 +344,7 @@ START_TEST(test_client_killed)
 {
     ho_harness *h = start_daemon(DDR_QUOTA);
     const char *sock = ho_harness_socket(h);
-    const char *steps = vg() ? "2" : "3";
+    const char *steps = "3";
     const char *pause0[] = {"--pause-at", "3:" PAUSE_OP, NULL};
     const char *pause1[] = {"--pause-at", "2:" PAUSE_OP, NULL};
     uint64_t both, one = 0;
@@ -347,8 +352,8 @@ START_TEST(test_client_killed)
     result r1;
     int n = -1;
 
-    p0 = start_client(h, 0, steps, pause0);
-    p1 = start_client(h, 1, steps, pause1);
+    p0 = start_client(h, 0, steps, SMALL, DDR_LIMIT, pause0);
+    p1 = start_client(h, 1, steps, SMALL, DDR_LIMIT, pause1);
     wait_stopped(h, p0, 0);
     wait_stopped(h, p1, 1);
 
@@ -390,15 +395,15 @@ static void daemon_restart(int crash)
 {
     ho_harness *h = start_daemon(DDR_QUOTA);
     const char *sock = ho_harness_socket(h);
-    const char *steps = vg() ? "2" : "3";
+    const char *steps = "3";
     const char *extra[] = {"--pause-at", "2:" PAUSE_OP, "--reconnect",
                            vg() ? "300" : "60", NULL};
     char err[1024] = "";
     pid_t p[2];
     result r[2];
 
-    p[0] = start_client(h, 0, steps, extra);
-    p[1] = start_client(h, 1, steps, extra);
+    p[0] = start_client(h, 0, steps, SMALL, DDR_LIMIT, extra);
+    p[1] = start_client(h, 1, steps, SMALL, DDR_LIMIT, extra);
     wait_stopped(h, p[0], 0);
     wait_stopped(h, p[1], 1);
 
@@ -442,6 +447,29 @@ START_TEST(test_daemon_stop)
 }
 END_TEST
 
+/* Most host copies on flash: one client whose DDR limit (4 MiB) is well
+ * below its host copies (~6.4 MiB), including the `initial: host`
+ * parameters and optimizer state it writes with ho_storage_write_host()
+ * before the first step.  Every byte must still verify. */
+START_TEST(test_tight_ddr)
+{
+    ho_harness *h = start_daemon(DDR_QUOTA);
+    const char *sock = ho_harness_socket(h);
+    pid_t p0;
+    result r0;
+
+    p0 = start_client(h, 0, "2", TINY, "4M", NULL);
+    r0 = client_result(h, 0, wait_exit(p0));
+    check_offloaded(&r0, 3);
+    ck_assert_uint_gt(r0.flash_out, 0);
+    ck_assert_uint_gt(r0.flash_in, 0);
+
+    ck_assert_int_eq(it_wait_used(sock, 0, 0, 10000, NULL, NULL), 1);
+    ck_assert_int_eq(ho_harness_stop(h), 0);
+    ho_harness_free(h);
+}
+END_TEST
+
 static Suite *e2e_suite(void)
 {
     Suite *s = suite_create("e2e");
@@ -451,6 +479,7 @@ static Suite *e2e_suite(void)
     tcase_add_test(tc, test_client_killed);
     tcase_add_test(tc, test_daemon_crash);
     tcase_add_test(tc, test_daemon_stop);
+    tcase_add_test(tc, test_tight_ddr);
     suite_add_tcase(s, tc);
     return s;
 }
