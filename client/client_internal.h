@@ -108,6 +108,10 @@ int hoc_socket_connect(const char *path);
  * (mutexes, read buffer, frame reader limited to `recv_limit`).  Returns
  * 0 or -ENOMEM; on failure nothing is left to undo. */
 int hoc_transport_init(ho_client *c, int fd, uint32_t recv_limit);
+/* 1 when the daemon's end of the connection is gone (hang-up or error seen
+ * by a zero-timeout poll; consumes nothing, safe from any thread), else 0.
+ * For waits that do not involve the socket, e.g. on the control region. */
+int hoc_peer_gone(ho_client *c);
 /* Close the socket and every queued descriptor, free the read buffer,
  * destroy mutexes.  Safe on a client whose init succeeded. */
 void hoc_transport_done(ho_client *c);

@@ -361,6 +361,15 @@ int hor_slot_acquire(ho_replay *r, uint32_t i, uint64_t *stall_ns)
         if (atomic_compare_exchange_strong(&sl->state, &want,
                                            HO_SLOT_CLIENT))
             break;
+        if (r->c && hoc_peer_gone(r->c)) {
+            /* The daemon died or restarted: nothing will ever move this
+             * slot again.  Say so now instead of waiting out the timeout. */
+            x->busy[i]--;
+            return hor_fail(r->c, HO_E_DISCONNECTED, "the daemon went away "
+                            "while storage %llu (slot %u) waited to come "
+                            "back from flash", (unsigned long long)
+                            sl->storage_id, i);
+        }
         if (want == HO_SLOT_CLIENT || t - t0 > URGENT_GIVE_UP_NS) {
             x->busy[i]--;
             uint32_t u = i + 1;

@@ -11,6 +11,7 @@
 #include "client_internal.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -571,5 +572,15 @@ int hoc_call_expect(ho_client *c, Hyperoffload__Envelope *req,
         *ret_fd = fd;
     else if (fd >= 0)
         close(fd);
+    return 0;
+}
+
+int hoc_peer_gone(ho_client *c)
+{
+    struct pollfd p = {.fd = c->fd, .events = POLLRDHUP};
+    if (c->dead)
+        return 1;
+    if (poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)))
+        return 1;
     return 0;
 }
