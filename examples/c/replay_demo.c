@@ -813,6 +813,7 @@ static int replay_step(demo *d, uint64_t step, const char **ret_where)
         double t0;
 
         if (d->o.pause_step == step && d->o.pause_op == i) {
+            d->o.pause_step = 0; /* once: not again when a step is redone */
             printf("%s: step %" PRIu64 ": pausing before op %u (SIGSTOP)\n",
                    d->name, step, i);
             fflush(stdout);
