@@ -27,6 +27,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <time.h>
 #include <uv.h>
 
 #include "config.h"
@@ -43,6 +44,18 @@
 #define SRV_FLUSH_TIMEOUT_MS 5000  /* closing connection: drain replies */
 
 typedef struct srv_daemon srv_daemon;
+
+/* Throughput of one flash direction, measured over busy periods: from the
+ * moment a first move starts while none is in flight to the moment the
+ * last one finishes, bytes / wall time.  Concurrent moves are counted
+ * once (per-move timings would under-count their aggregate), and a period
+ * of at least SRV_METER_MIN_BYTES updates a moving average. */
+typedef struct srv_flash_meter {
+    uint32_t in_flight;
+    uint64_t bytes;              /* moved in the current busy period */
+    struct timespec since;       /* start of the current busy period */
+} srv_flash_meter;
+#define SRV_METER_MIN_BYTES (4ull << 20)
 typedef struct srv_conn srv_conn;
 typedef struct srv_session srv_session;
 typedef struct srv_extent srv_extent;
@@ -190,10 +203,10 @@ struct srv_daemon {
     gid_t admin_gid;
 
     uint32_t works_in_flight;    /* moves + plans on worker threads */
-    double flash_read_gbps;      /* observed flash bandwidth (moves of at
-                                    least 8 MiB, moving average), used by
-                                    staging plans */
+    double flash_read_gbps;      /* observed flash bandwidth, used by
+                                    staging plans (srv_flash_meter) */
     double flash_write_gbps;
+    srv_flash_meter flash_meter[2]; /* [0] fills (read), [1] spills/writes */
     bool draining;
     bool finishing;
     int exit_code;

@@ -175,6 +175,30 @@ static void part_work(uv_work_t *req)
 
 static int start_phase(struct srv_move *m);
 
+static void meter_start(srv_daemon *d, bool fill)
+{
+    srv_flash_meter *mt = &d->flash_meter[fill ? 0 : 1];
+    if (mt->in_flight++ == 0) {
+        mt->bytes = 0;
+        clock_gettime(CLOCK_MONOTONIC, &mt->since);
+    }
+}
+
+static void meter_stop(srv_daemon *d, bool fill, uint64_t bytes)
+{
+    srv_flash_meter *mt = &d->flash_meter[fill ? 0 : 1];
+    struct timespec now;
+    mt->bytes += bytes;
+    if (mt->in_flight == 0 || --mt->in_flight > 0)
+        return;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    double us = ts_us(&mt->since, &now);
+    if (mt->bytes >= SRV_METER_MIN_BYTES && us > 0) {
+        double *avg = fill ? &d->flash_read_gbps : &d->flash_write_gbps;
+        *avg = 0.7 * *avg + 0.3 * ((double)mt->bytes / us / 1e3);
+    }
+}
+
 static void finish(struct srv_move *m)
 {
     srv_daemon *d = m->d;
@@ -182,14 +206,10 @@ static void finish(struct srv_move *m)
     srv_debug("move %d of %llu bytes, %u chunks in %u parts: %.1f ms%s",
               (int)m->a.kind, (unsigned long long)m->a.len, m->n_chunks,
               m->n_parts, us / 1e3, m->rc ? " (failed)" : "");
-    /* Learn the flash bandwidth from large moves (staging plans use it). */
-    if (m->rc == 0 && us > 0 && m->a.len >= (8ull << 20) &&
-        m->a.kind != SRV_MOVE_DROP) {
-        double gbps = (double)m->a.len / us / 1e3;
-        double *avg = m->a.kind == SRV_MOVE_FILL ? &d->flash_read_gbps
-                                                 : &d->flash_write_gbps;
-        *avg = 0.8 * *avg + 0.2 * gbps;
-    }
+    /* Learn the flash bandwidth (staging plans use it). */
+    if (m->a.kind != SRV_MOVE_DROP)
+        meter_stop(d, m->a.kind == SRV_MOVE_FILL,
+                   m->rc == 0 ? m->a.len : 0);
     m->done(d, m->ctx, m->rc, us);
     srv_arena_unref(d, m->a.arena);
     free(m->dropped);
@@ -312,5 +332,7 @@ int srv_move_start(srv_daemon *d, const srv_move_args *args,
     }
     args->arena->refs++;
     d->works_in_flight++;
+    if (args->kind != SRV_MOVE_DROP)
+        meter_start(d, args->kind == SRV_MOVE_FILL);
     return 0;
 }

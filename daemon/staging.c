@@ -1354,9 +1354,19 @@ static void job_after(uv_work_t *req, int status)
         srv_daemon_work_done(d);
         return;
     }
-    srv_debug("session %" PRIu64 ": staging plan in %.1f ms: %s",
-              j->session_id, j->ms,
-              j->rc ? ho_err_name(j->rc) : "ok");
+    if (j->rc == 0 && j->plan)
+        srv_debug("session %" PRIu64 ": staging plan in %.1f ms: %u events, "
+                  "%u milestones, flash %.1f/%.1f MiB in/out per step, "
+                  "nominal exposed %.1f ms (flash %.2f/%.2f GB/s)",
+                  j->session_id, j->ms, j->plan->n_events,
+                  j->plan->n_milestones,
+                  (double)j->plan->flash_read_bytes / 1048576.0,
+                  (double)j->plan->flash_write_bytes / 1048576.0,
+                  j->plan->exposed_us / 1e3, j->in.flash_read_gbps,
+                  j->in.flash_write_gbps);
+    else
+        srv_debug("session %" PRIu64 ": staging plan in %.1f ms: %s",
+                  j->session_id, j->ms, j->rc ? ho_err_name(j->rc) : "ok");
     if (j->rc < 0) {
         srv_reply_error(c, j->rid, j->rc, "%s", j->err[0] ? j->err
                                                          : ho_strerror(j->rc));
