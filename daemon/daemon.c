@@ -223,12 +223,21 @@ static int open_tiers(srv_daemon *d, char *err, size_t errlen)
 {
     char why[512], a[32];
     const srv_config *c = &d->cfg;
+    /* An arena's offset space covers what its owner may hold in DDR and
+     * on flash together: host copies staged to flash keep their offsets,
+     * so a job's copies may exceed the DDR pool. */
+    uint64_t space = c->ddr_capacity;
+    for (uint32_t i = 0; i < c->n_flash; i++)
+        space += c->flash_capacity;
+    if (space > TIER_ARENA_SPACE_MAX)
+        space = TIER_ARENA_SPACE_MAX;
     tier_ddr_config dc = {
         .capacity = c->ddr_capacity,
         .align = c->ddr_alignment,
         .numa_node = c->ddr_numa_node,
         .lock = c->ddr_lock,
         .hugepages = c->ddr_hugepages,
+        .arena_space = space,
     };
     why[0] = '\0';
     int rc = tier_ddr_new(&dc, &d->ddr, why, sizeof(why));

@@ -58,6 +58,7 @@ struct tier_arena {
 
 struct tier_ddr {
     uint64_t capacity, align;
+    uint64_t arena_space; /* map size of every arena */
     int numa_node;      /* configured node, -1 none */
     bool lock, hugepages;
     bool numa_ok;       /* binding arenas to numa_node */
@@ -280,12 +281,26 @@ int tier_ddr_new(const tier_ddr_config *cfg, tier_ddr **ret, char *err,
         }
     }
 
+    /* Huge-page arenas reserve their whole mapping from the huge-page
+     * pool, so their space stays the capacity. */
+    uint64_t space = cfg->arena_space && !cfg->hugepages
+                         ? cfg->arena_space & ~(cfg->align - 1)
+                         : cap;
+    if (space < cap || space > TIER_ARENA_SPACE_MAX) {
+        set_err(err, errlen, "arena space %llu must be between the DDR "
+                "capacity %llu and %llu",
+                (unsigned long long)cfg->arena_space, (unsigned long long)cap,
+                (unsigned long long)TIER_ARENA_SPACE_MAX);
+        return HO_E_BAD_CONFIG;
+    }
+
     d = calloc(1, sizeof(*d));
     if (!d) {
         set_err(err, errlen, "out of memory");
         return -ENOMEM;
     }
     d->capacity = cap;
+    d->arena_space = space;
     d->align = cfg->align;
     d->numa_node = cfg->numa_node;
     d->lock = cfg->lock;
@@ -390,7 +405,7 @@ tier_arena *tier_arena_new(tier_ddr *d, const char *owner, char *err,
     a->base = MAP_FAILED;
     a->ddr = d;
     a->id = d->next_id;
-    a->map_size = d->capacity;
+    a->map_size = d->arena_space;
     sanitize_owner(a->owner, sizeof(a->owner), owner);
     snprintf(name, sizeof(name), "hyperoffload-arena-%llu-%s",
              (unsigned long long)a->id, a->owner);

@@ -35,7 +35,16 @@ typedef struct tier_ddr_config {
     int numa_node;       /* -1: no binding */
     bool lock;           /* try to mlock pages */
     bool hugepages;      /* MFD_HUGETLB arenas (capacity/align 2 MiB) */
+    uint64_t arena_space;/* offset space (= map size) of every arena: what
+                            one owner may reserve, DDR-resident or evicted
+                            to flash.  0: the capacity.  Rounded down to
+                            align; at least the capacity, at most
+                            TIER_ARENA_SPACE_MAX.  Virtual only: memory is
+                            charged by `used`.  Ignored with hugepages
+                            (their mapping reserves real pages). */
 } tier_ddr_config;
+
+#define TIER_ARENA_SPACE_MAX (1ull << 46) /* 64 TiB of address space */
 
 typedef struct tier_ddr_stats {
     uint64_t capacity;
