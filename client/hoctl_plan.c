@@ -26,6 +26,7 @@
 
 #include "hoctl.h"
 #include "hyperoffload/errors.h"
+#include "hyperoffload/size.h"
 #include "plan.h"
 
 #define ERRLEN 512
@@ -188,51 +189,11 @@ static int parse_prob(const char *opt_name, const char *s, double *ret)
     return 0;
 }
 
-/* A size: digits with an optional fraction and unit.  K M G T P (with an
- * optional "i"/"iB") are powers of 1024, KB MB GB TB PB powers of 1000,
- * B or nothing bytes.  0 or -EINVAL / -ERANGE. */
+/* Sizes follow the project's one rule (hyperoffload/size.h): IEC units,
+ * "2GB" refused as ambiguous. */
 static int parse_size(const char *s, uint64_t *ret)
 {
-    static const char units[] = "KMGTP";
-    char *end;
-    long double v, mult = 1;
-    const char *u, *p;
-
-    if (!s || !*s || *s == '-' || *s == '+' || *s == ' ')
-        return -EINVAL;
-    errno = 0;
-    v = strtold(s, &end);
-    if (errno || end == s || !isfinite((double)v) || v < 0)
-        return -EINVAL;
-    p = end;
-    while (*p == ' ')
-        p++;
-    if (*p && (u = strchr(units, *p >= 'a' ? *p - 32 : *p)) != NULL) {
-        int k = (int)(u - units) + 1;
-        p++;
-        if (*p == 'B' && p[1] == '\0') {        /* SI */
-            for (int i = 0; i < k; i++)
-                mult *= 1000;
-            p++;
-        } else {                                /* IEC */
-            for (int i = 0; i < k; i++)
-                mult *= 1024;
-            if (*p == 'i') {
-                p++;
-                if (*p == 'B')
-                    p++;
-            }
-        }
-    } else if (*p == 'B') {
-        p++;
-    }
-    if (*p)
-        return -EINVAL;
-    v *= mult;
-    if (v >= 18446744073709551616.0L)
-        return -ERANGE;
-    *ret = (uint64_t)v;
-    return 0;
+    return ho_size_parse(s, ret);
 }
 
 /* Output format: --to wins, else the extension (.pb protobuf, JSON
@@ -929,8 +890,9 @@ static const char plan_usage[] =
     "usage: hoctl plan --trace T --budget B [--planner P] [--out S]\n"
     "                  [--select-distance N] [--select-num N] "
     "[--prefetch-distance N]\n"
-    "B: bytes with a unit (K M G T P = 1024^n, KB MB GB TB PB = 1000^n) or a\n"
-    "percentage of the trace's no-offload peak (70%).\n";
+    "B: bytes with an IEC unit (4096, 512K, 1.5GiB, 2G; K M G T P E = 1024^n;\n"
+    "\"2GB\" is refused as ambiguous) or a percentage of the trace's\n"
+    "no-offload peak (70%).\n";
 
 static void print_planners(FILE *f)
 {

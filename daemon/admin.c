@@ -286,7 +286,7 @@ void srv_handle_quota(srv_daemon *d, srv_conn *c, uint64_t rid,
             return;
         }
         srv_notice("quota: %s %s limit set to %s by uid %u", who,
-                   srv_tier_name(e.tier), srv_size_format(e.limit, a, 32),
+                   srv_tier_name(e.tier), ho_size_format(e.limit, a, 32),
                    (unsigned)c->uid);
         snprintf(what, sizeof(what), "%s quota of %s set to %" PRIu64
                  " bytes", srv_tier_name(e.tier), who, e.limit);

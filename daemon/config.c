@@ -158,56 +158,6 @@ const char *srv_config_row_name(int row)
 
 /* ------------------------------------------------------------------ sizes */
 
-int srv_size_parse(const char *s, uint64_t *ret)
-{
-    static const struct {
-        const char *suffix;
-        unsigned shift;
-    } units[] = {{"", 0},    {"B", 0},    {"K", 10},  {"KiB", 10},
-                 {"M", 20},  {"MiB", 20}, {"G", 30},  {"GiB", 30},
-                 {"T", 40},  {"TiB", 40}, {"P", 50},  {"PiB", 50}};
-    if (!s || !isdigit((unsigned char)*s))
-        return -EINVAL;
-    uint64_t v = 0;
-    const char *p = s;
-    while (isdigit((unsigned char)*p)) {
-        unsigned d = (unsigned)(*p - '0');
-        if (v > (UINT64_MAX - d) / 10)
-            return -ERANGE;
-        v = v * 10 + d;
-        p++;
-    }
-    if (*p == ' ')
-        p++;
-    for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-        if (strcasecmp(p, units[i].suffix) != 0)
-            continue;
-        if (units[i].shift && v > (UINT64_MAX >> units[i].shift))
-            return -ERANGE;
-        *ret = v << units[i].shift;
-        return 0;
-    }
-    return -EINVAL;
-}
-
-const char *srv_size_format(uint64_t bytes, char *buf, size_t len)
-{
-    static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB",
-                                       "PiB", "EiB"};
-    if (bytes < 1024) {
-        snprintf(buf, len, "%llu B", (unsigned long long)bytes);
-        return buf;
-    }
-    int u = 0;
-    double v = (double)bytes;
-    while (v >= 1024.0 && u < 6) {
-        v /= 1024.0;
-        u++;
-    }
-    snprintf(buf, len, "%.1f %s", v, unit[u]);
-    return buf;
-}
-
 /* Config text for a size: the largest exact suffix. */
 static void size_text(uint64_t v, char *buf, size_t len)
 {
@@ -231,7 +181,7 @@ static void bound_text(cfg_type t, int64_t v, char *buf, size_t len)
         size_text((uint64_t)v, a, sizeof(a));
         if (v >= 1024) {
             char h[32];
-            srv_size_format((uint64_t)v, h, sizeof(h));
+            ho_size_format((uint64_t)v, h, sizeof(h));
             snprintf(buf, len, "%s (%s)", a, h);
         } else {
             snprintf(buf, len, "%s", a);
@@ -298,7 +248,7 @@ static int parse_bounded_size(const cfg_row *r, const char *s, uint64_t *ret,
                               char *err, size_t errlen)
 {
     uint64_t v;
-    int rc = srv_size_parse(s, &v);
+    int rc = ho_size_parse(s, &v);
     if (rc == -ERANGE) {
         errf(err, errlen, "'%s' is too large", s);
         return HO_E_BAD_CONFIG;

@@ -29,6 +29,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "hyperoffload/size.h"
+
 #define SRV_MAX_FLASH 16        /* flash paths */
 #define SRV_MAX_DEVICES 64      /* emulated / real devices */
 #define SRV_DEVICE_NAME 32      /* bytes incl. NUL (tier_hbm_device.name) */
@@ -163,10 +165,8 @@ void srv_config_write_ini(const srv_config *c, bool commented, FILE *out);
 /* Write the --help text (usage + one line per setting from the table). */
 void srv_config_write_help(const char *prog, FILE *out);
 
-/* Sizes: parse "2G", "512MiB", "4096" (-EINVAL for syntax, -ERANGE for
- * overflow) and format with a binary unit ("1.5 GiB", "512 B"). */
-int srv_size_parse(const char *s, uint64_t *ret);
-const char *srv_size_format(uint64_t bytes, char *buf, size_t len);
+/* Sizes in settings and messages follow hyperoffload/size.h
+ * (ho_size_parse, ho_size_format), like every other tool of the project. */
 
 /* HBM capacity / reserve of device i (applies the one-value-for-all
  * rule), and its name (configured or "emu<i>"). */

@@ -243,14 +243,14 @@ static int open_tiers(srv_daemon *d, char *err, size_t errlen)
     int rc = tier_ddr_new(&dc, &d->ddr, why, sizeof(why));
     if (rc < 0) {
         snprintf(err, errlen, "DDR pool of %s: %s",
-                 srv_size_format(c->ddr_capacity, a, sizeof(a)),
+                 ho_size_format(c->ddr_capacity, a, sizeof(a)),
                  why[0] ? why : ho_strerror(rc));
         return rc;
     }
     tier_ddr_stats ds;
     tier_ddr_stats_get(d->ddr, &ds);
     srv_info("DDR pool: %s, alignment %" PRIu64 "%s%s",
-             srv_size_format(ds.capacity, a, sizeof(a)), c->ddr_alignment,
+             ho_size_format(ds.capacity, a, sizeof(a)), c->ddr_alignment,
              ds.detail[0] ? ", " : "", ds.detail);
     if (c->ddr_lock && !ds.locked)
         srv_warn("DDR pool pages are not locked: %s", ds.detail);
@@ -276,7 +276,7 @@ static int open_tiers(srv_daemon *d, char *err, size_t errlen)
         tier_flash_stats fs;
         tier_flash_stats_get(d->flash[i], &fs);
         srv_info("flash %s: %s, %s", c->flash_paths[i],
-                 srv_size_format(fs.capacity, a, sizeof(a)), fs.detail);
+                 ho_size_format(fs.capacity, a, sizeof(a)), fs.detail);
         if (c->flash_direct && !fs.direct_io)
             srv_notice("flash %s uses buffered I/O: %s", c->flash_paths[i],
                        fs.detail);
@@ -297,8 +297,8 @@ static int open_tiers(srv_daemon *d, char *err, size_t errlen)
     for (uint32_t i = 0; i < c->n_devices; i++) {
         char b[32];
         srv_info("device %u (%s): HBM %s, reserve %s", i, devs[i].name,
-                 srv_size_format(devs[i].capacity, a, sizeof(a)),
-                 srv_size_format(devs[i].reserve, b, sizeof(b)));
+                 ho_size_format(devs[i].capacity, a, sizeof(a)),
+                 ho_size_format(devs[i].reserve, b, sizeof(b)));
     }
     return 0;
 }

@@ -170,7 +170,7 @@ int srv_tier_stats(srv_daemon *d, Hyperoffload__TierStats ***ret_tiers,
         t->ts.tier = HYPEROFFLOAD__TIER__TIER_HBM;
         snprintf(t->name, sizeof(t->name), "hbm:%s", dev->name);
         snprintf(t->detail, sizeof(t->detail), "device %u, reserve %s", i,
-                 srv_size_format(dev->reserve, r, sizeof(r)));
+                 ho_size_format(dev->reserve, r, sizeof(r)));
         t->ts.capacity = dev->capacity;
         t->ts.used = granted;
         t->ts.free = avail > granted ? avail - granted : 0;

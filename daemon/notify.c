@@ -21,8 +21,8 @@ static void status_text(srv_daemon *d, char *buf, size_t len)
     tier_ddr_stats_get(d->ddr, &st);
     snprintf(buf, len, "%u clients, %u connections, DDR %s of %s used%s",
              d->n_sessions, d->n_conns,
-             srv_size_format(st.used, a, sizeof(a)),
-             srv_size_format(st.capacity, b, sizeof(b)),
+             ho_size_format(st.used, a, sizeof(a)),
+             ho_size_format(st.capacity, b, sizeof(b)),
              d->draining ? ", draining" : "");
 }
 

@@ -274,8 +274,8 @@ int srv_conn_send_fds(srv_conn *c, Hyperoffload__Envelope *env,
         srv_warn("connection %llu (pid %d, uid %u): dropped: %s of replies "
                  "queued, above max_output %s (the peer does not read)",
                  (unsigned long long)c->id, (int)c->pid, (unsigned)c->uid,
-                 srv_size_format(c->queued_bytes, a, sizeof(a)),
-                 srv_size_format(cap, b, sizeof(b)));
+                 ho_size_format(c->queued_bytes, a, sizeof(a)),
+                 ho_size_format(cap, b, sizeof(b)));
         conn_close(c);
         return HO_E_DISCONNECTED;
     }

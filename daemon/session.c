@@ -33,7 +33,7 @@ static void ebuf(srv_errbuf *e, const char *fmt, ...)
 
 static const char *sz(uint64_t v, char *buf)
 {
-    return srv_size_format(v, buf, 32);
+    return ho_size_format(v, buf, 32);
 }
 
 /* ------------------------------------------------------------ quotas */
@@ -383,7 +383,7 @@ static int extent_alloc(srv_daemon *d, srv_session *s, uint64_t bytes,
             ebuf(e, "no room for %s in the DDR pool (%s free of %s, largest "
                  "free block %s)", sz(len, a),
                  sz(st.capacity - st.used, b), sz(st.capacity, c),
-                 srv_size_format(st.largest_free, (char[32]){0}, 32));
+                 ho_size_format(st.largest_free, (char[32]){0}, 32));
         else if (rc == HO_E_TIER_FULL)
             ebuf(e, "no room for %s in the session's arena (its offset "
                  "space of %s is taken)", sz(len, a),
@@ -632,7 +632,7 @@ int srv_flash_alloc(srv_daemon *d, srv_extent *x, srv_errbuf *e)
         else if (rc == HO_E_TIER_FULL)
             ebuf(e, "no room for %s on the flash tier (%s free of %s, "
                  "largest free block %s)", sz(x->len, a), sz(free_b, b),
-                 sz(capacity, c), srv_size_format(largest, (char[32]){0},
+                 sz(capacity, c), ho_size_format(largest, (char[32]){0},
                                                   32));
         else
             ebuf(e, "flash allocation failed: %s", ho_strerror(rc));

@@ -137,7 +137,7 @@ static void ebuf(srv_errbuf *e, const char *fmt, ...)
 
 static const char *sz(uint64_t v, char *buf)
 {
-    return srv_size_format(v, buf, 32);
+    return ho_size_format(v, buf, 32);
 }
 
 /* ------------------------------------------------------------ plan memo */

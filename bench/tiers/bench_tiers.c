@@ -42,6 +42,7 @@
 
 #include "ddr.h"
 #include "extent.h"
+#include "hyperoffload/size.h"
 #include "flash.h"
 #include "hyperoffload/errors.h"
 
@@ -185,25 +186,7 @@ static double plain_io(int fd, uint8_t *buf, uint64_t size, uint64_t chunk,
 
 static int parse_size(const char *s, uint64_t *ret)
 {
-    char *end;
-    unsigned long long v;
-
-    errno = 0;
-    v = strtoull(s, &end, 10);
-    if (errno || end == s)
-        return -1;
-    switch (*end) {
-    case 'k': case 'K': v <<= 10; end++; break;
-    case 'm': case 'M': v <<= 20; end++; break;
-    case 'g': case 'G': v <<= 30; end++; break;
-    default: break;
-    }
-    if ((*end == 'i' || *end == 'I') && (end[1] == 'B' || end[1] == 'b'))
-        end += 2;
-    if (*end)
-        return -1;
-    *ret = v;
-    return 0;
+    return ho_size_parse(s, ret) < 0 ? -1 : 0;
 }
 
 static void usage(void)

@@ -40,60 +40,6 @@ static const char *write_conf(const char *name, const char *text)
     return path;
 }
 
-/* ------------------------------------------------------------ sizes */
-
-START_TEST(size_parse_units)
-{
-    uint64_t v;
-    ck_assert_int_eq(srv_size_parse("4096", &v), 0);
-    ck_assert_uint_eq(v, 4096);
-    ck_assert_int_eq(srv_size_parse("0", &v), 0);
-    ck_assert_uint_eq(v, 0);
-    ck_assert_int_eq(srv_size_parse("2G", &v), 0);
-    ck_assert_uint_eq(v, 2ull << 30);
-    ck_assert_int_eq(srv_size_parse("512MiB", &v), 0);
-    ck_assert_uint_eq(v, 512ull << 20);
-    ck_assert_int_eq(srv_size_parse("1k", &v), 0);
-    ck_assert_uint_eq(v, 1024);
-    ck_assert_int_eq(srv_size_parse("3 T", &v), 0);
-    ck_assert_uint_eq(v, 3ull << 40);
-    ck_assert_int_eq(srv_size_parse("1PiB", &v), 0);
-    ck_assert_uint_eq(v, 1ull << 50);
-    ck_assert_int_eq(srv_size_parse("7B", &v), 0);
-    ck_assert_uint_eq(v, 7);
-    ck_assert_int_eq(srv_size_parse("18446744073709551615", &v), 0);
-    ck_assert_uint_eq(v, UINT64_MAX);
-}
-END_TEST
-
-START_TEST(size_parse_errors)
-{
-    uint64_t v = 42;
-    ck_assert_int_eq(srv_size_parse("", &v), -EINVAL);
-    ck_assert_int_eq(srv_size_parse("G", &v), -EINVAL);
-    ck_assert_int_eq(srv_size_parse("-1", &v), -EINVAL);
-    ck_assert_int_eq(srv_size_parse("1.5G", &v), -EINVAL);
-    ck_assert_int_eq(srv_size_parse("1KB", &v), -EINVAL);
-    ck_assert_int_eq(srv_size_parse("12X", &v), -EINVAL);
-    ck_assert_int_eq(srv_size_parse("1  G", &v), -EINVAL);
-    ck_assert_int_eq(srv_size_parse("18446744073709551616", &v), -ERANGE);
-    ck_assert_int_eq(srv_size_parse("16384P", &v), -ERANGE);
-    ck_assert_int_eq(srv_size_parse("17179869184G", &v), -ERANGE);
-    ck_assert_uint_eq(v, 42); /* untouched on failure */
-}
-END_TEST
-
-START_TEST(size_format)
-{
-    char b[32];
-    ck_assert_str_eq(srv_size_format(0, b, sizeof(b)), "0 B");
-    ck_assert_str_eq(srv_size_format(1023, b, sizeof(b)), "1023 B");
-    ck_assert_str_eq(srv_size_format(1024, b, sizeof(b)), "1.0 KiB");
-    ck_assert_str_eq(srv_size_format(3ull << 29, b, sizeof(b)), "1.5 GiB");
-    ck_assert_str_eq(srv_size_format(64ull << 40, b, sizeof(b)), "64.0 TiB");
-}
-END_TEST
-
 /* ------------------------------------------------------------ defaults */
 
 START_TEST(embedded_defaults)
@@ -581,12 +527,7 @@ END_TEST
 static Suite *suite(void)
 {
     Suite *s = suite_create("daemon_config");
-    TCase *t = tcase_create("sizes");
-    tcase_add_test(t, size_parse_units);
-    tcase_add_test(t, size_parse_errors);
-    tcase_add_test(t, size_format);
-    suite_add_tcase(s, t);
-    t = tcase_create("config");
+    TCase *t = tcase_create("config");
     tcase_add_test(t, embedded_defaults);
     tcase_add_test(t, format_roundtrip);
     tcase_add_test(t, file_parses_everything);

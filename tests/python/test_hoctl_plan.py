@@ -123,8 +123,8 @@ class HoctlPlanTest(unittest.TestCase):
         _, show = hotest.hoctl_json("trace", "show", self.train)
         peak = show["no_offload_peak"]
         cases = [("%d" % peak, peak), ("60%", peak * 60 // 100),
-                 ("1TiB", 1 << 40), ("1T", 1 << 40), ("1TB", 10 ** 12),
-                 ("1.5GiB", 3 << 29), ("2G", 2 << 30), ("2GB", 2 * 10 ** 9),
+                 ("1TiB", 1 << 40), ("1T", 1 << 40),
+                 ("1.5GiB", 3 << 29), ("2G", 2 << 30),
                  ("512MiB", 512 << 20), ("100000B", 100000)]
         for text, want in cases:
             rc, res = hotest.hoctl_json("plan", "--trace", self.train,
@@ -135,7 +135,7 @@ class HoctlPlanTest(unittest.TestCase):
             # `none` never offloads: valid exactly when the peak fits
             self.assertEqual(res["valid"], peak <= want, text)
             self.assertEqual(rc, 0 if peak <= want else 1, text)
-        for bad in ("", "x", "-5G", "5Q", "5%%", "G", "5 G B"):
+        for bad in ("", "x", "-5G", "5Q", "5%%", "G", "5 G B", "2GB", "1TB"):
             hotest.hoctl("plan", "--trace", self.train, "--budget", bad,
                          expect=(2,))
 

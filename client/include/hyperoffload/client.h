@@ -48,6 +48,7 @@
 #include <stdint.h>
 
 #include "hyperoffload/errors.h"
+#include "hyperoffload/size.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -267,23 +268,6 @@ HO_EXPORT int ho_stats(ho_client *c, ho_tier_stats *tiers, size_t max_tiers,
 
 /* Name of a tier: "none", "ddr", "flash", "hbm"; "unknown" otherwise. */
 HO_EXPORT const char *ho_tier_name(ho_tier t);
-
-/* ------------------------------------------------------------- sizes */
-
-/* Format `bytes` with IEC units into buf[0..len): "512 B", "4.0 KiB",
- * "1.5 GiB" (one decimal from KiB up, rounded to nearest).  Truncates to
- * fit; returns buf ("" when len is 0 it returns buf untouched; NULL buf
- * returns NULL). */
-HO_EXPORT char *ho_size_format(uint64_t bytes, char *buf, size_t len);
-
-/* Parse a size: a decimal number with an optional fraction and an
- * optional IEC unit, case-insensitive, optionally separated by spaces:
- * "4096", "4k", "4K", "4KiB", "4Ki", "1.5G", "2 GiB", "10B"; units K M G T
- * P E are powers of 1024.  SI spellings such as "2GB" are rejected to
- * avoid ambiguity.  A fraction is truncated to whole bytes.  Returns 0 and
- * sets *ret, -EINVAL (empty, negative, junk, unknown unit) or -ERANGE
- * (above UINT64_MAX); *ret is untouched on failure. */
-HO_EXPORT int ho_size_parse(const char *s, uint64_t *ret);
 
 #ifdef __cplusplus
 }
