@@ -374,6 +374,8 @@ void srv_arena_unref(srv_daemon *d, srv_arena_ref *r);
  * allocated until then.  Returns 0, -EINVAL, -ENOMEM, HO_E_INTERNAL; on
  * failure done is not called. */
 #define SRV_MOVE_PARTS_MAX 4
+/* Extents at least this large drop their pages on a worker when freed. */
+#define SRV_ASYNC_RELEASE_MIN (1ull << 20)
 typedef enum srv_move_kind {
     SRV_MOVE_SPILL,
     SRV_MOVE_WRITE,

@@ -269,10 +269,52 @@ static void release_resources(srv_daemon *d, srv_extent *x)
                 ho_strerror(rc));
 }
 
-void srv_extent_free_orphan(srv_daemon *d, srv_extent *x)
+static void dispose_dropped(srv_daemon *d, void *ctx, int rc, double us)
 {
+    srv_extent *x = ctx;
+    (void)us;
+    if (rc < 0)
+        srv_warn("extent %" PRIu64 ": dropping its pages on a worker "
+                 "failed (%s); releasing them on the loop", x->id,
+                 strerror(-rc));
+    release_resources(d, x); /* the mover holds the arena until we return */
+    free(x);
+}
+
+/* Free an extent that nobody references any more (its id is gone from the
+ * session and the id map) and the struct itself.  Dropping the pages of a
+ * large DDR-resident range costs tens of milliseconds (munlock + punch), so
+ * that part runs on a worker (SRV_MOVE_DROP).  The pool is uncharged at
+ * once -- what a client sees after its Free reply -- while the range stays
+ * reserved in its arena until the pages are gone, so it cannot be handed
+ * out again before.  Small extents and ranges already out of DDR are
+ * released at once. */
+static void dispose_extent(srv_daemon *d, srv_extent *x)
+{
+    tier_arena *a = x->arena->arena;
+    if (x->len >= SRV_ASYNC_RELEASE_MIN &&
+        tier_arena_is_evicted(a, x->off, x->len) == 0) {
+        srv_move_args m = {.kind = SRV_MOVE_DROP, .arena = x->arena,
+                           .off = x->off, .len = x->len};
+        if (srv_move_start(d, &m, dispose_dropped, x) == 0) {
+            if (x->flash_held)
+                tier_flash_release(d->flash[x->flash_idx], x->flash_off,
+                                   x->flash_len);
+            x->flash_held = false;
+            int rc = tier_arena_mark_evicted(a, x->off, x->len);
+            if (rc < 0)
+                srv_err("extent %" PRIu64 ": uncharge failed: %s (bug)",
+                        x->id, ho_strerror(rc));
+            return;
+        }
+    }
     release_resources(d, x);
     free(x);
+}
+
+void srv_extent_free_orphan(srv_daemon *d, srv_extent *x)
+{
+    dispose_extent(d, x);
 }
 
 static void unlink_extent(srv_session *s, srv_extent *x)
@@ -301,8 +343,7 @@ void srv_session_drop(srv_daemon *d, srv_session *s)
             x->prev = x->next = NULL;
             orphaned++;
         } else {
-            release_resources(d, x);
-            free(x);
+            dispose_extent(d, x);
             freed++;
         }
         x = next;
@@ -478,10 +519,9 @@ int srv_extent_free(srv_daemon *d, srv_session *s, uint64_t id,
     if (x->flash_held)
         s->usage.flash -= x->len;
     s->usage.extents--;
-    release_resources(d, x);
     srv_idmap_del(&d->extents, id);
     unlink_extent(s, x);
-    free(x);
+    dispose_extent(d, x);
     return 0;
 }
 
