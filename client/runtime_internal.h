@@ -44,6 +44,10 @@ struct ho_trace {
  * the last error of `c` when c is not NULL; returns `code`. */
 int hor_fail(ho_client *c, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* Write `obj` with `writer` to a temporary file renamed over `path`
+ * (runtime_trace.c); errors as hor_fail. */
+int hor_write_file(const char *path, const char *what,
+                   int (*writer)(FILE *f, const void *obj), const void *obj);
 
 /* Finish the trace (derive its access lists) when it is not finished yet.
  * HO_E_BAD_TRACE with the planner's sentence recorded. */

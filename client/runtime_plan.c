@@ -186,35 +186,16 @@ HO_EXPORT void ho_plan_get_info(const ho_plan *p, ho_plan_info *ret)
     *ret = p->info;
 }
 
+static int write_schedule(FILE *f, const void *obj)
+{
+    return plan_schedule_write_json(obj, f);
+}
+
 HO_EXPORT int ho_plan_save(const ho_plan *p, const char *path)
 {
-    int rc;
     if (!p || !path)
         return -EINVAL;
-    size_t n = strlen(path);
-    char *tmp = malloc(n + 16);
-    if (!tmp)
-        return -ENOMEM;
-    snprintf(tmp, n + 16, "%s.tmp", path);
-    FILE *f = fopen(tmp, "we");
-    if (!f) {
-        rc = -errno;
-        hor_fail(NULL, rc, "%s: %s", tmp, strerror(-rc));
-        goto out;
-    }
-    rc = plan_schedule_write_json(p->s, f);
-    if (fclose(f) != 0 && rc == 0)
-        rc = -errno;
-    if (rc == 0 && rename(tmp, path) != 0)
-        rc = -errno;
-    if (rc < 0) {
-        hor_fail(NULL, rc, "cannot write schedule %s: %s", path,
-                 ho_strerror(rc));
-        unlink(tmp);
-    }
-out:
-    free(tmp);
-    return rc;
+    return hor_write_file(path, "schedule", write_schedule, p->s);
 }
 
 HO_EXPORT ho_plan *ho_plan_free(ho_plan *p)

@@ -223,6 +223,11 @@ HO_EXPORT int ho_trace_load(const char *path, ho_trace **ret)
     return 0;
 }
 
+static int write_trace(FILE *f, const void *obj)
+{
+    return plan_trace_write_json(obj, f);
+}
+
 HO_EXPORT int ho_trace_save(const ho_trace *t, const char *path)
 {
     if (!t || !path)
@@ -230,6 +235,15 @@ HO_EXPORT int ho_trace_save(const ho_trace *t, const char *path)
     int rc = hor_trace_finish(t);
     if (rc < 0)
         return rc;
+    return hor_write_file(path, "trace", write_trace, t->pt);
+}
+
+/* Write through a temporary file renamed over `path`, so a reader never
+ * sees half a file.  `what` names the content in the error sentence. */
+int hor_write_file(const char *path, const char *what,
+                   int (*writer)(FILE *f, const void *obj), const void *obj)
+{
+    int rc;
     size_t n = strlen(path);
     char *tmp = malloc(n + 16);
     if (!tmp)
@@ -241,13 +255,13 @@ HO_EXPORT int ho_trace_save(const ho_trace *t, const char *path)
         hor_fail(NULL, rc, "%s: %s", tmp, strerror(-rc));
         goto out;
     }
-    rc = plan_trace_write_json(t->pt, f);
+    rc = writer(f, obj);
     if (fclose(f) != 0 && rc == 0)
         rc = -errno;
     if (rc == 0 && rename(tmp, path) != 0)
         rc = -errno;
     if (rc < 0) {
-        hor_fail(NULL, rc, "cannot write trace %s: %s", path,
+        hor_fail(NULL, rc, "cannot write %s %s: %s", what, path,
                  ho_strerror(rc));
         unlink(tmp);
     }

@@ -286,6 +286,14 @@ int srv_tier_stats(srv_daemon *d, Hyperoffload__TierStats ***ret_tiers,
 typedef struct srv_errbuf {
     char msg[512];
 } srv_errbuf;
+/* Write the sentence of a failure into e (session.c). */
+void srv_errf(srv_errbuf *e, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* A size for a message ("1.5 GiB"), in caller storage of 32 bytes. */
+static inline const char *srv_sz(uint64_t v, char buf[32])
+{
+    return ho_size_format(v, buf, 32);
+}
 
 /* Turn connection c into a session: checks, in this order, that c has no
  * session (HO_E_ALREADY), the job name (-EINVAL), the client name

@@ -21,19 +21,13 @@
 
 #include "log.h"
 
-static void ebuf(srv_errbuf *e, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void ebuf(srv_errbuf *e, const char *fmt, ...)
+
+void srv_errf(srv_errbuf *e, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
     va_end(ap);
-}
-
-static const char *sz(uint64_t v, char *buf)
-{
-    return ho_size_format(v, buf, 32);
 }
 
 /* ------------------------------------------------------------ quotas */
@@ -70,9 +64,9 @@ int srv_quota_check(srv_daemon *d, uint32_t uid, const char *job,
                 snprintf(who, sizeof(who), "uid %u", uid);
             else
                 snprintf(who, sizeof(who), "job %s", job);
-            ebuf(e, "%s more of %s would exceed the %s quota of %s (limit "
-                 "%s, %s in use)", sz(more, a), srv_tier_name(tier),
-                 srv_tier_name(tier), who, sz(limit, b), sz(used, c));
+            srv_errf(e, "%s more of %s would exceed the %s quota of %s (limit "
+                 "%s, %s in use)", srv_sz(more, a), srv_tier_name(tier),
+                 srv_tier_name(tier), who, srv_sz(limit, b), srv_sz(used, c));
             return HO_E_QUOTA;
         }
     }
@@ -109,7 +103,7 @@ static int arena_get(srv_daemon *d, uint32_t uid, const char *job,
     }
     srv_arena_ref *r = calloc(1, sizeof(*r));
     if (!r) {
-        ebuf(e, "out of memory");
+        srv_errf(e, "out of memory");
         return -ENOMEM;
     }
     char owner[SRV_JOB_MAX + 64], why[256] = "";
@@ -120,7 +114,7 @@ static int arena_get(srv_daemon *d, uint32_t uid, const char *job,
     r->arena = tier_arena_new(d->ddr, owner, why, sizeof(why));
     if (!r->arena) {
         free(r);
-        ebuf(e, "cannot create a DDR arena: %s", why[0] ? why : "failed");
+        srv_errf(e, "cannot create a DDR arena: %s", why[0] ? why : "failed");
         return -ENOMEM;
     }
     r->uid = uid;
@@ -160,33 +154,33 @@ int srv_session_register(srv_daemon *d, srv_conn *c,
     const char *name = req->client_name && *req->client_name
                            ? req->client_name : c->name;
     if (c->session) {
-        ebuf(e, "this connection already has session %" PRIu64,
+        srv_errf(e, "this connection already has session %" PRIu64,
              c->session->id);
         return HO_E_ALREADY;
     }
     if (*job && !srv_quota_job_valid(job)) {
-        ebuf(e, "job name '%.40s' is not 1..%d printable characters without "
+        srv_errf(e, "job name '%.40s' is not 1..%d printable characters without "
              "spaces", job, SRV_JOB_MAX);
         return -EINVAL;
     }
     if (!printable(name, SRV_MAX_NAME, true)) {
-        ebuf(e, "client name is longer than %d bytes or has control "
+        srv_errf(e, "client name is longer than %d bytes or has control "
              "characters", SRV_MAX_NAME);
         return -EINVAL;
     }
     uint32_t n_dev = tier_hbm_count(d->hbm);
     if (req->device < -1 || (req->device >= 0 && (uint32_t)req->device >= n_dev)) {
         if (n_dev)
-            ebuf(e, "device %d is not configured (devices 0..%u, or -1 for "
+            srv_errf(e, "device %d is not configured (devices 0..%u, or -1 for "
                  "none)", req->device, n_dev - 1);
         else
-            ebuf(e, "device %d is not configured (no devices; use -1)",
+            srv_errf(e, "device %d is not configured (no devices; use -1)",
                  req->device);
         return HO_E_UNKNOWN_DEVICE;
     }
     if (req->device < 0 && req->hbm_budget) {
-        ebuf(e, "an HBM budget of %s needs a device (device is -1)",
-             sz(req->hbm_budget, a));
+        srv_errf(e, "an HBM budget of %s needs a device (device is -1)",
+             srv_sz(req->hbm_budget, a));
         return HO_E_BUDGET;
     }
     int rc;
@@ -201,9 +195,9 @@ int srv_session_register(srv_daemon *d, srv_conn *c,
         uint64_t avail = dev->capacity - dev->reserve;
         uint64_t free_b = avail > granted ? avail - granted : 0;
         if (req->hbm_budget > free_b) {
-            ebuf(e, "HBM budget of %s (%" PRIu64 " bytes) exceeds the %s "
+            srv_errf(e, "HBM budget of %s (%" PRIu64 " bytes) exceeds the %s "
                  "(%" PRIu64 " bytes) free on device %d (%s)",
-                 sz(req->hbm_budget, a), req->hbm_budget, sz(free_b, b),
+                 srv_sz(req->hbm_budget, a), req->hbm_budget, srv_sz(free_b, b),
                  free_b, req->device, dev->name);
             return HO_E_BUDGET;
         }
@@ -211,7 +205,7 @@ int srv_session_register(srv_daemon *d, srv_conn *c,
 
     srv_session *s = calloc(1, sizeof(*s));
     if (!s) {
-        ebuf(e, "out of memory");
+        srv_errf(e, "out of memory");
         return -ENOMEM;
     }
     s->id = ++d->next_session_id;
@@ -232,8 +226,8 @@ int srv_session_register(srv_daemon *d, srv_conn *c,
         rc = tier_hbm_grant(d->hbm, (uint32_t)req->device, s->id,
                             req->hbm_budget);
         if (rc < 0) {
-            ebuf(e, "HBM budget of %s cannot be granted on device %d: %s",
-                 sz(req->hbm_budget, a), req->device, ho_strerror(rc));
+            srv_errf(e, "HBM budget of %s cannot be granted on device %d: %s",
+                 srv_sz(req->hbm_budget, a), req->device, ho_strerror(rc));
             srv_arena_unref(d, s->arena);
             free(s);
             return rc;
@@ -249,7 +243,7 @@ int srv_session_register(srv_daemon *d, srv_conn *c,
     c->session = s;
     srv_info("session %" PRIu64 " registered: '%s' pid %u uid %u job '%s' "
              "device %d hbm %s, arena %" PRIu64, s->id, s->name, s->pid,
-             s->uid, s->job, s->device, sz(s->hbm_granted, a),
+             s->uid, s->job, s->device, srv_sz(s->hbm_granted, a),
              tier_arena_id(s->arena->arena));
     *ret = s;
     return 0;
@@ -376,16 +370,16 @@ static int extent_alloc(srv_daemon *d, srv_session *s, uint64_t bytes,
     char a[32], b[32], c[32];
     uint64_t cap = d->cfg.ddr_capacity, align = d->cfg.ddr_alignment;
     if (bytes == 0) {
-        ebuf(e, "alloc of 0 bytes: the size must be positive");
+        srv_errf(e, "alloc of 0 bytes: the size must be positive");
         return HO_E_INVALID_SIZE;
     }
     if (bytes > cap) {
-        ebuf(e, "alloc of %s (%" PRIu64 " bytes) exceeds the DDR pool "
-             "capacity %s", sz(bytes, a), bytes, sz(cap, b));
+        srv_errf(e, "alloc of %s (%" PRIu64 " bytes) exceeds the DDR pool "
+             "capacity %s", srv_sz(bytes, a), bytes, srv_sz(cap, b));
         return HO_E_TOO_LARGE;
     }
     if (s->usage.extents >= d->cfg.max_extents) {
-        ebuf(e, "the session holds %" PRIu64 " extents, the limit "
+        srv_errf(e, "the session holds %" PRIu64 " extents, the limit "
              "(max_extents_per_session %u)", s->usage.extents,
              d->cfg.max_extents);
         return HO_E_QUOTA;
@@ -398,7 +392,7 @@ static int extent_alloc(srv_daemon *d, srv_session *s, uint64_t bytes,
         return rc;
     srv_extent *x = calloc(1, sizeof(*x));
     if (!x) {
-        ebuf(e, "out of memory");
+        srv_errf(e, "out of memory");
         return -ENOMEM;
     }
     uint64_t off = 0, got = 0;
@@ -421,23 +415,23 @@ static int extent_alloc(srv_daemon *d, srv_session *s, uint64_t bytes,
         tier_ddr_stats_get(d->ddr, &st);
         if (rc == HO_E_TIER_FULL && resident &&
             st.capacity - st.used < len)
-            ebuf(e, "no room for %s in the DDR pool (%s free of %s, largest "
-                 "free block %s)", sz(len, a),
-                 sz(st.capacity - st.used, b), sz(st.capacity, c),
+            srv_errf(e, "no room for %s in the DDR pool (%s free of %s, largest "
+                 "free block %s)", srv_sz(len, a),
+                 srv_sz(st.capacity - st.used, b), srv_sz(st.capacity, c),
                  ho_size_format(st.largest_free, (char[32]){0}, 32));
         else if (rc == HO_E_TIER_FULL)
-            ebuf(e, "no room for %s in the session's arena (its offset "
-                 "space of %s is taken)", sz(len, a),
-                 sz(tier_arena_map_size(s->arena->arena), b));
+            srv_errf(e, "no room for %s in the session's arena (its offset "
+                 "space of %s is taken)", srv_sz(len, a),
+                 srv_sz(tier_arena_map_size(s->arena->arena), b));
         else
-            ebuf(e, "alloc of %s failed: %s", sz(len, a), ho_strerror(rc));
+            srv_errf(e, "alloc of %s failed: %s", srv_sz(len, a), ho_strerror(rc));
         return rc;
     }
     x->id = ++d->next_extent_id;
     if (srv_idmap_put(&d->extents, x->id, x) < 0) {
         tier_arena_release(s->arena->arena, off, got);
         free(x);
-        ebuf(e, "out of memory");
+        srv_errf(e, "out of memory");
         return -ENOMEM;
     }
     x->owner = s;
@@ -493,7 +487,7 @@ static srv_extent *owned_extent(srv_daemon *d, srv_session *s, uint64_t id,
 {
     srv_extent *x = srv_idmap_get(&d->extents, id);
     if (!x || x->owner != s) {
-        ebuf(e, "extent %" PRIu64 " does not belong to this session", id);
+        srv_errf(e, "extent %" PRIu64 " does not belong to this session", id);
         return NULL;
     }
     return x;
@@ -506,12 +500,12 @@ int srv_extent_free(srv_daemon *d, srv_session *s, uint64_t id,
     if (!x)
         return HO_E_UNKNOWN_EXTENT;
     if (x->staged) {
-        ebuf(e, "extent %" PRIu64 " is a host copy of the session's replay; "
+        srv_errf(e, "extent %" PRIu64 " is a host copy of the session's replay; "
              "it is freed with the replay", id);
         return HO_E_STATE;
     }
     if (x->state == SRV_EXT_SPILLING || x->state == SRV_EXT_FILLING) {
-        ebuf(e, "extent %" PRIu64 " has a move in flight", id);
+        srv_errf(e, "extent %" PRIu64 " has a move in flight", id);
         return HO_E_BUSY;
     }
     if (x->state == SRV_EXT_DDR)
@@ -626,7 +620,7 @@ static void move_done(srv_daemon *d, void *ctx, int rc, double us)
         char lenbuf[32];
         srv_debug("extent %" PRIu64 ": %s of %s done: %.1f ms of I/O "
                   "(%.2f GB/s), %.1f ms in all, %.2f ms on the loop", x->id,
-                  spill ? "spill" : "fill", sz(x->len, lenbuf), us / 1e3,
+                  spill ? "spill" : "fill", srv_sz(x->len, lenbuf), us / 1e3,
                   us > 0 ? (double)x->len / us / 1e3 : 0.0,
                   (double)(t0 - j->t_start) / 1e3,
                   (double)(now_us() - t0) / 1e3);
@@ -667,15 +661,15 @@ int srv_flash_alloc(srv_daemon *d, srv_extent *x, srv_errbuf *e)
                 largest = st.largest_free;
         }
         if (rc == HO_E_TOO_LARGE)
-            ebuf(e, "spill of %s exceeds the capacity of every flash "
-                 "file", sz(x->len, a));
+            srv_errf(e, "spill of %s exceeds the capacity of every flash "
+                 "file", srv_sz(x->len, a));
         else if (rc == HO_E_TIER_FULL)
-            ebuf(e, "no room for %s on the flash tier (%s free of %s, "
-                 "largest free block %s)", sz(x->len, a), sz(free_b, b),
-                 sz(capacity, c), ho_size_format(largest, (char[32]){0},
+            srv_errf(e, "no room for %s on the flash tier (%s free of %s, "
+                 "largest free block %s)", srv_sz(x->len, a), srv_sz(free_b, b),
+                 srv_sz(capacity, c), ho_size_format(largest, (char[32]){0},
                                                   32));
         else
-            ebuf(e, "flash allocation failed: %s", ho_strerror(rc));
+            srv_errf(e, "flash allocation failed: %s", ho_strerror(rc));
     }
     return rc;
 }
@@ -686,7 +680,7 @@ int srv_extent_move(srv_daemon *d, srv_session *s, uint64_t id, int dir,
     char a[32], b[32], c[32];
     if (dir != HYPEROFFLOAD__MOVE_DIRECTION__MOVE_SPILL &&
         dir != HYPEROFFLOAD__MOVE_DIRECTION__MOVE_FILL) {
-        ebuf(e, "move direction %d is neither MOVE_SPILL (1) nor MOVE_FILL "
+        srv_errf(e, "move direction %d is neither MOVE_SPILL (1) nor MOVE_FILL "
              "(2)", dir);
         return -EINVAL;
     }
@@ -694,31 +688,31 @@ int srv_extent_move(srv_daemon *d, srv_session *s, uint64_t id, int dir,
     if (!x)
         return HO_E_UNKNOWN_EXTENT;
     if (x->staged) {
-        ebuf(e, "extent %" PRIu64 " is a host copy of the session's replay; "
+        srv_errf(e, "extent %" PRIu64 " is a host copy of the session's replay; "
              "the daemon moves it", id);
         return HO_E_STATE;
     }
     if (x->state == SRV_EXT_SPILLING || x->state == SRV_EXT_FILLING) {
-        ebuf(e, "extent %" PRIu64 " has a move in flight", id);
+        srv_errf(e, "extent %" PRIu64 " has a move in flight", id);
         return HO_E_BUSY;
     }
     bool spill = dir == HYPEROFFLOAD__MOVE_DIRECTION__MOVE_SPILL;
     move_job *j = calloc(1, sizeof(*j));
     if (!j) {
-        ebuf(e, "out of memory");
+        srv_errf(e, "out of memory");
         return -ENOMEM;
     }
     int rc;
     srv_move_args ma = {.arena = x->arena, .off = x->off, .len = x->len};
     if (spill) {
         if (x->state != SRV_EXT_DDR) {
-            ebuf(e, "extent %" PRIu64 " is on flash; only an extent in DDR "
+            srv_errf(e, "extent %" PRIu64 " is on flash; only an extent in DDR "
                  "can be spilled", id);
             rc = HO_E_STATE;
             goto fail;
         }
         if (d->n_flash == 0) {
-            ebuf(e, "no flash tier is configured");
+            srv_errf(e, "no flash tier is configured");
             rc = HO_E_UNSUPPORTED;
             goto fail;
         }
@@ -733,7 +727,7 @@ int srv_extent_move(srv_daemon *d, srv_session *s, uint64_t id, int dir,
         ma.kind = SRV_MOVE_SPILL;
     } else {
         if (x->state != SRV_EXT_FLASH) {
-            ebuf(e, "extent %" PRIu64 " is in DDR; only a spilled extent can "
+            srv_errf(e, "extent %" PRIu64 " is in DDR; only a spilled extent can "
                  "be filled", id);
             rc = HO_E_STATE;
             goto fail;
@@ -754,11 +748,11 @@ int srv_extent_move(srv_daemon *d, srv_session *s, uint64_t id, int dir,
             tier_ddr_stats st;
             tier_ddr_stats_get(d->ddr, &st);
             if (rc == HO_E_TIER_FULL)
-                ebuf(e, "no room to fill %s back into the DDR pool (%s free "
-                     "of %s)", sz(x->len, a), sz(st.capacity - st.used, b),
-                     sz(st.capacity, c));
+                srv_errf(e, "no room to fill %s back into the DDR pool (%s free "
+                     "of %s)", srv_sz(x->len, a), srv_sz(st.capacity - st.used, b),
+                     srv_sz(st.capacity, c));
             else
-                ebuf(e, "fill of %s failed: %s", sz(x->len, a),
+                srv_errf(e, "fill of %s failed: %s", srv_sz(x->len, a),
                      ho_strerror(rc));
             goto fail;
         }
@@ -783,7 +777,7 @@ int srv_extent_move(srv_daemon *d, srv_session *s, uint64_t id, int dir,
             s->usage.ddr -= x->len;
             x->state = SRV_EXT_FLASH;
         }
-        ebuf(e, "cannot start the move: %s", ho_strerror(rc));
+        srv_errf(e, "cannot start the move: %s", ho_strerror(rc));
         rc = HO_E_INTERNAL;
         goto fail;
     }

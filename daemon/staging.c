@@ -125,20 +125,6 @@ struct srv_stage {
     uv_timer_t timer;
 };
 
-static void ebuf(srv_errbuf *e, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void ebuf(srv_errbuf *e, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
-    va_end(ap);
-}
-
-static const char *sz(uint64_t v, char *buf)
-{
-    return ho_size_format(v, buf, 32);
-}
 
 /* ------------------------------------------------------------ plan memo */
 
@@ -961,13 +947,13 @@ static int check_slots(srv_daemon *d, srv_session *s,
     size_t n = req->n_slots;
     uint64_t align = d->cfg.ddr_alignment;
     if (n > HO_CTL_MAX_SLOTS || n > t->n_storages) {
-        ebuf(e, "%zu slots: the plan's trace has %u storages (and a replay "
+        srv_errf(e, "%zu slots: the plan's trace has %u storages (and a replay "
              "at most %u slots)", n, t->n_storages, HO_CTL_MAX_SLOTS);
         return -E2BIG;
     }
     uint64_t old = s->stage ? s->stage->n_slots : 0;
     if (s->usage.extents - old + n > d->cfg.max_extents) {
-        ebuf(e, "%zu host copies would take the session to %" PRIu64
+        srv_errf(e, "%zu host copies would take the session to %" PRIu64
              " extents, above the limit (max_extents_per_session %u)", n,
              s->usage.extents - old + n, d->cfg.max_extents);
         return HO_E_QUOTA;
@@ -977,7 +963,7 @@ static int check_slots(srv_daemon *d, srv_session *s,
     stage_slot *slots = calloc(n ? n : 1, sizeof(*slots));
     int rc = 0;
     if (!needed || !seen || !slots) {
-        ebuf(e, "out of memory");
+        srv_errf(e, "out of memory");
         rc = -ENOMEM;
         goto fail;
     }
@@ -988,36 +974,36 @@ static int check_slots(srv_daemon *d, srv_session *s,
         uint64_t id = ss ? ss->storage_id : 0, bytes = ss ? ss->bytes : 0;
         uint32_t k = plan_trace_find(t, id);
         if (k == PLAN_NONE) {
-            ebuf(e, "slots[%zu]: storage %" PRIu64 " is not in the plan's "
+            srv_errf(e, "slots[%zu]: storage %" PRIu64 " is not in the plan's "
                  "trace", i, id);
             rc = -ENOENT;
             goto fail;
         }
         if (!needed[k]) {
-            ebuf(e, "slots[%zu]: storage %" PRIu64 " needs no host copy: the "
+            srv_errf(e, "slots[%zu]: storage %" PRIu64 " needs no host copy: the "
                  "schedule never stores it and it does not start on host",
                  i, id);
             rc = -EINVAL;
             goto fail;
         }
         if (bytes != t->storages[k].bytes) {
-            ebuf(e, "slots[%zu]: storage %" PRIu64 " has %" PRIu64 " bytes "
+            srv_errf(e, "slots[%zu]: storage %" PRIu64 " has %" PRIu64 " bytes "
                  "in the trace, the slot says %" PRIu64, i, id,
                  t->storages[k].bytes, bytes);
             rc = HO_E_INVALID_SIZE;
             goto fail;
         }
         if (seen[k]) {
-            ebuf(e, "slots[%zu]: storage %" PRIu64 " is listed twice", i, id);
+            srv_errf(e, "slots[%zu]: storage %" PRIu64 " is listed twice", i, id);
             rc = -EEXIST;
             goto fail;
         }
         seen[k] = 1;
         if (bytes > d->cfg.ddr_capacity) {
             char a[32], b[32];
-            ebuf(e, "slots[%zu]: storage %" PRIu64 " of %s exceeds the DDR "
-                 "pool capacity %s", i, id, sz(bytes, a),
-                 sz(d->cfg.ddr_capacity, b));
+            srv_errf(e, "slots[%zu]: storage %" PRIu64 " of %s exceeds the DDR "
+                 "pool capacity %s", i, id, srv_sz(bytes, a),
+                 srv_sz(d->cfg.ddr_capacity, b));
             rc = HO_E_TOO_LARGE;
             goto fail;
         }
@@ -1030,7 +1016,7 @@ static int check_slots(srv_daemon *d, srv_session *s,
     }
     for (uint32_t k = 0; k < t->n_storages; k++)
         if (needed[k] && !seen[k]) {
-            ebuf(e, "storage %" PRIu64 " needs a host copy (%s) but has no "
+            srv_errf(e, "storage %" PRIu64 " needs a host copy (%s) but has no "
                  "slot", t->storages[k].id,
                  t->storages[k].initial == PLAN_INIT_HOST
                      ? "it starts on host" : "the schedule stores it");
@@ -1091,7 +1077,7 @@ static int make_region(srv_stage *st, srv_errbuf *e)
     return 0;
 sys_fail:;
     int rc = -errno;
-    ebuf(e, "cannot create the control region (%" PRIu64 " bytes): %s",
+    srv_errf(e, "cannot create the control region (%" PRIu64 " bytes): %s",
          st->ctl_size, strerror(errno));
     return rc;
 }
@@ -1233,7 +1219,7 @@ static int install(srv_daemon *d, srv_conn *c, uint64_t rid,
         free(work);
         free(slots);
         plan_staging_free(plan);
-        ebuf(e, "out of memory");
+        srv_errf(e, "out of memory");
         return -ENOMEM;
     }
     st->d = d;
@@ -1254,7 +1240,7 @@ static int install(srv_daemon *d, srv_conn *c, uint64_t rid,
     st->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (st->efd < 0) {
         rc = -errno;
-        ebuf(e, "eventfd: %s", strerror(errno));
+        srv_errf(e, "eventfd: %s", strerror(errno));
         goto fail;
     }
     rc = alloc_slots(d, s, st, e);
@@ -1268,7 +1254,7 @@ static int install(srv_daemon *d, srv_conn *c, uint64_t rid,
     rc = uv_poll_init(&d->loop, &st->poll, st->efd);
     if (rc < 0) {
         free_new_slots(d, s, st);
-        ebuf(e, "cannot watch the eventfd: %s", uv_strerror(rc));
+        srv_errf(e, "cannot watch the eventfd: %s", uv_strerror(rc));
         rc = HO_E_INTERNAL;
         goto fail;
     }
@@ -1289,7 +1275,7 @@ static int install(srv_daemon *d, srv_conn *c, uint64_t rid,
     publish_slots(st);
     srv_info("session %" PRIu64 ": replay installed: %u host copies, %s, "
              "DDR limit %s, %u staging actions and %u milestones per step",
-             s->id, st->n_slots, sz(total, a), sz(limit, b),
+             s->id, st->n_slots, srv_sz(total, a), srv_sz(limit, b),
              plan ? plan->n_actions : 0, plan ? plan->n_milestones : 0);
     reply_stage(c, rid, st);
     return 0;
@@ -1440,7 +1426,7 @@ void srv_handle_stage(srv_daemon *d, srv_conn *c, uint64_t rid,
         srv_reply_error(c, rid, HO_E_UNSUPPORTED, "the host copies take %s, "
                         "above the %s the session may hold in DDR, and no "
                         "flash tier is configured to stage them",
-                        sz(total, a), sz(limit, b));
+                        srv_sz(total, a), srv_sz(limit, b));
         return;
     }
     /* Plan the staging on a worker (it runs the planner). */
