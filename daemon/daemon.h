@@ -334,9 +334,13 @@ void srv_extent_free_orphan(srv_daemon *d, srv_extent *x);
  * orphaned (owner = NULL) and freed by the move when it completes. */
 void srv_extent_discard(srv_daemon *d, srv_session *s, srv_extent *x);
 /* Free extent `id` of the session wherever it lives.  HO_E_UNKNOWN_EXTENT
- * (not the session's), HO_E_BUSY (move in flight). */
+ * (not the session's), HO_E_BUSY (move in flight).  Returns 0 when done
+ * (the caller answers), 1 when a large range's pages are released on a
+ * worker first: the Ok reply to `request_id` is then sent when that is
+ * done, so a client that got its reply sees the extent gone from every
+ * figure. */
 int srv_extent_free(srv_daemon *d, srv_session *s, uint64_t id,
-                    srv_errbuf *e);
+                    uint64_t request_id, srv_errbuf *e);
 /* Start a move of extent `id` (dir: HYPEROFFLOAD__MOVE_DIRECTION_*).  On
  * 0 the I/O runs on a worker and the MoveReply or Error (request_id) is
  * sent to the session's connection when it completes.  Errors now:

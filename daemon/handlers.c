@@ -86,10 +86,10 @@ static void handle_free(srv_daemon *d, srv_conn *c, uint64_t rid,
     if (!need_session(c, rid, "free"))
         return;
     srv_errbuf e;
-    int rc = srv_extent_free(d, c->session, req->extent_id, &e);
+    int rc = srv_extent_free(d, c->session, req->extent_id, rid, &e);
     if (rc < 0)
         srv_reply_error(c, rid, rc, "%s", e.msg);
-    else
+    else if (rc == 0)
         srv_reply_ok(c, rid);
 }
 

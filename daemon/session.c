@@ -263,34 +263,52 @@ static void release_resources(srv_daemon *d, srv_extent *x)
                 ho_strerror(rc));
 }
 
+typedef struct dispose_job {
+    srv_extent *x;           /* owned until released */
+    uint64_t conn_id;        /* FreeRequest to answer when done, 0 none */
+    uint64_t request_id;
+} dispose_job;
+
 static void dispose_dropped(srv_daemon *d, void *ctx, int rc, double us)
 {
-    srv_extent *x = ctx;
+    dispose_job *j = ctx;
+    srv_extent *x = j->x;
     (void)us;
     if (rc < 0)
         srv_warn("extent %" PRIu64 ": dropping its pages on a worker "
                  "failed (%s); releasing them on the loop", x->id,
                  strerror(-rc));
     release_resources(d, x); /* the mover holds the arena until we return */
+    if (j->conn_id) {
+        srv_conn *c = srv_conn_find(d, j->conn_id);
+        if (c && c->state == SRV_CONN_READY)
+            srv_reply_ok(c, j->request_id);
+    }
     free(x);
+    free(j);
 }
 
 /* Free an extent that nobody references any more (its id is gone from the
  * session and the id map) and the struct itself.  Dropping the pages of a
  * large DDR-resident range costs tens of milliseconds (munlock + punch), so
- * that part runs on a worker (SRV_MOVE_DROP).  The pool is uncharged at
- * once -- what a client sees after its Free reply -- while the range stays
- * reserved in its arena until the pages are gone, so it cannot be handed
- * out again before.  Small extents and ranges already out of DDR are
- * released at once. */
-static void dispose_extent(srv_daemon *d, srv_extent *x)
+ * that part runs on a worker (SRV_MOVE_DROP): the pool is uncharged at
+ * once, the range stays reserved in its arena until the pages are gone,
+ * and then the FreeRequest `request_id` of connection `conn_id` (0: none)
+ * is answered.  Returns 1 when the release went to a worker (the reply
+ * follows), 0 when it was done here (small extents, ranges already out of
+ * DDR, or no worker could be started). */
+static int dispose_extent(srv_daemon *d, srv_extent *x, uint64_t conn_id,
+                          uint64_t request_id)
 {
     tier_arena *a = x->arena->arena;
+    dispose_job *j;
     if (x->len >= SRV_ASYNC_RELEASE_MIN &&
-        tier_arena_is_evicted(a, x->off, x->len) == 0) {
+        tier_arena_is_evicted(a, x->off, x->len) == 0 &&
+        (j = malloc(sizeof(*j))) != NULL) {
+        *j = (dispose_job){x, conn_id, request_id};
         srv_move_args m = {.kind = SRV_MOVE_DROP, .arena = x->arena,
                            .off = x->off, .len = x->len};
-        if (srv_move_start(d, &m, dispose_dropped, x) == 0) {
+        if (srv_move_start(d, &m, dispose_dropped, j) == 0) {
             if (x->flash_held)
                 tier_flash_release(d->flash[x->flash_idx], x->flash_off,
                                    x->flash_len);
@@ -299,16 +317,18 @@ static void dispose_extent(srv_daemon *d, srv_extent *x)
             if (rc < 0)
                 srv_err("extent %" PRIu64 ": uncharge failed: %s (bug)",
                         x->id, ho_strerror(rc));
-            return;
+            return 1;
         }
+        free(j);
     }
     release_resources(d, x);
     free(x);
+    return 0;
 }
 
 void srv_extent_free_orphan(srv_daemon *d, srv_extent *x)
 {
-    dispose_extent(d, x);
+    dispose_extent(d, x, 0, 0);
 }
 
 static void unlink_extent(srv_session *s, srv_extent *x)
@@ -337,7 +357,7 @@ void srv_session_drop(srv_daemon *d, srv_session *s)
             x->prev = x->next = NULL;
             orphaned++;
         } else {
-            dispose_extent(d, x);
+            dispose_extent(d, x, 0, 0);
             freed++;
         }
         x = next;
@@ -494,7 +514,7 @@ static srv_extent *owned_extent(srv_daemon *d, srv_session *s, uint64_t id,
 }
 
 int srv_extent_free(srv_daemon *d, srv_session *s, uint64_t id,
-                    srv_errbuf *e)
+                    uint64_t request_id, srv_errbuf *e)
 {
     srv_extent *x = owned_extent(d, s, id, e);
     if (!x)
@@ -515,8 +535,7 @@ int srv_extent_free(srv_daemon *d, srv_session *s, uint64_t id,
     s->usage.extents--;
     srv_idmap_del(&d->extents, id);
     unlink_extent(s, x);
-    dispose_extent(d, x);
-    return 0;
+    return dispose_extent(d, x, s->conn ? s->conn->id : 0, request_id);
 }
 
 /* ------------------------------------------------------------ moves */
