@@ -38,8 +38,6 @@
 
 #include "bench_common.h"
 
-#define IO_CHUNK (8u << 20)
-
 typedef struct opts {
     const char *socket;
     const char *dir;
@@ -57,33 +55,33 @@ static char work[PATH_MAX];
 static ho_trace *empty_trace(unsigned n_ops)
 {
     ho_trace *t = NULL;
-    br_check(NULL, ho_trace_new("empty-ops", NULL, &t), "trace");
-    br_check(NULL, ho_trace_add_storage(t, 1, 4096, HO_KIND_PARAM,
-                                        HO_INITIAL_DEVICE,
-                                        HO_STORAGE_RETAINED), "storage");
+    bench_check(NULL, ho_trace_new("empty-ops", NULL, &t), "trace");
+    bench_check(NULL, ho_trace_add_storage(t, 1, 4096, HO_KIND_PARAM,
+                                           HO_INITIAL_DEVICE,
+                                           HO_STORAGE_RETAINED), "storage");
     uint64_t r = 1;
     for (unsigned i = 0; i < n_ops; i++)
-        br_check(NULL, ho_trace_add_op(t, "op", 1.0, &r, 1, NULL, 0), "op");
+        bench_check(NULL, ho_trace_add_op(t, "op", 1.0, &r, 1, NULL, 0), "op");
     return t;
 }
 
 /* Median ns per op of whole steps of `r` (hooks only, no compute). */
 static double per_op_ns(ho_replay *r, unsigned n_ops, unsigned repeats)
 {
-    double v[BR_MAX_REPEATS];
+    double v[BENCH_MAX_REPEATS];
     for (unsigned k = 0; k <= repeats; k++) {
-        double t0 = br_now();
-        br_check(NULL, ho_step_begin(r), "step begin");
+        double t0 = bench_now();
+        bench_check(NULL, ho_step_begin(r), "step begin");
         for (uint32_t op = 0; op < n_ops; op++) {
             if (ho_op_begin(r, op) < 0 || ho_op_end(r, op) < 0)
-                br_die("op %u: %s", op, ho_runtime_last_error());
+                bench_die("op %u: %s", op, ho_runtime_last_error());
         }
-        br_check(NULL, ho_step_end(r, NULL), "step end");
-        double t1 = br_now();
+        bench_check(NULL, ho_step_end(r, NULL), "step end");
+        double t1 = bench_now();
         if (k > 0)
             v[k - 1] = (t1 - t0) * 1e9 / n_ops;
     }
-    return br_median(v, repeats);
+    return bench_median(v, repeats);
 }
 
 static void overhead_empty(ho_client *c, const opts *o, double *ret_local,
@@ -91,17 +89,18 @@ static void overhead_empty(ho_client *c, const opts *o, double *ret_local,
 {
     ho_trace *t = empty_trace(o->ops);
     ho_device *dev = NULL;
-    br_check(NULL, ho_device_open("host", 0, 1 << 20, &dev), "device");
+    bench_check(NULL, ho_device_open("host", 0, 1 << 20, &dev), "device");
 
     ho_plan *p = br_local_plan(t, 1 << 20, "none", work);
     ho_replay *r = NULL;
-    br_check(NULL, ho_replay_new(NULL, dev, t, p, NULL, &r), "local replay");
+    bench_check(NULL, ho_replay_new(NULL, dev, t, p, NULL, &r),
+                "local replay");
     *ret_local = per_op_ns(r, o->ops, o->repeats);
     ho_replay_free(r);
     ho_plan_free(p);
 
-    br_check(c, ho_plan_request(c, t, 1 << 20, "none", &p), "plan");
-    br_check(c, ho_replay_new(c, dev, t, p, NULL, &r), "daemon replay");
+    bench_check(c, ho_plan_request(c, t, 1 << 20, "none", &p), "plan");
+    bench_check(c, ho_replay_new(c, dev, t, p, NULL, &r), "daemon replay");
     *ret_daemon = per_op_ns(r, o->ops, o->repeats);
     ho_replay_free(r);
     ho_plan_free(p);
@@ -125,14 +124,14 @@ static void overhead_real(ho_client *c, const opts *o, real_result *res)
     plan_trace *pt = NULL;
     char err[256], path[PATH_MAX + 32];
     if (plan_gen_random(&cfg, &pt, err, sizeof(err)) < 0)
-        br_die("generator: %s", err);
+        bench_die("generator: %s", err);
     snprintf(path, sizeof(path), "%s/real-trace.json", work);
     FILE *f = fopen(path, "w");
     if (!f || plan_trace_write_json(pt, f) < 0 || fclose(f) != 0)
-        br_die("cannot write %s", path);
+        bench_die("cannot write %s", path);
     plan_trace_summary sm;
     if (plan_trace_summarize(pt, &sm) < 0)
-        br_die("summary");
+        bench_die("summary");
     uint64_t budget = sm.max_op_working_set +
                       (sm.no_offload_peak - sm.max_op_working_set) / 2;
     plan_schedule *s = NULL;
@@ -144,31 +143,32 @@ static void overhead_real(ho_client *c, const opts *o, real_result *res)
     plan_trace_free(pt);
 
     ho_trace *t = NULL;
-    br_check(NULL, ho_trace_load(path, &t), "load trace");
+    bench_check(NULL, ho_trace_load(path, &t), "load trace");
     unlink(path);
     ho_plan *p = NULL;
-    br_check(c, ho_plan_request(c, t, budget, NULL, &p), "plan");
+    bench_check(c, ho_plan_request(c, t, budget, NULL, &p), "plan");
     ho_plan_info info;
     ho_plan_get_info(p, &info);
     ho_device *dev = NULL;
-    br_check(NULL, ho_device_open("host", 0, budget, &dev), "device");
+    bench_check(NULL, ho_device_open("host", 0, budget, &dev), "device");
     ho_replay *r = NULL;
-    br_check(c, ho_replay_new(c, dev, t, p, NULL, &r), "replay");
-    double ov[BR_MAX_REPEATS], wall[BR_MAX_REPEATS], exp[BR_MAX_REPEATS];
+    bench_check(c, ho_replay_new(c, dev, t, p, NULL, &r), "replay");
+    double ov[BENCH_MAX_REPEATS], wall[BENCH_MAX_REPEATS],
+        exp[BENCH_MAX_REPEATS];
     uint32_t n_ops = ho_trace_ops(t);
     for (unsigned k = 0; k <= o->repeats; k++) {
         ho_step_info si;
-        br_check(NULL, ho_step_begin(r), "step begin");
+        bench_check(NULL, ho_step_begin(r), "step begin");
         for (uint32_t op = 0; op < n_ops; op++)
             if (ho_op_begin(r, op) < 0 || ho_op_end(r, op) < 0)
-                br_die("op %u: %s", op, ho_runtime_last_error());
-        br_check(NULL, ho_step_end(r, &si), "step end");
+                bench_die("op %u: %s", op, ho_runtime_last_error());
+        bench_check(NULL, ho_step_end(r, &si), "step end");
         if (si.h2d_bytes != info.h2d_bytes || si.d2h_bytes != info.d2h_bytes)
-            br_die("the step moved %llu/%llu bytes, the plan %llu/%llu",
-                   (unsigned long long)si.h2d_bytes,
-                   (unsigned long long)si.d2h_bytes,
-                   (unsigned long long)info.h2d_bytes,
-                   (unsigned long long)info.d2h_bytes);
+            bench_die("the step moved %llu/%llu bytes, the plan %llu/%llu",
+                      (unsigned long long)si.h2d_bytes,
+                      (unsigned long long)si.d2h_bytes,
+                      (unsigned long long)info.h2d_bytes,
+                      (unsigned long long)info.d2h_bytes);
         if (k == 0)
             continue;
         ov[k - 1] = (si.wall_us - si.exposed_us) * 1e3 / n_ops;
@@ -182,9 +182,9 @@ static void overhead_real(ho_client *c, const opts *o, real_result *res)
     res->no_offload_peak = info.no_offload_peak;
     res->h2d = info.h2d_bytes;
     res->d2h = info.d2h_bytes;
-    res->overhead_ns = br_median(ov, o->repeats);
-    res->wall_ms = br_median(wall, o->repeats);
-    res->exposed_ms = br_median(exp, o->repeats);
+    res->overhead_ns = bench_median(ov, o->repeats);
+    res->wall_ms = bench_median(wall, o->repeats);
+    res->exposed_ms = bench_median(exp, o->repeats);
     res->predicted_exposed_ms = info.exposed_us / 1e3;
     ho_replay_free(r);
     ho_device_close(dev);
@@ -194,17 +194,17 @@ static void overhead_real(ho_client *c, const opts *o, real_result *res)
 
 static double stats_rtt_us(ho_client *c, const opts *o)
 {
-    double v[BR_MAX_REPEATS];
+    double v[BENCH_MAX_REPEATS];
     unsigned n = o->ops / 5 ? o->ops / 5 : 1;
     for (unsigned k = 0; k <= o->repeats; k++) {
-        double t0 = br_now();
+        double t0 = bench_now();
         for (unsigned i = 0; i < n; i++)
-            br_check(c, ho_stats(c, NULL, 0, NULL, NULL), "stats");
-        double t1 = br_now();
+            bench_check(c, ho_stats(c, NULL, 0, NULL, NULL), "stats");
+        double t1 = bench_now();
         if (k > 0)
             v[k - 1] = (t1 - t0) * 1e6 / n;
     }
-    return br_median(v, o->repeats);
+    return bench_median(v, o->repeats);
 }
 
 /* ------------------------------------------------------------ bandwidth */
@@ -221,11 +221,11 @@ static void *mc_main(void *arg)
 {
     mc_job *j = arg;
     pthread_barrier_wait(j->go);
-    double t0 = br_now();
+    double t0 = bench_now();
     for (unsigned i = 0; i < j->n; i++)
         memcpy(j->dst + (uint64_t)i * j->big, j->src + (uint64_t)i * j->big,
                (size_t)j->big);
-    j->secs = br_now() - t0;
+    j->secs = bench_now() - t0;
     return NULL;
 }
 
@@ -234,8 +234,8 @@ static uint8_t *prefaulted(uint64_t len)
     void *p = mmap(NULL, (size_t)len, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
     if (p == MAP_FAILED)
-        br_die("mmap of %llu bytes: %s", (unsigned long long)len,
-               strerror(errno));
+        bench_die("mmap of %llu bytes: %s", (unsigned long long)len,
+                  strerror(errno));
     memset(p, 0x11, (size_t)len);
     return p;
 }
@@ -276,21 +276,21 @@ static void replay_bw(ho_client *c, const opts *o, int mode, double *ret_pool,
     uint64_t cap = mode == BR_BOTH ? 2 * per_set : per_set;
     ho_trace *t = br_bw_trace(mode, n, o->big);
     ho_plan *p = NULL;
-    br_check(c, ho_plan_request(c, t, cap, "none", &p), "plan");
+    bench_check(c, ho_plan_request(c, t, cap, "none", &p), "plan");
     ho_device *dev = NULL;
-    br_check(NULL, ho_device_open("host", 0, cap, &dev), "device");
+    bench_check(NULL, ho_device_open("host", 0, cap, &dev), "device");
     ho_replay *r = NULL;
-    br_check(c, ho_replay_new(c, dev, t, p, NULL, &r), "replay");
+    bench_check(c, ho_replay_new(c, dev, t, p, NULL, &r), "replay");
     void *buf = malloc(o->big);
     if (!buf)
-        br_die("out of memory");
+        bench_die("out of memory");
     memset(buf, 0x5a, o->big);
     br_touch(r, mode, n, o->big, buf);
     free(buf);
     unsigned threads = mode == BR_BOTH ? 2 : 1;
     uint8_t *src = prefaulted(per_set * threads);
     uint8_t *dst = prefaulted(per_set * threads);
-    double v[BR_MAX_REPEATS], m[BR_MAX_REPEATS];
+    double v[BENCH_MAX_REPEATS], m[BENCH_MAX_REPEATS];
     uint64_t bytes = mode == BR_BOTH ? 2 * per_set : per_set;
     for (unsigned k = 0; k <= o->repeats; k++) {
         double s = br_bw_step(r, mode, n);
@@ -306,65 +306,11 @@ static void replay_bw(ho_client *c, const opts *o, int mode, double *ret_pool,
     ho_device_close(dev);
     ho_plan_free(p);
     ho_trace_free(t);
-    *ret_pool = br_median(v, o->repeats);
-    *ret_memcpy = br_median(m, o->repeats);
+    *ret_pool = bench_median(v, o->repeats);
+    *ret_memcpy = bench_median(m, o->repeats);
 }
 
 /* ------------------------------------------------------------ flash */
-
-/* O_DIRECT file of flash_big bytes in `dir` (unlinked) for the baseline;
- * -1 with why filled when O_DIRECT is refused. */
-static int odirect_open(const char *dir, uint64_t big, char *why,
-                        size_t whylen)
-{
-    char path[PATH_MAX + 32];
-    snprintf(path, sizeof(path), "%s/bench-odirect-XXXXXX", dir);
-    int fd = mkstemp(path);
-    if (fd < 0) {
-        snprintf(why, whylen, "mkstemp: %s", strerror(errno));
-        return -1;
-    }
-    close(fd);
-    fd = open(path, O_RDWR | O_DIRECT | O_CLOEXEC);
-    unlink(path);
-    if (fd < 0) {
-        snprintf(why, whylen, "O_DIRECT refused: %s", strerror(errno));
-        return -1;
-    }
-    if (posix_fallocate(fd, 0, (off_t)big) != 0) {
-        close(fd);
-        snprintf(why, whylen, "fallocate failed");
-        return -1;
-    }
-    return fd;
-}
-
-/* One sequential O_DIRECT write then read of big bytes in IO_CHUNK
- * pieces; GB/s of each.  0 or -1. */
-static int odirect_pass(int fd, uint8_t *buf, uint64_t big, double *ret_w,
-                        double *ret_r)
-{
-    double t0 = br_now();
-    for (uint64_t off = 0; off < big;) {
-        size_t n = big - off < IO_CHUNK ? (size_t)(big - off) : IO_CHUNK;
-        ssize_t x = pwrite(fd, buf + off, n, (off_t)off);
-        if (x <= 0)
-            return -1;
-        off += (uint64_t)x;
-    }
-    double t1 = br_now();
-    for (uint64_t off = 0; off < big;) {
-        size_t n = big - off < IO_CHUNK ? (size_t)(big - off) : IO_CHUNK;
-        ssize_t x = pread(fd, buf + off, n, (off_t)off);
-        if (x <= 0)
-            return -1;
-        off += (uint64_t)x;
-    }
-    double t2 = br_now();
-    *ret_w = (double)big / (t1 - t0) / 1e9;
-    *ret_r = (double)big / (t2 - t1) / 1e9;
-    return 0;
-}
 
 /* Spill and fill of a flash_big extent through the daemon and, when fd >=
  * 0, an O_DIRECT pass in the flash file's directory, alternately in each
@@ -372,32 +318,34 @@ static int odirect_pass(int fd, uint8_t *buf, uint64_t big, double *ret_w,
 static void flash_bw(ho_client *c, const opts *o, int fd, double *ret_spill,
                      double *ret_fill, double *ret_w, double *ret_r)
 {
-    double s[BR_MAX_REPEATS], f[BR_MAX_REPEATS], w[BR_MAX_REPEATS],
-        r[BR_MAX_REPEATS];
+    double s[BENCH_MAX_REPEATS], f[BENCH_MAX_REPEATS], w[BENCH_MAX_REPEATS],
+        r[BENCH_MAX_REPEATS];
     ho_extent e;
-    br_check(c, ho_extent_alloc(c, o->flash_big, &e), "extent alloc");
+    bench_check(c, ho_extent_alloc(c, o->flash_big, &e), "extent alloc");
     memset(e.ptr, 0x3c, (size_t)o->flash_big);
     uint8_t *buf = fd >= 0 ? prefaulted(o->flash_big) : NULL;
     for (unsigned k = 0; k < o->repeats; k++) {
-        double t0 = br_now();
-        br_check(c, ho_extent_spill(c, e.id, NULL), "spill");
-        double t1 = br_now();
-        br_check(c, ho_extent_fill(c, e.id, NULL), "fill");
-        double t2 = br_now();
+        double t0 = bench_now();
+        bench_check(c, ho_extent_spill(c, e.id, NULL), "spill");
+        double t1 = bench_now();
+        bench_check(c, ho_extent_fill(c, e.id, NULL), "fill");
+        double t2 = bench_now();
         s[k] = (double)o->flash_big / (t1 - t0) / 1e9;
         f[k] = (double)o->flash_big / (t2 - t1) / 1e9;
-        if (fd >= 0 && odirect_pass(fd, buf, o->flash_big, &w[k], &r[k]) < 0)
-            br_die("O_DIRECT I/O failed: %s", strerror(errno));
+        if (fd >= 0 &&
+            (bench_odirect_io(fd, buf, o->flash_big, 1, &w[k]) < 0 ||
+             bench_odirect_io(fd, buf, o->flash_big, 0, &r[k]) < 0))
+            bench_die("O_DIRECT I/O failed: %s", strerror(errno));
     }
     if (((uint8_t *)e.ptr)[o->flash_big / 2] != 0x3c)
-        br_die("the extent changed across spill and fill");
-    br_check(c, ho_extent_free(c, e.id), "extent free");
+        bench_die("the extent changed across spill and fill");
+    bench_check(c, ho_extent_free(c, e.id), "extent free");
     if (buf)
         munmap(buf, o->flash_big);
-    *ret_spill = br_median(s, o->repeats);
-    *ret_fill = br_median(f, o->repeats);
-    *ret_w = fd >= 0 ? br_median(w, o->repeats) : 0;
-    *ret_r = fd >= 0 ? br_median(r, o->repeats) : 0;
+    *ret_spill = bench_median(s, o->repeats);
+    *ret_fill = bench_median(f, o->repeats);
+    *ret_w = fd >= 0 ? bench_median(w, o->repeats) : 0;
+    *ret_r = fd >= 0 ? bench_median(r, o->repeats) : 0;
 }
 
 /* The flash file's directory, from the daemon's tier name. */
@@ -410,11 +358,7 @@ static int flash_dir(ho_client *c, char *buf, size_t len)
     for (size_t i = 0; i < n && i < 8; i++) {
         if (ts[i].tier == HO_TIER_FLASH &&
             strncmp(ts[i].name, "flash:", 6) == 0) {
-            snprintf(buf, len, "%s", ts[i].name + 6);
-            char *slash = strrchr(buf, '/');
-            if (slash)
-                *slash = '\0';
-            return 0;
+            return bench_parent_dir(ts[i].name + 6, buf, len);
         }
     }
     return -1;
@@ -429,9 +373,9 @@ static void staged_replay(ho_client *c, const opts *o, char *out,
     uint64_t per_set = (uint64_t)n * o->big;
     ho_trace *t = br_bw_trace(BR_SEQ, n, o->big);
     ho_plan *p = NULL;
-    br_check(c, ho_plan_request(c, t, o->big, "none", &p), "plan");
+    bench_check(c, ho_plan_request(c, t, o->big, "none", &p), "plan");
     ho_device *dev = NULL;
-    br_check(NULL, ho_device_open("host", 0, o->big, &dev), "device");
+    bench_check(NULL, ho_device_open("host", 0, o->big, &dev), "device");
     ho_replay_opts ro = {.ddr_limit = per_set / 2};
     ho_replay *r = NULL;
     int rc = ho_replay_new(c, dev, t, p, &ro, &r);
@@ -440,7 +384,7 @@ static void staged_replay(ho_client *c, const opts *o, char *out,
         snprintf(out, outlen, "not available: %s (%s)", ho_err_name(rc),
                  ho_last_error(c, why, sizeof(why)));
     } else {
-        double v[BR_MAX_REPEATS];
+        double v[BENCH_MAX_REPEATS];
         ho_step_info si = {0};
         for (unsigned k = 0; k <= o->repeats; k++) {
             double s = br_bw_step(r, BR_SEQ, n);
@@ -453,7 +397,7 @@ static void staged_replay(ho_client *c, const opts *o, char *out,
                  "step flash in %llu MiB, out %llu MiB, stall %.1f ms",
                  (unsigned long long)(per_set / 2 >> 20),
                  (unsigned long long)(per_set >> 20),
-                 br_median(v, o->repeats),
+                 bench_median(v, o->repeats),
                  (unsigned long long)(si.flash_in_bytes >> 20),
                  (unsigned long long)(si.flash_out_bytes >> 20),
                  si.stall_us / 1e3);
@@ -495,7 +439,7 @@ int main(int argc, char **argv)
 {
     opts o = {.repeats = 5, .ops = 100000, .big = 64ull << 20, .count = 4,
               .flash_big = 256ull << 20};
-    br_prog = "bench_runtime";
+    bench_set_prog("bench_runtime");
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--socket"))
@@ -503,7 +447,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--dir"))
             o.dir = v, i++;
         else if (!strcmp(a, "--repeats"))
-            o.repeats = parse_count(v, 1, BR_MAX_REPEATS - 1), i++;
+            o.repeats = parse_count(v, 1, BENCH_MAX_REPEATS - 1), i++;
         else if (!strcmp(a, "--ops"))
             o.ops = parse_count(v, 100, 10000000), i++;
         else if (!strcmp(a, "--big"))
@@ -518,27 +462,30 @@ int main(int argc, char **argv)
             usage();
     }
     if (o.big % 4096 || o.flash_big % 4096)
-        br_die("sizes must be multiples of 4 KiB");
+        bench_die("sizes must be multiples of 4 KiB");
 
     char sock[PATH_MAX];
     uint64_t sets = 2ull * o.count * o.big;
     if (o.socket) {
         snprintf(sock, sizeof(sock), "%s", o.socket);
     } else {
-        br_start_daemon(o.dir, 2 * sets + o.flash_big + (512ull << 20),
-                        2 * o.flash_big + sets + (512ull << 20),
-                        2 * sets + (1ull << 30), sock, sizeof(sock));
+        bench_daemon_opts d = {
+            .dir = o.dir, .name = "bench-runtime",
+            .ddr = 2 * sets + o.flash_big + (512ull << 20),
+            .flash = 2 * o.flash_big + sets + (512ull << 20),
+            .devices = 1, .hbm = 2 * sets + (1ull << 30)};
+        bench_start_daemon(&d, sock, sizeof(sock));
     }
     if (o.dir)
         snprintf(work, sizeof(work), "%s", o.dir);
-    else if (br_tmpdir[0])
-        snprintf(work, sizeof(work), "%s", br_tmpdir);
+    else if (bench_daemon_dir()[0])
+        snprintf(work, sizeof(work), "%s", bench_daemon_dir());
     else
-        br_default_dir(work, sizeof(work));
+        bench_default_dir(work, sizeof(work));
 
     ho_client *c = NULL;
-    br_check(NULL, ho_connect(sock, "bench_runtime", &c), "connect");
-    br_check(c, ho_register(c, "bench", 0, sets), "register");
+    bench_check(NULL, ho_connect(sock, "bench_runtime", &c), "connect");
+    bench_check(c, ho_register(c, "bench", 0, sets), "register");
 
     printf("bench_runtime: host backend, median of %u repeats after a "
            "warm-up\n\n", o.repeats);
@@ -591,7 +538,7 @@ int main(int argc, char **argv)
     double sp, fi, ow = 0, orr = 0;
     char fdir[PATH_MAX], why[256] = "";
     int ofd = flash_dir(c, fdir, sizeof(fdir)) == 0
-                  ? odirect_open(fdir, o.flash_big, why, sizeof(why))
+                  ? bench_odirect_open(fdir, o.flash_big, why, sizeof(why))
                   : (snprintf(why, sizeof(why), "flash tier not found"), -1);
     flash_bw(c, &o, ofd, &sp, &fi, &ow, &orr);
     if (ofd >= 0)
@@ -615,11 +562,7 @@ int main(int argc, char **argv)
     printf("   staged replay: %s\n", staged);
 
     ho_close(c);
-    if (br_daemon > 0) {
-        kill(br_daemon, SIGTERM);
-        waitpid(br_daemon, NULL, 0);
-        br_daemon = -1;
-    }
-    br_cleanup();
+    bench_stop_daemon();
+    bench_cleanup();
     return 0;
 }

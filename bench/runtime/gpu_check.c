@@ -59,22 +59,22 @@ static void baseline(int dev, unsigned n, uint64_t big, unsigned repeats,
     uint64_t len = (uint64_t)n * big;
     if (cu.SetDevice(dev) || cu.MallocHost((void **)&h, len) ||
         cu.Malloc((void **)&d, len))
-        br_die("cudaMallocHost / cudaMalloc of %llu bytes failed",
-               (unsigned long long)len);
+        bench_die("cudaMallocHost / cudaMalloc of %llu bytes failed",
+                  (unsigned long long)len);
     memset(h, 0x42, len);
-    double a[BR_MAX_REPEATS], b[BR_MAX_REPEATS];
+    double a[BENCH_MAX_REPEATS], b[BENCH_MAX_REPEATS];
     for (unsigned k = 0; k <= repeats; k++) {
-        double t0 = br_now();
+        double t0 = bench_now();
         for (unsigned i = 0; i < n; i++)
             if (cu.Memcpy(d + i * big, h + i * big, big, 1))
-                br_die("cudaMemcpy H2D failed");
+                bench_die("cudaMemcpy H2D failed");
         cu.DeviceSynchronize();
-        double t1 = br_now();
+        double t1 = bench_now();
         for (unsigned i = 0; i < n; i++)
             if (cu.Memcpy(h + i * big, d + i * big, big, 2))
-                br_die("cudaMemcpy D2H failed");
+                bench_die("cudaMemcpy D2H failed");
         cu.DeviceSynchronize();
-        double t2 = br_now();
+        double t2 = bench_now();
         if (k > 0) {
             a[k - 1] = (double)len / (t1 - t0) / 1e9;
             b[k - 1] = (double)len / (t2 - t1) / 1e9;
@@ -82,8 +82,8 @@ static void baseline(int dev, unsigned n, uint64_t big, unsigned repeats,
     }
     cu.Free(d);
     cu.FreeHost(h);
-    *ret_h2d = br_median(a, repeats);
-    *ret_d2h = br_median(b, repeats);
+    *ret_h2d = bench_median(a, repeats);
+    *ret_d2h = bench_median(b, repeats);
 }
 
 static void fill(uint8_t *p, uint64_t n, uint64_t seed)
@@ -103,41 +103,44 @@ static void correctness(int index, uint64_t big, const char *dir)
     ho_trace *t = br_bw_trace(BR_BOTH, n, big);
     ho_plan *p = br_local_plan(t, 2 * n * big, "none", dir);
     ho_device *dev = NULL;
-    br_check(NULL, ho_device_open("cuda", index, 2 * n * big, &dev),
-             "open cuda");
+    bench_check(NULL, ho_device_open("cuda", index, 2 * n * big, &dev),
+                "open cuda");
     ho_replay *r = NULL;
-    br_check(NULL, ho_replay_new(NULL, dev, t, p, NULL, &r), "replay");
+    bench_check(NULL, ho_replay_new(NULL, dev, t, p, NULL, &r), "replay");
     uint8_t *a = malloc(big), *b = malloc(big);
     if (!a || !b)
-        br_die("out of memory");
+        bench_die("out of memory");
     for (unsigned i = 0; i < n; i++) {
         fill(a, big, BR_H_ID + i);
-        br_check(NULL, ho_storage_write_host(r, BR_H_ID + i, a, big), "host");
-        br_check(NULL, ho_storage_write_host(r, BR_D_ID + i, a, big), "host");
+        bench_check(NULL, ho_storage_write_host(r, BR_H_ID + i, a, big),
+                    "host");
+        bench_check(NULL, ho_storage_write_host(r, BR_D_ID + i, a, big),
+                    "host");
     }
-    br_check(NULL, ho_step_begin(r), "step");
-    br_check(NULL, ho_op_begin(r, 0), "op 0");
+    bench_check(NULL, ho_step_begin(r), "step");
+    bench_check(NULL, ho_op_begin(r, 0), "op 0");
     for (unsigned i = 0; i < n; i++) { /* op 0 "computes" the D set */
         fill(a, big, 77 + i);
-        br_check(NULL, ho_device_write(dev, ho_storage_ptr(r, BR_D_ID + i), a,
-                                       big), "device write");
+        bench_check(NULL, ho_device_write(dev, ho_storage_ptr(r, BR_D_ID + i),
+                                          a, big), "device write");
     }
-    br_check(NULL, ho_op_end(r, 0), "op 0 end");
-    br_check(NULL, ho_op_begin(r, 1), "op 1");
+    bench_check(NULL, ho_op_end(r, 0), "op 0 end");
+    bench_check(NULL, ho_op_begin(r, 1), "op 1");
     for (unsigned i = 0; i < n; i++) {
-        br_check(NULL, ho_device_read(dev, b, ho_storage_ptr(r, BR_H_ID + i),
-                                      big), "device read");
+        bench_check(NULL,
+                    ho_device_read(dev, b, ho_storage_ptr(r, BR_H_ID + i),
+                                   big), "device read");
         fill(a, big, BR_H_ID + i);
         if (memcmp(a, b, big))
-            br_die("prefetched storage %u holds wrong bytes", BR_H_ID + i);
+            bench_die("prefetched storage %u holds wrong bytes", BR_H_ID + i);
     }
-    br_check(NULL, ho_op_end(r, 1), "op 1 end");
-    br_check(NULL, ho_step_end(r, NULL), "step end");
+    bench_check(NULL, ho_op_end(r, 1), "op 1 end");
+    bench_check(NULL, ho_step_end(r, NULL), "step end");
     for (unsigned i = 0; i < n; i++) {
-        br_check(NULL, ho_storage_read(r, BR_D_ID + i, b, big), "read");
+        bench_check(NULL, ho_storage_read(r, BR_D_ID + i, b, big), "read");
         fill(a, big, 77 + i);
         if (memcmp(a, b, big))
-            br_die("stored storage %u holds wrong bytes", BR_D_ID + i);
+            bench_die("stored storage %u holds wrong bytes", BR_D_ID + i);
     }
     free(a);
     free(b);
@@ -154,15 +157,15 @@ static double replay_bw(int index, int mode, unsigned n, uint64_t big,
     ho_trace *t = br_bw_trace(mode, n, big);
     ho_plan *p = br_local_plan(t, cap, "none", dir);
     ho_device *dev = NULL;
-    br_check(NULL, ho_device_open("cuda", index, cap, &dev), "open cuda");
+    bench_check(NULL, ho_device_open("cuda", index, cap, &dev), "open cuda");
     ho_replay *r = NULL;
-    br_check(NULL, ho_replay_new(NULL, dev, t, p, NULL, &r), "replay");
+    bench_check(NULL, ho_replay_new(NULL, dev, t, p, NULL, &r), "replay");
     void *buf = calloc(1, big);
     if (!buf)
-        br_die("out of memory");
+        bench_die("out of memory");
     br_touch(r, mode, n, big, buf);
     free(buf);
-    double v[BR_MAX_REPEATS];
+    double v[BENCH_MAX_REPEATS];
     for (unsigned k = 0; k <= repeats; k++) {
         double s = br_bw_step(r, mode, n);
         if (k > 0)
@@ -172,7 +175,7 @@ static double replay_bw(int index, int mode, unsigned n, uint64_t big,
     ho_device_close(dev);
     ho_plan_free(p);
     ho_trace_free(t);
-    return br_median(v, repeats);
+    return bench_median(v, repeats);
 }
 
 int main(int argc, char **argv)
@@ -180,7 +183,7 @@ int main(int argc, char **argv)
     int index = 0;
     uint64_t big = 256ull << 20;
     unsigned count = 4, repeats = 5;
-    br_prog = "ho-gpu-check";
+    bench_set_prog("ho-gpu-check");
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--device"))
             index = atoi(argv[i + 1]);
@@ -192,13 +195,13 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--repeats"))
             repeats = (unsigned)atoi(argv[i + 1]);
         else
-            br_die("usage: ho-gpu-check [--device N] [--big SIZE] "
-                   "[--count N] [--repeats N]");
+            bench_die("usage: ho-gpu-check [--device N] [--big SIZE] "
+                      "[--count N] [--repeats N]");
     }
     if (argc % 2 == 0 || count < 1 || count > 64 || repeats < 1 ||
-        repeats >= BR_MAX_REPEATS || big < 4096 || big % 4096)
-        br_die("usage: ho-gpu-check [--device N] [--big SIZE] [--count N] "
-               "[--repeats N]");
+        repeats >= BENCH_MAX_REPEATS || big < 4096 || big % 4096)
+        bench_die("usage: ho-gpu-check [--device N] [--big SIZE] [--count N] "
+                  "[--repeats N]");
     const char *why = ho_device_unavailable_reason("cuda");
     if (why) {
         printf("ho-gpu-check: SKIPPED: the cuda backend cannot run here: "
@@ -206,9 +209,9 @@ int main(int argc, char **argv)
         return 77;
     }
     if (load_cudart() < 0)
-        br_die("libcudart lacks the symbols of the baseline");
+        bench_die("libcudart lacks the symbols of the baseline");
     char dir[PATH_MAX];
-    br_default_dir(dir, sizeof(dir));
+    bench_default_dir(dir, sizeof(dir));
 
     correctness(index, 8ull << 20, dir);
     printf("ho-gpu-check: device %d, %u x %llu MiB per direction, median of "
