@@ -44,6 +44,20 @@ typedef enum hob_dir {
     HOB_D2H = 1,  /* device -> host (pool) */
 } hob_dir;
 
+/* Where an engine reports when a copy really ran (the replay's copy
+ * log), in CLOCK_MONOTONIC nanoseconds.  issue_ns is the submitter's: when
+ * it issued the copy.  start_ns (the copy began moving bytes, after its
+ * dependencies and every earlier copy of its engine) and end_ns (it
+ * completed) are the backend's, written before the copy's ticket is
+ * published complete, so the submitter may read them once completed() or
+ * wait() has reported that ticket; left untouched when the copy failed.
+ * Host clock reads are reported as read; a backend that maps a device
+ * clock onto the host's raises start to issue_ns and end to start where
+ * the mapping error shows. */
+typedef struct hob_times {
+    uint64_t issue_ns, start_ns, end_ns;
+} hob_times;
+
 /* Alignment of every allocation in the device region (bytes). */
 #define HOB_ALIGN 256u
 
@@ -88,10 +102,13 @@ typedef struct hob_ops {
     /* Queue a copy of n bytes on e; it starts after every earlier copy of
      * e and, when dep is not NULL, after dep's ticket dep_ticket.  A D2H
      * also starts after the compute work enqueued so far.  *ret_ticket is
-     * its ticket.  Blocks while e has `depth` copies in flight. */
+     * its ticket.  Blocks while e has `depth` copies in flight.
+     * tm: NULL, or where the copy's times are written (see hob_times); it
+     * must stay valid until the ticket is reported complete.  A backend
+     * with a `timing` op fills it only while timing is on. */
     int (*submit)(hob_engine *e, hob_dir dir, void *dst, const void *src,
                   uint64_t n, hob_engine *dep, uint64_t dep_ticket,
-                  uint64_t *ret_ticket);
+                  hob_times *tm, uint64_t *ret_ticket);
     /* Highest ticket of e known to be complete (non-blocking). */
     uint64_t (*completed)(hob_engine *e);
     /* Block until ticket t of e is complete.  0, or HO_E_DEVICE when the
@@ -107,6 +124,15 @@ typedef struct hob_ops {
     /* Set the stream the application computes on (cuda: a cudaStream_t;
      * NULL for the legacy default stream).  Host: no effect. */
     void (*set_compute_stream)(void *st, void *stream);
+
+    /* Copy timing, for backends whose timestamps cost something (cuda:
+     * timing events); NULL where submit's tm is always filled (host: two
+     * clock reads on the copy thread).  timing(e, 1) prepares e (allocates
+     * what it needs; no copy may be in flight), timing(e, 0) releases it.
+     * epoch(e) is called when the log's step begins, with no copy of e in
+     * flight: the reference the next copies' times are measured from. */
+    int (*timing)(hob_engine *e, int on);
+    int (*epoch)(hob_engine *e);
 } hob_ops;
 
 extern const hob_ops hob_host_ops;

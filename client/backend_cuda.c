@@ -17,6 +17,20 @@
  *
  * Ownership: the state owns the region, the compute events and the host
  * registrations (undone at close); an engine owns its stream and events.
+ *
+ * Copy times (the replay's copy log, hob_times): while timing is on
+ * (cuda_timing) a timed copy is bracketed by two timing events recorded
+ * on its stream, right after the dependency waits and right after the
+ * cudaMemcpyAsync.  At ho_step_begin the replay calls cuda_epoch, which
+ * records a reference event on the (idle) stream and reads the host clock
+ * just before.  When the copy's completion is detected (completed/wait),
+ * its times are the host time of the reference plus cudaEventElapsedTime
+ * from the reference to each timing event: device timestamps mapped onto
+ * the host's CLOCK_MONOTONIC at the step's start.  The mapping is early by
+ * the reference event's launch latency (microseconds), so a start is
+ * raised to the copy's issue time and an end to its start where that
+ * shows; elapsed times are floats of milliseconds (sub-microsecond within
+ * a step).
  * cudart symbols are looked up once (pthread_once) and the library stays
  * loaded for the life of the process.
  */
@@ -29,6 +43,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "hyperoffload/errors.h"
 
@@ -65,6 +80,7 @@ static struct cudart {
     cuerr (*EventRecord)(cuevent, custream);
     cuerr (*EventQuery)(cuevent);
     cuerr (*EventSynchronize)(cuevent);
+    cuerr (*EventElapsedTime)(float *, cuevent, cuevent);
     cuerr (*HostRegister)(void *, size_t, unsigned);
     cuerr (*HostUnregister)(void *);
 } cu;
@@ -115,6 +131,7 @@ static void cu_load(void)
     LOAD(EventRecord);
     LOAD(EventQuery);
     LOAD(EventSynchronize);
+    LOAD(EventElapsedTime);
     LOAD(HostRegister);
     LOAD(HostUnregister);
     int n = 0;
@@ -161,7 +178,49 @@ struct hob_engine {
     cuevent *ev;            /* depth events, owned */
     uint32_t depth, mask;
     uint64_t submitted, done;
+    /* copy timing, while `timed` (cuda_timing) */
+    bool timed;
+    cuevent *tev;           /* 2 * depth timing events (start, end per
+                               ring slot), owned */
+    hob_times **tms;        /* depth: where a slot's times go, NULL: not
+                               timed; owned (the pointers are borrowed) */
+    cuevent ref;            /* reference event of the epoch, owned */
+    uint64_t ref_ns;        /* host clock when ref was recorded */
 };
+
+static uint64_t host_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t ref_plus(const hob_engine *e, cuevent ev, bool *ok)
+{
+    float ms = 0;
+    if (cu.EventElapsedTime(&ms, e->ref, ev) != CU_SUCCESS) {
+        *ok = false;
+        return 0;
+    }
+    return e->ref_ns + (ms > 0 ? (uint64_t)((double)ms * 1e6) : 0);
+}
+
+/* The copy in ring slot i is complete: report its times, if timed. */
+static void times_fill(hob_engine *e, uint32_t i)
+{
+    if (!e->tms || !e->tms[i])
+        return;
+    hob_times *tm = e->tms[i];
+    e->tms[i] = NULL;
+    bool ok = true;
+    uint64_t a = ref_plus(e, e->tev[2 * (size_t)i], &ok);
+    uint64_t b = ref_plus(e, e->tev[2 * (size_t)i + 1], &ok);
+    if (ok) {
+        /* The reference's launch latency makes the mapping early. */
+        tm->start_ns = a > tm->issue_ns ? a : tm->issue_ns;
+        tm->end_ns = b > tm->start_ns ? b : tm->start_ns;
+    }
+}
 
 static void cuda_close(void *state)
 {
@@ -277,6 +336,7 @@ static uint64_t cuda_completed(hob_engine *e)
         cuerr r = cu.EventQuery(e->ev[e->done & e->mask]);
         if (r != CU_SUCCESS)
             break; /* not ready, or failed: wait() reports failures */
+        times_fill(e, (uint32_t)(e->done & e->mask));
         e->done++;
     }
     return e->done;
@@ -288,9 +348,61 @@ static int cuda_wait(hob_engine *e, uint64_t t)
         cuerr r = cu.EventSynchronize(e->ev[e->done & e->mask]);
         if (r != CU_SUCCESS)
             return HO_E_DEVICE;
+        times_fill(e, (uint32_t)(e->done & e->mask));
         e->done++;
     }
     return 0;
+}
+
+static void timing_release(hob_engine *e)
+{
+    for (size_t i = 0; e->tev && i < 2 * (size_t)e->depth; i++)
+        if (e->tev[i])
+            cu.EventDestroy(e->tev[i]);
+    if (e->ref)
+        cu.EventDestroy(e->ref);
+    free(e->tev);
+    free(e->tms);
+    e->tev = NULL;
+    e->tms = NULL;
+    e->ref = NULL;
+    e->timed = false;
+}
+
+static int cuda_timing(hob_engine *e, int on)
+{
+    if (e->stream)
+        cu.StreamSynchronize(e->stream);
+    if (!on) {
+        timing_release(e);
+        return 0;
+    }
+    if (e->timed)
+        return 0;
+    e->tev = calloc(2 * (size_t)e->depth, sizeof(*e->tev));
+    e->tms = calloc(e->depth, sizeof(*e->tms));
+    if (!e->tev || !e->tms) {
+        timing_release(e);
+        return -ENOMEM;
+    }
+    cuerr r = cu.EventCreateWithFlags(&e->ref, 0);
+    for (size_t i = 0; r == CU_SUCCESS && i < 2 * (size_t)e->depth; i++)
+        r = cu.EventCreateWithFlags(&e->tev[i], 0);
+    if (r != CU_SUCCESS) {
+        timing_release(e);
+        return HO_E_DEVICE;
+    }
+    e->timed = true;
+    return 0;
+}
+
+static int cuda_epoch(hob_engine *e)
+{
+    if (!e->timed)
+        return 0;
+    e->ref_ns = host_now_ns();
+    return cu.EventRecord(e->ref, e->stream) == CU_SUCCESS ? 0
+                                                           : HO_E_DEVICE;
 }
 
 static void cuda_engine_free(hob_engine *e)
@@ -299,6 +411,7 @@ static void cuda_engine_free(hob_engine *e)
         return;
     if (e->stream)
         cu.StreamSynchronize(e->stream);
+    timing_release(e);
     for (uint32_t i = 0; i < e->depth; i++)
         if (e->ev && e->ev[i])
             cu.EventDestroy(e->ev[i]);
@@ -354,9 +467,11 @@ static int cuda_compute_mark(void *state, uint64_t *ret_ticket);
 
 static int cuda_submit(hob_engine *e, hob_dir dir, void *dst,
                        const void *src, uint64_t n, hob_engine *dep,
-                       uint64_t dep_ticket, uint64_t *ret_ticket)
+                       uint64_t dep_ticket, hob_times *tm,
+                       uint64_t *ret_ticket)
 {
     cuda_state *st = e->st;
+    uint32_t i;
     uint64_t h = e->submitted;
     int rc;
     if (h - cuda_completed(e) >= e->depth) {
@@ -377,14 +492,23 @@ static int cuda_submit(hob_engine *e, hob_dir dir, void *dst,
     if (r == CU_SUCCESS && dep && dep != e && cuda_completed(dep) < dep_ticket)
         r = cu.StreamWaitEvent(e->stream, dep->ev[(dep_ticket - 1) & dep->mask],
                                0);
+    i = (uint32_t)(h & e->mask);
+    if (!e->timed)
+        tm = NULL;
+    if (r == CU_SUCCESS && tm)
+        r = cu.EventRecord(e->tev[2 * (size_t)i], e->stream);
     if (r == CU_SUCCESS)
         r = cu.MemcpyAsync(dst, src, (size_t)n,
                            dir == HOB_H2D ? CU_MEMCPY_H2D : CU_MEMCPY_D2H,
                            e->stream);
+    if (r == CU_SUCCESS && tm)
+        r = cu.EventRecord(e->tev[2 * (size_t)i + 1], e->stream);
     if (r == CU_SUCCESS)
-        r = cu.EventRecord(e->ev[h & e->mask], e->stream);
+        r = cu.EventRecord(e->ev[i], e->stream);
     if (r != CU_SUCCESS)
         return HO_E_DEVICE;
+    if (e->timed)
+        e->tms[i] = tm;
     e->submitted = h + 1;
     *ret_ticket = h + 1;
     return 0;
@@ -456,4 +580,6 @@ const hob_ops hob_cuda_ops = {
     .compute_completed = cuda_compute_completed,
     .compute_wait = cuda_compute_wait,
     .set_compute_stream = cuda_set_compute_stream,
+    .timing = cuda_timing,
+    .epoch = cuda_epoch,
 };

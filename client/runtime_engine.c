@@ -20,6 +20,12 @@
  * No malloc, no lock and no system call on this path except the eventfd
  * write at milestones, waking a sleeping copy thread, and real waits.
  *
+ * Copy log (ho_replay_record_copies): when on, issue() takes the next
+ * preallocated record of the step (or counts a drop), stamps the issue
+ * time and hands the backend the record's times to fill; wait_ticket adds
+ * the time it blocked to the record of the ticket it waited for.  Records
+ * are read only after ho_step_end drained the engines.
+ *
  * Divergence (an unexpected op index, a storage of another size, an
  * ho_op_check mismatch, a step that ends early) drains the copies, brings
  * every storage whose data is on host back to the device and turns the
@@ -32,6 +38,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -45,6 +52,20 @@ static inline bool ticket_done(ho_replay *r, hor_engine *x, uint64_t t)
     return t <= x->done;
 }
 
+/* The copy log: add dt to the record of x's in-flight ticket t. */
+static void log_wait(ho_replay *r, hor_engine *x, uint64_t t, uint64_t dt)
+{
+    if (!r->log.active || x->tail == x->head)
+        return;
+    /* Tickets of an engine are consecutive, and so are its entries. */
+    uint64_t first = x->q[x->tail & x->mask].ticket;
+    if (t < first || t - first >= x->head - x->tail)
+        return;
+    const hor_inflight *f = &x->q[(x->tail + (t - first)) & x->mask];
+    if (f->ticket == t && f->rec != HOR_NONE)
+        r->log.buf[r->log.w][f->rec].wait_ns += dt;
+}
+
 /* Wait for ticket t of engine x; the time is exposed. */
 static int wait_ticket(ho_replay *r, hor_engine *x, uint64_t t)
 {
@@ -53,6 +74,7 @@ static int wait_ticket(ho_replay *r, hor_engine *x, uint64_t t)
     uint64_t t0 = hor_now_ns();
     int rc = r->ops->wait(x->e, t);
     uint64_t dt = hor_now_ns() - t0;
+    log_wait(r, x, t, dt);
     r->exposed_ns += dt;
     r->tot_exposed += dt;
     atomic_store_explicit(&r->ctl.h->exposed_ns, r->tot_exposed,
@@ -89,9 +111,11 @@ static inline void retire_all(ho_replay *r)
 }
 
 /* Queue a copy of storage s between its device buffer and its host copy
- * on engine x, after dep's ticket dep_t (dep NULL: none). */
+ * on engine x, after dep's ticket dep_t (dep NULL: none); the action of
+ * point (op, when). */
 static int issue(ho_replay *r, hor_engine *x, hob_dir dir, hor_storage *s,
-                 hor_engine *dep, uint64_t dep_t, uint64_t *ret_ticket)
+                 hor_engine *dep, uint64_t dep_t, uint32_t op, int when,
+                 uint64_t *ret_ticket)
 {
     if (x->head - x->tail == x->cap) {
         retire(r, x);
@@ -120,10 +144,34 @@ static int issue(ho_replay *r, hor_engine *x, hob_dir dir, hor_storage *s,
     uint64_t t;
     if (dep && ticket_done(r, dep, dep_t))
         dep = NULL;
+    hor_copy_rec *c = NULL;
+    uint32_t rec = HOR_NONE;
+    if (r->log.active) {
+        hor_copylog *L = &r->log;
+        if (L->n[L->w] < L->max) {
+            rec = (uint32_t)L->n[L->w]++;
+            c = &L->buf[L->w][rec];
+            c->storage_id = s->id;
+            c->bytes = s->bytes;
+            c->op = op;
+            c->when = (uint8_t)when;
+            c->dir = dir == HOB_H2D ? HO_COPY_H2D : HO_COPY_D2H;
+            c->engine = x == &r->eng[0] ? 0 : 1;
+            c->tm.start_ns = c->tm.end_ns = 0;
+            c->wait_ns = 0;
+            c->stall_ns = stall;
+            c->tm.issue_ns = hor_now_ns();
+        } else {
+            L->dropped[L->w]++;
+        }
+    }
     rc = r->ops->submit(x->e, dir, dir == HOB_H2D ? s->ptr : (void *)host,
                         dir == HOB_H2D ? (const void *)host : s->ptr,
-                        s->bytes, dep ? dep->e : NULL, dep_t, &t);
+                        s->bytes, dep ? dep->e : NULL, dep_t,
+                        c ? &c->tm : NULL, &t);
     if (rc < 0) {
+        if (c)
+            r->log.n[r->log.w]--;
         hor_slot_release(r, s->slot, false);
         return hor_fail(r->c, rc, "cannot queue a copy of storage %llu",
                         (unsigned long long)s->id);
@@ -131,6 +179,7 @@ static int issue(ho_replay *r, hor_engine *x, hob_dir dir, hor_storage *s,
     hor_inflight *f = &x->q[x->head & x->mask];
     f->ticket = t;
     f->slot = s->slot;
+    f->rec = rec;
     f->store = dir == HOB_D2H;
     x->head++;
     *ret_ticket = t;
@@ -368,7 +417,8 @@ static int run_actions(ho_replay *r, uint32_t op, int when)
             rc = dev_alloc(r, s, op);
             if (rc < 0)
                 return r->failed = rc;
-            rc = issue(r, r->h2d, HOB_H2D, s, r->d2h, s->d2h, &t);
+            rc = issue(r, r->h2d, HOB_H2D, s, r->d2h, s->d2h, op, when,
+                       &t);
             if (rc < 0)
                 return r->failed = rc;
             s->h2d = t;
@@ -385,7 +435,8 @@ static int run_actions(ho_replay *r, uint32_t op, int when)
                            (unsigned long long)s->id);
             atomic_store_explicit(&r->ctl.slots[s->slot].dropped, 0,
                                   memory_order_relaxed);
-            rc = issue(r, r->d2h, HOB_D2H, s, r->h2d, s->h2d, &t);
+            rc = issue(r, r->d2h, HOB_D2H, s, r->h2d, s->h2d, op, when,
+                       &t);
             if (rc < 0)
                 return r->failed = rc;
             s->d2h = t;
@@ -686,6 +737,22 @@ HO_EXPORT int ho_step_begin(ho_replay *r)
                         "end of step %llu failed (%s)",
                         (unsigned long long)r->step,
                         ho_strerror(r->failed));
+    hor_copylog *L = &r->log;
+    L->active = L->max > 0;
+    if (L->active) {
+        /* The copies of the last step are drained: measure from here. */
+        for (unsigned k = 0; k < r->n_eng && r->ops->epoch; k++) {
+            int rc = r->ops->epoch(r->eng[k].e);
+            if (rc < 0) {
+                L->active = false;
+                return hor_fail(r->c, rc, "cannot start the copy log's "
+                                "clock on copy engine %u", k);
+            }
+        }
+        L->w = L->last == 0 ? 1u : 0u;
+        L->n[L->w] = L->dropped[L->w] = 0;
+        L->step[L->w] = r->step + 1;
+    }
     r->diverged = false;
     r->step++;
     r->in_step = true;
@@ -698,6 +765,7 @@ HO_EXPORT int ho_step_begin(ho_replay *r)
     r->flash_out0 = atomic_load(&r->ctl.h->flash_out_bytes);
     hor_dev_mark_peak(r->dev);
     r->t0_ns = hor_now_ns();
+    L->t0[L->w] = r->t0_ns;
     return 0;
 }
 
@@ -756,6 +824,11 @@ HO_EXPORT int ho_step_end(ho_replay *r, ho_step_info *ret)
     info->ddr_bytes = atomic_load(&h->ddr_bytes);
     info->flash_bytes = atomic_load(&h->flash_bytes);
     r->n_hist++;
+    if (r->log.active) {
+        /* Every copy of the step is complete (drained above). */
+        r->log.last = (int)r->log.w;
+        r->log.active = false;
+    }
 
     atomic_store(&h->peak_device_bytes, info->peak_device_bytes);
     atomic_store(&h->op, HO_CTL_IDLE);
@@ -796,4 +869,138 @@ HO_EXPORT int ho_step_stats(const ho_replay *r, uint64_t step,
             break;
     }
     return -ENOENT;
+}
+
+/* ----------------------------------------------------------- copy log */
+
+/* Timing of the backend's engines on or off. */
+static int log_timing(ho_replay *r, int on)
+{
+    int rc = 0;
+    for (unsigned k = 0; k < r->n_eng && r->ops->timing; k++) {
+        if (!r->eng[k].e)
+            continue;
+        int t = r->ops->timing(r->eng[k].e, on);
+        if (t < 0 && rc == 0)
+            rc = t;
+    }
+    return rc;
+}
+
+void hor_log_free(ho_replay *r)
+{
+    hor_copylog *L = &r->log;
+    if (L->max)
+        log_timing(r, 0);
+    free(L->buf[0]);
+    free(L->buf[1]);
+    memset(L, 0, sizeof(*L));
+    L->last = -1;
+}
+
+HO_EXPORT int ho_replay_record_copies(ho_replay *r, uint32_t max_records)
+{
+    if (!r)
+        return -EINVAL;
+    if (r->in_step)
+        return hor_fail(r->c, HO_E_STATE, "the copy log is turned on or off "
+                        "between steps, not inside step %llu",
+                        (unsigned long long)r->step);
+    if (max_records > HO_COPY_LOG_MAX)
+        return hor_fail(r->c, HO_E_INVALID_SIZE, "a copy log of %u records "
+                        "per step, at most %u", max_records,
+                        (unsigned)HO_COPY_LOG_MAX);
+    /* Between steps nothing is in flight; make sure of it. */
+    int rc = hor_drain(r);
+    if (rc < 0)
+        return rc;
+    hor_log_free(r);
+    if (max_records == 0)
+        return 0;
+    hor_copylog *L = &r->log;
+    L->buf[0] = calloc(max_records, sizeof(*L->buf[0]));
+    L->buf[1] = calloc(max_records, sizeof(*L->buf[1]));
+    if (!L->buf[0] || !L->buf[1]) {
+        hor_log_free(r);
+        return hor_fail(r->c, -ENOMEM, "no memory for a copy log of %u "
+                        "records", max_records);
+    }
+    L->max = max_records;
+    rc = log_timing(r, 1);
+    if (rc < 0) {
+        hor_log_free(r);
+        return hor_fail(r->c, rc, "the %s backend cannot time copies",
+                        r->ops->name);
+    }
+    return 0;
+}
+
+/* The buffer of the last completed step, or a negative code. */
+static int log_last(const ho_replay *r)
+{
+    if (!r->log.max)
+        return hor_fail(r->c, HO_E_STATE, "the copy log is off "
+                        "(ho_replay_record_copies)");
+    if (r->log.last < 0)
+        return hor_fail(r->c, -ENOENT, "no step has completed with the "
+                        "copy log on");
+    return r->log.last;
+}
+
+/* ns from t0 to t (t >= t0: every time of a step is taken after its
+ * start). */
+static int64_t rel_ns(uint64_t t, uint64_t t0)
+{
+    return t >= t0 ? (int64_t)(t - t0) : -(int64_t)(t0 - t);
+}
+
+HO_EXPORT int ho_step_copies(const ho_replay *r, ho_copy_record *out,
+                             size_t max, size_t *ret_n)
+{
+    if (!r || !ret_n || (max && !out))
+        return -EINVAL;
+    int b = log_last(r);
+    if (b < 0)
+        return b;
+    const hor_copylog *L = &r->log;
+    uint64_t t0 = L->t0[b];
+    size_t n = (size_t)L->n[b];
+    for (size_t i = 0; i < n && i < max; i++) {
+        const hor_copy_rec *c = &L->buf[b][i];
+        ho_copy_record *o = &out[i];
+        memset(o, 0, sizeof(*o));
+        o->storage_id = c->storage_id;
+        o->bytes = c->bytes;
+        o->op = c->op;
+        o->when = c->when;
+        o->dir = c->dir;
+        o->engine = c->engine;
+        o->issue_ns = rel_ns(c->tm.issue_ns, t0);
+        if (c->tm.end_ns == 0) {
+            o->start_ns = o->end_ns = -1;
+        } else {
+            /* As the backend reported them (see hob_times). */
+            o->start_ns = rel_ns(c->tm.start_ns, t0);
+            o->end_ns = rel_ns(c->tm.end_ns, t0);
+        }
+        o->wait_ns = c->wait_ns;
+        o->stall_ns = c->stall_ns;
+    }
+    *ret_n = n;
+    return 0;
+}
+
+HO_EXPORT int ho_step_copies_info(const ho_replay *r, ho_copy_log_info *ret)
+{
+    if (!r || !ret)
+        return -EINVAL;
+    int b = log_last(r);
+    if (b < 0)
+        return b;
+    memset(ret, 0, sizeof(*ret));
+    ret->step = r->log.step[b];
+    ret->records = r->log.n[b];
+    ret->dropped = r->log.dropped[b];
+    ret->max_records = r->log.max;
+    return 0;
 }

@@ -202,8 +202,36 @@ typedef struct hor_act {
 typedef struct hor_inflight {
     uint64_t ticket;
     uint32_t slot;
+    uint32_t rec;            /* its copy-log record, HOR_NONE: none */
     bool store;
 } hor_inflight;
+
+/* One record of the copy log (ho_copy_record before the times are made
+ * relative to the step's start).  The replay thread fills it at issue and
+ * adds waits; the backend writes tm (host: from the copy thread) before
+ * it publishes the copy complete, and the record is read only after the
+ * step drained. */
+typedef struct hor_copy_rec {
+    uint64_t storage_id, bytes;
+    hob_times tm;            /* CLOCK_MONOTONIC: issue_ns set at issue,
+                                start and end by the backend (0: not
+                                reported) */
+    uint64_t wait_ns, stall_ns;
+    uint32_t op;
+    uint8_t when, dir, engine;
+} hor_copy_rec;
+
+/* The copy log (ho_replay_record_copies): two buffers, the step being
+ * recorded (w) and the last completed one (last).  Only the replay thread
+ * hands out records, so the index is a plain counter. */
+typedef struct hor_copylog {
+    hor_copy_rec *buf[2];    /* owned, max records each */
+    uint32_t max;            /* 0: the log is off */
+    unsigned w;              /* buffer of the step in progress */
+    int last;                /* buffer of the last completed step, -1 */
+    bool active;             /* the step in progress is recorded */
+    uint64_t n[2], dropped[2], step[2], t0[2];
+} hor_copylog;
 
 typedef struct hor_engine {
     hob_engine *e;           /* owned (backend) */
@@ -261,6 +289,8 @@ struct ho_replay {
 
     ho_step_info *hist;      /* owned ring of HO_STEP_HISTORY */
     uint64_t n_hist;         /* steps recorded */
+
+    hor_copylog log;         /* the copy log, off unless asked for */
 };
 
 /* Test hook (hidden): when non-zero, ho_replay_new does not refuse a
@@ -290,5 +320,8 @@ int hor_diverge(ho_replay *r, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* Free the device copy of storage s now (no copy may be in flight). */
 void hor_storage_drop_device(ho_replay *r, hor_storage *s);
+/* Turn the copy log off and free it (ho_replay_free; no copy may be in
+ * flight). */
+void hor_log_free(ho_replay *r);
 
 #endif

@@ -10,9 +10,10 @@
  * daemon (or locally), starts the copy engines and allocates the storages
  * that start on device.
  *
- * Ownership: the replay owns its arrays, engines, control region mapping
- * and every device buffer of its storages (including buffers handed over
- * with ho_storage_bind); it borrows client, device, trace and plan.
+ * Ownership: the replay owns its arrays, engines, copy log, control region
+ * mapping and every device buffer of its storages (including buffers
+ * handed over with ho_storage_bind); it borrows client, device, trace and
+ * plan.
  */
 #include "runtime_internal.h"
 
@@ -200,6 +201,7 @@ HO_EXPORT int ho_replay_new(ho_client *c, ho_device *dev, const ho_trace *t,
     r->n_ops = t->pt->n_ops;
     r->n_st = t->pt->n_storages;
     r->ctl.efd = -1;
+    r->log.last = -1;
 
     rc = bound_copy(r, &s);
     if (rc < 0)
@@ -261,6 +263,7 @@ HO_EXPORT ho_replay *ho_replay_free(ho_replay *r)
         return NULL;
     if (r->eng[0].e)
         hor_drain(r);
+    hor_log_free(r);
     if (r->st)
         for (uint32_t i = 0; i < r->n_st; i++)
             if (r->st[i].ptr)

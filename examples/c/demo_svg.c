@@ -9,15 +9,22 @@
 
 /* Canvas geometry (pixels). */
 #define W 1200.0
-#define H 660.0
+#define H 676.0
 #define PX0 100.0  /* plot left */
 #define PX1 1160.0 /* plot right */
 #define PY0 80.0   /* plot top */
 #define PY1 420.0  /* plot bottom (0 bytes) */
-#define LANE_H2D 452.0
-#define LANE_D2H 492.0
-#define LANE_H 28.0
-#define AXIS_Y 560.0 /* axis title; tick labels 20 px above */
+#define LANE_H2D 440.0 /* copies made, H2D; the model's lane under it */
+#define LANE_D2H 487.0 /* copies made, D2H; the model's lane under it */
+#define LANE_H 24.0
+#define MODEL_GAP 2.0  /* between a lane and its model lane */
+#define MODEL_H 9.0
+#define WAIT_H 5.0     /* the red "waited for" mark, top of the lane */
+#define LANES_END (LANE_D2H + LANE_H + MODEL_GAP + MODEL_H)
+#define AXIS_Y 570.0 /* axis title; tick labels 20 px above */
+#define LEG0 100.0   /* legend columns */
+#define LEG1 440.0
+#define LEG2 780.0
 
 typedef struct scale {
     double tmax_us;
@@ -125,12 +132,24 @@ static void hline(FILE *f, const scale *s, uint64_t bytes, const char *color,
     fprintf(f, " %s</text>\n", iec((double)bytes, b, sizeof b));
 }
 
+/* A "the hooks waited here" mark over [t0_us, t1_us), at least 1 px. */
+static void mark(FILE *f, const scale *s, double t0_us, double t1_us,
+                 double y, const char *color)
+{
+    double x1 = sx(s, t1_us), x0 = sx(s, t0_us);
+    if (x1 - x0 < 1.0)
+        x0 = x1 - 1.0;
+    fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
+            "fill=\"%s\"/>\n", x0, y, x1 - x0, WAIT_H, color);
+}
+
 static int write_body(FILE *f, const demo_svg_data *d)
 {
     scale s;
     char b[32];
     uint64_t ymax = d->budget;
-    double step, h2d = 0, d2h = 0;
+    double step, m_bytes[2] = {0, 0}, p_bytes[2] = {0, 0};
+    double wait_us = 0, stall_us = 0;
 
     s.tmax_us = d->measured_end_us > d->predicted_end_us
                     ? d->measured_end_us
@@ -174,7 +193,7 @@ static int write_body(FILE *f, const demo_svg_data *d)
         fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
                 "stroke=\"#eeeeee\"/>\n<text x=\"%.1f\" y=\"%.1f\" "
                 "text-anchor=\"middle\" fill=\"#444\">%g</text>\n", x, PY0,
-                x, LANE_D2H + LANE_H, x, AXIS_Y - 18, v);
+                x, LANES_END, x, AXIS_Y - 18, v);
     }
     fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">time in "
             "the step (ms)</text>\n", (PX0 + PX1) / 2, AXIS_Y);
@@ -196,56 +215,119 @@ static int write_body(FILE *f, const demo_svg_data *d)
               "no-offload peak");
     hline(f, &s, d->budget, "#d62728", NULL, "budget");
 
-    /* transfer lanes */
-    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">H2D</text>\n"
-            "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">D2H</text>\n",
-            PX0 - 6, LANE_H2D + LANE_H / 2 + 4, PX0 - 6,
-            LANE_D2H + LANE_H / 2 + 4);
-    fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
-            "fill=\"#f7f7f7\"/>\n<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
-            "height=\"%.1f\" fill=\"#f7f7f7\"/>\n", PX0, LANE_H2D, PX1 - PX0,
-            LANE_H, PX0, LANE_D2H, PX1 - PX0, LANE_H);
-    for (size_t i = 0; i < d->n_transfers; i++) {
-        const demo_transfer *t = &d->transfers[i];
-        double x0 = sx(&s, t->start_us), x1 = sx(&s, t->end_us);
-        if (x1 - x0 < 0.6)
-            x1 = x0 + 0.6;
-        fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
-                "fill=\"%s\" fill-opacity=\"0.75\"/>\n", x0,
-                t->dir == 0 ? LANE_H2D : LANE_D2H, x1 - x0, LANE_H,
-                t->dir == 0 ? "#1f77b4" : "#ff7f0e");
-        if (t->dir == 0)
-            h2d += (double)t->bytes;
-        else
-            d2h += (double)t->bytes;
+    /* copy lanes: what the runtime did, the model's under each */
+    {
+        static const double lane_y[2] = {LANE_H2D, LANE_D2H};
+        static const char *const lane_name[2] = {"H2D", "D2H"};
+        for (int k = 0; k < 2; k++) {
+            double y = lane_y[k], my = y + LANE_H + MODEL_GAP;
+            fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%s"
+                    "</text>\n<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\" "
+                    "font-size=\"9\" fill=\"#777\">model</text>\n", PX0 - 6,
+                    y + LANE_H / 2 + 4, lane_name[k], PX0 - 6,
+                    my + MODEL_H - 1);
+            fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
+                    "height=\"%.1f\" fill=\"#f4f4f4\"/>\n<rect x=\"%.1f\" "
+                    "y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
+                    "fill=\"#f9f9f9\"/>\n", PX0, y, PX1 - PX0, LANE_H, PX0,
+                    my, PX1 - PX0, MODEL_H);
+            if (!d->have_copies)
+                fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" fill=\"#999\">no "
+                        "copy log</text>\n", PX0 + 6, y + LANE_H / 2 + 4);
+        }
+        for (size_t i = 0; i < d->n_transfers; i++) {
+            const demo_transfer *t = &d->transfers[i];
+            double x0 = sx(&s, t->start_us), x1 = sx(&s, t->end_us);
+            if (x1 - x0 < 0.6)
+                x1 = x0 + 0.6;
+            fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
+                    "height=\"%.1f\" fill=\"%s\"/>\n", x0,
+                    lane_y[t->dir != 0] + LANE_H + MODEL_GAP, x1 - x0,
+                    MODEL_H, t->dir == 0 ? "#9ecae1" : "#fdc48e");
+            p_bytes[t->dir != 0] += (double)t->bytes;
+        }
+        /* The copies made; a hairline between wide neighbours, so that
+         * copies back to back on one engine stay apart. */
+        for (size_t i = 0; d->have_copies && i < d->n_copies; i++) {
+            const demo_transfer *t = &d->copies[i];
+            double x0 = sx(&s, t->start_us), x1 = sx(&s, t->end_us);
+            if (x1 - x0 < 0.6)
+                x1 = x0 + 0.6;
+            fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
+                    "height=\"%.1f\" fill=\"%s\"%s/>\n", x0,
+                    lane_y[t->dir != 0], x1 - x0, LANE_H,
+                    t->dir == 0 ? "#1f77b4" : "#ff7f0e",
+                    x1 - x0 >= 4 ? " stroke=\"white\" stroke-width=\"0.5\""
+                                 : "");
+            m_bytes[t->dir != 0] += (double)t->bytes;
+            wait_us += t->wait_us;
+            stall_us += t->stall_us;
+        }
+        /* Where the hooks blocked: for a copy until it completed (the
+         * mark ends at its end), for a flash fill until the copy could be
+         * issued (the mark ends at its issue). */
+        for (size_t i = 0; d->have_copies && i < d->n_copies; i++) {
+            const demo_transfer *t = &d->copies[i];
+            double y = lane_y[t->dir != 0] - 1;
+            if (t->wait_us > 0)
+                mark(f, &s, t->end_us - t->wait_us, t->end_us, y,
+                     "#d62728");
+            if (t->stall_us > 0)
+                mark(f, &s, t->issue_us - t->stall_us, t->issue_us, y,
+                     "#7e22ce");
+        }
     }
 
-    /* legend */
+    /* legend: three columns */
     {
-        double y = AXIS_Y + 34;
+        double y = AXIS_Y + 30;
         char b2[32];
-        fprintf(f, "<line x1=\"100\" y1=\"%.1f\" x2=\"130\" y2=\"%.1f\" "
-                "stroke=\"#16a34a\" stroke-width=\"2\"/><text x=\"136\" "
+        fprintf(f, "<line x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" "
+                "stroke=\"#16a34a\" stroke-width=\"2\"/><text x=\"%.0f\" "
                 "y=\"%.1f\">measured (ho_device_used at every hook)</text>\n",
-                y, y, y + 4);
-        fprintf(f, "<line x1=\"420\" y1=\"%.1f\" x2=\"450\" y2=\"%.1f\" "
+                LEG0, y, LEG0 + 30, y, LEG0 + 36, y + 4);
+        fprintf(f, "<line x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" "
                 "stroke=\"#1f5fbf\" stroke-width=\"1.5\" "
-                "stroke-dasharray=\"5 3\"/><text x=\"456\" y=\"%.1f\">"
-                "predicted by the execution model</text>\n", y, y, y + 4);
-        fprintf(f, "<line x1=\"720\" y1=\"%.1f\" x2=\"750\" y2=\"%.1f\" "
-                "stroke=\"#d62728\" stroke-width=\"1.5\"/><text x=\"756\" "
-                "y=\"%.1f\">HBM budget</text>\n", y, y, y + 4);
-        y += 24;
-        fprintf(f, "<rect x=\"100\" y=\"%.1f\" width=\"30\" height=\"10\" "
-                "fill=\"#1f77b4\"/><text x=\"136\" y=\"%.1f\">H2D copies "
-                "(%s, %s)</text>\n", y - 5, y + 4,
-                d->transfer_source ? d->transfer_source : "predicted",
-                iec(h2d, b, sizeof b));
-        fprintf(f, "<rect x=\"420\" y=\"%.1f\" width=\"30\" height=\"10\" "
-                "fill=\"#ff7f0e\"/><text x=\"456\" y=\"%.1f\">D2H copies "
-                "(%s, %s)</text>\n", y - 5, y + 4,
-                d->transfer_source ? d->transfer_source : "predicted",
-                iec(d2h, b2, sizeof b2));
+                "stroke-dasharray=\"5 3\"/><text x=\"%.0f\" y=\"%.1f\">"
+                "predicted by the execution model</text>\n", LEG1, y,
+                LEG1 + 30, y, LEG1 + 36, y + 4);
+        fprintf(f, "<line x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" "
+                "stroke=\"#d62728\" stroke-width=\"1.5\"/><text x=\"%.0f\" "
+                "y=\"%.1f\">HBM budget</text>\n", LEG2, y, LEG2 + 30, y,
+                LEG2 + 36, y + 4);
+        y += 22;
+        if (d->have_copies) {
+            fprintf(f, "<rect x=\"%.0f\" y=\"%.1f\" width=\"30\" "
+                    "height=\"12\" fill=\"#1f77b4\"/><text x=\"%.0f\" "
+                    "y=\"%.1f\">H2D copies made (copy log, %s)</text>\n",
+                    LEG0, y - 6, LEG0 + 36, y + 4,
+                    iec(m_bytes[0], b, sizeof b));
+            fprintf(f, "<rect x=\"%.0f\" y=\"%.1f\" width=\"30\" "
+                    "height=\"12\" fill=\"#ff7f0e\"/><text x=\"%.0f\" "
+                    "y=\"%.1f\">D2H copies made (copy log, %s)</text>\n",
+                    LEG1, y - 6, LEG1 + 36, y + 4,
+                    iec(m_bytes[1], b2, sizeof b2));
+            fprintf(f, "<rect x=\"%.0f\" y=\"%.1f\" width=\"14\" "
+                    "height=\"%.0f\" fill=\"#d62728\"/><rect x=\"%.0f\" "
+                    "y=\"%.1f\" width=\"14\" height=\"%.0f\" "
+                    "fill=\"#7e22ce\"/><text x=\"%.0f\" y=\"%.1f\">hooks "
+                    "waited: for the copy %.1f ms, for flash %.1f ms</text>\n",
+                    LEG2, y - WAIT_H / 2, WAIT_H, LEG2 + 16, y - WAIT_H / 2,
+                    WAIT_H, LEG2 + 36, y + 4, wait_us / 1000.0,
+                    stall_us / 1000.0);
+        } else {
+            fprintf(f, "<text x=\"%.0f\" y=\"%.1f\" fill=\"#777\">copies "
+                    "made: no copy log for this step</text>\n", LEG0, y + 4);
+        }
+        y += 22;
+        fprintf(f, "<rect x=\"%.0f\" y=\"%.1f\" width=\"30\" height=\"%.0f\" "
+                "fill=\"#9ecae1\"/><text x=\"%.0f\" y=\"%.1f\">H2D copies of "
+                "the model (thin lane, %s)</text>\n", LEG0, y - MODEL_H / 2,
+                MODEL_H, LEG0 + 36, y + 4, iec(p_bytes[0], b, sizeof b));
+        fprintf(f, "<rect x=\"%.0f\" y=\"%.1f\" width=\"30\" height=\"%.0f\" "
+                "fill=\"#fdc48e\"/><text x=\"%.0f\" y=\"%.1f\">D2H copies of "
+                "the model (thin lane, %s)</text>\n", LEG1, y - MODEL_H / 2,
+                MODEL_H, LEG1 + 36, y + 4, iec(p_bytes[1], b2, sizeof b2));
     }
     fputs("</svg>\n", f);
     return ferror(f) ? -EIO : 0;

@@ -1,7 +1,9 @@
 /*
  * examples/c/demo_svg.h - the demo client's picture: device memory over one
- * step against the budget, measured and predicted, with the transfers drawn
- * on two lanes (H2D, D2H).  Plain SVG, no dependencies.
+ * step against the budget, measured and predicted, with the copies drawn on
+ * two lanes (H2D, D2H): the ones the runtime really made, and under each
+ * lane the execution model's, thin and light, so that both can be
+ * compared.  Plain SVG, no dependencies.
  *
  * Ownership: a demo_svg_data is filled by the caller (arrays it owns);
  * demo_svg_write() only reads it.
@@ -18,11 +20,17 @@ typedef struct demo_point {
     uint64_t bytes;
 } demo_point;
 
-/* One copy: dir 0 = H2D, 1 = D2H. */
+/* One copy: dir 0 = H2D, 1 = D2H, times from the step's start.  For the
+ * copies made (0 for the model's): wait_us, how long the hooks blocked
+ * waiting for it to complete, drawn as a red mark ending where it ends;
+ * stall_us, how long its issue waited for the daemon to bring its host
+ * copy in from flash, drawn as a purple mark ending at issue_us. */
 typedef struct demo_transfer {
     double start_us, end_us;
     uint64_t bytes;
     int dir;
+    double wait_us;
+    double issue_us, stall_us;
 } demo_transfer;
 
 typedef struct demo_svg_data {
@@ -36,9 +44,14 @@ typedef struct demo_svg_data {
     const demo_point *predicted;    /* the model's curve (plan_simulate) */
     size_t n_predicted;
     double predicted_end_us;        /* the model's step time */
+    /* The copies the runtime really made (its copy log, ho_step_copies),
+     * drawn on the H2D and D2H lanes, and the model's copies
+     * (plan_simulate), drawn as a thin light lane under each. */
+    const demo_transfer *copies;
+    size_t n_copies;
+    int have_copies;                /* 0: no copy log (lanes say so) */
     const demo_transfer *transfers; /* the model's copies */
     size_t n_transfers;
-    const char *transfer_source;    /* "predicted" or "measured" */
 } demo_svg_data;
 
 /* Write the picture to `path` (created or truncated).  Returns 0 or

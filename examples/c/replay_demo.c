@@ -17,8 +17,10 @@
  *      verifies every storage it reads byte for byte, and waits out the rest
  *      of its trace duration so that compute takes real time;
  *   6. prints the per-step table (ho_step_stats), the plan's figures and a
- *      summary, writes a picture of device memory over one step (SVG), and
- *      exits non-zero on any mismatch or error.
+ *      summary, writes a picture of device memory over one step (SVG) with
+ *      the copies the runtime made in that step (its copy log,
+ *      ho_replay_record_copies) next to the model's, and exits non-zero on
+ *      any mismatch or error.
  *
  * When the daemon goes away (HO_E_DISCONNECTED) and --reconnect is given,
  * the client reconnects, registers again, re-plans, restores its retained
@@ -119,6 +121,10 @@ typedef struct demo {
     size_t n_pred, cap_pred;
     demo_transfer *xfer;       /* the model's copies; owned */
     size_t n_xfer, cap_xfer;
+    ho_copy_record *rec;       /* the drawn step's copy log; owned */
+    demo_transfer *made;       /* the copies it made, drawn; owned */
+    size_t n_made;
+    int have_made;
     double pred_end_us;
     int svg_written;
 } demo;
@@ -572,7 +578,8 @@ static void obs_transfer(void *ctx, int dir, uint32_t storage,
     (void)storage;
     if (grow((void **)&d->xfer, &d->cap_xfer, d->n_xfer + 1,
              sizeof *d->xfer) == 0)
-        d->xfer[d->n_xfer++] = (demo_transfer){start_us, end_us, bytes, dir};
+        d->xfer[d->n_xfer++] =
+            (demo_transfer){start_us, end_us, bytes, dir, 0.0, start_us, 0.0};
 }
 
 /* The model's device curve and copies for the plan: ho_plan_save, read
@@ -873,6 +880,53 @@ static int replay_step(demo *d, uint64_t step, const char **ret_where)
     return ho_stats(d->c, NULL, 0, NULL, &d->usage);
 }
 
+/* The replay records the copies it makes in the drawn step (its copy
+ * log): room for every copy of the plan (a copy is one of its actions). */
+static int log_on(demo *d)
+{
+    uint64_t n = d->info.actions + 16;
+    int r = ho_replay_record_copies(d->r, n > HO_COPY_LOG_MAX
+                                              ? HO_COPY_LOG_MAX
+                                              : (uint32_t)n);
+    return r < 0 ? rreport(d, "ho_replay_record_copies", r) : 0;
+}
+
+/* The copies the drawn step made, from the copy log, as the picture's
+ * bars; then the log is turned off.  Times are from the step's
+ * ho_step_begin, the measured curve's from its return (a microsecond
+ * later at most). */
+static int log_collect(demo *d)
+{
+    size_t n = 0;
+    int r = ho_step_copies(d->r, NULL, 0, &n);
+
+    d->have_made = 0;
+    d->n_made = 0;
+    if (r < 0)
+        return rreport(d, "ho_step_copies", r);
+    free(d->rec);
+    free(d->made);
+    d->rec = calloc(n ? n : 1, sizeof *d->rec);
+    d->made = calloc(n ? n : 1, sizeof *d->made);
+    if (!d->rec || !d->made)
+        return local_failure(d, "allocating the copy log", -ENOMEM);
+    r = ho_step_copies(d->r, d->rec, n, &n);
+    if (r < 0)
+        return rreport(d, "ho_step_copies", r);
+    for (size_t i = 0; i < n; i++) {
+        const ho_copy_record *c = &d->rec[i];
+        if (c->end_ns < 0)
+            continue; /* not reported: the copy failed */
+        d->made[d->n_made++] = (demo_transfer){
+            (double)c->start_ns / 1e3, (double)c->end_ns / 1e3, c->bytes,
+            c->dir == HO_COPY_H2D ? 0 : 1, (double)c->wait_ns / 1e3,
+            (double)c->issue_ns / 1e3, (double)c->stall_ns / 1e3};
+    }
+    d->have_made = 1;
+    r = ho_replay_record_copies(d->r, 0);
+    return r < 0 ? rreport(d, "ho_replay_record_copies", r) : 0;
+}
+
 static int write_picture(demo *d, uint64_t step)
 {
     demo_svg_data sd;
@@ -901,7 +955,12 @@ static int write_picture(demo *d, uint64_t step)
     sd.predicted_end_us = d->pred_end_us;
     sd.transfers = d->xfer;
     sd.n_transfers = d->n_xfer;
-    sd.transfer_source = "predicted";
+    r = log_collect(d);
+    if (r < 0)
+        return r;
+    sd.copies = d->made;
+    sd.n_copies = d->n_made;
+    sd.have_copies = d->have_made;
     r = demo_svg_write(d->o.svg_path, &sd);
     if (r < 0) {
         fprintf(stderr, "%s: %s: writing %s: %s\n", PROG, d->name,
@@ -933,14 +992,20 @@ static int run(demo *d)
     for (uint64_t step = 2; step <= last; step++) {
         const char *where = "";
         uint32_t done_before = d->n_steps;
+        int drawn = d->o.svg_path &&
+                    step == (d->o.svg_step ? d->o.svg_step : last);
 
         memcpy(d->saved, d->cur, sizeof *d->cur * d->pt->n_storages);
+        if (drawn) {
+            r = log_on(d);
+            if (r < 0)
+                return r;
+        }
         r = replay_step(d, step, &where);
         if (d->n_steps > done_before)
             print_step_line(d, &d->steps[d->n_steps - 1]);
         if (r == 0) {
-            if (d->o.svg_path && step == (d->o.svg_step ? d->o.svg_step
-                                                        : last)) {
+            if (drawn) {
                 r = write_picture(d, step);
                 if (r < 0)
                     return r;
@@ -1433,6 +1498,8 @@ static void demo_done(demo *d)
     free(d->meas);
     free(d->pred);
     free(d->xfer);
+    free(d->rec);
+    free(d->made);
 }
 
 int main(int argc, char **argv)

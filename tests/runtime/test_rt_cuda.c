@@ -4,8 +4,10 @@
  * (HO_E_UNSUPPORTED with the reason), prints the reason and exits with 77,
  * which CTest reports as "skipped" (SKIP_RETURN_CODE), never as passed.
  * With a GPU: device memory, synchronous copies, the capacity limit and a
- * content-checked replay (through ho_device_read/write only).
+ * content-checked replay (through ho_device_read/write only) whose copy
+ * log (timing events) must match the schedule and the step's figures.
  */
+#include "rt_copylog.h"
 #include "rt_fw.h"
 
 #define SKIP 77
@@ -53,15 +55,32 @@ START_TEST(cuda_replay)
     ck_assert_int_eq(ho_device_open("cuda", 0, budget, &d), 0);
     ho_replay *r = NULL;
     ck_assert_int_eq(ho_replay_new(NULL, d, t, p, NULL, &r), 0);
+    size_t copies = rt_sched_copies(pt, s, NULL);
+    ho_copy_record *rec = calloc(copies + 1, sizeof(*rec));
+    ck_assert_ptr_nonnull(rec);
     rt_fw f;
     rt_fw_init(&f, r, d, pt);
-    for (int st = 1; st <= 3; st++) {
+    for (int st = 1; st <= 4; st++) {
+        /* Steps 2 and 3 with the copy log. */
+        if (st == 2)
+            ck_assert_int_eq(ho_replay_record_copies(r, (uint32_t)copies),
+                             0);
+        if (st == 4)
+            ck_assert_int_eq(ho_replay_record_copies(r, 0), 0);
         ho_step_info info;
         rt_fw_step(&f, st == 1, &info);
         ck_assert_uint_le(info.peak_device_bytes, budget);
         ck_assert_uint_eq(info.h2d_bytes, s->predicted.h2d_bytes);
         ck_assert_uint_eq(info.d2h_bytes, s->predicted.d2h_bytes);
+        size_t n = 0;
+        if (st == 2 || st == 3) {
+            ck_assert_int_eq(ho_step_copies(r, rec, copies, &n), 0);
+            rt_check_copies(pt, s, rec, n, &info, pt->link.duplex);
+        } else {
+            ck_assert_int_lt(ho_step_copies(r, rec, copies, &n), 0);
+        }
     }
+    free(rec);
     ck_assert_uint_eq(f.bad_reads, 0);
     rt_fw_done(&f);
     ho_replay_free(r);

@@ -3,7 +3,8 @@
  * without a daemon (local host copies): content-checked steps of generated
  * traces under a budget below the no-offload peak, broken schedules
  * refused at install and caught at run time, divergence and its fallback,
- * the host backend's hard capacity, the storage registry.
+ * the host backend's hard capacity, the storage registry, the copy log
+ * (ho_replay_record_copies / ho_step_copies) against the schedule.
  *
  * Linked against the library's objects for the hidden test hook
  * hor_test_skip_check.
@@ -14,6 +15,7 @@
 #include <sys/eventfd.h>
 #include <sys/syscall.h>
 
+#include "rt_copylog.h"
 #include "rt_fw.h"
 #include "runtime_internal.h"
 
@@ -175,6 +177,129 @@ START_TEST(replay_content_simplex)
     unsigned n = rt_valgrind() ? 1 : 3;
     for (unsigned i = 0; i < n; i++)
         run_content(31 + i, 0);
+}
+END_TEST
+
+/* ------------------------------------------------------------ copy log */
+
+static void run_copy_log(uint64_t seed, int duplex)
+{
+    rt_case k;
+    case_make(&k, seed, duplex);
+    size_t copies = rt_sched_copies(k.pt, k.s, NULL);
+    ck_assert_uint_gt(copies, 2);
+    ho_device *dev = NULL;
+    ck_assert_int_eq(ho_device_open("host", 0, k.budget, &dev), 0);
+    ho_replay *r = NULL;
+    ck_assert_int_eq(ho_replay_new(NULL, dev, k.t, k.p, NULL, &r), 0);
+    ho_copy_record *rec = calloc(copies + 8, sizeof(*rec));
+    ck_assert_ptr_nonnull(rec);
+    size_t n = 99;
+    ho_copy_log_info li;
+
+    /* Off: nothing to read. */
+    ck_assert_int_eq(ho_step_copies(r, rec, copies, &n), HO_E_STATE);
+    ck_assert_int_eq(ho_step_copies_info(r, &li), HO_E_STATE);
+    ck_assert_int_eq(ho_replay_record_copies(r, HO_COPY_LOG_MAX + 1),
+                     HO_E_INVALID_SIZE);
+    ck_assert_int_eq(ho_replay_record_copies(r, (uint32_t)copies + 8), 0);
+    ck_assert_int_eq(ho_step_copies(r, rec, copies, &n), -ENOENT);
+    ck_assert_int_eq(ho_step_copies(r, NULL, 1, &n), -EINVAL);
+
+    rt_fw f;
+    rt_fw_init(&f, r, dev, k.pt);
+    unsigned steps = rt_valgrind() ? 2 : 3;
+    for (unsigned st = 1; st <= steps; st++) {
+        ho_step_info info;
+        rt_fw_step(&f, st == 1, &info);
+        n = 0;
+        ck_assert_int_eq(ho_step_copies(r, rec, copies + 8, &n), 0);
+        rt_check_copies(k.pt, k.s, rec, n, &info, duplex);
+        ck_assert_int_eq(ho_step_copies_info(r, &li), 0);
+        ck_assert_uint_eq(li.step, st);
+        ck_assert_uint_eq(li.records, copies);
+        ck_assert_uint_eq(li.dropped, 0);
+        ck_assert_uint_eq(li.max_records, copies + 8);
+    }
+
+    /* A smaller buffer gets the first records and the full count. */
+    ho_copy_record few[2];
+    ck_assert_int_eq(ho_step_copies(r, few, 2, &n), 0);
+    ck_assert_uint_eq(n, copies);
+    ck_assert_int_eq(memcmp(few, rec, sizeof(few)), 0);
+    ck_assert_int_eq(ho_step_copies(r, NULL, 0, &n), 0);
+    ck_assert_uint_eq(n, copies);
+
+    /* Inside a step: the log's size is fixed, and the records are still
+     * those of the last completed step. */
+    rt_fw_inputs(&f, 0);
+    ck_assert_int_eq(ho_step_begin(r), 0);
+    ck_assert_int_eq(ho_replay_record_copies(r, 4), HO_E_STATE);
+    for (uint32_t op = 0; op < k.pt->n_ops / 2; op++) {
+        ck_assert_int_eq(ho_op_begin(r, op), 0);
+        ck_assert_int_eq(rt_fw_compute(&f, op), 0);
+        ck_assert_int_eq(ho_op_end(r, op), 0);
+    }
+    ck_assert_int_eq(ho_step_copies_info(r, &li), 0);
+    ck_assert_uint_eq(li.step, steps);
+    ho_copy_record *again = calloc(copies, sizeof(*again));
+    ck_assert_ptr_nonnull(again);
+    ck_assert_int_eq(ho_step_copies(r, again, copies, &n), 0);
+    ck_assert_uint_eq(n, copies);
+    ck_assert_int_eq(memcmp(again, rec, copies * sizeof(*rec)), 0);
+    for (uint32_t op = k.pt->n_ops / 2; op < k.pt->n_ops; op++) {
+        ck_assert_int_eq(ho_op_begin(r, op), 0);
+        ck_assert_int_eq(rt_fw_compute(&f, op), 0);
+        ck_assert_int_eq(ho_op_end(r, op), 0);
+    }
+    ho_step_info info;
+    ck_assert_int_eq(ho_step_end(r, &info), 0);
+    ck_assert_int_eq(ho_step_copies(r, rec, copies, &n), 0);
+    rt_check_copies(k.pt, k.s, rec, n, &info, duplex);
+    free(again);
+
+    /* A log smaller than the step: the first copies, the rest counted. */
+    ck_assert_int_eq(ho_replay_record_copies(r, 3), 0);
+    ck_assert_int_eq(ho_step_copies(r, rec, copies, &n), -ENOENT);
+    rt_fw_step(&f, 0, &info);
+    ck_assert_int_eq(ho_step_copies(r, rec, copies, &n), 0);
+    ck_assert_uint_eq(n, 3);
+    ck_assert_int_eq(ho_step_copies_info(r, &li), 0);
+    ck_assert_uint_eq(li.records, 3);
+    ck_assert_uint_eq(li.dropped, copies - 3);
+    for (size_t i = 0; i < n; i++)
+        ck_assert_int_ge(rec[i].end_ns, rec[i].start_ns);
+
+    /* Off again: the hooks run as before, nothing is kept. */
+    ck_assert_int_eq(ho_replay_record_copies(r, 0), 0);
+    rt_fw_step(&f, 0, &info);
+    ck_assert_int_eq(ho_step_copies(r, rec, copies, &n), HO_E_STATE);
+    ck_assert_uint_eq(f.bad_reads, 0);
+
+    /* On when the replay is freed: the log goes with it. */
+    ck_assert_int_eq(ho_replay_record_copies(r, 16), 0);
+    rt_fw_step(&f, 0, &info);
+    rt_fw_done(&f);
+    free(rec);
+    ck_assert_ptr_null(ho_replay_free(r));
+    ck_assert_uint_eq(ho_device_used(dev), 0);
+    ho_device_close(dev);
+    case_free(&k);
+}
+
+START_TEST(copy_log_duplex)
+{
+    unsigned n = rt_valgrind() ? 1 : 3;
+    for (unsigned i = 0; i < n; i++)
+        run_copy_log(81 + i, 1);
+}
+END_TEST
+
+START_TEST(copy_log_simplex)
+{
+    unsigned n = rt_valgrind() ? 1 : 2;
+    for (unsigned i = 0; i < n; i++)
+        run_copy_log(91 + i, 0);
 }
 END_TEST
 
@@ -724,6 +849,8 @@ int main(void)
     tcase_set_timeout(tc, rt_valgrind() ? 900 : 120);
     tcase_add_test(tc, replay_content_duplex);
     tcase_add_test(tc, replay_content_simplex);
+    tcase_add_test(tc, copy_log_duplex);
+    tcase_add_test(tc, copy_log_simplex);
     tcase_add_test(tc, broken_schedule_refused);
     tcase_add_test(tc, broken_schedule_caught_at_run_time);
     tcase_add_test(tc, divergence_falls_back);

@@ -290,6 +290,99 @@ HO_EXPORT int ho_step_end(ho_replay *r, ho_step_info *ret);
 HO_EXPORT int ho_step_stats(const ho_replay *r, uint64_t step,
                             ho_step_info *ret);
 
+/* ------------------------------------------------------------- copy log */
+
+/* The copies a step really made, as the copy engines ran them (opt-in).
+ * One record per prefetch (H2D) and store (D2H) the schedule issued in
+ * the step, in issue order.  Synchronous copies outside the engines (the
+ * fallback of a diverged step, the end-of-step restoration after one,
+ * ho_storage_* calls) are not recorded.
+ *
+ * Times are nanoseconds from the step's ho_step_begin, on the host's
+ * CLOCK_MONOTONIC:
+ *   issue_ns  the hook handed the copy to its engine (after the host copy
+ *             was brought into DDR, which is stall_ns);
+ *   start_ns  the copy began moving bytes: after every earlier copy of its
+ *             engine and the copy it depends on (a prefetch waits for the
+ *             storage's pending store and vice versa);
+ *   end_ns    the copy completed.
+ * host backend: the copy thread reads the clock right before and right
+ * after its memcpy.  cuda backend: timing events recorded on the copy
+ * stream around the cudaMemcpyAsync, converted when the hooks see the copy
+ * complete: cudaEventElapsedTime from a reference event recorded on the
+ * idle copy stream in ho_step_begin, added to the host clock read when
+ * that reference was recorded (device timestamps mapped onto the host's
+ * at the step's start; the reference's launch latency, microseconds,
+ * makes them early: start_ns is raised to issue_ns, and end_ns to
+ * start_ns, where that shows).
+ * Always issue_ns <= start_ns <= end_ns <= the step's wall time, except
+ * -1 in start_ns and end_ns when the backend did not report the copy
+ * (it failed: the step then failed too).
+ *
+ * Copies on one engine run one at a time, in issue order: on a duplex
+ * link prefetches use engine 0 and stores engine 1, otherwise both use
+ * engine 0. */
+typedef enum ho_copy_dir {
+    HO_COPY_H2D = 0,              /* prefetch: host copy -> device */
+    HO_COPY_D2H = 1               /* store: device -> host copy */
+} ho_copy_dir;
+
+typedef struct ho_copy_record {
+    uint64_t storage_id;
+    uint64_t bytes;
+    uint32_t op;                  /* the op at whose point it was issued */
+    uint8_t when;                 /* 0: before that op, 1: after it */
+    uint8_t dir;                  /* ho_copy_dir */
+    uint8_t engine;               /* copy engine, 0 or 1 (see above) */
+    uint8_t reserved;
+    int64_t issue_ns, start_ns, end_ns;
+    uint64_t wait_ns;             /* the hooks blocked waiting for this copy
+                                     to complete: an op reading or writing
+                                     its storage, device memory it held, a
+                                     full queue, the step's end (exposed) */
+    uint64_t stall_ns;            /* its issue waited for the daemon to
+                                     bring the host copy into DDR (flash) */
+} ho_copy_record;
+
+/* Largest max_records ho_replay_record_copies accepts. */
+#define HO_COPY_LOG_MAX (1u << 22)
+
+/* Turn the copy log on with room for `max_records` records per step, or
+ * off (0).  Between steps only (HO_E_STATE inside one); every step that
+ * begins afterwards is recorded.  This call allocates the log (two
+ * buffers of max_records: the step in progress and the last completed
+ * one) and prepares the backend's timing (cuda: timing events); the hooks
+ * then only fill preallocated records: no allocation, lock or system call
+ * (the host clock is read through the vDSO).  Copies beyond max_records
+ * in a step are not recorded, only counted (ho_copy_log_info.dropped).
+ * Turning it on again with any size discards the records kept so far;
+ * off frees them.  HO_E_INVALID_SIZE above HO_COPY_LOG_MAX, -ENOMEM, or
+ * HO_E_DEVICE (then the log is off).  The log lives as long as the
+ * replay (ho_replay_free releases it). */
+HO_EXPORT int ho_replay_record_copies(ho_replay *r, uint32_t max_records);
+
+/* The records of the most recent step that completed (ho_step_end
+ * returned) with the log on: the first min(max, n) are copied to out (out
+ * may be NULL when max is 0) and *ret_n is n, the number the step has
+ * (call again with a larger buffer when n > max).  Inside a step it is
+ * still the previous step.  HO_E_STATE when the log is off, -ENOENT when
+ * no step has completed since it was turned on.  Like every hook: call it
+ * from the thread that drives the replay (the records belong to the
+ * replay; out is the caller's). */
+HO_EXPORT int ho_step_copies(const ho_replay *r, ho_copy_record *out,
+                             size_t max, size_t *ret_n);
+
+typedef struct ho_copy_log_info {
+    uint64_t step;                /* the step the records are of */
+    uint64_t records;             /* n of ho_step_copies */
+    uint64_t dropped;             /* copies of that step beyond the log */
+    uint32_t max_records;         /* the log's size */
+} ho_copy_log_info;
+
+/* Figures of the records ho_step_copies returns now; errors as there. */
+HO_EXPORT int ho_step_copies_info(const ho_replay *r,
+                                  ho_copy_log_info *ret);
+
 #ifdef __cplusplus
 }
 #endif
