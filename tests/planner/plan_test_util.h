@@ -18,7 +18,7 @@
 #include "hyperoffload/errors.h"
 #include "plan.h"
 
-static char tu_err[512];
+static char tu_err[512] __attribute__((unused));
 
 /* 1 GB/s both ways (1 byte = 1e-3 us), no latency: copy time of b bytes is
  * b / 1000 us, easy to compute by hand. */
@@ -138,7 +138,7 @@ static inline int tu_plan(const plan_trace *t, uint64_t budget,
 }
 
 /* xorshift64: the tests' own random numbers. */
-static uint64_t tu_rng = 0x9e3779b97f4a7c15ull;
+static uint64_t tu_rng __attribute__((unused)) = 0x9e3779b97f4a7c15ull;
 static inline uint64_t tu_rand(void)
 {
     tu_rng ^= tu_rng << 13;
@@ -161,6 +161,29 @@ static inline unsigned tu_iters(unsigned base)
         k /= 20;
     unsigned n = (unsigned)(base * k);
     return n ? n : 1;
+}
+
+/* The JSON text of a trace / schedule, malloc'ed (owned by the caller). */
+static inline char *tu_trace_json(const plan_trace *t)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(plan_trace_write_json(t, f), 0);
+    fclose(f);
+    return buf;
+}
+
+static inline char *tu_schedule_json(const plan_schedule *s)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(plan_schedule_write_json(s, f), 0);
+    fclose(f);
+    return buf;
 }
 
 #endif

@@ -12,6 +12,7 @@
 
 #include "hyperoffload/errors.h"
 #include "plan.h"
+#include "plan_test_util.h"
 
 static char err[512];
 
@@ -19,17 +20,6 @@ static bool under_valgrind(void)
 {
     const char *v = getenv("HO_UNDER_VALGRIND");
     return v && *v && strcmp(v, "0") != 0;
-}
-
-static char *trace_json(const plan_trace *t)
-{
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    ck_assert_ptr_nonnull(f);
-    ck_assert_int_eq(plan_trace_write_json(t, f), 0);
-    fclose(f);
-    return buf;
 }
 
 /* Independent of plan_trace_finish's own check: the first access of every
@@ -288,8 +278,8 @@ START_TEST(train_deterministic)
     c.model.layers = 3;
     ck_assert_int_eq(plan_gen_train(&c, &a, err, sizeof err), 0);
     ck_assert_int_eq(plan_gen_train(&c, &b, err, sizeof err), 0);
-    ja = trace_json(a);
-    jb = trace_json(b);
+    ja = tu_trace_json(a);
+    jb = tu_trace_json(b);
     ck_assert_str_eq(ja, jb);
     ck_assert_uint_eq(plan_trace_hash(a), plan_trace_hash(b));
     free(ja);

@@ -13,31 +13,9 @@
 
 #include "hyperoffload/errors.h"
 #include "plan.h"
+#include "plan_test_util.h"
 
 static char err[512];
-
-/* Write with `fn` into a malloc'ed string (owned by the caller). */
-static char *trace_json(const plan_trace *t)
-{
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    ck_assert_ptr_nonnull(f);
-    ck_assert_int_eq(plan_trace_write_json(t, f), 0);
-    fclose(f);
-    return buf;
-}
-
-static char *schedule_json(const plan_schedule *s)
-{
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    ck_assert_ptr_nonnull(f);
-    ck_assert_int_eq(plan_schedule_write_json(s, f), 0);
-    fclose(f);
-    return buf;
-}
 
 static plan_trace *parse_ok(const char *text)
 {
@@ -233,7 +211,7 @@ START_TEST(id_range)
     plan_trace *t = parse_ok(text), *t2;
     char *out;
     ck_assert_uint_eq(t->storages[0].id, 9223372036854775807ull);
-    out = trace_json(t);
+    out = tu_trace_json(t);
     ck_assert_ptr_nonnull(strstr(out, "\"id\": 9223372036854775807,"));
     t2 = parse_ok(out);
     ck_assert_uint_eq(plan_trace_hash(t), plan_trace_hash(t2));
@@ -252,9 +230,9 @@ END_TEST
 
 static void roundtrip_trace(const plan_trace *t)
 {
-    char *a = trace_json(t), *b;
+    char *a = tu_trace_json(t), *b;
     plan_trace *t2 = parse_ok(a);
-    b = trace_json(t2);
+    b = tu_trace_json(t2);
     ck_assert_msg(strcmp(a, b) == 0, "JSON round trip differs");
     ck_assert_uint_eq(plan_trace_hash(t), plan_trace_hash(t2));
     ck_assert_uint_eq(t2->n_ops, t->n_ops);
@@ -338,7 +316,7 @@ START_TEST(names_escaped)
     ck_assert_int_eq(plan_trace_add_op(t, "tab\there \x01 \xc3\xa9", 1.0,
                                        NULL, 0, &ix, 1, err, sizeof err), 0);
     ck_assert_int_eq(plan_trace_finish(t, err, sizeof err), 0);
-    out = trace_json(t);
+    out = tu_trace_json(t);
     t2 = parse_ok(out);
     ck_assert_str_eq(t2->name, t->name);
     ck_assert_str_eq(plan_op_name(t2, 0), plan_op_name(t, 0));
@@ -363,12 +341,12 @@ START_TEST(schedule_roundtrip)
     ck_assert_int_eq(plan_schedule_push_id(s, 41, PLAN_BEFORE,
                                            PLAN_ACT_FREE_HOST, 7), 0);
     /* no predicted yet */
-    a = schedule_json(s);
+    a = tu_schedule_json(s);
     ck_assert_ptr_null(strstr(a, "predicted"));
     ck_assert_int_eq(plan_schedule_parse_json(a, strlen(a), &s2, err,
                                               sizeof err), 0);
     ck_assert(!s2->has_predicted);
-    b = schedule_json(s2);
+    b = tu_schedule_json(s2);
     ck_assert_str_eq(a, b);
     free(a);
     free(b);
@@ -382,7 +360,7 @@ START_TEST(schedule_roundtrip)
     s->predicted.exposed_us = -1e-9;
     s->predicted.h2d_bytes = 9223372036854775807ull;
     s->predicted.d2h_bytes = 0;
-    a = schedule_json(s);
+    a = tu_schedule_json(s);
     ck_assert_int_eq(plan_schedule_parse_json(a, strlen(a), &s2, err,
                                               sizeof err), 0);
     ck_assert(s2->has_predicted);
@@ -396,7 +374,7 @@ START_TEST(schedule_roundtrip)
     ck_assert_uint_eq(s2->actions[2].storage, PLAN_NONE); /* not bound */
     ck_assert(memcmp(&s2->predicted, &s->predicted, sizeof s->predicted)
               == 0);
-    b = schedule_json(s2);
+    b = tu_schedule_json(s2);
     ck_assert_str_eq(a, b);
     free(a);
     free(b);
@@ -473,7 +451,7 @@ START_TEST(files)
                                           sizeof err), -ENOENT);
 
     t = parse_ok(good);
-    text = trace_json(t);
+    text = tu_trace_json(t);
     fd = mkstemp(path);
     ck_assert_int_ge(fd, 0);
     f = fdopen(fd, "w");

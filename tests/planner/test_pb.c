@@ -13,36 +13,15 @@
 
 #include "hyperoffload/errors.h"
 #include "plan.h"
+#include "plan_test_util.h"
 #include "plan.pb-c.h"
 
 static char err[512];
 
-static char *trace_json(const plan_trace *t)
-{
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    ck_assert_ptr_nonnull(f);
-    ck_assert_int_eq(plan_trace_write_json(t, f), 0);
-    fclose(f);
-    return buf;
-}
-
-static char *schedule_json(const plan_schedule *s)
-{
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    ck_assert_ptr_nonnull(f);
-    ck_assert_int_eq(plan_schedule_write_json(s, f), 0);
-    fclose(f);
-    return buf;
-}
-
 /* JSON text -> trace -> pb -> trace -> JSON text must be identical. */
 static void trace_lossless(const plan_trace *t)
 {
-    char *a = trace_json(t), *b;
+    char *a = tu_trace_json(t), *b;
     plan_trace *t1 = NULL, *t2 = NULL;
     uint8_t *pb = NULL;
     size_t len = 0;
@@ -54,7 +33,7 @@ static void trace_lossless(const plan_trace *t)
     ck_assert_msg(plan_trace_from_pb(pb, len, &t2, err, sizeof err) == 0,
                   "from_pb: %s", err);
     ck_assert(t2->finished);
-    b = trace_json(t2);
+    b = tu_trace_json(t2);
     ck_assert_msg(strcmp(a, b) == 0, "JSON -> pb -> JSON differs");
     ck_assert_uint_eq(plan_trace_hash(t1), plan_trace_hash(t2));
     free(a);
@@ -66,7 +45,7 @@ static void trace_lossless(const plan_trace *t)
 
 static void schedule_lossless(const plan_schedule *s)
 {
-    char *a = schedule_json(s), *b;
+    char *a = tu_schedule_json(s), *b;
     plan_schedule *s1 = NULL, *s2 = NULL;
     uint8_t *pb = NULL;
     size_t len = 0;
@@ -76,7 +55,7 @@ static void schedule_lossless(const plan_schedule *s)
     ck_assert_int_eq(plan_schedule_to_pb(s1, &pb, &len), 0);
     ck_assert_msg(plan_schedule_from_pb(pb, len, &s2, err, sizeof err) == 0,
                   "from_pb: %s", err);
-    b = schedule_json(s2);
+    b = tu_schedule_json(s2);
     ck_assert_str_eq(a, b);
     ck_assert_int_eq(s1->has_predicted, s2->has_predicted);
     free(a);
