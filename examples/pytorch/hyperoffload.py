@@ -225,12 +225,49 @@ def err_name(code):
     return _fn("ho_err_name")(code).decode()
 
 
-# ----------------------------------------------------------------- client
-class Client:
-    """A connection to hyperoffloadd (ho_client)."""
+# ----------------------------------------------------------------- handles
+class _Owned:
+    """An object of the library owned through a pointer: ``_free`` names
+    the function that releases it, ``_what`` what it is (for errors).
+    close() releases it once; usable as a context manager."""
+
+    _free = None
+    _what = "object"
 
     def __init__(self, handle):
         self._h = handle
+
+    @property
+    def handle(self):
+        if not self._h:
+            raise ValueError("%s is closed" % self._what)
+        return self._h
+
+    def close(self):
+        if self._h:
+            _fn(self._free)(self._h)
+            self._h = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # interpreter shutdown
+            pass
+
+
+# ----------------------------------------------------------------- client
+class Client(_Owned):
+    """A connection to hyperoffloadd (ho_client).  close() is ho_close:
+    the daemon drops the session and its extents."""
+
+    _free = "ho_close"
+    _what = "client"
 
     @classmethod
     def connect(cls, socket=None, name="hyperoffload-python"):
@@ -248,12 +285,6 @@ class Client:
             msg = _fn("ho_last_error")(self._h, buf, len(buf))
             raise HoError(call, rc, (msg or b"").decode("utf-8", "replace"))
         return rc
-
-    @property
-    def handle(self):
-        if not self._h:
-            raise ValueError("client is closed")
-        return self._h
 
     def register(self, job=None, device=0, hbm_budget=0):
         """ho_register: job (None: own arena), device index (-1 none),
@@ -313,31 +344,13 @@ class Client:
             self.handle, trace.handle, budget, _b(planner), ctypes.byref(h)))
         return Plan(h, trace)
 
-    def close(self):
-        """ho_close: the daemon drops the session and its extents."""
-        if self._h:
-            _fn("ho_close")(self._h)
-            self._h = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:  # interpreter shutdown
-            pass
-
 
 # ----------------------------------------------------------------- traces
-class Trace:
+class Trace(_Owned):
     """A step trace (ho_trace), loaded from a JSON or protobuf file."""
 
-    def __init__(self, handle):
-        self._h = handle
+    _free = "ho_trace_free"
+    _what = "trace"
 
     @classmethod
     def load(cls, path):
@@ -349,45 +362,19 @@ class Trace:
         return cls(h)
 
     @property
-    def handle(self):
-        if not self._h:
-            raise ValueError("trace is freed")
-        return self._h
-
-    @property
     def ops(self):
         return _fn("ho_trace_ops")(self.handle)
 
-    def close(self):
-        if self._h:
-            _fn("ho_trace_free")(self._h)
-            self._h = None
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
-
-
-class Plan:
+class Plan(_Owned):
     """A plan (ho_plan) of a trace; keeps the trace alive."""
 
-    def __init__(self, handle, trace):
-        self._h = handle
-        self.trace = trace
+    _free = "ho_plan_free"
+    _what = "plan"
 
-    @property
-    def handle(self):
-        if not self._h:
-            raise ValueError("plan is freed")
-        return self._h
+    def __init__(self, handle, trace):
+        super().__init__(handle)
+        self.trace = trace
 
     def info(self):
         """ho_plan_get_info as a dict (planner, budget_bytes,
@@ -409,19 +396,3 @@ class Plan:
             raise HoError("ho_plan_save", rc,
                           "%s: %s" % (path, runtime_last_error()))
 
-    def close(self):
-        if self._h:
-            _fn("ho_plan_free")(self._h)
-            self._h = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
