@@ -1,17 +1,16 @@
 /*
- * client/client_internal.h - what the files of libhyperoffload share, and
- * the raw request interface hoctl uses (hoctl links the library's objects
- * statically, so these hidden symbols are reachable to it but are not
- * exported from libhyperoffload.so).
+ * client/client_internal.h - what the files of libhyperoffload share
+ * (hidden symbols, not exported from libhyperoffload.so).  hoctl sees only
+ * client/admin_call.h.
  *
  * Files:
  *   transport.c  socket path, connect, frame I/O, descriptor queue, request
  *                and reply matching across threads (hoc_call), errors
- *   session.c    handshake (ho_connect/ho_close), Welcome facts, register
+ *   connect.c    handshake (ho_connect/ho_close), Welcome facts, register
  *                and the pool mapping, last error
- *   extent.c     alloc / free / spill / fill
+ *   pool.c       DDR extents: alloc / free / spill / fill
  *   stats.c      tier statistics
- *   size.c       IEC size formatting and parsing, version
+ *   version.c    the library version
  *
  * Locking: `mu` protects the request list, the reader hand-off, `dead`,
  * `last_error` and the registration state; `wmu` serialises writes to the
@@ -30,8 +29,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "frame.h"
+#include "proto/frame.h"
 #include "hyperoffload/client.h"
+#include "client/admin_call.h"
 
 #define HOC_RBUF_SIZE (64u * 1024u)  /* socket read buffer */
 #define HOC_MAX_FDS 8u               /* descriptors queued, at most */
@@ -153,11 +153,6 @@ void hoc_kill(ho_client *c, int err);
 void hoc_transport_set_limits(ho_client *c, uint32_t recv_limit,
                               uint32_t send_limit);
 
-/* Like hoc_call(), and the reply must have body `want`: another kind is
- * HO_E_PROTOCOL (the reply is freed, the connection stays usable). */
-int hoc_call_expect(ho_client *c, Hyperoffload__Envelope *req,
-                    Hyperoffload__Envelope__BodyCase want,
-                    Hyperoffload__Envelope **ret_reply, int *ret_fd);
 /* hoc_call_fds() with the body check of hoc_call_expect(). */
 int hoc_call_expect_fds(ho_client *c, Hyperoffload__Envelope *req,
                         Hyperoffload__Envelope__BodyCase want,

@@ -1,7 +1,7 @@
 /*
  * client/stats.c - tier statistics and the session's own usage.
  */
-#include "client_internal.h"
+#include "client/client_internal.h"
 
 #include <errno.h>
 #include <stdio.h>

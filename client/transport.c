@@ -8,7 +8,7 @@
  * then hands the reply to its waiter under `mu` and wakes everyone.  A
  * thread whose own reply arrived stops reading; another waiter takes over.
  */
-#include "client_internal.h"
+#include "client/client_internal.h"
 
 #include <errno.h>
 #include <poll.h>

@@ -2,7 +2,8 @@
  * daemon/admin.c - admin requests: Status, Clients, Quota.  The caller
  * (handlers.c) has checked that the peer is admin.
  */
-#include "daemon.h"
+#include "hyperoffload/version.h"
+#include "daemon/daemon.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -11,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "log.h"
+#include "daemon/log.h"
 
 static srv_session *session_by_id(srv_daemon *d, uint64_t id)
 {
@@ -76,7 +77,7 @@ void srv_handle_status(srv_daemon *d, srv_conn *c, uint64_t rid)
 
     Hyperoffload__Envelope env = HYPEROFFLOAD__ENVELOPE__INIT;
     Hyperoffload__StatusReply sr = HYPEROFFLOAD__STATUS_REPLY__INIT;
-    sr.server_version = SRV_VERSION;
+    sr.server_version = HO_VERSION_STRING;
     sr.protocol_version = HO_PROTO_VERSION;
     sr.pid = (uint32_t)getpid();
     sr.uptime_s = (double)(uv_now(&d->loop) - d->start_ms) / 1000.0;

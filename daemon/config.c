@@ -1,5 +1,7 @@
 /* daemon/config.c - see config.h. */
-#include "config.h"
+#include "daemon/config.h"
+
+#include "hyperoffload/paths.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -15,7 +17,8 @@
 #include <unistd.h>
 
 #include "hyperoffload/errors.h"
-#include "log.h"
+#include "proto/errfmt.h"
+#include "daemon/log.h"
 
 typedef enum cfg_type {
     T_SIZE,      /* uint64_t, IEC suffixes */
@@ -54,13 +57,13 @@ typedef struct cfg_row {
 static const cfg_row rows[] = {
     {"server", "socket", "socket", T_STR, F(socket), 0, 1,
      sizeof(((struct sockaddr_un *)0)->sun_path) - 1,
-     "./.hyperoffload/hyperoffloadd.sock", false,
+     HO_SOCKET_LOCAL, false,
      "Unix socket path (ignored when systemd passes a socket)"},
     {"server", "socket_mode", "socket-mode", T_MODE, F(socket_mode), 0, 0,
      0777, "0660", false,
      "permission bits of the socket file the daemon creates"},
     {"server", "state_dir", "state-dir", T_STR, F(state_dir), 0, 1,
-     PATH_MAX - 64, "./.hyperoffload/state", false,
+     PATH_MAX - 64, HO_LOCAL_DIR "/state", false,
      "directory for persistent state (quotas)"},
     {"server", "max_connections", "max-connections", T_U32,
      F(max_connections), 0, 1, 65536, "1024", true,
@@ -96,7 +99,7 @@ static const cfg_row rows[] = {
     {"ddr", "alignment", "ddr-alignment", T_SIZE, F(ddr_alignment), 0, 4 * KiB,
      GiB, "4K", false, "extent alignment, a power of two"},
     {"flash", "paths", "flash-paths", T_PATHLIST, F(flash_paths), F(n_flash),
-     1, SRV_MAX_FLASH, "./.hyperoffload/flash0", false,
+     1, SRV_MAX_FLASH, HO_LOCAL_DIR "/flash0", false,
      "comma-separated flash files, one preallocated file each"},
     {"flash", "capacity", "flash-capacity", T_SIZE, F(flash_capacity), 0, MiB,
      PiB, "4G", false, "bytes of each flash file"},
@@ -130,18 +133,6 @@ static const char *const sections[] = {"server", "log", "ddr", "flash",
  * config has no link dependency on the planner. */
 static const char *const planner_names[] = {
     "hoplan", "none", "seed-greedy", "ms-distance", "reactive-lru", "oracle"};
-
-static void errf(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void errf(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || !errlen)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 int srv_config_rows(void) { return N_ROWS; }
 bool srv_config_row_runtime(int row) { return rows[row].runtime; }
@@ -250,25 +241,21 @@ static int parse_bounded_size(const cfg_row *r, const char *s, uint64_t *ret,
     uint64_t v;
     int rc = ho_size_parse(s, &v);
     if (rc == -ERANGE) {
-        errf(err, errlen, "'%s' is too large", s);
-        return HO_E_BAD_CONFIG;
+        return ho_errf(err, errlen, HO_E_BAD_CONFIG, "'%s' is too large", s);
     }
     if (rc < 0) {
-        errf(err, errlen,
+        return ho_errf(err, errlen, HO_E_BAD_CONFIG,
              "'%s' is not a size (a number with an optional K, M, G, T or P "
              "suffix)", s);
-        return HO_E_BAD_CONFIG;
     }
     char b[80];
     if (v < (uint64_t)r->min) {
         bound_text(r->type, r->min, b, sizeof(b));
-        errf(err, errlen, "'%s' is below the minimum %s", s, b);
-        return HO_E_BAD_CONFIG;
+        return ho_errf(err, errlen, HO_E_BAD_CONFIG, "'%s' is below the minimum %s", s, b);
     }
     if (v > (uint64_t)r->max) {
         bound_text(r->type, r->max, b, sizeof(b));
-        errf(err, errlen, "'%s' is above the maximum %s", s, b);
-        return HO_E_BAD_CONFIG;
+        return ho_errf(err, errlen, HO_E_BAD_CONFIG, "'%s' is above the maximum %s", s, b);
     }
     *ret = v;
     return 0;
@@ -305,12 +292,12 @@ static int split_list(const char *s, char **items, uint32_t max,
             char *item = p;
             trim(&item);
             if (!*item) {
-                errf(err, errlen, "'%s' has an empty item", s);
+                ho_errf(err, errlen, 0, "'%s' has an empty item", s);
                 free(copy);
                 return HO_E_BAD_CONFIG;
             }
             if (n >= max) {
-                errf(err, errlen, "'%s' has more than the maximum %u items",
+                ho_errf(err, errlen, 0, "'%s' has more than the maximum %u items",
                      s, max);
                 free(copy);
                 return HO_E_BAD_CONFIG;
@@ -354,24 +341,20 @@ static int set_row(srv_config *c, const cfg_row *r, const char *value,
             rc = parse_int(value, &v);
         }
         if (rc == -ERANGE) {
-            errf(err, errlen, "'%s' is out of range (%lld..%lld)", value,
+            return ho_errf(err, errlen, HO_E_BAD_CONFIG, "'%s' is out of range (%lld..%lld)", value,
                  (long long)r->min, (long long)r->max);
-            return HO_E_BAD_CONFIG;
         }
         if (rc < 0) {
-            errf(err, errlen, "'%s' is not %s", value,
+            return ho_errf(err, errlen, HO_E_BAD_CONFIG, "'%s' is not %s", value,
                  r->type == T_U32 ? "a non-negative integer" : "an integer");
-            return HO_E_BAD_CONFIG;
         }
         if (v < r->min) {
             bound_text(r->type, r->min, b, sizeof(b));
-            errf(err, errlen, "'%s' is below the minimum %s", value, b);
-            return HO_E_BAD_CONFIG;
+            return ho_errf(err, errlen, HO_E_BAD_CONFIG, "'%s' is below the minimum %s", value, b);
         }
         if (v > r->max) {
             bound_text(r->type, r->max, b, sizeof(b));
-            errf(err, errlen, "'%s' is above the maximum %s", value, b);
-            return HO_E_BAD_CONFIG;
+            return ho_errf(err, errlen, HO_E_BAD_CONFIG, "'%s' is above the maximum %s", value, b);
         }
         if (r->type == T_U32)
             *(uint32_t *)(void *)field = (uint32_t)v;
@@ -382,9 +365,8 @@ static int set_row(srv_config *c, const cfg_row *r, const char *value,
     case T_BOOL: {
         bool v;
         if (parse_bool(value, &v) < 0) {
-            errf(err, errlen, "'%s' is not a boolean (yes/no, true/false, "
+            return ho_errf(err, errlen, HO_E_BAD_CONFIG, "'%s' is not a boolean (yes/no, true/false, "
                  "on/off, 1/0)", value);
-            return HO_E_BAD_CONFIG;
         }
         *(bool *)field = v;
         return 0;
@@ -393,19 +375,16 @@ static int set_row(srv_config *c, const cfg_row *r, const char *value,
         char *end;
         errno = 0;
         if (!*value || !isdigit((unsigned char)*value)) {
-            errf(err, errlen, "'%s' is not an octal mode such as 0660",
+            return ho_errf(err, errlen, HO_E_BAD_CONFIG, "'%s' is not an octal mode such as 0660",
                  value);
-            return HO_E_BAD_CONFIG;
         }
         unsigned long v = strtoul(value, &end, 8);
         if (*end || errno) {
-            errf(err, errlen, "'%s' is not an octal mode such as 0660",
+            return ho_errf(err, errlen, HO_E_BAD_CONFIG, "'%s' is not an octal mode such as 0660",
                  value);
-            return HO_E_BAD_CONFIG;
         }
         if (v > (unsigned long)r->max) {
-            errf(err, errlen, "'%s' is above the maximum 0777", value);
-            return HO_E_BAD_CONFIG;
+            return ho_errf(err, errlen, HO_E_BAD_CONFIG, "'%s' is above the maximum 0777", value);
         }
         *(uint32_t *)(void *)field = (uint32_t)v;
         return 0;
@@ -413,9 +392,8 @@ static int set_row(srv_config *c, const cfg_row *r, const char *value,
     case T_LEVEL: {
         int lv;
         if (srv_log_level_parse(value, &lv) < 0) {
-            errf(err, errlen, "'%s' is not a log level (error, warning, "
+            return ho_errf(err, errlen, HO_E_BAD_CONFIG, "'%s' is not a log level (error, warning, "
                  "notice, info, debug)", value);
-            return HO_E_BAD_CONFIG;
         }
         *(int *)(void *)field = lv;
         return 0;
@@ -423,18 +401,15 @@ static int set_row(srv_config *c, const cfg_row *r, const char *value,
     case T_STR: {
         size_t n = strlen(value);
         if ((int64_t)n < r->min) {
-            errf(err, errlen, "an empty value is not allowed");
-            return HO_E_BAD_CONFIG;
+            return ho_errf(err, errlen, HO_E_BAD_CONFIG, "an empty value is not allowed");
         }
         if ((int64_t)n > r->max) {
-            errf(err, errlen, "'%.40s...' is %zu bytes, above the maximum "
+            return ho_errf(err, errlen, HO_E_BAD_CONFIG, "'%.40s...' is %zu bytes, above the maximum "
                  "%lld", value, n, (long long)r->max);
-            return HO_E_BAD_CONFIG;
         }
         for (size_t i = 0; i < n; i++)
             if (iscntrl((unsigned char)value[i])) {
-                errf(err, errlen, "control characters are not allowed");
-                return HO_E_BAD_CONFIG;
+                return ho_errf(err, errlen, HO_E_BAD_CONFIG, "control characters are not allowed");
             }
         char *s = strdup(value);
         if (!s)
@@ -458,14 +433,14 @@ static int set_row(srv_config *c, const cfg_row *r, const char *value,
         if (r->type == T_PATHLIST) {
             char *paths[SRV_MAX_FLASH] = {0};
             if (n < (uint32_t)r->min) {
-                errf(err, errlen, "at least %lld path is required",
+                ho_errf(err, errlen, 0, "at least %lld path is required",
                      (long long)r->min);
                 rc = HO_E_BAD_CONFIG;
                 goto list_out;
             }
             for (uint32_t i = 0; i < n; i++) {
                 if (strlen(items[i]) > PATH_MAX - 64) {
-                    errf(err, errlen, "path %u is longer than %d bytes", i,
+                    ho_errf(err, errlen, 0, "path %u is longer than %d bytes", i,
                          PATH_MAX - 64);
                     rc = HO_E_BAD_CONFIG;
                     goto paths_fail;
@@ -492,7 +467,7 @@ static int set_row(srv_config *c, const cfg_row *r, const char *value,
         if (r->type == T_SIZELIST) {
             uint64_t vals[SRV_MAX_DEVICES];
             if (n == 0) {
-                errf(err, errlen, "at least one size is required");
+                ho_errf(err, errlen, 0, "at least one size is required");
                 rc = HO_E_BAD_CONFIG;
                 goto list_out;
             }
@@ -510,14 +485,14 @@ static int set_row(srv_config *c, const cfg_row *r, const char *value,
         for (uint32_t i = 0; i < n; i++) {
             size_t len = strlen(items[i]);
             if (len >= SRV_DEVICE_NAME) {
-                errf(err, errlen, "name '%s' is longer than %d bytes",
+                ho_errf(err, errlen, 0, "name '%s' is longer than %d bytes",
                      items[i], SRV_DEVICE_NAME - 1);
                 rc = HO_E_BAD_CONFIG;
                 goto list_out;
             }
             for (size_t k = 0; k < len; k++)
                 if (!isgraph((unsigned char)items[i][k])) {
-                    errf(err, errlen, "name '%s' has a space or control "
+                    ho_errf(err, errlen, 0, "name '%s' has a space or control "
                          "character", items[i]);
                     rc = HO_E_BAD_CONFIG;
                     goto list_out;
@@ -617,18 +592,16 @@ int srv_config_set(srv_config *c, const char *section, const char *key,
                    const char *value, char *err, size_t errlen)
 {
     if (!known_section(section)) {
-        errf(err, errlen, "unknown section [%s]", section);
-        return -ENOENT;
+        return ho_errf(err, errlen, -ENOENT, "unknown section [%s]", section);
     }
     int row = find_row(section, key);
     if (row < 0) {
-        errf(err, errlen, "unknown key '%s' in section [%s]", key, section);
-        return -ENOENT;
+        return ho_errf(err, errlen, -ENOENT, "unknown key '%s' in section [%s]", key, section);
     }
     char why[512];
     int rc = set_row(c, &rows[row], value, why, sizeof(why));
     if (rc < 0)
-        errf(err, errlen, "[%s] %s: %s", section, key, why);
+        ho_errf(err, errlen, 0, "[%s] %s: %s", section, key, why);
     return rc;
 }
 
@@ -683,12 +656,11 @@ int srv_config_load_file(srv_config *c, const char *path, char *err,
     FILE *f = fopen(path, "r");
     if (!f) {
         rc = -errno;
-        errf(err, errlen, "%s: %s", path, strerror(errno));
-        return rc;
+        return ho_errf(err, errlen, rc, "%s: %s", path, strerror(errno));
     }
     struct stat st;
     if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
-        errf(err, errlen, "%s: is a directory", path);
+        ho_errf(err, errlen, 0, "%s: is a directory", path);
         rc = -EISDIR;
         goto out;
     }
@@ -705,13 +677,13 @@ int srv_config_load_file(srv_config *c, const char *path, char *err,
         size_t n = strlen(buf);
         total += n;
         if (total > SRV_MAX_CONFIG_FILE) {
-            errf(err, errlen, "%s: file is larger than %u bytes", path,
+            ho_errf(err, errlen, 0, "%s: file is larger than %u bytes", path,
                  SRV_MAX_CONFIG_FILE);
             rc = HO_E_BAD_CONFIG;
             goto out;
         }
         if (n && buf[n - 1] != '\n' && !feof(f)) {
-            errf(err, errlen, "%s:%u: line is longer than %u bytes", path,
+            ho_errf(err, errlen, 0, "%s:%u: line is longer than %u bytes", path,
                  lineno, SRV_MAX_CONFIG_LINE);
             rc = HO_E_BAD_CONFIG;
             goto out;
@@ -726,7 +698,7 @@ int srv_config_load_file(srv_config *c, const char *path, char *err,
             if (tail)
                 trim(&tail);
             if (!end || (tail && *tail && *tail != '#' && *tail != ';')) {
-                errf(err, errlen, "%s:%u: malformed section header '%s'",
+                ho_errf(err, errlen, 0, "%s:%u: malformed section header '%s'",
                      path, lineno, p);
                 rc = HO_E_BAD_CONFIG;
                 goto out;
@@ -735,7 +707,7 @@ int srv_config_load_file(srv_config *c, const char *path, char *err,
             char *name = p + 1;
             trim(&name);
             if (!known_section(name)) {
-                errf(err, errlen, "%s:%u: unknown section [%s] (known: "
+                ho_errf(err, errlen, 0, "%s:%u: unknown section [%s] (known: "
                      "server, log, ddr, flash, devices, planning)", path,
                      lineno, name);
                 rc = HO_E_BAD_CONFIG;
@@ -746,7 +718,7 @@ int srv_config_load_file(srv_config *c, const char *path, char *err,
         }
         char *eq = strchr(p, '=');
         if (!eq) {
-            errf(err, errlen, "%s:%u: expected 'key = value', got '%s'", path,
+            ho_errf(err, errlen, 0, "%s:%u: expected 'key = value', got '%s'", path,
                  lineno, p);
             rc = HO_E_BAD_CONFIG;
             goto out;
@@ -761,7 +733,7 @@ int srv_config_load_file(srv_config *c, const char *path, char *err,
             if (tail)
                 trim(&tail);
             if (!close || (*tail && *tail != '#' && *tail != ';')) {
-                errf(err, errlen, "%s:%u: unterminated quoted value for '%s'",
+                ho_errf(err, errlen, 0, "%s:%u: unterminated quoted value for '%s'",
                      path, lineno, key);
                 rc = HO_E_BAD_CONFIG;
                 goto out;
@@ -779,20 +751,20 @@ int srv_config_load_file(srv_config *c, const char *path, char *err,
                 }
         }
         if (!*section) {
-            errf(err, errlen, "%s:%u: key '%s' is outside of any [section]",
+            ho_errf(err, errlen, 0, "%s:%u: key '%s' is outside of any [section]",
                  path, lineno, key);
             rc = HO_E_BAD_CONFIG;
             goto out;
         }
         int row = find_row(section, key);
         if (row < 0) {
-            errf(err, errlen, "%s:%u: unknown key '%s' in section [%s]", path,
+            ho_errf(err, errlen, 0, "%s:%u: unknown key '%s' in section [%s]", path,
                  lineno, key, section);
             rc = HO_E_BAD_CONFIG;
             goto out;
         }
         if (first_line[row]) {
-            errf(err, errlen, "%s:%u: [%s] %s is set twice (first at line "
+            ho_errf(err, errlen, 0, "%s:%u: [%s] %s is set twice (first at line "
                  "%d)", path, lineno, section, key, first_line[row]);
             rc = HO_E_BAD_CONFIG;
             goto out;
@@ -802,18 +774,18 @@ int srv_config_load_file(srv_config *c, const char *path, char *err,
         rc = set_row(c, &rows[row], value, why, sizeof(why));
         if (rc < 0) {
             if (rc != -ENOMEM) {
-                errf(err, errlen, "%s:%u: [%s] %s: %s", path, lineno, section,
+                ho_errf(err, errlen, 0, "%s:%u: [%s] %s: %s", path, lineno, section,
                      key, why);
                 rc = HO_E_BAD_CONFIG;
             } else {
-                errf(err, errlen, "%s:%u: out of memory", path, lineno);
+                ho_errf(err, errlen, 0, "%s:%u: out of memory", path, lineno);
             }
             goto out;
         }
     }
     if (ferror(f)) {
         rc = -EIO;
-        errf(err, errlen, "%s: read error", path);
+        ho_errf(err, errlen, 0, "%s: read error", path);
     }
 out:
     free(buf);
@@ -853,61 +825,51 @@ int srv_config_validate(const srv_config *c, char *err, size_t errlen)
     char a[64], b[64];
     if (c->ddr_alignment & (c->ddr_alignment - 1)) {
         size_text(c->ddr_alignment, a, sizeof(a));
-        errf(err, errlen, "[ddr] alignment %s is not a power of two", a);
-        return HO_E_BAD_CONFIG;
+        return ho_errf(err, errlen, HO_E_BAD_CONFIG, "[ddr] alignment %s is not a power of two", a);
     }
     if (c->ddr_capacity < c->ddr_alignment) {
-        errf(err, errlen, "[ddr] capacity is smaller than [ddr] alignment");
-        return HO_E_BAD_CONFIG;
+        return ho_errf(err, errlen, HO_E_BAD_CONFIG, "[ddr] capacity is smaller than [ddr] alignment");
     }
     if (c->ddr_hugepages) {
         if (c->ddr_alignment < 2 * MiB) {
             size_text(c->ddr_alignment, a, sizeof(a));
-            errf(err, errlen, "[ddr] hugepages = yes needs [ddr] alignment of "
+            return ho_errf(err, errlen, HO_E_BAD_CONFIG, "[ddr] hugepages = yes needs [ddr] alignment of "
                  "at least 2M (it is %s)", a);
-            return HO_E_BAD_CONFIG;
         }
         if (c->ddr_capacity % (2 * MiB)) {
             size_text(c->ddr_capacity, a, sizeof(a));
-            errf(err, errlen, "[ddr] hugepages = yes needs [ddr] capacity to "
+            return ho_errf(err, errlen, HO_E_BAD_CONFIG, "[ddr] hugepages = yes needs [ddr] capacity to "
                  "be a multiple of 2M (it is %s)", a);
-            return HO_E_BAD_CONFIG;
         }
     }
     if (c->max_output < c->max_frame) {
         size_text(c->max_output, a, sizeof(a));
         size_text(c->max_frame, b, sizeof(b));
-        errf(err, errlen, "[server] max_output %s is below [server] max_frame "
+        return ho_errf(err, errlen, HO_E_BAD_CONFIG, "[server] max_output %s is below [server] max_frame "
              "%s", a, b);
-        return HO_E_BAD_CONFIG;
     }
     if (strlen(c->socket) >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
-        errf(err, errlen, "[server] socket path is too long");
-        return HO_E_BAD_CONFIG;
+        return ho_errf(err, errlen, HO_E_BAD_CONFIG, "[server] socket path is too long");
     }
     for (uint32_t i = 0; i < c->n_flash; i++)
         for (uint32_t j = i + 1; j < c->n_flash; j++)
             if (strcmp(c->flash_paths[i], c->flash_paths[j]) == 0) {
-                errf(err, errlen, "[flash] paths lists '%s' twice",
+                return ho_errf(err, errlen, HO_E_BAD_CONFIG, "[flash] paths lists '%s' twice",
                      c->flash_paths[i]);
-                return HO_E_BAD_CONFIG;
             }
     if (c->n_hbm_capacity != 1 && c->n_hbm_capacity != c->n_devices) {
-        errf(err, errlen, "[devices] hbm_capacity has %u values but [devices] "
+        return ho_errf(err, errlen, HO_E_BAD_CONFIG, "[devices] hbm_capacity has %u values but [devices] "
              "count is %u (give one value for all or one per device)",
              c->n_hbm_capacity, c->n_devices);
-        return HO_E_BAD_CONFIG;
     }
     if (c->n_hbm_reserve != 1 && c->n_hbm_reserve != c->n_devices) {
-        errf(err, errlen, "[devices] hbm_reserve has %u values but [devices] "
+        return ho_errf(err, errlen, HO_E_BAD_CONFIG, "[devices] hbm_reserve has %u values but [devices] "
              "count is %u (give one value for all or one per device)",
              c->n_hbm_reserve, c->n_devices);
-        return HO_E_BAD_CONFIG;
     }
     if (c->n_device_names != 0 && c->n_device_names != c->n_devices) {
-        errf(err, errlen, "[devices] names has %u names but [devices] count "
+        return ho_errf(err, errlen, HO_E_BAD_CONFIG, "[devices] names has %u names but [devices] count "
              "is %u", c->n_device_names, c->n_devices);
-        return HO_E_BAD_CONFIG;
     }
     for (uint32_t i = 0; i < c->n_devices; i++) {
         uint64_t cap = srv_config_hbm_capacity(c, i);
@@ -915,15 +877,13 @@ int srv_config_validate(const srv_config *c, char *err, size_t errlen)
         if (res >= cap) {
             size_text(res, a, sizeof(a));
             size_text(cap, b, sizeof(b));
-            errf(err, errlen, "[devices] hbm_reserve %s of device %u is not "
+            return ho_errf(err, errlen, HO_E_BAD_CONFIG, "[devices] hbm_reserve %s of device %u is not "
                  "below its hbm_capacity %s", a, i, b);
-            return HO_E_BAD_CONFIG;
         }
         for (uint32_t j = i + 1; j < c->n_device_names; j++)
             if (strcmp(c->device_names[i], c->device_names[j]) == 0) {
-                errf(err, errlen, "[devices] names lists '%s' twice",
+                return ho_errf(err, errlen, HO_E_BAD_CONFIG, "[devices] names lists '%s' twice",
                      c->device_names[i]);
-                return HO_E_BAD_CONFIG;
             }
     }
     bool known = false;
@@ -931,10 +891,9 @@ int srv_config_validate(const srv_config *c, char *err, size_t errlen)
         if (strcmp(c->planner, planner_names[i]) == 0)
             known = true;
     if (!known) {
-        errf(err, errlen, "[planning] planner '%s' is not one of hoplan, "
+        return ho_errf(err, errlen, HO_E_BAD_CONFIG, "[planning] planner '%s' is not one of hoplan, "
              "none, seed-greedy, ms-distance, reactive-lru, oracle",
              c->planner);
-        return HO_E_BAD_CONFIG;
     }
     return 0;
 }
@@ -972,8 +931,7 @@ int srv_cmdline_parse(int argc, char **argv, srv_cmdline *ret, char *err,
             continue;
         }
         if (strncmp(a, "--", 2) != 0 || !a[2]) {
-            errf(err, errlen, "unexpected argument '%s' (see --help)", a);
-            return HO_E_BAD_CONFIG;
+            return ho_errf(err, errlen, HO_E_BAD_CONFIG, "unexpected argument '%s' (see --help)", a);
         }
         const char *name = a + 2;
         const char *eq = strchr(name, '=');
@@ -982,9 +940,8 @@ int srv_cmdline_parse(int argc, char **argv, srv_cmdline *ret, char *err,
         bool is_config = len == 6 && strncmp(name, "config", 6) == 0;
         int row = is_config ? -1 : find_flag(name, len);
         if (!is_config && row < 0) {
-            errf(err, errlen, "unknown option '--%.*s' (see --help)",
+            return ho_errf(err, errlen, HO_E_BAD_CONFIG, "unknown option '--%.*s' (see --help)",
                  (int)len, name);
-            return HO_E_BAD_CONFIG;
         }
         if (!value) {
             bool is_bool = row >= 0 && rows[row].type == T_BOOL;
@@ -993,22 +950,19 @@ int srv_cmdline_parse(int argc, char **argv, srv_cmdline *ret, char *err,
             else if (i + 1 < argc)
                 value = argv[++i];
             else {
-                errf(err, errlen, "option '%s' needs a value", a);
-                return HO_E_BAD_CONFIG;
+                return ho_errf(err, errlen, HO_E_BAD_CONFIG, "option '%s' needs a value", a);
             }
         }
         if (is_config) {
             if (!*value) {
-                errf(err, errlen, "option '--config' needs a file name");
-                return HO_E_BAD_CONFIG;
+                return ho_errf(err, errlen, HO_E_BAD_CONFIG, "option '--config' needs a file name");
             }
             ret->config_path = value;
             continue;
         }
         if (ret->n_settings >= (int)(sizeof(ret->settings) /
                                      sizeof(ret->settings[0]))) {
-            errf(err, errlen, "too many options");
-            return HO_E_BAD_CONFIG;
+            return ho_errf(err, errlen, HO_E_BAD_CONFIG, "too many options");
         }
         ret->settings[ret->n_settings].row = row;
         ret->settings[ret->n_settings].value = value;
@@ -1032,9 +986,8 @@ static int absolute_flash_paths(srv_config *c, char *err, size_t errlen)
         if (p[0] == '/')
             continue;
         if (!have_cwd && !getcwd(cwd, sizeof(cwd))) {
-            errf(err, errlen, "[flash] path '%s' is relative and the working "
+            return ho_errf(err, errlen, HO_E_BAD_CONFIG, "[flash] path '%s' is relative and the working "
                  "directory is unknown: %s", p, strerror(errno));
-            return HO_E_BAD_CONFIG;
         }
         have_cwd = true;
         while (p[0] == '.' && p[1] == '/') {
@@ -1044,14 +997,12 @@ static int absolute_flash_paths(srv_config *c, char *err, size_t errlen)
         }
         size_t need = strlen(cwd) + 1 + strlen(p) + 1;
         if (need > PATH_MAX) {
-            errf(err, errlen, "[flash] path '%s' is too long once made "
+            return ho_errf(err, errlen, HO_E_BAD_CONFIG, "[flash] path '%s' is too long once made "
                  "absolute", c->flash_paths[i]);
-            return HO_E_BAD_CONFIG;
         }
         char *abs = malloc(need);
         if (!abs) {
-            errf(err, errlen, "out of memory");
-            return -ENOMEM;
+            return ho_errf(err, errlen, -ENOMEM, "out of memory");
         }
         size_t cl = strlen(cwd), pl = strlen(p);
         memcpy(abs, cwd, cl);
@@ -1070,8 +1021,7 @@ int srv_config_build(const srv_cmdline *cl, srv_config *ret, char *err,
     srv_config c;
     int rc = srv_config_init(&c);
     if (rc < 0) {
-        errf(err, errlen, "out of memory");
-        return rc;
+        return ho_errf(err, errlen, rc, "out of memory");
     }
     if (cl->config_path) {
         rc = srv_config_load_file(&c, cl->config_path, err, errlen);
@@ -1089,7 +1039,7 @@ int srv_config_build(const srv_cmdline *cl, srv_config *ret, char *err,
         char why[512];
         rc = set_row(&c, r, cl->settings[i].value, why, sizeof(why));
         if (rc < 0) {
-            errf(err, errlen, "--%s: %s", r->flag, why);
+            ho_errf(err, errlen, 0, "--%s: %s", r->flag, why);
             goto fail;
         }
     }

@@ -2,7 +2,8 @@
  * daemon/daemon.c - startup (state dir, quotas, tiers, socket), signals
  * (SIGTERM/SIGINT drain, SIGHUP reload) and teardown.
  */
-#include "daemon.h"
+#include "hyperoffload/version.h"
+#include "daemon/daemon.h"
 
 #include <errno.h>
 #include <grp.h>
@@ -15,7 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "log.h"
+#include "daemon/log.h"
 
 /* ------------------------------------------------------------ helpers */
 
@@ -343,7 +344,7 @@ int srv_daemon_new(srv_config *cfg, const srv_cmdline *cl, srv_daemon **ret,
     d->drain_timer.data = d->status_timer.data = d->watchdog_timer.data = d;
     d->start_ms = uv_now(&d->loop);
 
-    srv_info("hyperoffloadd %s starting (pid %d, config %s)", SRV_VERSION,
+    srv_info("hyperoffloadd %s starting (pid %d, config %s)", HO_VERSION_STRING,
              (int)getpid(),
              d->cfg.config_path ? d->cfg.config_path : "embedded default");
     srv_daemon_resolve_admin_group(d);

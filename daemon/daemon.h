@@ -30,16 +30,15 @@
 #include <time.h>
 #include <uv.h>
 
-#include "config.h"
-#include "frame.h"
-#include "idmap.h"
-#include "quota.h"
+#include "daemon/config.h"
+#include "proto/frame.h"
+#include "daemon/idmap.h"
+#include "daemon/quota.h"
 
-#include "ddr.h"
-#include "flash.h"
-#include "hbm.h"
+#include "tiers/ddr.h"
+#include "tiers/flash.h"
+#include "tiers/hbm.h"
 
-#define SRV_VERSION "0.1.0"
 #define SRV_MAX_NAME 128           /* client_name bytes */
 #define SRV_FLUSH_TIMEOUT_MS 5000  /* closing connection: drain replies */
 
@@ -428,8 +427,6 @@ int srv_planning_new(srv_daemon *d, srv_planning **ret, char *err,
 srv_planning *srv_planning_free(srv_planning *p);
 /* Apply a new cache size (reload). */
 void srv_planning_configure(srv_planning *p, uint32_t cache_entries);
-/* True when the daemon was built with the planner ("plan" capability). */
-bool srv_planning_available(void);
 /* Answer queued (not started) plans with HO_E_SHUTTING_DOWN. */
 void srv_planning_drain(srv_planning *p);
 /* PlanRequest of a registered session: validates planner, budget and
@@ -438,9 +435,7 @@ void srv_planning_drain(srv_planning *p);
 void srv_handle_plan(srv_daemon *d, srv_conn *c, uint64_t rid,
                      const Hyperoffload__PlanRequest *req);
 
-/* staging.c: replays (docs/runtime.md).  Without the planner
- * (HO_HAVE_PLANNER unset) StageRequest is HO_E_UNSUPPORTED and plans are
- * not remembered. */
+/* staging.c: replays (docs/runtime.md). */
 /* Remember the plan just answered to session s as its most recent one:
  * takes ownership of `trace` (finished, freed on every path) and decodes
  * the packed schedule (hyperoffload.Schedule).  `budget` and `planner`

@@ -4,7 +4,7 @@
  * session.c; this file turns protobuf requests into calls and results
  * into replies.
  */
-#include "daemon.h"
+#include "daemon/daemon.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "log.h"
+#include "daemon/log.h"
 
 static bool need_session(srv_conn *c, uint64_t rid, const char *what)
 {

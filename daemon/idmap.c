@@ -1,5 +1,5 @@
 /* daemon/idmap.c - see idmap.h. */
-#include "idmap.h"
+#include "daemon/idmap.h"
 
 #include <errno.h>
 #include <stdlib.h>

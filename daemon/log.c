@@ -1,5 +1,5 @@
 /* daemon/log.c - see log.h. */
-#include "log.h"
+#include "daemon/log.h"
 
 #include <errno.h>
 #include <stdarg.h>

@@ -4,9 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h"
-#include "daemon.h"
-#include "log.h"
+#include "hyperoffload/version.h"
+#include "daemon/config.h"
+#include "daemon/daemon.h"
+#include "daemon/log.h"
 
 int main(int argc, char **argv)
 {
@@ -27,7 +28,7 @@ int main(int argc, char **argv)
         return 0;
     }
     if (cl.version) {
-        printf("hyperoffloadd %s (protocol %u..%u)\n", SRV_VERSION,
+        printf("hyperoffloadd %s (protocol %u..%u)\n", HO_VERSION_STRING,
                HO_PROTO_MIN_VERSION, HO_PROTO_VERSION);
         return 0;
     }

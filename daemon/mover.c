@@ -23,7 +23,7 @@
  * Ownership: the move object is allocated here and freed after the done
  * callback; it holds one reference on the arena for its whole life.
  */
-#include "daemon.h"
+#include "daemon/daemon.h"
 
 #include <errno.h>
 #include <stdatomic.h>
@@ -31,7 +31,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "log.h"
+#include "daemon/log.h"
 
 #define SRV_MOVE_CHUNK (16ull << 20)  /* multiple of any O_DIRECT alignment */
 

@@ -3,7 +3,7 @@
  * RELOADING=1 and WATCHDOG=1 pings at half the interval systemd asks for.
  * All of it is a no-op when NOTIFY_SOCKET is not set.
  */
-#include "daemon.h"
+#include "daemon/daemon.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -12,7 +12,7 @@
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
-#include "log.h"
+#include "daemon/log.h"
 
 static void status_text(srv_daemon *d, char *buf, size_t len)
 {

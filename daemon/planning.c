@@ -14,7 +14,7 @@
  * Ownership: a plan job owns its trace and, after the worker, the packed
  * schedule; the cache takes the packed schedule when it stores the result.
  */
-#include "daemon.h"
+#include "daemon/daemon.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -23,7 +23,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "log.h"
+#include "daemon/log.h"
 
 #define SRV_PLAN_CACHE_BYTES (256ull << 20)
 #define SRV_PLAN_MAX_INFLIGHT 4    /* queued + running, per session */
@@ -31,9 +31,9 @@
                                       flash moves always find free ones */
 #define SRV_PLAN_QUEUE 256         /* waiting, all sessions */
 
-#ifdef HO_HAVE_PLANNER
-#include "plan.h"
-#include "plan.pb-c.h"
+#include "planner/plan.h"
+#include "planner/io/plan_io.h"
+#include "proto/plan.pb-c.h"
 
 typedef struct plan_entry {
     uint64_t hash, budget;
@@ -65,11 +65,6 @@ struct srv_planning {
     plan_job *q_head, *q_tail;   /* waiting for a worker */
     uint32_t queued, running;
 };
-
-bool srv_planning_available(void)
-{
-    return true;
-}
 
 static void entry_free(plan_entry *e)
 {
@@ -460,55 +455,3 @@ void srv_handle_plan(srv_daemon *d, srv_conn *c, uint64_t rid,
     p->queued++;
     pump(p);
 }
-
-#else /* !HO_HAVE_PLANNER */
-
-struct srv_planning {
-    int unused;
-};
-
-bool srv_planning_available(void)
-{
-    return false;
-}
-
-int srv_planning_new(srv_daemon *d, srv_planning **ret, char *err,
-                     size_t errlen)
-{
-    (void)d;
-    srv_planning *p = calloc(1, sizeof(*p));
-    if (!p) {
-        snprintf(err, errlen, "out of memory");
-        return -ENOMEM;
-    }
-    *ret = p;
-    return 0;
-}
-
-srv_planning *srv_planning_free(srv_planning *p)
-{
-    free(p);
-    return NULL;
-}
-
-void srv_planning_configure(srv_planning *p, uint32_t cache_entries)
-{
-    (void)p;
-    (void)cache_entries;
-}
-
-void srv_planning_drain(srv_planning *p)
-{
-    (void)p;
-}
-
-void srv_handle_plan(srv_daemon *d, srv_conn *c, uint64_t rid,
-                     const Hyperoffload__PlanRequest *req)
-{
-    (void)d;
-    (void)req;
-    srv_reply_error(c, rid, HO_E_UNSUPPORTED,
-                    "this daemon was built without the planner");
-}
-
-#endif

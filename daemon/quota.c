@@ -1,5 +1,5 @@
 /* daemon/quota.c - see quota.h. */
-#include "quota.h"
+#include "daemon/quota.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -12,24 +12,13 @@
 #include <unistd.h>
 
 #include "hyperoffload/errors.h"
+#include "proto/errfmt.h"
 
 struct srv_quota {
     char *path;
     srv_quota_entry *entries;
     size_t n, cap;
 };
-
-static void errf(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void errf(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || !errlen)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 const char *srv_tier_name(srv_tier t)
 {
@@ -117,22 +106,19 @@ static int save(const srv_quota *q, const srv_quota_entry *entries, size_t n,
     char tmp[PATH_MAX];
     int rc = 0;
     if (snprintf(tmp, sizeof(tmp), "%s.tmp", q->path) >= (int)sizeof(tmp)) {
-        errf(err, errlen, "%s: path too long", q->path);
-        return -ENAMETOOLONG;
+        return ho_errf(err, errlen, -ENAMETOOLONG, "%s: path too long", q->path);
     }
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
     if (fd < 0) {
         rc = -errno;
-        errf(err, errlen, "%s: %s", tmp, strerror(errno));
-        return rc;
+        return ho_errf(err, errlen, rc, "%s: %s", tmp, strerror(errno));
     }
     FILE *f = fdopen(fd, "w");
     if (!f) {
         rc = -errno;
         close(fd);
         unlink(tmp);
-        errf(err, errlen, "%s: %s", tmp, strerror(-rc));
-        return rc;
+        return ho_errf(err, errlen, rc, "%s: %s", tmp, strerror(-rc));
     }
     fprintf(f, "# hyperoffloadd quotas (written by the daemon; edit with "
                "hoctl quota)\n# <uid|job> SUBJECT <ddr|flash|hbm> "
@@ -181,7 +167,7 @@ static int save(const srv_quota *q, const srv_quota_entry *entries, size_t n,
     }
     return 0;
 fail_file:
-    errf(err, errlen, "writing %s: %s", tmp, strerror(-rc));
+    ho_errf(err, errlen, 0, "writing %s: %s", tmp, strerror(-rc));
     if (f)
         fclose(f);
     unlink(tmp);
@@ -191,24 +177,20 @@ fail_file:
 static int check_entry(const srv_quota_entry *e, char *err, size_t errlen)
 {
     if (e->kind != SRV_SUBJECT_UID && e->kind != SRV_SUBJECT_JOB) {
-        errf(err, errlen, "quota subject kind %d is neither uid nor job",
+        return ho_errf(err, errlen, -EINVAL, "quota subject kind %d is neither uid nor job",
              (int)e->kind);
-        return -EINVAL;
     }
     if (e->tier < SRV_TIER_DDR || e->tier > SRV_TIER_HBM) {
-        errf(err, errlen, "quota tier %d is not DDR, FLASH or HBM",
+        return ho_errf(err, errlen, -EINVAL, "quota tier %d is not DDR, FLASH or HBM",
              (int)e->tier);
-        return -EINVAL;
     }
     if (e->kind == SRV_SUBJECT_JOB && !srv_quota_job_valid(e->job)) {
-        errf(err, errlen, "job name '%.40s' is not 1..%d printable "
+        return ho_errf(err, errlen, -EINVAL, "job name '%.40s' is not 1..%d printable "
              "characters without spaces", e->job, SRV_JOB_MAX);
-        return -EINVAL;
     }
     if (e->limit == 0) {
-        errf(err, errlen, "a quota limit of 0 bytes is not allowed (clear "
+        return ho_errf(err, errlen, HO_E_INVALID_SIZE, "a quota limit of 0 bytes is not allowed (clear "
              "the quota to remove it)");
-        return HO_E_INVALID_SIZE;
     }
     return 0;
 }
@@ -221,14 +203,12 @@ int srv_quota_set(srv_quota *q, const srv_quota_entry *e, char *err,
         return rc;
     long i = find(q, e->kind, e->uid, e->job, e->tier);
     if (i < 0 && q->n >= SRV_QUOTA_MAX_ENTRIES) {
-        errf(err, errlen, "the quota store holds its maximum of %d entries",
+        return ho_errf(err, errlen, -E2BIG, "the quota store holds its maximum of %d entries",
              SRV_QUOTA_MAX_ENTRIES);
-        return -E2BIG;
     }
     rc = reserve(q, q->n + 1);
     if (rc < 0) {
-        errf(err, errlen, "out of memory");
-        return rc;
+        return ho_errf(err, errlen, rc, "out of memory");
     }
     /* Build the new state in place but write it before committing. */
     srv_quota_entry saved;
@@ -290,8 +270,7 @@ static int load(srv_quota *q, char *err, size_t errlen)
         if (errno == ENOENT)
             return 0;
         int rc = -errno;
-        errf(err, errlen, "%s: %s", q->path, strerror(errno));
-        return rc;
+        return ho_errf(err, errlen, rc, "%s: %s", q->path, strerror(errno));
     }
     char line[512];
     unsigned lineno = 0;
@@ -300,7 +279,7 @@ static int load(srv_quota *q, char *err, size_t errlen)
         lineno++;
         size_t len = strlen(line);
         if (len && line[len - 1] != '\n' && !feof(f)) {
-            errf(err, errlen, "%s:%u: line longer than %zu bytes", q->path,
+            ho_errf(err, errlen, 0, "%s:%u: line longer than %zu bytes", q->path,
                  lineno, sizeof(line) - 2);
             rc = HO_E_BAD_CONFIG;
             break;
@@ -358,20 +337,20 @@ static int load(srv_quota *q, char *err, size_t errlen)
             snprintf(why, sizeof(why), "more than %d entries",
                      SRV_QUOTA_MAX_ENTRIES);
         if (why[0]) {
-            errf(err, errlen, "%s:%u: %s: '%.80s'", q->path, lineno, why, p);
+            ho_errf(err, errlen, 0, "%s:%u: %s: '%.80s'", q->path, lineno, why, p);
             rc = HO_E_BAD_CONFIG;
             break;
         }
         rc = reserve(q, q->n + 1);
         if (rc < 0) {
-            errf(err, errlen, "out of memory");
+            ho_errf(err, errlen, 0, "out of memory");
             break;
         }
         q->entries[q->n++] = e;
     }
     if (!rc && ferror(f)) {
         rc = -EIO;
-        errf(err, errlen, "%s: read error", q->path);
+        ho_errf(err, errlen, 0, "%s: read error", q->path);
     }
     fclose(f);
     return rc;
@@ -383,8 +362,7 @@ int srv_quota_open(const char *path, srv_quota **ret, char *err,
     srv_quota *q = calloc(1, sizeof(*q));
     if (!q || !(q->path = strdup(path))) {
         free(q);
-        errf(err, errlen, "out of memory");
-        return -ENOMEM;
+        return ho_errf(err, errlen, -ENOMEM, "out of memory");
     }
     int rc = load(q, err, errlen);
     if (rc < 0) {

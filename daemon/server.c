@@ -12,7 +12,8 @@
  * would block, a short timer retries.  So descriptors always arrive with
  * the first byte of their own frame and frames never interleave.
  */
-#include "daemon.h"
+#include "hyperoffload/version.h"
+#include "daemon/daemon.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -26,7 +27,7 @@
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
-#include "log.h"
+#include "daemon/log.h"
 
 struct srv_out_frame {
     uv_write_t req;
@@ -439,15 +440,14 @@ static void handle_hello(srv_conn *c, const Hyperoffload__Envelope *env)
         caps[n_caps++] = "flash";
     if (tier_hbm_count(d->hbm))
         caps[n_caps++] = "hbm";
-    if (srv_planning_available())
-        caps[n_caps++] = "plan";
+    caps[n_caps++] = "plan";
     if (c->admin)
         caps[n_caps++] = "admin";
     Hyperoffload__Envelope out = HYPEROFFLOAD__ENVELOPE__INIT;
     Hyperoffload__Welcome w = HYPEROFFLOAD__WELCOME__INIT;
     w.version = c->version;
     w.connection_id = c->id;
-    w.server_version = SRV_VERSION;
+    w.server_version = HO_VERSION_STRING;
     w.n_capabilities = n_caps;
     w.capabilities = caps;
     w.max_frame = c->max_frame;

@@ -34,7 +34,7 @@
  * the client's atomics (step, op, urgent, version, dropped, and the slot
  * state for its CAS), and bounds-checks every index it reads there.
  */
-#include "daemon.h"
+#include "daemon/daemon.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -49,11 +49,12 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "control.h"
-#include "log.h"
+#include "proto/control.h"
+#include "daemon/log.h"
 
-#ifdef HO_HAVE_PLANNER
-#include "plan.h"
+#include "planner/plan.h"
+#include "planner/io/plan_io.h"
+#include "planner/staging/stage_plan.h"
 
 #define SRV_STAGE_PLANNER_MAX 32
 #define SRV_STAGE_MOVES_MAX 3       /* moves in flight per replay */
@@ -1507,38 +1508,3 @@ bool srv_stage_runtime_info(srv_session *s, Hyperoffload__RuntimeInfo *ri)
                                                  memory_order_relaxed);
     return true;
 }
-
-#else /* !HO_HAVE_PLANNER */
-
-void srv_stage_remember_plan(srv_daemon *d, srv_session *s,
-                             struct plan_trace *trace, const uint8_t *sched,
-                             size_t sched_len, uint64_t hash,
-                             uint64_t budget, const char *planner)
-{
-    (void)d; (void)s; (void)trace; (void)sched; (void)sched_len;
-    (void)hash; (void)budget; (void)planner;
-}
-
-void srv_handle_stage(srv_daemon *d, srv_conn *c, uint64_t rid,
-                      const Hyperoffload__StageRequest *req)
-{
-    (void)d;
-    (void)req;
-    srv_reply_error(c, rid, HO_E_UNSUPPORTED,
-                    "this daemon was built without the planner");
-}
-
-void srv_stage_session_gone(srv_daemon *d, srv_session *s)
-{
-    (void)d;
-    (void)s;
-}
-
-bool srv_stage_runtime_info(srv_session *s, Hyperoffload__RuntimeInfo *ri)
-{
-    (void)s;
-    (void)ri;
-    return false;
-}
-
-#endif

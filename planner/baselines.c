@@ -4,7 +4,7 @@
  * schedule (owned by the caller), sorted by point and bound to the trace;
  * plan_make judges it with plan_simulate.
  */
-#include "plan_impl.h"
+#include "planner/plan_impl.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -19,7 +19,7 @@
  * Ownership: everything allocated here is released before returning,
  * except the schedule handed to the caller.
  */
-#include "hoplan_impl.h"
+#include "planner/hoplan_impl.h"
 
 #include <errno.h>
 #include <math.h>
@@ -1359,14 +1359,14 @@ int plan_hoplan(const plan_trace *t, uint64_t budget, plan_schedule **ret,
     result->min_budget = hi;
     r = HO_E_INFEASIBLE;
     if (budget < m.p0)
-        plan_errf(result->message, sizeof(result->message), r,
+        ho_errf(result->message, sizeof(result->message), r,
                   "budget %llu is below the %llu bytes on device at step "
                   "start (initial: device storages); the smallest budget "
                   "hoplan meets is %llu",
                   (unsigned long long)budget, (unsigned long long)m.p0,
                   (unsigned long long)hi);
     else if (budget < m.lb)
-        plan_errf(result->message, sizeof(result->message), r,
+        ho_errf(result->message, sizeof(result->message), r,
                   "budget %llu is below the %llu bytes op %u '%s' needs at "
                   "once (its reads and writes, pinned data and data just "
                   "written being copied out); the smallest budget hoplan "
@@ -1374,7 +1374,7 @@ int plan_hoplan(const plan_trace *t, uint64_t budget, plan_schedule **ret,
                   (unsigned long long)budget, (unsigned long long)m.lb,
                   m.lb_op, plan_op_name(t, m.lb_op), (unsigned long long)hi);
     else if (fail_op != PLAN_NONE)
-        plan_errf(result->message, sizeof(result->message), r,
+        ho_errf(result->message, sizeof(result->message), r,
                   "no schedule found within %llu bytes: still over budget "
                   "before op %u '%s' with every useful gap taken or its "
                   "transfers unable to complete in time; the smallest "
@@ -1382,7 +1382,7 @@ int plan_hoplan(const plan_trace *t, uint64_t budget, plan_schedule **ret,
                   (unsigned long long)budget, fail_op,
                   plan_op_name(t, fail_op), (unsigned long long)hi);
     else
-        plan_errf(result->message, sizeof(result->message), r,
+        ho_errf(result->message, sizeof(result->message), r,
                   "no schedule found within %llu bytes; the smallest budget "
                   "hoplan meets is %llu",
                   (unsigned long long)budget, (unsigned long long)hi);

@@ -26,7 +26,7 @@
 #ifndef HO_PLANNER_HOPLAN_IMPL_H
 #define HO_PLANNER_HOPLAN_IMPL_H
 
-#include "plan_impl.h"
+#include "planner/plan_impl.h"
 
 #define HP_START UINT32_MAX /* gap freed "before op 0" */
 #define HP_MAX_ROUNDS 8     /* selection rounds of hoplan */

@@ -9,7 +9,7 @@
  * schedule and arrays (hp_place_done).  Scratch memory of a placement is
  * allocated and released inside hp_place_loop.
  */
-#include "hoplan_impl.h"
+#include "planner/hoplan_impl.h"
 
 #include <errno.h>
 #include <math.h>

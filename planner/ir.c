@@ -8,7 +8,7 @@
  * derived acc_start/acc arrays and the id index; a plan_schedule owns its
  * actions.  Both are released by their *_free.
  */
-#include "plan_impl.h"
+#include "planner/plan_impl.h"
 
 #include <errno.h>
 #include <math.h>
@@ -19,17 +19,6 @@
 #include "hyperoffload/errors.h"
 
 /* ------------------------------------------------------------------ misc */
-
-int plan_errf(char *err, size_t errlen, int code, const char *fmt, ...)
-{
-    if (err && errlen > 0) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return code;
-}
 
 /* Grow *arr (element size `elem`) so that it can hold `need` elements;
  * capacity doubles, never above `limit`.  0, -ENOMEM or -E2BIG. */
@@ -259,24 +248,24 @@ int plan_trace_add_storage(plan_trace *t, const plan_storage *s,
     if (!t || !s)
         return -EINVAL;
     if (t->finished)
-        return plan_errf(err, errlen, HO_E_STATE,
+        return ho_errf(err, errlen, HO_E_STATE,
                          "trace is finished; storages cannot be added");
     if (s->bytes == 0 || s->bytes > PLAN_MAX_STORAGE_BYTES)
-        return plan_errf(err, errlen, -EINVAL,
+        return ho_errf(err, errlen, -EINVAL,
                          "storage id %llu: bytes %llu out of range (1..%llu)",
                          (unsigned long long)s->id,
                          (unsigned long long)s->bytes,
                          (unsigned long long)PLAN_MAX_STORAGE_BYTES);
     if (s->kind >= PLAN_KIND__COUNT || s->initial >= PLAN_INIT__COUNT)
-        return plan_errf(err, errlen, -EINVAL,
+        return ho_errf(err, errlen, -EINVAL,
                          "storage id %llu: bad kind %u or initial %u",
                          (unsigned long long)s->id, s->kind, s->initial);
     if (index_lookup(t, s->id) != PLAN_NONE)
-        return plan_errf(err, errlen, HO_E_BAD_TRACE,
+        return ho_errf(err, errlen, HO_E_BAD_TRACE,
                          "duplicate storage id %llu",
                          (unsigned long long)s->id);
     if (t->n_storages >= PLAN_MAX_STORAGES)
-        return plan_errf(err, errlen, -E2BIG, "more than %u storages",
+        return ho_errf(err, errlen, -E2BIG, "more than %u storages",
                          PLAN_MAX_STORAGES);
     uint64_t cap = t->cap_storages;
     int r = grow((void **)&t->storages, &cap, (uint64_t)t->n_storages + 1,
@@ -285,7 +274,7 @@ int plan_trace_add_storage(plan_trace *t, const plan_storage *s,
     if (r == 0)
         r = index_reserve(t);
     if (r < 0)
-        return plan_errf(err, errlen, r, "out of memory adding storage");
+        return ho_errf(err, errlen, r, "out of memory adding storage");
     uint32_t idx = t->n_storages++;
     t->storages[idx] = *s;
     index_put(t, t->id_index, idx);
@@ -302,43 +291,43 @@ int plan_trace_add_op(plan_trace *t, const char *name, double duration_us,
     if (!t)
         return -EINVAL;
     if (t->finished)
-        return plan_errf(err, errlen, HO_E_STATE,
+        return ho_errf(err, errlen, HO_E_STATE,
                          "trace is finished; ops cannot be added");
     uint32_t op = t->n_ops;
     if (!name)
         name = "";
     size_t nlen = strnlen(name, PLAN_MAX_NAME);
     if (nlen >= PLAN_MAX_NAME)
-        return plan_errf(err, errlen, -EINVAL,
+        return ho_errf(err, errlen, -EINVAL,
                          "ops[%u]: name longer than %u bytes", op,
                          PLAN_MAX_NAME - 1);
     if (!(duration_us >= 0) || !isfinite(duration_us))
-        return plan_errf(err, errlen, -EINVAL,
+        return ho_errf(err, errlen, -EINVAL,
                          "ops[%u] '%s': duration_us must be finite and >= 0",
                          op, name);
     if ((n_reads && !reads) || (n_writes && !writes))
         return -EINVAL;
     if ((uint64_t)n_reads + n_writes > PLAN_MAX_OP_REFS)
-        return plan_errf(err, errlen, -E2BIG,
+        return ho_errf(err, errlen, -E2BIG,
                          "ops[%u] '%s': more than %u reads+writes", op, name,
                          PLAN_MAX_OP_REFS);
     for (uint32_t i = 0; i < n_reads + n_writes; i++) {
         uint32_t s = i < n_reads ? reads[i] : writes[i - n_reads];
         if (s >= t->n_storages)
-            return plan_errf(err, errlen, -EINVAL,
+            return ho_errf(err, errlen, -EINVAL,
                              "ops[%u] '%s': %s[%u]: storage index %u out of "
                              "range (%u storages)",
                              op, name, i < n_reads ? "reads" : "writes",
                              i < n_reads ? i : i - n_reads, s, t->n_storages);
     }
     if (op >= PLAN_MAX_OPS)
-        return plan_errf(err, errlen, -E2BIG, "more than %u ops", PLAN_MAX_OPS);
+        return ho_errf(err, errlen, -E2BIG, "more than %u ops", PLAN_MAX_OPS);
     uint64_t nrefs = (uint64_t)n_reads + n_writes;
     if (t->n_refs + nrefs > PLAN_MAX_REFS)
-        return plan_errf(err, errlen, -E2BIG, "more than %u refs in total",
+        return ho_errf(err, errlen, -E2BIG, "more than %u refs in total",
                          PLAN_MAX_REFS);
     if (t->names_len + nlen + 1 > UINT32_MAX)
-        return plan_errf(err, errlen, -E2BIG, "op names exceed 4 GiB");
+        return ho_errf(err, errlen, -E2BIG, "op names exceed 4 GiB");
 
     uint64_t cap = t->cap_ops;
     int r = grow((void **)&t->ops, &cap, (uint64_t)op + 1, sizeof(*t->ops),
@@ -354,7 +343,7 @@ int plan_trace_add_op(plan_trace *t, const char *name, double duration_us,
         t->names_cap = (size_t)ncap;
     }
     if (r < 0)
-        return plan_errf(err, errlen, r, "out of memory adding op %u", op);
+        return ho_errf(err, errlen, r, "out of memory adding op %u", op);
 
     plan_op *o = &t->ops[op];
     o->duration_us = duration_us;
@@ -383,13 +372,13 @@ uint32_t plan_trace_find(const plan_trace *t, uint64_t id)
 static int check_link(const plan_link *l, char *err, size_t errlen)
 {
     if (!(l->h2d_gbps > 0) || !isfinite(l->h2d_gbps))
-        return plan_errf(err, errlen, HO_E_BAD_TRACE,
+        return ho_errf(err, errlen, HO_E_BAD_TRACE,
                          "link.h2d_gbps must be finite and > 0");
     if (!(l->d2h_gbps > 0) || !isfinite(l->d2h_gbps))
-        return plan_errf(err, errlen, HO_E_BAD_TRACE,
+        return ho_errf(err, errlen, HO_E_BAD_TRACE,
                          "link.d2h_gbps must be finite and > 0");
     if (!(l->latency_us >= 0) || !isfinite(l->latency_us))
-        return plan_errf(err, errlen, HO_E_BAD_TRACE,
+        return ho_errf(err, errlen, HO_E_BAD_TRACE,
                          "link.latency_us must be finite and >= 0");
     return 0;
 }
@@ -436,7 +425,7 @@ int plan_trace_finish(plan_trace *t, char *err, size_t errlen)
     if (t->finished)
         return 0;
     if (t->n_ops == 0)
-        return plan_errf(err, errlen, HO_E_BAD_TRACE, "trace has no ops");
+        return ho_errf(err, errlen, HO_E_BAD_TRACE, "trace has no ops");
     r = check_link(&t->link, err, errlen);
     if (r < 0)
         return r;
@@ -444,7 +433,7 @@ int plan_trace_finish(plan_trace *t, char *err, size_t errlen)
     for (uint32_t s = 0; s < t->n_storages; s++) {
         total += t->storages[s].bytes; /* each <= 2^50, n <= 2^24: no wrap */
         if (total > PLAN_MAX_TOTAL_BYTES)
-            return plan_errf(err, errlen, HO_E_BAD_TRACE,
+            return ho_errf(err, errlen, HO_E_BAD_TRACE,
                              "total storage bytes exceed %llu",
                              (unsigned long long)PLAN_MAX_TOTAL_BYTES);
     }
@@ -497,7 +486,7 @@ int plan_trace_finish(plan_trace *t, char *err, size_t errlen)
                 /* First access; an initial:none storage must be written by
                  * an earlier op (reading it in the op that first writes it
                  * reads uninitialised data). */
-                r = plan_errf(err, errlen, HO_E_BAD_TRACE,
+                r = ho_errf(err, errlen, HO_E_BAD_TRACE,
                               "ops[%u] '%s': reads storage id %llu "
                               "(initial: none) before any op writes it",
                               i, plan_op_name(t, i),
@@ -513,7 +502,7 @@ int plan_trace_finish(plan_trace *t, char *err, size_t errlen)
         const plan_storage *st = &t->storages[s];
         if (st->initial == PLAN_INIT_NONE && st->retained &&
             t->acc_start[s] == t->acc_start[s + 1]) {
-            r = plan_errf(err, errlen, HO_E_BAD_TRACE,
+            r = ho_errf(err, errlen, HO_E_BAD_TRACE,
                           "storage id %llu is retained and initial: none but "
                           "no op writes it",
                           (unsigned long long)st->id);
@@ -525,7 +514,7 @@ int plan_trace_finish(plan_trace *t, char *err, size_t errlen)
     t->finished = true;
     return 0;
 oom:
-    r = plan_errf(err, errlen, -ENOMEM, "out of memory finishing the trace");
+    r = ho_errf(err, errlen, -ENOMEM, "out of memory finishing the trace");
 fail:
     free(mark);
     free(written);
@@ -792,22 +781,22 @@ int plan_schedule_bind(plan_schedule *s, const plan_trace *t, char *err,
         plan_action *a = &s->actions[i];
         uint32_t idx = plan_trace_find(t, a->storage_id);
         if (idx == PLAN_NONE)
-            return plan_errf(err, errlen, HO_E_BAD_SCHEDULE,
+            return ho_errf(err, errlen, HO_E_BAD_SCHEDULE,
                              "actions[%zu]: unknown storage id %llu", i,
                              (unsigned long long)a->storage_id);
         if (a->op >= t->n_ops)
-            return plan_errf(err, errlen, HO_E_BAD_SCHEDULE,
+            return ho_errf(err, errlen, HO_E_BAD_SCHEDULE,
                              "actions[%zu]: op %u out of range (trace has %u "
                              "ops)",
                              i, a->op, t->n_ops);
         if (a->when > PLAN_AFTER || a->kind >= PLAN_ACT__COUNT)
-            return plan_errf(err, errlen, HO_E_BAD_SCHEDULE,
+            return ho_errf(err, errlen, HO_E_BAD_SCHEDULE,
                              "actions[%zu]: bad when %u or kind %u", i,
                              a->when, a->kind);
         a->storage = idx;
     }
     int r = plan_schedule_sort(s);
     if (r < 0)
-        return plan_errf(err, errlen, r, "out of memory sorting actions");
+        return ho_errf(err, errlen, r, "out of memory sorting actions");
     return 0;
 }

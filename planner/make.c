@@ -3,7 +3,7 @@
  * (no-offload peak, single-op working-set bound, planning time) and the
  * schedule's `predicted` figures from plan_simulate.
  */
-#include "plan_impl.h"
+#include "planner/plan_impl.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -38,7 +38,7 @@ int plan_make(const plan_trace *t, uint64_t budget, const plan_options *opt,
         return -EINVAL;
     double t0 = now_ms();
     if (!t->finished) {
-        r = plan_errf(res.message, sizeof(res.message), -EINVAL,
+        r = ho_errf(res.message, sizeof(res.message), -EINVAL,
                       "trace is not finished");
         goto out;
     }
@@ -73,7 +73,7 @@ int plan_make(const plan_trace *t, uint64_t budget, const plan_options *opt,
     else if (strcmp(o.planner, "oracle") == 0)
         r = plan_oracle(t, budget, &s, &res);
     else
-        r = plan_errf(res.message, sizeof(res.message), -EINVAL,
+        r = ho_errf(res.message, sizeof(res.message), -EINVAL,
                       "unknown planner '%s'", o.planner);
     if (r < 0)
         goto out;
@@ -86,13 +86,13 @@ int plan_make(const plan_trace *t, uint64_t budget, const plan_options *opt,
     unlimited.budget_bytes = UINT64_MAX;
     r = plan_simulate(t, &unlimited, &m, &v, NULL);
     if (r < 0) {
-        r = plan_errf(res.message, sizeof(res.message), HO_E_INTERNAL,
+        r = ho_errf(res.message, sizeof(res.message), HO_E_INTERNAL,
                       "%s produced an invalid schedule: %s", o.planner,
                       v.message);
         goto out;
     }
     if (strcmp(o.planner, "hoplan") == 0 && m.peak_device_bytes > budget) {
-        r = plan_errf(res.message, sizeof(res.message), HO_E_INTERNAL,
+        r = ho_errf(res.message, sizeof(res.message), HO_E_INTERNAL,
                       "hoplan exceeded its budget (%llu > %llu)",
                       (unsigned long long)m.peak_device_bytes,
                       (unsigned long long)budget);

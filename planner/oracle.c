@@ -10,7 +10,7 @@
  *
  * Ownership: the returned schedule belongs to the caller.
  */
-#include "hoplan_impl.h"
+#include "planner/hoplan_impl.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -44,7 +44,7 @@ int plan_oracle(const plan_trace *t, uint64_t budget, plan_schedule **ret,
     if (m.n_cand > ORACLE_MAX_CANDIDATES) {
         r = HO_E_UNSUPPORTED;
         if (result)
-            plan_errf(result->message, sizeof(result->message), r,
+            ho_errf(result->message, sizeof(result->message), r,
                       "the oracle enumerates at most %u candidate gaps; this "
                       "trace has %u",
                       ORACLE_MAX_CANDIDATES, m.n_cand);
@@ -96,7 +96,7 @@ int plan_oracle(const plan_trace *t, uint64_t budget, plan_schedule **ret,
         r = HO_E_INFEASIBLE;
         if (result) {
             result->min_budget = min_peak;
-            plan_errf(result->message, sizeof(result->message), r,
+            ho_errf(result->message, sizeof(result->message), r,
                       "no subset of the %u candidate gaps fits %llu bytes; "
                       "the smallest peak seen is %llu",
                       m.n_cand, (unsigned long long)budget,

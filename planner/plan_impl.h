@@ -6,18 +6,11 @@
 #ifndef HO_PLANNER_PLAN_IMPL_H
 #define HO_PLANNER_PLAN_IMPL_H
 
-#include "plan.h"
+#include "planner/plan.h"
 
 #include <stdarg.h>
 
-/* Upper bound on the sum of all storage bytes of one trace (checked by
- * plan_trace_finish): leaves headroom so that counters of device bytes,
- * which may briefly count a storage twice, cannot overflow in practice. */
-#define PLAN_MAX_TOTAL_BYTES (1ull << 60)
-
-/* snprintf into err (errlen may be 0, err may be NULL); returns code. */
-int plan_errf(char *err, size_t errlen, int code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+#include "proto/errfmt.h"
 
 /* plan_trace_summarize, with the `none` simulation (no_offload_peak) only
  * when none_peak; otherwise no_offload_peak is 0.  hoplan's model runs that

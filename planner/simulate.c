@@ -14,7 +14,7 @@
  * but the simulation goes on so that the metrics of an over-budget
  * schedule are complete; every other violation stops it.
  */
-#include "plan_impl.h"
+#include "planner/plan_impl.h"
 
 #include <errno.h>
 #include <stdlib.h>

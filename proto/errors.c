@@ -1,9 +1,13 @@
 /* proto/errors.c - ho_strerror() and ho_err_name() for every code of
- * hyperoffload/errors.h and negative errno values. */
+ * hyperoffload/errors.h (generated from HO_ERROR_MAP) and negative errno
+ * values; ho_errf(), the one sentence formatter (proto/errfmt.h). */
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "hyperoffload/errors.h"
+#include "proto/errfmt.h"
 
 struct ho_err_row {
     int code;
@@ -13,33 +17,9 @@ struct ho_err_row {
 
 static const struct ho_err_row ho_err_table[] = {
     {HO_OK, "HO_OK", "success"},
-    {HO_E_PROTOCOL, "HO_E_PROTOCOL", "malformed frame or protocol violation"},
-    {HO_E_VERSION, "HO_E_VERSION", "no common protocol version"},
-    {HO_E_FRAME_TOO_LARGE, "HO_E_FRAME_TOO_LARGE", "frame larger than the allowed limit"},
-    {HO_E_NOT_REGISTERED, "HO_E_NOT_REGISTERED", "request needs a registered session"},
-    {HO_E_UNKNOWN_SESSION, "HO_E_UNKNOWN_SESSION", "unknown session"},
-    {HO_E_UNKNOWN_EXTENT, "HO_E_UNKNOWN_EXTENT", "unknown extent"},
-    {HO_E_UNKNOWN_DEVICE, "HO_E_UNKNOWN_DEVICE", "unknown device"},
-    {HO_E_QUOTA, "HO_E_QUOTA", "quota exceeded"},
-    {HO_E_TIER_FULL, "HO_E_TIER_FULL", "tier has no free space"},
-    {HO_E_TOO_LARGE, "HO_E_TOO_LARGE", "request exceeds the tier's capacity"},
-    {HO_E_BUDGET, "HO_E_BUDGET", "device budget cannot be granted"},
-    {HO_E_PERMISSION, "HO_E_PERMISSION", "permission denied (admin required)"},
-    {HO_E_INFEASIBLE, "HO_E_INFEASIBLE", "no schedule fits the budget"},
-    {HO_E_BAD_TRACE, "HO_E_BAD_TRACE", "trace malformed or inconsistent"},
-    {HO_E_BAD_SCHEDULE, "HO_E_BAD_SCHEDULE", "schedule malformed or invalid"},
-    {HO_E_BAD_CONFIG, "HO_E_BAD_CONFIG", "configuration invalid"},
-    {HO_E_INVALID_SIZE, "HO_E_INVALID_SIZE", "invalid size"},
-    {HO_E_STATE, "HO_E_STATE", "object is in the wrong state"},
-    {HO_E_BUSY, "HO_E_BUSY", "object has a transfer in flight"},
-    {HO_E_ALREADY, "HO_E_ALREADY", "already done"},
-    {HO_E_SHUTTING_DOWN, "HO_E_SHUTTING_DOWN", "daemon is shutting down"},
-    {HO_E_DISCONNECTED, "HO_E_DISCONNECTED", "connection to the daemon lost"},
-    {HO_E_DIVERGED, "HO_E_DIVERGED", "replay diverged from the traced step"},
-    {HO_E_NO_PLAN, "HO_E_NO_PLAN", "no plan available"},
-    {HO_E_DEVICE, "HO_E_DEVICE", "device backend failure"},
-    {HO_E_UNSUPPORTED, "HO_E_UNSUPPORTED", "not supported here"},
-    {HO_E_INTERNAL, "HO_E_INTERNAL", "internal error"},
+#define HO__ERROR_ROW(name, code, text) {code, "HO_E_" #name, text},
+    HO_ERROR_MAP(HO__ERROR_ROW)
+#undef HO__ERROR_ROW
 };
 
 static const struct ho_err_row *ho_err_find(int code)
@@ -71,4 +51,20 @@ HO_EXPORT const char *ho_err_name(int code)
             return n;
     }
     return "HO_E_UNKNOWN";
+}
+
+int ho_verrf(char *err, size_t errlen, int code, const char *fmt, va_list ap)
+{
+    if (err && errlen > 0)
+        vsnprintf(err, errlen, fmt, ap);
+    return code;
+}
+
+int ho_errf(char *err, size_t errlen, int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    ho_verrf(err, errlen, code, fmt, ap);
+    va_end(ap);
+    return code;
 }

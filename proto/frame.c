@@ -1,5 +1,5 @@
 /* proto/frame.c - see frame.h. */
-#include "frame.h"
+#include "proto/frame.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "hyperoffload.pb-c.h"
+#include "proto/hyperoffload.pb-c.h"
 #include "hyperoffload/errors.h"
 
 #define HO_PROTO_VERSION 1u          /* the version this build speaks */

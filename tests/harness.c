@@ -1,5 +1,5 @@
 /* tests/harness.c - see harness.h. */
-#include "harness.h"
+#include "tests/harness.h"
 
 #include <errno.h>
 #include <fcntl.h>

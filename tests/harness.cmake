@@ -3,7 +3,7 @@
 # daemon; safe to include more than once.  Link `ho_test_harness`.
 if(NOT TARGET ho_test_harness)
   add_library(ho_test_harness STATIC ${CMAKE_SOURCE_DIR}/tests/harness.c)
-  target_include_directories(ho_test_harness PUBLIC ${CMAKE_SOURCE_DIR}/tests)
+  target_link_libraries(ho_test_harness PUBLIC ho_proto)
   # Building a test that starts the daemon builds the daemon first.
   if(TARGET hyperoffloadd)
     add_dependencies(ho_test_harness hyperoffloadd)

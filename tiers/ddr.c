@@ -15,7 +15,7 @@
  * (DDR_TAG_EVICTED): evicted allocations keep their offsets but are not
  * charged to the pool.
  */
-#include "ddr.h"
+#include "tiers/ddr.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -32,8 +32,9 @@
 #include <sys/sysinfo.h>
 #include <unistd.h>
 
-#include "extent.h"
+#include "tiers/extent.h"
 #include "hyperoffload/errors.h"
+#include "proto/errfmt.h"
 
 #define DDR_GROW_STEP (2ULL << 20) /* committed granularity; a huge page */
 #define DDR_HUGE_PAGE (2ULL << 20)
@@ -77,20 +78,6 @@ static bool round_up(uint64_t len, uint64_t align, uint64_t *ret)
         return false;
     *ret = (len + align - 1) & ~(align - 1);
     return true;
-}
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-
-    if (!err || errlen == 0)
-        return;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
 }
 
 /* "8 MiB", "64 KiB", "12345 bytes", "unlimited" */
@@ -218,66 +205,56 @@ int tier_ddr_new(const tier_ddr_config *cfg, tier_ddr **ret, char *err,
     int rc;
 
     if (!cfg || !ret) {
-        set_err(err, errlen, "no configuration");
-        return HO_E_BAD_CONFIG;
+        return ho_errf(err, errlen, HO_E_BAD_CONFIG, "no configuration");
     }
     if (cfg->align < 4096 || (cfg->align & (cfg->align - 1)) != 0) {
-        set_err(err, errlen, "DDR align %llu is not a power of two >= 4096",
+        return ho_errf(err, errlen, HO_E_BAD_CONFIG, "DDR align %llu is not a power of two >= 4096",
                 (unsigned long long)cfg->align);
-        return HO_E_BAD_CONFIG;
     }
     if (cfg->hugepages && cfg->align % DDR_HUGE_PAGE != 0) {
-        set_err(err, errlen,
+        return ho_errf(err, errlen, HO_E_BAD_CONFIG,
                 "DDR align %llu must be a multiple of 2 MiB with huge pages",
                 (unsigned long long)cfg->align);
-        return HO_E_BAD_CONFIG;
     }
     cap = cfg->capacity & ~(cfg->align - 1);
     if (cap == 0) {
-        set_err(err, errlen, "DDR capacity %llu is below the alignment %llu",
+        return ho_errf(err, errlen, HO_E_BAD_CONFIG, "DDR capacity %llu is below the alignment %llu",
                 (unsigned long long)cfg->capacity,
                 (unsigned long long)cfg->align);
-        return HO_E_BAD_CONFIG;
     }
     if (cap > (uint64_t)INT64_MAX) {
-        set_err(err, errlen, "DDR capacity %llu is too large",
+        return ho_errf(err, errlen, HO_E_BAD_CONFIG, "DDR capacity %llu is too large",
                 (unsigned long long)cap);
-        return HO_E_BAD_CONFIG;
     }
     if (cfg->numa_node < -1 || cfg->numa_node >= DDR_NUMA_NODES_MAX) {
-        set_err(err, errlen, "NUMA node %d is out of range", cfg->numa_node);
-        return HO_E_BAD_CONFIG;
+        return ho_errf(err, errlen, HO_E_BAD_CONFIG, "NUMA node %d is out of range", cfg->numa_node);
     }
     if (cfg->numa_node >= 0 && numa_available() >= 0) {
         if (cfg->numa_node > numa_max_node()) {
-            set_err(err, errlen, "NUMA node %d does not exist (highest is %d)",
+            return ho_errf(err, errlen, HO_E_BAD_CONFIG, "NUMA node %d does not exist (highest is %d)",
                     cfg->numa_node, numa_max_node());
-            return HO_E_BAD_CONFIG;
         }
         use_numa = true;
     }
     rc = node_memory(cfg->numa_node, use_numa, &mem, what, sizeof(what));
     if (rc < 0) {
-        set_err(err, errlen, "cannot read the memory size: %s",
+        return ho_errf(err, errlen, HO_E_BAD_CONFIG, "cannot read the memory size: %s",
                 strerror(-rc));
-        return HO_E_BAD_CONFIG;
     }
     if (cap > mem) {
-        set_err(err, errlen,
+        return ho_errf(err, errlen, HO_E_BAD_CONFIG,
                 "DDR capacity %llu bytes exceeds the %llu bytes of memory of %s",
                 (unsigned long long)cap, (unsigned long long)mem, what);
-        return HO_E_BAD_CONFIG;
     }
     if (cfg->hugepages) {
         /* Huge pages come from the reserved pool only (MAP_NORESERVE
          * would turn a shortfall into SIGBUS at first touch). */
         uint64_t huge = huge_memory(cfg->numa_node, use_numa);
         if (cap > huge) {
-            set_err(err, errlen,
+            return ho_errf(err, errlen, HO_E_BAD_CONFIG,
                     "DDR capacity %llu bytes exceeds the %llu bytes of 2 MiB "
                     "huge pages configured on %s",
                     (unsigned long long)cap, (unsigned long long)huge, what);
-            return HO_E_BAD_CONFIG;
         }
     }
 
@@ -287,17 +264,15 @@ int tier_ddr_new(const tier_ddr_config *cfg, tier_ddr **ret, char *err,
                          ? cfg->arena_space & ~(cfg->align - 1)
                          : cap;
     if (space < cap || space > TIER_ARENA_SPACE_MAX) {
-        set_err(err, errlen, "arena space %llu must be between the DDR "
+        return ho_errf(err, errlen, HO_E_BAD_CONFIG, "arena space %llu must be between the DDR "
                 "capacity %llu and %llu",
                 (unsigned long long)cfg->arena_space, (unsigned long long)cap,
                 (unsigned long long)TIER_ARENA_SPACE_MAX);
-        return HO_E_BAD_CONFIG;
     }
 
     d = calloc(1, sizeof(*d));
     if (!d) {
-        set_err(err, errlen, "out of memory");
-        return -ENOMEM;
+        return ho_errf(err, errlen, -ENOMEM, "out of memory");
     }
     d->capacity = cap;
     d->arena_space = space;
@@ -393,12 +368,12 @@ tier_arena *tier_arena_new(tier_ddr *d, const char *owner, char *err,
     struct stat st;
 
     if (d->narenas >= DDR_ARENAS_MAX) {
-        set_err(err, errlen, "too many arenas (%u)", d->narenas);
+        ho_errf(err, errlen, 0, "too many arenas (%u)", d->narenas);
         return NULL;
     }
     a = calloc(1, sizeof(*a));
     if (!a) {
-        set_err(err, errlen, "out of memory");
+        ho_errf(err, errlen, 0, "out of memory");
         return NULL;
     }
     a->fd = -1;
@@ -414,26 +389,26 @@ tier_arena *tier_arena_new(tier_ddr *d, const char *owner, char *err,
         flags |= MFD_HUGETLB;
     a->fd = memfd_create(name, flags);
     if (a->fd < 0) {
-        set_err(err, errlen, "memfd_create: %s", strerror(errno));
+        ho_errf(err, errlen, 0, "memfd_create: %s", strerror(errno));
         goto fail;
     }
     /* Full size now (sparse), then no size change by anyone: shrinking
      * would pull pages from under the clients' mappings, growing would let
      * a client map and touch more than the pool charges. */
     if (ftruncate(a->fd, (off_t)a->map_size) != 0) {
-        set_err(err, errlen, "sizing the arena to %llu bytes: %s",
+        ho_errf(err, errlen, 0, "sizing the arena to %llu bytes: %s",
                 (unsigned long long)a->map_size, strerror(errno));
         goto fail;
     }
     if (fcntl(a->fd, F_ADD_SEALS,
               F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) != 0) {
-        set_err(err, errlen, "sealing the arena: %s", strerror(errno));
+        ho_errf(err, errlen, 0, "sealing the arena: %s", strerror(errno));
         goto fail;
     }
     a->base = mmap(NULL, a->map_size, PROT_READ | PROT_WRITE,
                    MAP_SHARED | MAP_NORESERVE, a->fd, 0);
     if (a->base == MAP_FAILED) {
-        set_err(err, errlen, "mmap of %llu bytes: %s",
+        ho_errf(err, errlen, 0, "mmap of %llu bytes: %s",
                 (unsigned long long)a->map_size, strerror(errno));
         goto fail;
     }
@@ -448,13 +423,13 @@ tier_arena *tier_arena_new(tier_ddr *d, const char *owner, char *err,
         }
     }
     if (fstat(a->fd, &st) != 0 || (uint64_t)st.st_size != a->map_size) {
-        set_err(err, errlen, "the arena file is not %llu bytes after "
+        ho_errf(err, errlen, 0, "the arena file is not %llu bytes after "
                 "sizing", (unsigned long long)a->map_size);
         goto fail;
     }
     a->ext = tier_extents_new(a->map_size, d->align);
     if (!a->ext) {
-        set_err(err, errlen, "out of memory");
+        ho_errf(err, errlen, 0, "out of memory");
         goto fail;
     }
     d->next_id++;

@@ -13,7 +13,7 @@
  * The trees are intrusive and recursive (height <= 1.44 log2 n, so the
  * recursion is shallow).  Keys are unique in each tree.
  */
-#include "extent.h"
+#include "tiers/extent.h"
 
 #include <errno.h>
 #include <stddef.h>

@@ -4,7 +4,7 @@
  * buffered I/O (fdatasync + drop from the page cache) where O_DIRECT is
  * refused or pointless.
  */
-#include "flash.h"
+#include "tiers/flash.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -21,8 +21,9 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "extent.h"
+#include "tiers/extent.h"
 #include "hyperoffload/errors.h"
+#include "proto/errfmt.h"
 
 /* One pwrite/pread moves at most this much.  Measured with bench_tiers on
  * ext4/virtio: 4 MiB and up reach the device's bandwidth; 8 MiB keeps the
@@ -46,20 +47,6 @@ struct tier_flash {
     tier_extents *ext;
     char detail[160];
 };
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-
-    if (!err || errlen == 0)
-        return;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 static bool is_pow2(uint64_t v)
 {
@@ -168,22 +155,19 @@ int tier_flash_open(const tier_flash_config *cfg, tier_flash **ret,
     int rc = HO_E_BAD_CONFIG, fd = -1, dfd = -1;
 
     if (!cfg || !ret || !cfg->path || !cfg->path[0]) {
-        set_err(err, errlen, "no flash path configured");
-        return HO_E_BAD_CONFIG;
+        return ho_errf(err, errlen, HO_E_BAD_CONFIG, "no flash path configured");
     }
     if (strlen(cfg->path) >= PATH_MAX) {
-        set_err(err, errlen, "flash path is longer than %d bytes", PATH_MAX);
-        return HO_E_BAD_CONFIG;
+        return ho_errf(err, errlen, HO_E_BAD_CONFIG, "flash path is longer than %d bytes", PATH_MAX);
     }
     if (cfg->capacity == 0 || cfg->capacity > FLASH_MAX_CAPACITY) {
-        set_err(err, errlen, "flash capacity %llu is out of range (1..%llu)",
+        return ho_errf(err, errlen, HO_E_BAD_CONFIG, "flash capacity %llu is out of range (1..%llu)",
                 (unsigned long long)cfg->capacity,
                 (unsigned long long)FLASH_MAX_CAPACITY);
-        return HO_E_BAD_CONFIG;
     }
     f = calloc(1, sizeof(*f));
     if (!f || !(f->path = strdup(cfg->path))) {
-        set_err(err, errlen, "out of memory");
+        ho_errf(err, errlen, 0, "out of memory");
         rc = -ENOMEM;
         goto fail;
     }
@@ -196,25 +180,25 @@ int tier_flash_open(const tier_flash_config *cfg, tier_flash **ret,
         fd = open(cfg->path, O_RDWR | O_CLOEXEC);
     }
     if (fd < 0) {
-        set_err(err, errlen, "cannot open flash file %s: %s", cfg->path,
+        ho_errf(err, errlen, 0, "cannot open flash file %s: %s", cfg->path,
                 strerror(errno));
         goto fail;
     }
     if (fstat(fd, &st) != 0 || fstatfs(fd, &sfs) != 0 ||
         fstatvfs(fd, &svfs) != 0) {
-        set_err(err, errlen, "cannot stat flash file %s: %s", cfg->path,
+        ho_errf(err, errlen, 0, "cannot stat flash file %s: %s", cfg->path,
                 strerror(errno));
         goto fail;
     }
     if (!S_ISREG(st.st_mode)) {
-        set_err(err, errlen, "flash path %s is not a regular file",
+        ho_errf(err, errlen, 0, "flash path %s is not a regular file",
                 cfg->path);
         goto fail;
     }
     f->align = dio_align(fd, &st);
     cap = cfg->capacity & ~(f->align - 1);
     if (cap == 0) {
-        set_err(err, errlen, "flash capacity %llu is below the alignment %llu",
+        ho_errf(err, errlen, 0, "flash capacity %llu is below the alignment %llu",
                 (unsigned long long)cfg->capacity,
                 (unsigned long long)f->align);
         goto fail;
@@ -225,7 +209,7 @@ int tier_flash_open(const tier_flash_config *cfg, tier_flash **ret,
     need = cap > have ? cap - have : 0;
     avail = (uint64_t)svfs.f_bavail * (uint64_t)svfs.f_frsize;
     if (need > avail) {
-        set_err(err, errlen,
+        ho_errf(err, errlen, 0,
                 "flash file %s needs %llu more bytes for %llu bytes of "
                 "capacity, the filesystem has %llu bytes available",
                 cfg->path, (unsigned long long)need, (unsigned long long)cap,
@@ -237,7 +221,7 @@ int tier_flash_open(const tier_flash_config *cfg, tier_flash **ret,
     {
         int r = do_fallocate(fd, cap);
         if (r < 0) {
-            set_err(err, errlen,
+            ho_errf(err, errlen, 0,
                     "cannot preallocate %llu bytes for flash file %s: %s "
                     "(%llu bytes available)",
                     (unsigned long long)cap, cfg->path, strerror(-r),
@@ -261,7 +245,7 @@ int tier_flash_open(const tier_flash_config *cfg, tier_flash **ret,
             snprintf(f->detail, sizeof(f->detail),
                      "buffered: O_DIRECT refused (%s)", strerror(EINVAL));
         } else if (r < 0) {
-            set_err(err, errlen, "cannot open flash file %s with O_DIRECT: %s",
+            ho_errf(err, errlen, 0, "cannot open flash file %s with O_DIRECT: %s",
                     cfg->path, strerror(-r));
             goto fail;
         } else {
@@ -274,7 +258,7 @@ int tier_flash_open(const tier_flash_config *cfg, tier_flash **ret,
 
     f->ext = tier_extents_new(cap, f->align);
     if (!f->ext) {
-        set_err(err, errlen, "out of memory");
+        ho_errf(err, errlen, 0, "out of memory");
         rc = -ENOMEM;
         goto fail;
     }

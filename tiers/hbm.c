@@ -3,7 +3,7 @@
  * small array in grant order (a device has a handful of sessions; lookups
  * are linear).
  */
-#include "hbm.h"
+#include "tiers/hbm.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -1,7 +1,7 @@
 /*
  * bench/common/bench_util.c - see bench_util.h.
  */
-#include "bench_util.h"
+#include "bench/common/bench_util.h"
 
 #include <errno.h>
 #include <fcntl.h>

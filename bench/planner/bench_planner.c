@@ -24,7 +24,9 @@
 #include <time.h>
 
 #include "hyperoffload/errors.h"
-#include "plan.h"
+#include "planner/plan.h"
+#include "planner/io/plan_io.h"
+#include "planner/gen/gen.h"
 
 static double now_ms(void)
 {

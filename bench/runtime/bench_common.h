@@ -14,9 +14,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bench_util.h"
+#include "bench/common/bench_util.h"
 #include "hyperoffload/runtime.h"
-#include "plan.h"
+#include "planner/plan.h"
+#include "planner/io/plan_io.h"
+#include "planner/gen/gen.h"
 
 /* ------------------------------------------------------------ bandwidth */
 

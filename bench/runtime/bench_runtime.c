@@ -38,7 +38,7 @@
 #include <pthread.h>
 #include <sys/mman.h>
 
-#include "bench_common.h"
+#include "bench/runtime/bench_common.h"
 
 typedef struct opts {
     const char *socket;

@@ -13,7 +13,7 @@
  */
 #include <dlfcn.h>
 
-#include "bench_common.h"
+#include "bench/runtime/bench_common.h"
 
 typedef int (*cu_fn_malloc)(void **, size_t);
 typedef int (*cu_fn_free)(void *);

@@ -33,7 +33,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "bench_util.h"
+#include "bench/common/bench_util.h"
 #include "hyperoffload/client.h"
 
 #define MAX_CLIENTS 256

@@ -40,10 +40,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ddr.h"
-#include "extent.h"
+#include "tiers/ddr.h"
+#include "tiers/extent.h"
 #include "hyperoffload/size.h"
-#include "flash.h"
+#include "tiers/flash.h"
 #include "hyperoffload/errors.h"
 
 #define MiB (1ULL << 20)

@@ -1,5 +1,5 @@
 /* examples/c/demo_svg.c - see demo_svg.h. */
-#include "demo_svg.h"
+#include "examples/c/demo_svg.h"
 
 #include <errno.h>
 #include <math.h>

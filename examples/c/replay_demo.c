@@ -45,8 +45,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "demo_svg.h"
-#include "plan.h"
+#include "examples/c/demo_svg.h"
+#include "planner/plan.h"
+#include "planner/io/plan_io.h"
+#include "planner/gen/gen.h"
 
 #define PROG "ho-demo-client"
 #define MAX_STEPS 100000u

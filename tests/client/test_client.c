@@ -21,8 +21,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "client_internal.h"
-#include "frame.h"
+#include "client/client_internal.h"
+#include "proto/frame.h"
 #include "hyperoffload/client.h"
 
 static int under_valgrind(void)

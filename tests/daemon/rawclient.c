@@ -1,5 +1,5 @@
 /* tests/daemon/rawclient.c - see rawclient.h. */
-#include "rawclient.h"
+#include "tests/daemon/rawclient.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -9,7 +9,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "harness.h"
+#include "tests/harness.h"
 
 static uint64_t next_rid = 1;
 

@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "frame.h"
+#include "proto/frame.h"
 
 #define RC_TIMEOUT_MS 10000
 

@@ -10,7 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "harness.h"
+#include "tests/harness.h"
 
 static char dir[PATH_MAX];
 

@@ -8,9 +8,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "config.h"
+#include "daemon/config.h"
 #include "hyperoffload/errors.h"
-#include "log.h"
+#include "daemon/log.h"
 
 static char tmpdir[PATH_MAX];
 

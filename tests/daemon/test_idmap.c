@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "idmap.h"
+#include "daemon/idmap.h"
 
 #define KEYS 4096
 

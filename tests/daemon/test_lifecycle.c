@@ -18,8 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "harness.h"
-#include "rawclient.h"
+#include "tests/harness.h"
+#include "tests/daemon/rawclient.h"
 
 #define MiB (1ull << 20)
 

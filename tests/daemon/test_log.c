@@ -12,7 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "log.h"
+#include "daemon/log.h"
 
 /* Run the logging in a child with stderr redirected to a file; returns
  * what it wrote.  journal: set JOURNAL_STREAM to the file's dev:ino (1),

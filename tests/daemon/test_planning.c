@@ -10,10 +10,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "harness.h"
-#include "plan.h"
-#include "plan.pb-c.h"
-#include "rawclient.h"
+#include "tests/harness.h"
+#include "planner/plan.h"
+#include "planner/io/plan_io.h"
+#include "planner/gen/gen.h"
+#include "proto/plan.pb-c.h"
+#include "tests/daemon/rawclient.h"
 
 #define MiB (1ull << 20)
 

@@ -12,8 +12,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "harness.h"
-#include "rawclient.h"
+#include "tests/harness.h"
+#include "tests/daemon/rawclient.h"
 
 static ho_harness *h;
 

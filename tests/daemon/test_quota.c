@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "hyperoffload/errors.h"
-#include "quota.h"
+#include "daemon/quota.h"
 
 static char dir[PATH_MAX];
 static char path[PATH_MAX + 16];

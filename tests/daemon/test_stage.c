@@ -13,11 +13,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "control.h"
-#include "harness.h"
-#include "plan.h"
-#include "plan.pb-c.h"
-#include "rawclient.h"
+#include "proto/control.h"
+#include "tests/harness.h"
+#include "planner/plan.h"
+#include "planner/io/plan_io.h"
+#include "planner/gen/gen.h"
+#include "proto/plan.pb-c.h"
+#include "tests/daemon/rawclient.h"
 
 #define MiB (1ull << 20)
 

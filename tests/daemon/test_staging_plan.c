@@ -17,7 +17,9 @@
 #include <string.h>
 
 #include "hyperoffload/errors.h"
-#include "plan.h"
+#include "planner/plan.h"
+#include "planner/gen/gen.h"
+#include "planner/staging/stage_plan.h"
 
 #define KiB 1024ull
 #define MiB (1024ull * 1024ull)

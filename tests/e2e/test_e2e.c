@@ -37,7 +37,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "itest.h"
+#include "tests/integration/itest.h"
 
 #define JOB "e2e"
 #define DDR_QUOTA "24M" /* the job's: below its clients' host copies */

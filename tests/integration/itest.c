@@ -1,5 +1,5 @@
 /* tests/integration/itest.c - see itest.h. */
-#include "itest.h"
+#include "tests/integration/itest.h"
 
 #include <check.h>
 #include <errno.h>

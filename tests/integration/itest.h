@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "harness.h"
+#include "tests/harness.h"
 #include "hyperoffload/client.h"
 
 /* Path of build/bin/hoctl ($HO_BUILD_DIR/bin/hoctl). */

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "itest.h"
+#include "tests/integration/itest.h"
 
 #define MiB (1ull << 20)
 

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "itest.h"
+#include "tests/integration/itest.h"
 
 typedef struct stress_arg {
     const char *sock;

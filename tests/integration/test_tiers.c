@@ -15,7 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "itest.h"
+#include "tests/integration/itest.h"
 
 #define KiB (1ull << 10)
 #define MiB (1ull << 20)

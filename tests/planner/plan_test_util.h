@@ -16,7 +16,9 @@
 #include <string.h>
 
 #include "hyperoffload/errors.h"
-#include "plan.h"
+#include "planner/plan.h"
+#include "planner/io/plan_io.h"
+#include "planner/gen/gen.h"
 
 static char tu_err[512] __attribute__((unused));
 

@@ -4,7 +4,7 @@
  * plan_make's dispatch and result, and every baseline's output valid
  * under the model on generated traces (budget aside).
  */
-#include "plan_test_util.h"
+#include "tests/planner/plan_test_util.h"
 
 static bool at(const plan_schedule *s, size_t i, uint32_t op, plan_when w,
                plan_act_kind k, uint64_t id)

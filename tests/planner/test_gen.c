@@ -11,8 +11,9 @@
 #include <string.h>
 
 #include "hyperoffload/errors.h"
-#include "plan.h"
-#include "plan_test_util.h"
+#include "planner/plan.h"
+#include "planner/gen/gen.h"
+#include "tests/planner/plan_test_util.h"
 
 static char err[512];
 

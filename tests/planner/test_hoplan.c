@@ -5,7 +5,7 @@
  * budgets reported with the smallest budget it meets, determinism, and
  * hoplan against seed-greedy on transformer training steps.
  */
-#include "plan_test_util.h"
+#include "tests/planner/plan_test_util.h"
 
 static plan_schedule *hoplan_ok(const plan_trace *t, uint64_t budget)
 {

@@ -4,7 +4,7 @@
  * access lists, duplicate merging, the content hash, the summary, the
  * name tables, schedules (push, bind, stable sort).
  */
-#include "plan_test_util.h"
+#include "tests/planner/plan_test_util.h"
 
 START_TEST(test_names_and_parsers)
 {

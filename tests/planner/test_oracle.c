@@ -5,7 +5,7 @@
  * and never better than the oracle (that would be an oracle bug); its
  * distance from the oracle is printed.
  */
-#include "plan_test_util.h"
+#include "tests/planner/plan_test_util.h"
 
 START_TEST(test_oracle_lifo)
 {

@@ -10,7 +10,7 @@
  * - every baseline's schedule is valid under the model (budget aside).
  * HO_PLANNER_ITERS scales the number of traces (default 1 = 2000).
  */
-#include "plan_test_util.h"
+#include "tests/planner/plan_test_util.h"
 
 static plan_trace *random_trace(unsigned it)
 {

@@ -6,7 +6,7 @@
  * the candidate order, the actions it emits, its exposed H2D and a case
  * where it goes over budget.
  */
-#include "plan_test_util.h"
+#include "tests/planner/plan_test_util.h"
 
 /* Action (op, when, kind) on storage id exists. */
 static bool has(const plan_schedule *s, uint32_t op, plan_when w,

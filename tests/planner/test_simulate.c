@@ -6,7 +6,7 @@
  * Link used unless said otherwise: 1 GB/s each way, no latency, duplex, so
  * a copy of b bytes takes b / 1000 us.
  */
-#include "plan_test_util.h"
+#include "tests/planner/plan_test_util.h"
 
 /* A (1, 100 B) written by op0, read by op1 which writes B (2, 200 B),
  * read by op2.  Peak 300 during op1. */

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""hoctl's offline planning commands (client/hoctl_plan.c): generators,
+"""hoctl's offline planning commands (hoctl/hoctl_plan.c): generators,
 show, lossless conversion, budgets, check, exit codes."""
 
 import os

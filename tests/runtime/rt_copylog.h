@@ -8,7 +8,7 @@
 #ifndef HO_TESTS_RT_COPYLOG_H
 #define HO_TESTS_RT_COPYLOG_H
 
-#include "rt_util.h"
+#include "tests/runtime/rt_util.h"
 
 /* The schedule's copies (prefetch, store) in the order the replay issues
  * them: by point (op, when), stably. */

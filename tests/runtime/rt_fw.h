@@ -10,7 +10,7 @@
 #ifndef HO_TESTS_RT_FW_H
 #define HO_TESTS_RT_FW_H
 
-#include "rt_util.h"
+#include "tests/runtime/rt_util.h"
 
 typedef struct rt_fw {
     ho_replay *r;

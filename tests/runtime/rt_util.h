@@ -16,7 +16,9 @@
 #include <unistd.h>
 
 #include "hyperoffload/runtime.h"
-#include "plan.h"
+#include "planner/plan.h"
+#include "planner/io/plan_io.h"
+#include "planner/gen/gen.h"
 
 /* 1 when the *.valgrind variant runs us. */
 static inline int rt_valgrind(void)

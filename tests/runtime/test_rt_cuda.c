@@ -7,8 +7,8 @@
  * content-checked replay (through ho_device_read/write only) whose copy
  * log (timing events) must match the schedule and the step's figures.
  */
-#include "rt_copylog.h"
-#include "rt_fw.h"
+#include "tests/runtime/rt_copylog.h"
+#include "tests/runtime/rt_fw.h"
 
 #define SKIP 77
 

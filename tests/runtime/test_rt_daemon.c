@@ -4,8 +4,8 @@
  * cache, infeasible budgets), replays with host copies in the session's
  * arena and the shared control region, step statistics.
  */
-#include "harness.h"
-#include "rt_fw.h"
+#include "tests/harness.h"
+#include "tests/runtime/rt_fw.h"
 
 static ho_harness *h;
 static char dir[512];

@@ -4,7 +4,7 @@
  * describing and saving schedules.  ho_plan_request is exercised against
  * the real daemon in test_rt_daemon.c.
  */
-#include "rt_util.h"
+#include "tests/runtime/rt_util.h"
 
 static char dir[512];
 

@@ -15,9 +15,9 @@
 #include <sys/eventfd.h>
 #include <sys/syscall.h>
 
-#include "rt_copylog.h"
-#include "rt_fw.h"
-#include "runtime_internal.h"
+#include "tests/runtime/rt_copylog.h"
+#include "tests/runtime/rt_fw.h"
+#include "client/runtime/runtime_internal.h"
 
 static char dir[512];
 

@@ -22,7 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "ddr.h"
+#include "tiers/ddr.h"
 #include "hyperoffload/errors.h"
 
 #define MiB (1ULL << 20)

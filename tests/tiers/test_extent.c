@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "extent.h"
+#include "tiers/extent.h"
 #include "hyperoffload/errors.h"
 
 /* ---- reference model ---------------------------------------------------- */

@@ -19,7 +19,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "flash.h"
+#include "tiers/flash.h"
 #include "hyperoffload/errors.h"
 
 #define MiB (1ULL << 20)

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hbm.h"
+#include "tiers/hbm.h"
 #include "hyperoffload/errors.h"
 
 #define GiB (1ULL << 30)

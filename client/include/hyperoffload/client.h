@@ -48,22 +48,17 @@
 #include <stdint.h>
 
 #include "hyperoffload/errors.h"
+#include "hyperoffload/paths.h"
 #include "hyperoffload/size.h"
+#include "hyperoffload/version.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-#define HO_CLIENT_VERSION_MAJOR 0
-#define HO_CLIENT_VERSION_MINOR 1
-#define HO_CLIENT_VERSION_PATCH 0
-
-/* Socket resolution (see ho_socket_path). */
-#define HO_SOCKET_ENV "HO_SOCKET"
-#define HO_SOCKET_LOCAL "./.hyperoffload/hyperoffloadd.sock"
-#define HO_SOCKET_SYSTEM "/run/hyperoffload/hyperoffloadd.sock"
-/* Longest socket path (sizeof(sockaddr_un.sun_path) - 1 on Linux). */
-#define HO_SOCKET_PATH_MAX 107
+#define HO_CLIENT_VERSION_MAJOR HO_VERSION_MAJOR
+#define HO_CLIENT_VERSION_MINOR HO_VERSION_MINOR
+#define HO_CLIENT_VERSION_PATCH HO_VERSION_PATCH
 
 /* Limits the library enforces on what the daemon sends. */
 #define HO_CLIENT_MAX_POOL_MAP (1ull << 44)  /* 16 TiB arena mapping */

@@ -26,35 +26,42 @@ extern "C" {
 #define HO_EXPORT __attribute__((visibility("default")))
 #endif
 
+/* The HO_E_* codes: XX(name, code, message), one row each.  ho_strerror()
+ * and ho_err_name() are generated from this list; tests pin the numbers. */
+#define HO_ERROR_MAP(XX) \
+    XX(PROTOCOL, -1000, "malformed frame or protocol violation") \
+    XX(VERSION, -1001, "no common protocol version") \
+    XX(FRAME_TOO_LARGE, -1002, "frame larger than the allowed limit") \
+    XX(NOT_REGISTERED, -1003, "request needs a registered session") \
+    XX(UNKNOWN_SESSION, -1004, "unknown session") \
+    XX(UNKNOWN_EXTENT, -1005, "unknown extent") \
+    XX(UNKNOWN_DEVICE, -1006, "unknown device") \
+    XX(QUOTA, -1007, "quota exceeded") \
+    XX(TIER_FULL, -1008, "tier has no free space") \
+    XX(TOO_LARGE, -1009, "request exceeds the tier's capacity") \
+    XX(BUDGET, -1010, "device budget cannot be granted") \
+    XX(PERMISSION, -1011, "permission denied (admin required)") \
+    XX(INFEASIBLE, -1012, "no schedule fits the budget") \
+    XX(BAD_TRACE, -1013, "trace malformed or inconsistent") \
+    XX(BAD_SCHEDULE, -1014, "schedule malformed or invalid") \
+    XX(BAD_CONFIG, -1015, "configuration invalid") \
+    XX(INVALID_SIZE, -1016, "invalid size") \
+    XX(STATE, -1017, "object is in the wrong state") \
+    XX(BUSY, -1018, "object has a transfer in flight") \
+    XX(ALREADY, -1019, "already done") \
+    XX(SHUTTING_DOWN, -1020, "daemon is shutting down") \
+    XX(DISCONNECTED, -1021, "connection to the daemon lost") \
+    XX(DIVERGED, -1022, "replay diverged from the traced step") \
+    XX(NO_PLAN, -1023, "no plan available") \
+    XX(DEVICE, -1024, "device backend failure") \
+    XX(UNSUPPORTED, -1025, "not supported here") \
+    XX(INTERNAL, -1026, "internal error")
+
 enum ho_error {
     HO_OK = 0,
-    HO_E_PROTOCOL = -1000,        /* malformed frame or protocol violation */
-    HO_E_VERSION = -1001,         /* no common protocol version */
-    HO_E_FRAME_TOO_LARGE = -1002, /* frame length above the negotiated limit */
-    HO_E_NOT_REGISTERED = -1003,  /* request needs a registered session */
-    HO_E_UNKNOWN_SESSION = -1004, /* no such session / client */
-    HO_E_UNKNOWN_EXTENT = -1005,  /* no such extent for this session */
-    HO_E_UNKNOWN_DEVICE = -1006,  /* device index not configured */
-    HO_E_QUOTA = -1007,           /* request would exceed a quota */
-    HO_E_TIER_FULL = -1008,       /* tier has no room right now */
-    HO_E_TOO_LARGE = -1009,       /* request exceeds a tier's whole capacity */
-    HO_E_BUDGET = -1010,          /* HBM budget cannot be granted */
-    HO_E_PERMISSION = -1011,      /* caller lacks the right (admin) */
-    HO_E_INFEASIBLE = -1012,      /* no schedule fits the budget */
-    HO_E_BAD_TRACE = -1013,       /* trace malformed or inconsistent */
-    HO_E_BAD_SCHEDULE = -1014,    /* schedule malformed or violates the model */
-    HO_E_BAD_CONFIG = -1015,      /* configuration invalid */
-    HO_E_INVALID_SIZE = -1016,    /* size zero, unaligned or overflowing */
-    HO_E_STATE = -1017,           /* object in the wrong state for this */
-    HO_E_BUSY = -1018,            /* object has a transfer in flight */
-    HO_E_ALREADY = -1019,         /* already done (e.g. session registered) */
-    HO_E_SHUTTING_DOWN = -1020,   /* daemon is draining */
-    HO_E_DISCONNECTED = -1021,    /* connection to the daemon lost */
-    HO_E_DIVERGED = -1022,        /* replay diverged from the traced step */
-    HO_E_NO_PLAN = -1023,         /* no plan available (yet) */
-    HO_E_DEVICE = -1024,          /* device backend failure */
-    HO_E_UNSUPPORTED = -1025,     /* feature not available here */
-    HO_E_INTERNAL = -1026,        /* bug: an invariant did not hold */
+#define HO__ERROR_ENUM(name, code, text) HO_E_##name = code,
+    HO_ERROR_MAP(HO__ERROR_ENUM)
+#undef HO__ERROR_ENUM
 };
 
 /* Stable, short, human description of any code returned by the project

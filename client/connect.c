@@ -1,0 +1,359 @@
+/*
+ * client/session.c - handshake, Welcome facts, session registration and
+ * the mapping of the session's DDR arena.
+ */
+#include "client/client_internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+/* Release everything a client holds; accepts a half-built client whose
+ * transport was initialised. */
+static void client_destroy(ho_client *c)
+{
+    if (c->pool)
+        munmap(c->pool, (size_t)c->pool_size);
+    c->pool = NULL;
+    for (size_t i = 0; i < c->ncaps; i++)
+        free(c->caps[i]);
+    c->ncaps = 0;
+    hoc_transport_done(c);
+    free(c);
+}
+
+static int take_welcome(ho_client *c, const Hyperoffload__Welcome *w)
+{
+    if (w->version < HO_PROTO_MIN_VERSION || w->version > HO_PROTO_VERSION)
+        return hoc_fail(c, HO_E_VERSION,
+                        "daemon chose protocol version %u, this library "
+                        "speaks %u..%u",
+                        w->version, HO_PROTO_MIN_VERSION, HO_PROTO_VERSION);
+    uint32_t max_frame = w->max_frame ? w->max_frame : HO_FRAME_LIMIT_DEFAULT;
+    if (max_frame < HO_FRAME_LIMIT_HANDSHAKE)
+        max_frame = HO_FRAME_LIMIT_HANDSHAKE;
+    if (max_frame > HO_FRAME_LIMIT_MAX)
+        max_frame = HO_FRAME_LIMIT_MAX;
+
+    c->version = w->version;
+    c->connection_id = w->connection_id;
+    c->max_frame = max_frame;
+    c->admin = w->admin;
+    c->uid = w->uid;
+    c->gid = w->gid;
+    c->pid = w->pid;
+    snprintf(c->server_version, sizeof(c->server_version), "%s",
+             w->server_version ? w->server_version : "");
+    for (size_t i = 0; i < w->n_capabilities && c->ncaps < HOC_MAX_CAPS;
+         i++) {
+        const char *cap = w->capabilities[i] ? w->capabilities[i] : "";
+        c->caps[c->ncaps] = strndup(cap, 64);
+        if (!c->caps[c->ncaps])
+            return -ENOMEM;
+        c->ncaps++;
+    }
+    hoc_transport_set_limits(c, max_frame, max_frame);
+    return 0;
+}
+
+HO_EXPORT int ho_connect(const char *socket_path, const char *client_name,
+                         ho_client **ret_client)
+{
+    char path[HO_SOCKET_PATH_MAX + 1];
+    const char *name = client_name ? client_name : "libhyperoffload";
+    Hyperoffload__Envelope *reply = NULL;
+    ho_client *c = NULL;
+    int rc;
+
+    if (!ret_client)
+        return -EINVAL;
+    if (strlen(name) > HO_CLIENT_MAX_NAME)
+        return HO_E_INVALID_SIZE;
+    rc = ho_socket_path(socket_path, path, sizeof(path));
+    if (rc < 0)
+        return rc;
+    int fd = hoc_socket_connect(path);
+    if (fd < 0)
+        return fd;
+
+    c = calloc(1, sizeof(*c));
+    if (!c) {
+        close(fd);
+        return -ENOMEM;
+    }
+    rc = hoc_transport_init(c, fd, HO_FRAME_LIMIT_HANDSHAKE);
+    if (rc < 0) {
+        close(fd);
+        free(c);
+        return rc;
+    }
+    memcpy(c->socket_path, path, sizeof(path));
+    snprintf(c->client_name, sizeof(c->client_name), "%s", name);
+    c->device = -1;
+    atomic_init(&c->session_id, 0);
+
+    Hyperoffload__Envelope env = HYPEROFFLOAD__ENVELOPE__INIT;
+    Hyperoffload__Hello hello = HYPEROFFLOAD__HELLO__INIT;
+    hello.min_version = HO_PROTO_MIN_VERSION;
+    hello.max_version = HO_PROTO_VERSION;
+    hello.client_name = c->client_name;
+    hello.pid = (uint32_t)getpid();
+    hello.device = -1;
+    env.body_case = HYPEROFFLOAD__ENVELOPE__BODY_HELLO;
+    env.hello = &hello;
+
+    rc = hoc_call_expect(c, &env, HYPEROFFLOAD__ENVELOPE__BODY_WELCOME,
+                         &reply, NULL);
+    if (rc < 0)
+        goto fail;
+    rc = reply->welcome ? take_welcome(c, reply->welcome) : HO_E_PROTOCOL;
+    if (rc < 0)
+        goto fail;
+    ho_frame_envelope_free(reply);
+    *ret_client = c;
+    return 0;
+
+fail:
+    ho_frame_envelope_free(reply);
+    client_destroy(c);
+    return rc;
+}
+
+HO_EXPORT ho_client *ho_close(ho_client *c)
+{
+    if (c) {
+        /* Say goodbye by closing: the daemon drops the session. */
+        client_destroy(c);
+    }
+    return NULL;
+}
+
+/* ----------------------------------------------------------- Welcome facts */
+
+HO_EXPORT uint64_t ho_connection_id(const ho_client *c)
+{
+    return c->connection_id;
+}
+
+HO_EXPORT uint32_t ho_protocol_version(const ho_client *c)
+{
+    return c->version;
+}
+
+HO_EXPORT const char *ho_server_version(const ho_client *c)
+{
+    return c->server_version;
+}
+
+HO_EXPORT uint32_t ho_max_frame(const ho_client *c)
+{
+    return c->max_frame;
+}
+
+HO_EXPORT int ho_is_admin(const ho_client *c)
+{
+    return c->admin ? 1 : 0;
+}
+
+HO_EXPORT void ho_peer_identity(const ho_client *c, uint32_t *ret_uid,
+                                uint32_t *ret_gid, uint32_t *ret_pid)
+{
+    if (ret_uid)
+        *ret_uid = c->uid;
+    if (ret_gid)
+        *ret_gid = c->gid;
+    if (ret_pid)
+        *ret_pid = c->pid;
+}
+
+HO_EXPORT const char *ho_capability(const ho_client *c, size_t i)
+{
+    return i < c->ncaps ? c->caps[i] : NULL;
+}
+
+HO_EXPORT int ho_has_capability(const ho_client *c, const char *name)
+{
+    if (!name)
+        return 0;
+    for (size_t i = 0; i < c->ncaps; i++)
+        if (strcmp(c->caps[i], name) == 0)
+            return 1;
+    return 0;
+}
+
+HO_EXPORT const char *ho_socket(const ho_client *c)
+{
+    return c->socket_path;
+}
+
+HO_EXPORT int ho_shutting_down(const ho_client *c)
+{
+    return atomic_load(&((ho_client *)c)->shutting_down) ? 1 : 0;
+}
+
+HO_EXPORT const char *ho_last_error(ho_client *c, char *buf, size_t len)
+{
+    if (!buf || len == 0)
+        return "";
+    pthread_mutex_lock(&c->mu);
+    snprintf(buf, len, "%s", c->last_error);
+    pthread_mutex_unlock(&c->mu);
+    return buf;
+}
+
+/* ----------------------------------------------------------- session */
+
+static void set_register_state(ho_client *c, int state)
+{
+    pthread_mutex_lock(&c->mu);
+    c->register_state = state;
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* Validate the reply and map the arena.  Consumes `fd`. */
+static int map_arena(ho_client *c, const Hyperoffload__RegisterReply *r,
+                     int fd)
+{
+    const Hyperoffload__ArenaInfo *a = r->arena;
+    long page = sysconf(_SC_PAGESIZE);
+    int rc;
+
+    if (!a || !a->fd_attached || fd < 0) {
+        rc = hoc_fail(c, HO_E_PROTOCOL,
+                      "register reply carries no arena descriptor");
+        goto out;
+    }
+    if (r->session_id == 0) {
+        rc = hoc_fail(c, HO_E_PROTOCOL, "register reply has session id 0");
+        goto out;
+    }
+    if (a->map_size == 0 || a->map_size > HO_CLIENT_MAX_POOL_MAP ||
+        a->map_size > SIZE_MAX || a->map_size % (uint64_t)page != 0) {
+        rc = hoc_fail(c, HO_E_PROTOCOL,
+                      "arena map size %llu is 0, unaligned or above %llu",
+                      (unsigned long long)a->map_size,
+                      (unsigned long long)HO_CLIENT_MAX_POOL_MAP);
+        goto out;
+    }
+    void *p = mmap(NULL, (size_t)a->map_size, PROT_READ | PROT_WRITE,
+                   MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) {
+        rc = -errno;
+        hoc_fail(c, rc, "cannot map arena %llu (%llu bytes): %s",
+                 (unsigned long long)a->arena_id,
+                 (unsigned long long)a->map_size, strerror(-rc));
+        goto out;
+    }
+    c->pool = p;
+    c->pool_size = a->map_size;
+    c->arena_id = a->arena_id;
+    c->ddr_alignment = r->ddr_alignment ? r->ddr_alignment : 4096;
+    c->device = r->device;
+    c->hbm_granted = r->hbm_granted;
+    rc = 0;
+out:
+    if (fd >= 0)
+        close(fd); /* the mapping keeps the memory alive */
+    return rc;
+}
+
+HO_EXPORT int ho_register(ho_client *c, const char *job, int device,
+                          uint64_t hbm_budget)
+{
+    Hyperoffload__Envelope *reply = NULL;
+    int fd = -1;
+    int rc;
+
+    if (job && strlen(job) > HO_CLIENT_MAX_NAME)
+        return hoc_fail(c, HO_E_INVALID_SIZE,
+                        "job name longer than %d bytes", HO_CLIENT_MAX_NAME);
+    pthread_mutex_lock(&c->mu);
+    if (c->register_state != 0) {
+        snprintf(c->last_error, sizeof(c->last_error),
+                 "this connection is already registered (session %llu)",
+                 (unsigned long long)atomic_load(&c->session_id));
+        pthread_mutex_unlock(&c->mu);
+        return HO_E_ALREADY;
+    }
+    c->register_state = 1;
+    pthread_mutex_unlock(&c->mu);
+
+    Hyperoffload__Envelope env = HYPEROFFLOAD__ENVELOPE__INIT;
+    Hyperoffload__RegisterRequest req = HYPEROFFLOAD__REGISTER_REQUEST__INIT;
+    req.job = (char *)(job ? job : "");
+    req.device = device;
+    req.hbm_budget = hbm_budget;
+    req.client_name = c->client_name;
+    env.body_case = HYPEROFFLOAD__ENVELOPE__BODY_REGISTER_REQUEST;
+    env.register_request = &req;
+
+    rc = hoc_call_expect(c, &env, HYPEROFFLOAD__ENVELOPE__BODY_REGISTER_REPLY,
+                         &reply, &fd);
+    if (rc < 0) {
+        set_register_state(c, 0);
+        return rc;
+    }
+    rc = reply->register_reply ? map_arena(c, reply->register_reply, fd)
+                               : hoc_fail(c, HO_E_PROTOCOL,
+                                          "empty register reply");
+    if (rc < 0) {
+        if (!reply->register_reply && fd >= 0)
+            close(fd);
+        /* The daemon holds a session we cannot use: drop the connection
+         * so it is reclaimed. */
+        char why[HOC_ERRLEN];
+        ho_last_error(c, why, sizeof(why));
+        hoc_kill(c, HO_E_DISCONNECTED);
+        hoc_fail(c, rc, "%s (connection closed)", why);
+        ho_frame_envelope_free(reply);
+        return rc;
+    }
+    uint64_t sid = reply->register_reply->session_id;
+    ho_frame_envelope_free(reply);
+    atomic_store(&c->session_id, sid);
+    set_register_state(c, 2);
+    return 0;
+}
+
+HO_EXPORT uint64_t ho_session_id(const ho_client *c)
+{
+    return atomic_load(&((ho_client *)c)->session_id);
+}
+
+static bool registered(const ho_client *c)
+{
+    return ho_session_id(c) != 0;
+}
+
+HO_EXPORT uint64_t ho_hbm_granted(const ho_client *c)
+{
+    return registered(c) ? c->hbm_granted : 0;
+}
+
+HO_EXPORT int ho_session_device(const ho_client *c)
+{
+    return registered(c) ? c->device : -1;
+}
+
+HO_EXPORT void *ho_pool_base(const ho_client *c)
+{
+    return registered(c) ? c->pool : NULL;
+}
+
+HO_EXPORT uint64_t ho_pool_size(const ho_client *c)
+{
+    return registered(c) ? c->pool_size : 0;
+}
+
+HO_EXPORT uint64_t ho_pool_arena_id(const ho_client *c)
+{
+    return registered(c) ? c->arena_id : 0;
+}
+
+HO_EXPORT uint64_t ho_pool_alignment(const ho_client *c)
+{
+    return registered(c) ? c->ddr_alignment : 0;
+}

@@ -1,0 +1,456 @@
+/*
+ * client/runtime_replay.c - creating and destroying replays, and the
+ * storage registry (ho_storage_*).
+ *
+ * ho_replay_new checks the schedule with the planner's simulator against
+ * the trace and the plan's budget (the validator's sentence names op and
+ * storage), builds the per-op index the hooks use (actions by point,
+ * implicit frees by op), gives every storage that the schedule stores or
+ * that starts on host a host copy (slot), installs the replay with the
+ * daemon (or locally), starts the copy engines and allocates the storages
+ * that start on device.
+ *
+ * Ownership: the replay owns its arrays, engines, copy log, control region
+ * mapping and every device buffer of its storages (including buffers
+ * handed over with ho_storage_bind); it borrows client, device, trace and
+ * plan.
+ */
+#include "client/runtime/runtime_internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int hor_test_skip_check = 0;
+
+/* A copy of the plan's schedule bound to t (the plan may have been made
+ * for another object holding the same trace). */
+static int bound_copy(ho_replay *r, plan_schedule **ret)
+{
+    const plan_schedule *src = r->p->s;
+    char err[256] = "";
+    plan_schedule *s = plan_schedule_new(src->planner, src->budget_bytes);
+    if (!s)
+        return -ENOMEM;
+    for (size_t k = 0; k < src->n_actions; k++) {
+        const plan_action *a = &src->actions[k];
+        int rc = plan_schedule_push_id(s, a->op, (plan_when)a->when,
+                                       (plan_act_kind)a->kind, a->storage_id);
+        if (rc < 0) {
+            plan_schedule_free(s);
+            return rc;
+        }
+    }
+    int rc = plan_schedule_bind(s, r->pt, err, sizeof(err));
+    if (rc < 0) {
+        plan_schedule_free(s);
+        return hor_fail(r->c, rc, "schedule refused: %s", err);
+    }
+    *ret = s;
+    return 0;
+}
+
+static int check(ho_replay *r, const plan_schedule *s)
+{
+    plan_metrics m;
+    plan_violation v;
+    memset(&v, 0, sizeof(v));
+    int rc = plan_simulate(r->pt, s, &m, &v, NULL);
+    if (rc == HO_E_BAD_SCHEDULE && !hor_test_skip_check)
+        return hor_fail(r->c, rc, "schedule refused by the validator: %s",
+                        v.message[0] ? v.message : "invalid");
+    if (rc < 0 && rc != HO_E_BAD_SCHEDULE)
+        return hor_fail(r->c, rc, "cannot simulate the schedule: %s",
+                        ho_strerror(rc));
+    if (m.peak_device_bytes > r->dev->capacity && !hor_test_skip_check)
+        return hor_fail(r->c, HO_E_DEVICE, "the schedule needs %llu bytes "
+                        "of device memory at its peak; the device's "
+                        "capacity is %llu",
+                        (unsigned long long)m.peak_device_bytes,
+                        (unsigned long long)r->dev->capacity);
+    return 0;
+}
+
+/* Actions by point, implicit frees by op, slots. */
+static int build_index(ho_replay *r, const plan_schedule *s)
+{
+    const plan_trace *t = r->pt;
+    uint64_t npts = (uint64_t)r->n_ops * 2;
+    if (s->n_actions > UINT32_MAX - 1)
+        return -E2BIG;
+    r->act_off = calloc(npts + 1, sizeof(*r->act_off));
+    r->acts = calloc(s->n_actions ? s->n_actions : 1, sizeof(*r->acts));
+    r->free_off = calloc((size_t)r->n_ops + 1, sizeof(*r->free_off));
+    r->frees = calloc(r->n_st ? r->n_st : 1, sizeof(*r->frees));
+    r->mark = calloc(r->n_st ? r->n_st : 1, sizeof(*r->mark));
+    r->st = calloc(r->n_st ? r->n_st : 1, sizeof(*r->st));
+    if (!r->act_off || !r->acts || !r->free_off || !r->frees || !r->mark ||
+        !r->st)
+        return -ENOMEM;
+
+    for (size_t k = 0; k < s->n_actions; k++)
+        r->act_off[s->actions[k].op * 2u + s->actions[k].when + 1]++;
+    for (uint64_t p = 0; p < npts; p++)
+        r->act_off[p + 1] += r->act_off[p];
+    /* Bound schedules are sorted stably by point: fill in order. */
+    for (size_t k = 0; k < s->n_actions; k++) {
+        r->acts[k].st = s->actions[k].storage;
+        r->acts[k].kind = s->actions[k].kind;
+    }
+
+    for (uint32_t i = 0; i < r->n_st; i++) {
+        const plan_storage *ps = &t->storages[i];
+        hor_storage *st = &r->st[i];
+        st->id = ps->id;
+        st->bytes = ps->bytes;
+        st->initial = ps->initial;
+        st->retained = ps->retained;
+        st->ptr = NULL;
+        st->blk = HOR_NONE;
+        st->slot = HOR_NONE;
+        st->accessed = t->acc_start[i + 1] > t->acc_start[i];
+        st->host_valid = ps->initial == PLAN_INIT_HOST;
+        if (!ps->retained && st->accessed)
+            r->free_off[t->acc[t->acc_start[i + 1] - 1].op + 1]++;
+    }
+    for (uint32_t o = 0; o < r->n_ops; o++)
+        r->free_off[o + 1] += r->free_off[o];
+    uint32_t *fill = calloc((size_t)r->n_ops + 1, sizeof(*fill));
+    if (!fill)
+        return -ENOMEM;
+    for (uint32_t i = 0; i < r->n_st; i++) {
+        if (r->st[i].retained || !r->st[i].accessed)
+            continue;
+        uint32_t last = t->acc[t->acc_start[i + 1] - 1].op;
+        r->frees[r->free_off[last] + fill[last]++] = i;
+    }
+    free(fill);
+
+    /* A host copy for what starts on host or is ever stored. */
+    for (size_t k = 0; k < s->n_actions; k++)
+        if (s->actions[k].kind == PLAN_ACT_STORE)
+            r->st[s->actions[k].storage].slot = 0;
+    r->n_slots = 0;
+    for (uint32_t i = 0; i < r->n_st; i++)
+        if (r->st[i].initial == PLAN_INIT_HOST || r->st[i].slot == 0)
+            r->st[i].slot = r->n_slots++;
+        else
+            r->st[i].slot = HOR_NONE;
+    if (r->n_slots > HO_CTL_MAX_SLOTS)
+        return hor_fail(r->c, -E2BIG, "%u host copies, at most %u",
+                        r->n_slots, HO_CTL_MAX_SLOTS);
+    return 0;
+}
+
+static int start_engines(ho_replay *r)
+{
+    char err[256] = "";
+    r->n_eng = r->pt->link.duplex ? 2 : 1;
+    for (unsigned k = 0; k < r->n_eng; k++) {
+        hor_engine *x = &r->eng[k];
+        x->cap = HOR_ENGINE_DEPTH;
+        x->mask = HOR_ENGINE_DEPTH - 1;
+        x->q = calloc(x->cap, sizeof(*x->q));
+        if (!x->q)
+            return -ENOMEM;
+        int rc = r->ops->engine_new(r->bst, HOR_ENGINE_DEPTH, &x->e, err,
+                                    sizeof(err));
+        if (rc < 0)
+            return hor_fail(r->c, rc, "cannot start copy engine %u: %s", k,
+                            err);
+    }
+    r->h2d = &r->eng[0];
+    r->d2h = &r->eng[r->n_eng - 1];
+    return 0;
+}
+
+HO_EXPORT int ho_replay_new(ho_client *c, ho_device *dev, const ho_trace *t,
+                            const ho_plan *p, const ho_replay_opts *opts,
+                            ho_replay **ret)
+{
+    plan_schedule *s = NULL;
+    ho_replay *r = NULL;
+    int rc;
+
+    if (!dev || !t || !p || !ret)
+        return -EINVAL;
+    if (dev->owner)
+        return hor_fail(c, HO_E_BUSY, "the device is used by another replay");
+    rc = hor_trace_finish(t);
+    if (rc < 0)
+        return c ? hor_fail(c, rc, "%s", ho_runtime_last_error()) : rc;
+    if (t->pt->n_ops > HO_CTL_MAX_OPS)
+        return hor_fail(c, -E2BIG, "%u ops per step, at most %u",
+                        t->pt->n_ops, HO_CTL_MAX_OPS);
+    if (plan_trace_hash(t->pt) != p->trace_hash)
+        return hor_fail(c, HO_E_BAD_SCHEDULE, "the plan was made for another "
+                        "trace than '%s'", t->pt->name);
+    r = calloc(1, sizeof(*r));
+    if (!r)
+        return -ENOMEM;
+    r->c = c;
+    r->dev = dev;
+    r->t = t;
+    r->pt = t->pt;
+    r->p = p;
+    if (opts)
+        r->opts = *opts;
+    r->ops = dev->ops;
+    r->bst = dev->st;
+    r->n_ops = t->pt->n_ops;
+    r->n_st = t->pt->n_storages;
+    r->ctl.efd = -1;
+    r->log.last = -1;
+
+    rc = bound_copy(r, &s);
+    if (rc < 0)
+        goto fail;
+    rc = check(r, s);
+    if (rc < 0)
+        goto fail;
+    rc = build_index(r, s);
+    if (rc < 0)
+        goto fail;
+    plan_schedule_free(s);
+    s = NULL;
+
+    r->cap_rel = 2 * r->n_st + 64;
+    r->rel = calloc(r->cap_rel, sizeof(*r->rel));
+    r->hist = calloc(HO_STEP_HISTORY, sizeof(*r->hist));
+    if (!r->rel || !r->hist) {
+        rc = -ENOMEM;
+        goto fail;
+    }
+    rc = hor_dev_reserve(dev, 2 * r->n_st + 64);
+    if (rc < 0)
+        goto fail;
+    rc = start_engines(r);
+    if (rc < 0)
+        goto fail;
+    rc = hor_ctl_setup(r);
+    if (rc < 0)
+        goto fail;
+
+    /* The storages on device at t = 0 (never-accessed, non-retained ones
+     * are never allocated). */
+    for (uint32_t i = 0; i < r->n_st; i++) {
+        hor_storage *st = &r->st[i];
+        if (st->initial != PLAN_INIT_DEVICE || !(st->retained || st->accessed))
+            continue;
+        rc = hor_dev_alloc(dev, st->bytes, &st->blk, &st->ptr);
+        if (rc < 0) {
+            char why[HOR_ERRLEN];
+            snprintf(why, sizeof(why), "%s", ho_runtime_last_error());
+            hor_fail(c, rc, "allocating storage %llu at step start: %s",
+                     (unsigned long long)st->id, why);
+            goto fail;
+        }
+        st->dev_valid = true;
+    }
+    dev->owner = r;
+    *ret = r;
+    return 0;
+fail:
+    plan_schedule_free(s);
+    ho_replay_free(r);
+    return rc;
+}
+
+HO_EXPORT ho_replay *ho_replay_free(ho_replay *r)
+{
+    if (!r)
+        return NULL;
+    if (r->eng[0].e)
+        hor_drain(r);
+    hor_log_free(r);
+    if (r->st)
+        for (uint32_t i = 0; i < r->n_st; i++)
+            if (r->st[i].ptr)
+                hor_storage_drop_device(r, &r->st[i]);
+    for (unsigned k = 0; k < 2; k++) {
+        if (r->eng[k].e)
+            r->ops->engine_free(r->eng[k].e);
+        free(r->eng[k].q);
+    }
+    hor_ctl_teardown(r);
+    if (r->dev->owner == r)
+        r->dev->owner = NULL;
+    free(r->st);
+    free(r->act_off);
+    free(r->acts);
+    free(r->free_off);
+    free(r->frees);
+    free(r->mark);
+    free(r->rel);
+    free(r->hist);
+    free(r);
+    return NULL;
+}
+
+/* ----------------------------------------------------------- storages */
+
+static hor_storage *find(ho_replay *r, uint64_t id)
+{
+    uint32_t i = plan_trace_find(r->pt, id);
+    return i == PLAN_NONE ? NULL : &r->st[i];
+}
+
+HO_EXPORT void *ho_storage_ptr(ho_replay *r, uint64_t storage_id)
+{
+    if (!r)
+        return NULL;
+    hor_storage *s = find(r, storage_id);
+    return s ? s->ptr : NULL;
+}
+
+HO_EXPORT int ho_storage_check(ho_replay *r, uint64_t storage_id,
+                               uint64_t bytes)
+{
+    if (!r)
+        return -EINVAL;
+    hor_storage *s = find(r, storage_id);
+    if (!s)
+        return r->in_step ? hor_diverge(r, "storage %llu is not in the "
+                                        "trace", (unsigned long long)
+                                        storage_id)
+                          : hor_fail(r->c, -ENOENT, "storage %llu is not "
+                                     "in the trace",
+                                     (unsigned long long)storage_id);
+    if (bytes == s->bytes)
+        return 0;
+    if (r->in_step)
+        return hor_diverge(r, "storage %llu has %llu bytes, the trace says "
+                           "%llu", (unsigned long long)storage_id,
+                           (unsigned long long)bytes,
+                           (unsigned long long)s->bytes);
+    return hor_fail(r->c, HO_E_DIVERGED, "storage %llu has %llu bytes, the "
+                    "trace says %llu", (unsigned long long)storage_id,
+                    (unsigned long long)bytes, (unsigned long long)s->bytes);
+}
+
+HO_EXPORT int ho_storage_bind(ho_replay *r, uint64_t storage_id, void *ptr,
+                              uint64_t bytes)
+{
+    if (!r || !ptr)
+        return -EINVAL;
+    int rc = ho_storage_check(r, storage_id, bytes);
+    if (rc < 0)
+        return rc;
+    hor_storage *s = find(r, storage_id);
+    if (r->in_step)
+        return hor_fail(r->c, HO_E_STATE, "storage %llu: bind between "
+                        "steps, not inside one",
+                        (unsigned long long)storage_id);
+    if (s->initial != PLAN_INIT_DEVICE)
+        return hor_fail(r->c, HO_E_STATE, "storage %llu does not start on "
+                        "device: only `initial: device` storages take a "
+                        "buffer", (unsigned long long)storage_id);
+    if (s->ptr == ptr)
+        return 0;
+    uint32_t blk = hor_dev_find(r->dev, ptr);
+    if (blk == HOR_NONE || r->dev->a.b[blk].req != bytes)
+        return hor_fail(r->c, -EINVAL, "storage %llu: %p is not a %llu-byte "
+                        "allocation of this device (ho_device_alloc)",
+                        (unsigned long long)storage_id, ptr,
+                        (unsigned long long)bytes);
+    for (uint32_t i = 0; i < r->n_st; i++)
+        if (r->st[i].blk == blk)
+            return hor_fail(r->c, -EBUSY, "storage %llu: %p already belongs "
+                            "to storage %llu", (unsigned long long)storage_id,
+                            ptr, (unsigned long long)r->st[i].id);
+    rc = hor_drain(r);
+    if (rc < 0)
+        return rc;
+    if (s->ptr)
+        hor_storage_drop_device(r, s);
+    s->ptr = ptr;
+    s->blk = blk;
+    s->dev_valid = true;
+    return 0;
+}
+
+HO_EXPORT int ho_storage_write_host(ho_replay *r, uint64_t storage_id,
+                                    const void *src, uint64_t bytes)
+{
+    if (!r || (!src && bytes))
+        return -EINVAL;
+    hor_storage *s = find(r, storage_id);
+    if (!s)
+        return hor_fail(r->c, -ENOENT, "storage %llu is not in the trace",
+                        (unsigned long long)storage_id);
+    if (s->initial != PLAN_INIT_HOST || s->slot == HOR_NONE)
+        return hor_fail(r->c, HO_E_STATE, "storage %llu does not start on "
+                        "host", (unsigned long long)storage_id);
+    if (bytes != s->bytes)
+        return hor_fail(r->c, HO_E_INVALID_SIZE, "storage %llu has %llu "
+                        "bytes, not %llu", (unsigned long long)storage_id,
+                        (unsigned long long)s->bytes,
+                        (unsigned long long)bytes);
+    if (r->in_step || s->ptr)
+        return hor_fail(r->c, HO_E_STATE, "storage %llu: its host copy is "
+                        "written between steps", (unsigned long long)
+                        storage_id);
+    int rc = hor_drain(r);
+    if (rc < 0)
+        return rc;
+    uint64_t stall = 0;
+    rc = hor_slot_acquire(r, s->slot, &stall);
+    if (rc < 0)
+        return rc;
+    memcpy(hor_slot_ptr(r, s->slot), src, (size_t)bytes);
+    hor_slot_release(r, s->slot, true);
+    atomic_store(&r->ctl.slots[s->slot].dropped, 0);
+    s->version++;
+    s->host_valid = true;
+    s->host_version = s->version;
+    return 0;
+}
+
+HO_EXPORT int ho_storage_read(ho_replay *r, uint64_t storage_id, void *dst,
+                              uint64_t bytes)
+{
+    if (!r || (!dst && bytes))
+        return -EINVAL;
+    hor_storage *s = find(r, storage_id);
+    if (!s)
+        return hor_fail(r->c, -ENOENT, "storage %llu is not in the trace",
+                        (unsigned long long)storage_id);
+    if (bytes != s->bytes)
+        return hor_fail(r->c, HO_E_INVALID_SIZE, "storage %llu has %llu "
+                        "bytes, not %llu", (unsigned long long)storage_id,
+                        (unsigned long long)s->bytes,
+                        (unsigned long long)bytes);
+    bool on_dev = s->ptr && s->dev_valid;
+    bool on_host = s->host_valid && s->host_version == s->version;
+    if (!on_dev && !on_host)
+        return hor_fail(r->c, -ENODATA, "storage %llu holds no data now",
+                        (unsigned long long)storage_id);
+    /* Let its copies land first (rare: checks and tests). */
+    int rc = 0;
+    if (r->h2d->head > r->h2d->tail || r->d2h->head > r->d2h->tail) {
+        hor_engine *x = r->h2d;
+        if (s->h2d && x->done < s->h2d)
+            rc = r->ops->wait(x->e, s->h2d);
+        x = r->d2h;
+        if (rc == 0 && s->d2h && x->done < s->d2h)
+            rc = r->ops->wait(x->e, s->d2h);
+        if (rc < 0)
+            return hor_fail(r->c, rc, "a copy of storage %llu failed",
+                            (unsigned long long)storage_id);
+    }
+    if (on_dev) {
+        rc = r->ops->copy_sync(r->bst, HOB_D2H, dst, s->ptr, bytes);
+        if (rc < 0)
+            return hor_fail(r->c, rc, "reading storage %llu from the device "
+                            "failed", (unsigned long long)storage_id);
+        return 0;
+    }
+    uint64_t stall = 0;
+    rc = hor_slot_acquire(r, s->slot, &stall);
+    if (rc < 0)
+        return rc;
+    memcpy(dst, hor_slot_ptr(r, s->slot), (size_t)bytes);
+    hor_slot_release(r, s->slot, false);
+    return 0;
+}

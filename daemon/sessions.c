@@ -1,0 +1,809 @@
+/*
+ * daemon/session.c - sessions, arenas, extents and moves between DDR and
+ * flash.
+ *
+ * Ownership: a session is owned by its connection (c->session) and listed
+ * in d->sessions; it owns its extents (list + d->extents index) and holds
+ * one reference on its arena.  A move in flight owns a job that holds the
+ * extent and one more arena reference; when the session is dropped during
+ * the move the extent is orphaned (owner = NULL, out of the index) and the
+ * job frees it and its tier resources when the I/O completes.
+ */
+#include "daemon/daemon.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "daemon/log.h"
+
+
+void srv_errf(srv_errbuf *e, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
+    va_end(ap);
+}
+
+/* ------------------------------------------------------------ quotas */
+
+uint64_t srv_subject_usage(srv_daemon *d, srv_subject_kind kind,
+                           uint32_t uid, const char *job, srv_tier tier)
+{
+    uint64_t sum = 0;
+    for (srv_session *s = d->sessions; s; s = s->next) {
+        if (kind == SRV_SUBJECT_UID ? s->uid != uid
+                                    : strcmp(s->job, job ? job : "") != 0)
+            continue;
+        sum += tier == SRV_TIER_DDR     ? s->usage.ddr
+               : tier == SRV_TIER_FLASH ? s->usage.flash
+                                        : s->usage.hbm;
+    }
+    return sum;
+}
+
+int srv_quota_check(srv_daemon *d, uint32_t uid, const char *job,
+                    srv_tier tier, uint64_t more, srv_errbuf *e)
+{
+    for (int k = 0; k < 2; k++) {
+        srv_subject_kind kind = k ? SRV_SUBJECT_JOB : SRV_SUBJECT_UID;
+        if (kind == SRV_SUBJECT_JOB && (!job || !*job))
+            continue;
+        uint64_t limit = srv_quota_limit(d->quota, kind, uid, job, tier);
+        if (!limit)
+            continue;
+        uint64_t used = srv_subject_usage(d, kind, uid, job, tier);
+        if (more > limit || used > limit - more) {
+            char a[32], b[32], c[32], who[SRV_JOB_MAX + 16];
+            if (kind == SRV_SUBJECT_UID)
+                snprintf(who, sizeof(who), "uid %u", uid);
+            else
+                snprintf(who, sizeof(who), "job %s", job);
+            srv_errf(e, "%s more of %s would exceed the %s quota of %s (limit "
+                 "%s, %s in use)", srv_sz(more, a), srv_tier_name(tier),
+                 srv_tier_name(tier), who, srv_sz(limit, b), srv_sz(used, c));
+            return HO_E_QUOTA;
+        }
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------ arenas */
+
+void srv_arena_unref(srv_daemon *d, srv_arena_ref *r)
+{
+    if (--r->refs > 0)
+        return;
+    if (r->prev)
+        r->prev->next = r->next;
+    else
+        d->arenas = r->next;
+    if (r->next)
+        r->next->prev = r->prev;
+    srv_debug("arena %" PRIu64 " destroyed", tier_arena_id(r->arena));
+    tier_arena_free(r->arena);
+    free(r);
+}
+
+static int arena_get(srv_daemon *d, uint32_t uid, const char *job,
+                     uint64_t session_id, srv_arena_ref **ret, srv_errbuf *e)
+{
+    if (*job) {
+        for (srv_arena_ref *r = d->arenas; r; r = r->next)
+            if (r->uid == uid && strcmp(r->job, job) == 0) {
+                r->refs++;
+                *ret = r;
+                return 0;
+            }
+    }
+    srv_arena_ref *r = calloc(1, sizeof(*r));
+    if (!r) {
+        srv_errf(e, "out of memory");
+        return -ENOMEM;
+    }
+    char owner[SRV_JOB_MAX + 64], why[256] = "";
+    if (*job)
+        snprintf(owner, sizeof(owner), "uid %u job %s", uid, job);
+    else
+        snprintf(owner, sizeof(owner), "session %" PRIu64, session_id);
+    r->arena = tier_arena_new(d->ddr, owner, why, sizeof(why));
+    if (!r->arena) {
+        free(r);
+        srv_errf(e, "cannot create a DDR arena: %s", why[0] ? why : "failed");
+        return -ENOMEM;
+    }
+    r->uid = uid;
+    snprintf(r->job, sizeof(r->job), "%s", job);
+    r->refs = 1;
+    r->next = d->arenas;
+    if (d->arenas)
+        d->arenas->prev = r;
+    d->arenas = r;
+    srv_debug("arena %" PRIu64 " created for %s", tier_arena_id(r->arena),
+              owner);
+    *ret = r;
+    return 0;
+}
+
+/* ------------------------------------------------------------ sessions */
+
+static bool printable(const char *s, size_t max, bool allow_space)
+{
+    size_t n = strlen(s);
+    if (n > max)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if (ch < 0x20 || ch == 0x7f || (!allow_space && ch == ' '))
+            return false;
+    }
+    return true;
+}
+
+int srv_session_register(srv_daemon *d, srv_conn *c,
+                         const Hyperoffload__RegisterRequest *req,
+                         srv_session **ret, srv_errbuf *e)
+{
+    char a[32], b[32];
+    const char *job = req->job ? req->job : "";
+    const char *name = req->client_name && *req->client_name
+                           ? req->client_name : c->name;
+    if (c->session) {
+        srv_errf(e, "this connection already has session %" PRIu64,
+             c->session->id);
+        return HO_E_ALREADY;
+    }
+    if (*job && !srv_quota_job_valid(job)) {
+        srv_errf(e, "job name '%.40s' is not 1..%d printable characters without "
+             "spaces", job, SRV_JOB_MAX);
+        return -EINVAL;
+    }
+    if (!printable(name, SRV_MAX_NAME, true)) {
+        srv_errf(e, "client name is longer than %d bytes or has control "
+             "characters", SRV_MAX_NAME);
+        return -EINVAL;
+    }
+    uint32_t n_dev = tier_hbm_count(d->hbm);
+    if (req->device < -1 || (req->device >= 0 && (uint32_t)req->device >= n_dev)) {
+        if (n_dev)
+            srv_errf(e, "device %d is not configured (devices 0..%u, or -1 for "
+                 "none)", req->device, n_dev - 1);
+        else
+            srv_errf(e, "device %d is not configured (no devices; use -1)",
+                 req->device);
+        return HO_E_UNKNOWN_DEVICE;
+    }
+    if (req->device < 0 && req->hbm_budget) {
+        srv_errf(e, "an HBM budget of %s needs a device (device is -1)",
+             srv_sz(req->hbm_budget, a));
+        return HO_E_BUDGET;
+    }
+    int rc;
+    if (req->hbm_budget) {
+        rc = srv_quota_check(d, (uint32_t)c->uid, job, SRV_TIER_HBM,
+                             req->hbm_budget, e);
+        if (rc < 0)
+            return rc;
+        const tier_hbm_device *dev = tier_hbm_device_get(d->hbm,
+                                                         (uint32_t)req->device);
+        uint64_t granted = tier_hbm_granted(d->hbm, (uint32_t)req->device);
+        uint64_t avail = dev->capacity - dev->reserve;
+        uint64_t free_b = avail > granted ? avail - granted : 0;
+        if (req->hbm_budget > free_b) {
+            srv_errf(e, "HBM budget of %s (%" PRIu64 " bytes) exceeds the %s "
+                 "(%" PRIu64 " bytes) free on device %d (%s)",
+                 srv_sz(req->hbm_budget, a), req->hbm_budget, srv_sz(free_b, b),
+                 free_b, req->device, dev->name);
+            return HO_E_BUDGET;
+        }
+    }
+
+    srv_session *s = calloc(1, sizeof(*s));
+    if (!s) {
+        srv_errf(e, "out of memory");
+        return -ENOMEM;
+    }
+    s->id = ++d->next_session_id;
+    s->conn = c;
+    snprintf(s->name, sizeof(s->name), "%s", name);
+    snprintf(s->job, sizeof(s->job), "%s", job);
+    s->uid = (uint32_t)c->uid;
+    s->gid = (uint32_t)c->gid;
+    s->pid = (uint32_t)c->pid;
+    s->device = req->device;
+    s->registered_ms = uv_now(&d->loop);
+    rc = arena_get(d, s->uid, job, s->id, &s->arena, e);
+    if (rc < 0) {
+        free(s);
+        return rc;
+    }
+    if (req->hbm_budget) {
+        rc = tier_hbm_grant(d->hbm, (uint32_t)req->device, s->id,
+                            req->hbm_budget);
+        if (rc < 0) {
+            srv_errf(e, "HBM budget of %s cannot be granted on device %d: %s",
+                 srv_sz(req->hbm_budget, a), req->device, ho_strerror(rc));
+            srv_arena_unref(d, s->arena);
+            free(s);
+            return rc;
+        }
+        s->hbm_granted = req->hbm_budget;
+        s->usage.hbm = req->hbm_budget;
+    }
+    s->next = d->sessions;
+    if (d->sessions)
+        d->sessions->prev = s;
+    d->sessions = s;
+    d->n_sessions++;
+    c->session = s;
+    srv_info("session %" PRIu64 " registered: '%s' pid %u uid %u job '%s' "
+             "device %d hbm %s, arena %" PRIu64, s->id, s->name, s->pid,
+             s->uid, s->job, s->device, srv_sz(s->hbm_granted, a),
+             tier_arena_id(s->arena->arena));
+    *ret = s;
+    return 0;
+}
+
+/* Give an idle (or orphaned, after its move) extent's tier resources
+ * back. */
+static void release_resources(srv_daemon *d, srv_extent *x)
+{
+    if (x->flash_held)
+        tier_flash_release(d->flash[x->flash_idx], x->flash_off,
+                           x->flash_len);
+    x->flash_held = false;
+    int rc = tier_arena_release(x->arena->arena, x->off, x->len);
+    if (rc < 0)
+        srv_err("extent %" PRIu64 ": arena release failed: %s (bug)", x->id,
+                ho_strerror(rc));
+}
+
+typedef struct dispose_job {
+    srv_extent *x;           /* owned until released */
+    uint64_t conn_id;        /* FreeRequest to answer when done, 0 none */
+    uint64_t request_id;
+} dispose_job;
+
+static void dispose_dropped(srv_daemon *d, void *ctx, int rc, double us)
+{
+    dispose_job *j = ctx;
+    srv_extent *x = j->x;
+    (void)us;
+    if (rc < 0)
+        srv_warn("extent %" PRIu64 ": dropping its pages on a worker "
+                 "failed (%s); releasing them on the loop", x->id,
+                 strerror(-rc));
+    release_resources(d, x); /* the mover holds the arena until we return */
+    if (j->conn_id) {
+        srv_conn *c = srv_conn_find(d, j->conn_id);
+        if (c && c->state == SRV_CONN_READY)
+            srv_reply_ok(c, j->request_id);
+    }
+    free(x);
+    free(j);
+}
+
+/* Free an extent that nobody references any more (its id is gone from the
+ * session and the id map) and the struct itself.  Dropping the pages of a
+ * large DDR-resident range costs tens of milliseconds (munlock + punch), so
+ * that part runs on a worker (SRV_MOVE_DROP): the pool is uncharged at
+ * once, the range stays reserved in its arena until the pages are gone,
+ * and then the FreeRequest `request_id` of connection `conn_id` (0: none)
+ * is answered.  Returns 1 when the release went to a worker (the reply
+ * follows), 0 when it was done here (small extents, ranges already out of
+ * DDR, or no worker could be started). */
+static int dispose_extent(srv_daemon *d, srv_extent *x, uint64_t conn_id,
+                          uint64_t request_id)
+{
+    tier_arena *a = x->arena->arena;
+    dispose_job *j;
+    if (x->len >= SRV_ASYNC_RELEASE_MIN &&
+        tier_arena_is_evicted(a, x->off, x->len) == 0 &&
+        (j = malloc(sizeof(*j))) != NULL) {
+        *j = (dispose_job){x, conn_id, request_id};
+        srv_move_args m = {.kind = SRV_MOVE_DROP, .arena = x->arena,
+                           .off = x->off, .len = x->len};
+        if (srv_move_start(d, &m, dispose_dropped, j) == 0) {
+            if (x->flash_held)
+                tier_flash_release(d->flash[x->flash_idx], x->flash_off,
+                                   x->flash_len);
+            x->flash_held = false;
+            int rc = tier_arena_mark_evicted(a, x->off, x->len);
+            if (rc < 0)
+                srv_err("extent %" PRIu64 ": uncharge failed: %s (bug)",
+                        x->id, ho_strerror(rc));
+            return 1;
+        }
+        free(j);
+    }
+    release_resources(d, x);
+    free(x);
+    return 0;
+}
+
+void srv_extent_free_orphan(srv_daemon *d, srv_extent *x)
+{
+    dispose_extent(d, x, 0, 0);
+}
+
+static void unlink_extent(srv_session *s, srv_extent *x)
+{
+    if (x->prev)
+        x->prev->next = x->next;
+    else
+        s->extents = x->next;
+    if (x->next)
+        x->next->prev = x->prev;
+    x->prev = x->next = NULL;
+}
+
+void srv_session_drop(srv_daemon *d, srv_session *s)
+{
+    uint64_t freed = 0, orphaned = 0;
+    /* The replay first: it stops watching the control region and leaves
+     * its host copies to the loop below. */
+    srv_stage_session_gone(d, s);
+    srv_extent *x = s->extents;
+    while (x) {
+        srv_extent *next = x->next;
+        srv_idmap_del(&d->extents, x->id);
+        if (x->state == SRV_EXT_SPILLING || x->state == SRV_EXT_FILLING) {
+            x->owner = NULL;   /* the move job frees it */
+            x->prev = x->next = NULL;
+            orphaned++;
+        } else {
+            dispose_extent(d, x, 0, 0);
+            freed++;
+        }
+        x = next;
+    }
+    s->extents = NULL;
+    if (s->hbm_granted)
+        tier_hbm_release(d->hbm, (uint32_t)s->device, s->id);
+    srv_arena_unref(d, s->arena);
+    if (s->prev)
+        s->prev->next = s->next;
+    else
+        d->sessions = s->next;
+    if (s->next)
+        s->next->prev = s->prev;
+    d->n_sessions--;
+    srv_info("session %" PRIu64 " ('%s', pid %u) dropped: %" PRIu64
+             " extents freed, %" PRIu64 " freed when their move ends",
+             s->id, s->name, s->pid, freed, orphaned);
+    if (s->conn)
+        s->conn->session = NULL;
+    free(s);
+}
+
+/* ------------------------------------------------------------ extents */
+
+static int extent_alloc(srv_daemon *d, srv_session *s, uint64_t bytes,
+                        bool resident, bool staged, srv_extent **ret,
+                        srv_errbuf *e)
+{
+    char a[32], b[32], c[32];
+    uint64_t cap = d->cfg.ddr_capacity, align = d->cfg.ddr_alignment;
+    if (bytes == 0) {
+        srv_errf(e, "alloc of 0 bytes: the size must be positive");
+        return HO_E_INVALID_SIZE;
+    }
+    if (bytes > cap) {
+        srv_errf(e, "alloc of %s (%" PRIu64 " bytes) exceeds the DDR pool "
+             "capacity %s", srv_sz(bytes, a), bytes, srv_sz(cap, b));
+        return HO_E_TOO_LARGE;
+    }
+    if (s->usage.extents >= d->cfg.max_extents) {
+        srv_errf(e, "the session holds %" PRIu64 " extents, the limit "
+             "(max_extents_per_session %u)", s->usage.extents,
+             d->cfg.max_extents);
+        return HO_E_QUOTA;
+    }
+    uint64_t len = (bytes + align - 1) & ~(align - 1);
+    int rc = resident ? srv_quota_check(d, s->uid, s->job, SRV_TIER_DDR,
+                                        len, e)
+                      : 0;
+    if (rc < 0)
+        return rc;
+    srv_extent *x = calloc(1, sizeof(*x));
+    if (!x) {
+        srv_errf(e, "out of memory");
+        return -ENOMEM;
+    }
+    uint64_t off = 0, got = 0;
+    if (resident && !staged) {
+        rc = tier_arena_alloc(s->arena->arena, bytes, &off, &got);
+    } else {
+        /* Host copies of a replay are charged but not populated (or
+         * locked) here: populating gigabytes would stall the loop; the
+         * client's first copy faults the pages in. */
+        rc = tier_arena_reserve(s->arena->arena, bytes, &off, &got);
+        if (rc == 0 && resident) {
+            rc = tier_arena_restore_unlocked(s->arena->arena, off, got);
+            if (rc < 0)
+                tier_arena_release(s->arena->arena, off, got);
+        }
+    }
+    if (rc < 0) {
+        free(x);
+        tier_ddr_stats st;
+        tier_ddr_stats_get(d->ddr, &st);
+        if (rc == HO_E_TIER_FULL && resident &&
+            st.capacity - st.used < len)
+            srv_errf(e, "no room for %s in the DDR pool (%s free of %s, largest "
+                 "free block %s)", srv_sz(len, a),
+                 srv_sz(st.capacity - st.used, b), srv_sz(st.capacity, c),
+                 ho_size_format(st.largest_free, (char[32]){0}, 32));
+        else if (rc == HO_E_TIER_FULL)
+            srv_errf(e, "no room for %s in the session's arena (its offset "
+                 "space of %s is taken)", srv_sz(len, a),
+                 srv_sz(tier_arena_map_size(s->arena->arena), b));
+        else
+            srv_errf(e, "alloc of %s failed: %s", srv_sz(len, a), ho_strerror(rc));
+        return rc;
+    }
+    x->id = ++d->next_extent_id;
+    if (srv_idmap_put(&d->extents, x->id, x) < 0) {
+        tier_arena_release(s->arena->arena, off, got);
+        free(x);
+        srv_errf(e, "out of memory");
+        return -ENOMEM;
+    }
+    x->owner = s;
+    x->arena = s->arena;
+    x->off = off;
+    x->len = got;
+    x->state = resident ? SRV_EXT_DDR : SRV_EXT_ABSENT;
+    x->staged = staged;
+    x->next = s->extents;
+    if (s->extents)
+        s->extents->prev = x;
+    s->extents = x;
+    if (resident)
+        s->usage.ddr += got;
+    s->usage.extents++;
+    *ret = x;
+    return 0;
+}
+
+int srv_extent_alloc(srv_daemon *d, srv_session *s, uint64_t bytes,
+                     srv_extent **ret, srv_errbuf *e)
+{
+    return extent_alloc(d, s, bytes, true, false, ret, e);
+}
+
+int srv_extent_alloc_staged(srv_daemon *d, srv_session *s, uint64_t bytes,
+                            bool resident, srv_extent **ret, srv_errbuf *e)
+{
+    return extent_alloc(d, s, bytes, resident, true, ret, e);
+}
+
+void srv_extent_discard(srv_daemon *d, srv_session *s, srv_extent *x)
+{
+    srv_idmap_del(&d->extents, x->id);
+    unlink_extent(s, x);
+    s->usage.extents--;
+    /* DDR is charged in every state but FLASH and ABSENT (a move charges
+     * both tiers while it runs); flash while a range is held. */
+    if (x->state != SRV_EXT_FLASH && x->state != SRV_EXT_ABSENT)
+        s->usage.ddr -= x->len;
+    if (x->flash_held)
+        s->usage.flash -= x->len;
+    if (x->state == SRV_EXT_SPILLING || x->state == SRV_EXT_FILLING) {
+        x->owner = NULL;   /* the move frees it when it completes */
+        return;
+    }
+    release_resources(d, x);
+    free(x);
+}
+
+static srv_extent *owned_extent(srv_daemon *d, srv_session *s, uint64_t id,
+                                srv_errbuf *e)
+{
+    srv_extent *x = srv_idmap_get(&d->extents, id);
+    if (!x || x->owner != s) {
+        srv_errf(e, "extent %" PRIu64 " does not belong to this session", id);
+        return NULL;
+    }
+    return x;
+}
+
+int srv_extent_free(srv_daemon *d, srv_session *s, uint64_t id,
+                    uint64_t request_id, srv_errbuf *e)
+{
+    srv_extent *x = owned_extent(d, s, id, e);
+    if (!x)
+        return HO_E_UNKNOWN_EXTENT;
+    if (x->staged) {
+        srv_errf(e, "extent %" PRIu64 " is a host copy of the session's replay; "
+             "it is freed with the replay", id);
+        return HO_E_STATE;
+    }
+    if (x->state == SRV_EXT_SPILLING || x->state == SRV_EXT_FILLING) {
+        srv_errf(e, "extent %" PRIu64 " has a move in flight", id);
+        return HO_E_BUSY;
+    }
+    if (x->state == SRV_EXT_DDR)
+        s->usage.ddr -= x->len;
+    if (x->flash_held)
+        s->usage.flash -= x->len;
+    s->usage.extents--;
+    srv_idmap_del(&d->extents, id);
+    unlink_extent(s, x);
+    return dispose_extent(d, x, s->conn ? s->conn->id : 0, request_id);
+}
+
+/* ------------------------------------------------------------ moves */
+
+typedef struct move_job {
+    srv_extent *x;
+    bool spill;
+    uint64_t request_id;
+    uint64_t t_start;         /* loop clock at start (us), for the log */
+} move_job;
+
+static uint64_t now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+static void move_reply(srv_session *s, move_job *j, Hyperoffload__Tier tier,
+                       double us)
+{
+    Hyperoffload__Envelope env = HYPEROFFLOAD__ENVELOPE__INIT;
+    Hyperoffload__MoveReply mr = HYPEROFFLOAD__MOVE_REPLY__INIT;
+    mr.extent_id = j->x->id;
+    mr.residency = tier;
+    mr.bytes = j->x->len;
+    mr.duration_us = us;
+    env.request_id = j->request_id;
+    env.body_case = HYPEROFFLOAD__ENVELOPE__BODY_MOVE_REPLY;
+    env.move_reply = &mr;
+    srv_conn_send(s->conn, &env, -1);
+}
+
+/* The flash range is released on every path but a successful spill. */
+static void drop_flash(srv_daemon *d, srv_extent *x, srv_session *s)
+{
+    if (!x->flash_held)
+        return;
+    tier_flash_release(d->flash[x->flash_idx], x->flash_off, x->flash_len);
+    x->flash_held = false;
+    if (s)
+        s->usage.flash -= x->len;
+}
+
+static void move_done(srv_daemon *d, void *ctx, int rc, double us)
+{
+    uint64_t t0 = now_us();
+    move_job *j = ctx;
+    srv_extent *x = j->x;
+    srv_session *s = x->owner;
+    tier_arena *a = x->arena->arena;
+    bool spill = j->spill;
+
+    if (!s) {
+        /* The session went away during the I/O: free everything (the
+         * range is charged in DDR in both directions at this point). */
+        release_resources(d, x);
+        tier_arena_release(a, x->off, x->len);
+        srv_debug("extent %" PRIu64 " freed after its %s finished", x->id,
+                  spill ? "spill" : "fill");
+        free(x);
+    } else if (spill && rc == 0) {
+        int r = tier_arena_mark_evicted(a, x->off, x->len);
+        if (r < 0) {
+            srv_err("extent %" PRIu64 ": evict after spill failed: %s (bug)",
+                    x->id, ho_strerror(r));
+            drop_flash(d, x, s);
+            x->state = SRV_EXT_DDR;
+            srv_reply_error(s->conn, j->request_id, HO_E_INTERNAL,
+                            "spill of extent %" PRIu64 " could not release "
+                            "its DDR pages: %s", x->id, ho_strerror(r));
+        } else {
+            s->usage.ddr -= x->len;
+            x->state = SRV_EXT_FLASH;
+            move_reply(s, j, HYPEROFFLOAD__TIER__TIER_FLASH, us);
+        }
+    } else if (spill) {
+        drop_flash(d, x, s);
+        x->state = SRV_EXT_DDR;
+        srv_warn("spill of extent %" PRIu64 " to %s failed: %s", x->id,
+                 d->cfg.flash_paths[x->flash_idx], ho_strerror(rc));
+        srv_reply_error(s->conn, j->request_id, rc,
+                        "spill of extent %" PRIu64 " failed: %s; the extent "
+                        "stays in DDR", x->id, ho_strerror(rc));
+    } else if (rc == 0) {
+        drop_flash(d, x, s);
+        x->state = SRV_EXT_DDR;
+        move_reply(s, j, HYPEROFFLOAD__TIER__TIER_DDR, us);
+    } else {
+        /* Rare: give the partly written pages back here on the loop. */
+        tier_arena_evict(a, x->off, x->len);
+        s->usage.ddr -= x->len;
+        x->state = SRV_EXT_FLASH;
+        srv_warn("fill of extent %" PRIu64 " from %s failed: %s", x->id,
+                 d->cfg.flash_paths[x->flash_idx], ho_strerror(rc));
+        srv_reply_error(s->conn, j->request_id, rc,
+                        "fill of extent %" PRIu64 " failed: %s; the extent "
+                        "stays on flash", x->id, ho_strerror(rc));
+    }
+    if (s && rc == 0) {
+        char lenbuf[32];
+        srv_debug("extent %" PRIu64 ": %s of %s done: %.1f ms of I/O "
+                  "(%.2f GB/s), %.1f ms in all, %.2f ms on the loop", x->id,
+                  spill ? "spill" : "fill", srv_sz(x->len, lenbuf), us / 1e3,
+                  us > 0 ? (double)x->len / us / 1e3 : 0.0,
+                  (double)(t0 - j->t_start) / 1e3,
+                  (double)(now_us() - t0) / 1e3);
+    }
+    free(j);
+}
+
+int srv_flash_alloc(srv_daemon *d, srv_extent *x, srv_errbuf *e)
+{
+    char a[32], b[32], c[32];
+    /* First flash file with room; TIER_FULL wins over TOO_LARGE. */
+    bool found = false, full = false;
+    int other = 0, rc;
+    for (uint32_t i = 0; i < d->n_flash && !found; i++) {
+        uint64_t off = 0, len = 0;
+        int r = tier_flash_alloc(d->flash[i], x->len, &off, &len);
+        if (r == 0) {
+            x->flash_idx = i;
+            x->flash_off = off;
+            x->flash_len = len;
+            x->flash_held = true;
+            found = true;
+        } else if (r == HO_E_TIER_FULL) {
+            full = true;
+        } else if (r != HO_E_TOO_LARGE) {
+            other = r;
+        }
+    }
+    rc = found ? 0 : full ? HO_E_TIER_FULL : other ? other : HO_E_TOO_LARGE;
+    if (rc < 0) {
+        uint64_t free_b = 0, largest = 0, capacity = 0;
+        for (uint32_t i = 0; i < d->n_flash; i++) {
+            tier_flash_stats st;
+            tier_flash_stats_get(d->flash[i], &st);
+            free_b += st.free;
+            capacity += st.capacity;
+            if (st.largest_free > largest)
+                largest = st.largest_free;
+        }
+        if (rc == HO_E_TOO_LARGE)
+            srv_errf(e, "spill of %s exceeds the capacity of every flash "
+                 "file", srv_sz(x->len, a));
+        else if (rc == HO_E_TIER_FULL)
+            srv_errf(e, "no room for %s on the flash tier (%s free of %s, "
+                 "largest free block %s)", srv_sz(x->len, a), srv_sz(free_b, b),
+                 srv_sz(capacity, c), ho_size_format(largest, (char[32]){0},
+                                                  32));
+        else
+            srv_errf(e, "flash allocation failed: %s", ho_strerror(rc));
+    }
+    return rc;
+}
+
+int srv_extent_move(srv_daemon *d, srv_session *s, uint64_t id, int dir,
+                    uint64_t request_id, srv_errbuf *e)
+{
+    char a[32], b[32], c[32];
+    if (dir != HYPEROFFLOAD__MOVE_DIRECTION__MOVE_SPILL &&
+        dir != HYPEROFFLOAD__MOVE_DIRECTION__MOVE_FILL) {
+        srv_errf(e, "move direction %d is neither MOVE_SPILL (1) nor MOVE_FILL "
+             "(2)", dir);
+        return -EINVAL;
+    }
+    srv_extent *x = owned_extent(d, s, id, e);
+    if (!x)
+        return HO_E_UNKNOWN_EXTENT;
+    if (x->staged) {
+        srv_errf(e, "extent %" PRIu64 " is a host copy of the session's replay; "
+             "the daemon moves it", id);
+        return HO_E_STATE;
+    }
+    if (x->state == SRV_EXT_SPILLING || x->state == SRV_EXT_FILLING) {
+        srv_errf(e, "extent %" PRIu64 " has a move in flight", id);
+        return HO_E_BUSY;
+    }
+    bool spill = dir == HYPEROFFLOAD__MOVE_DIRECTION__MOVE_SPILL;
+    move_job *j = calloc(1, sizeof(*j));
+    if (!j) {
+        srv_errf(e, "out of memory");
+        return -ENOMEM;
+    }
+    int rc;
+    srv_move_args ma = {.arena = x->arena, .off = x->off, .len = x->len};
+    if (spill) {
+        if (x->state != SRV_EXT_DDR) {
+            srv_errf(e, "extent %" PRIu64 " is on flash; only an extent in DDR "
+                 "can be spilled", id);
+            rc = HO_E_STATE;
+            goto fail;
+        }
+        if (d->n_flash == 0) {
+            srv_errf(e, "no flash tier is configured");
+            rc = HO_E_UNSUPPORTED;
+            goto fail;
+        }
+        rc = srv_quota_check(d, s->uid, s->job, SRV_TIER_FLASH, x->len, e);
+        if (rc < 0)
+            goto fail;
+        rc = srv_flash_alloc(d, x, e);
+        if (rc < 0)
+            goto fail;
+        x->state = SRV_EXT_SPILLING;
+        s->usage.flash += x->len;
+        ma.kind = SRV_MOVE_SPILL;
+    } else {
+        if (x->state != SRV_EXT_FLASH) {
+            srv_errf(e, "extent %" PRIu64 " is in DDR; only a spilled extent can "
+                 "be filled", id);
+            rc = HO_E_STATE;
+            goto fail;
+        }
+        rc = srv_quota_check(d, s->uid, s->job, SRV_TIER_DDR, x->len, e);
+        if (rc < 0)
+            goto fail;
+        /* Charge the pool now; the pages are written (and then locked)
+         * by the move on its workers, not populated here on the loop.
+         * Huge-page arenas (hugetlbfs) take no write(2): they fill
+         * through the mapping, populated (and locked) by restore. */
+        if (d->cfg.ddr_hugepages)
+            rc = tier_arena_restore(x->arena->arena, x->off, x->len);
+        else
+            rc = tier_arena_restore_unlocked(x->arena->arena, x->off,
+                                             x->len);
+        if (rc < 0) {
+            tier_ddr_stats st;
+            tier_ddr_stats_get(d->ddr, &st);
+            if (rc == HO_E_TIER_FULL)
+                srv_errf(e, "no room to fill %s back into the DDR pool (%s free "
+                     "of %s)", srv_sz(x->len, a), srv_sz(st.capacity - st.used, b),
+                     srv_sz(st.capacity, c));
+            else
+                srv_errf(e, "fill of %s failed: %s", srv_sz(x->len, a),
+                     ho_strerror(rc));
+            goto fail;
+        }
+        x->state = SRV_EXT_FILLING;
+        s->usage.ddr += x->len;
+        ma.kind = SRV_MOVE_FILL;
+    }
+    ma.flash = d->flash[x->flash_idx];
+    ma.flash_off = x->flash_off;
+    j->x = x;
+    j->spill = spill;
+    j->request_id = request_id;
+    j->t_start = now_us();
+    rc = srv_move_start(d, &ma, move_done, j);
+    if (rc < 0) {
+        /* Cannot happen with valid arguments; undo. */
+        if (spill) {
+            drop_flash(d, x, s);
+            x->state = SRV_EXT_DDR;
+        } else {
+            tier_arena_evict(x->arena->arena, x->off, x->len);
+            s->usage.ddr -= x->len;
+            x->state = SRV_EXT_FLASH;
+        }
+        srv_errf(e, "cannot start the move: %s", ho_strerror(rc));
+        rc = HO_E_INTERNAL;
+        goto fail;
+    }
+    srv_debug("extent %" PRIu64 ": %s of %" PRIu64 " bytes started", x->id,
+              spill ? "spill" : "fill", x->len);
+    return 0;
+fail:
+    free(j);
+    return rc;
+}

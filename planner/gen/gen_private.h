@@ -1,0 +1,77 @@
+/*
+ * planner/gen_private.h - a small trace builder shared by the workload
+ * generators (gen_train.c, gen_decode.c, gen_random.c).  Private to
+ * planner/.
+ *
+ * The builder keeps a sticky error: once a call fails, every later call is
+ * a no-op and plan_gen_done() returns the first error, so generator code
+ * reads as a plain sequence of storages and ops.
+ */
+#ifndef HO_PLANNER_GEN_PRIVATE_H
+#define HO_PLANNER_GEN_PRIVATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "planner/plan.h"
+#include "planner/gen/gen.h"
+
+
+/* Performance assumptions for durations (docs/formats.md). */
+#define PLAN_GEN_MATMUL_EFF 0.6  /* fraction of peak TFLOP/s for GEMMs */
+#define PLAN_GEN_ATTN_EFF 0.45   /* flash attention, forward and backward */
+#define PLAN_GEN_HBM_EFF 0.7     /* fraction of HBM GB/s, memory-bound ops */
+#define PLAN_GEN_OP_OVERHEAD_US 2.0 /* launch/dispatch cost of every op */
+
+typedef struct plan_gen_b {
+    plan_trace *t;          /* owned until plan_gen_done hands it over */
+    uint32_t *reads, *writes; /* PLAN_MAX_OP_REFS each, owned */
+    uint32_t n_reads, n_writes;
+    char *err;
+    size_t errlen;
+    int rc;                 /* first error, sticky */
+} plan_gen_b;
+
+/* Start a trace named `name` with `link`.  On OOM, rc is -ENOMEM.
+ * plan_gen_done must be called afterwards in every case. */
+void plan_gen_begin(plan_gen_b *b, const char *name, const plan_link *link,
+                    char *err, size_t errlen);
+
+/* Add a storage with id = its index; returns the index (0 after an
+ * error, which is then sticky). */
+uint32_t plan_gen_storage(plan_gen_b *b, uint64_t bytes, plan_kind kind,
+                          plan_initial initial, bool retained);
+
+/* Queue a read / write of storage index s for the next op. */
+void plan_gen_read(plan_gen_b *b, uint32_t s);
+void plan_gen_write(plan_gen_b *b, uint32_t s);
+
+/* Emit the op with the queued references, then clear them. */
+void plan_gen_op(plan_gen_b *b, double duration_us, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Finish the trace and release the builder: on success *ret owns the
+ * trace and 0 is returned; otherwise the trace is freed and the first
+ * error is returned (message in err). */
+int plan_gen_done(plan_gen_b *b, plan_trace **ret);
+
+/* Roofline duration of an op on device d: overhead + max(flops at
+ * flop_eff of peak, bytes at PLAN_GEN_HBM_EFF of HBM bandwidth). */
+double plan_gen_time(const plan_device *d, double flops, double bytes,
+                     double flop_eff);
+
+/* Validate a model's dimensions (what both transformer generators need).
+ * 0 or -EINVAL + message. */
+int plan_gen_check_model(const plan_model *m, char *err, size_t errlen);
+
+/* Validate a device profile (finite, positive).  0 or -EINVAL + message. */
+int plan_gen_check_device(const plan_device *d, char *err, size_t errlen);
+
+/* The link of a device profile: h2d = d2h = link_gbps, duplex. */
+plan_link plan_gen_link(const plan_device *d);
+
+/* a * b into *ret unless it overflows or exceeds max (then false). */
+bool plan_gen_mul(uint64_t a, uint64_t b, uint64_t max, uint64_t *ret);
+
+#endif
