@@ -1,9 +1,7 @@
-/*
- * daemon/admin.c - admin requests: Status, Clients, Quota.  The caller
- * (handlers.c) has checked that the peer is admin.
- */
+/* daemon/admin.c - Status, Clients, Quota (see admin.h). */
+#include "daemon/admin.h"
+
 #include "hyperoffload/version.h"
-#include "daemon/daemon.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -12,7 +10,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "daemon/connection.h"
+#include "daemon/handlers.h"
 #include "daemon/log.h"
+#include "daemon/sessions.h"
+#include "daemon/staging.h"
 
 static srv_session *session_by_id(srv_daemon *d, uint64_t id)
 {

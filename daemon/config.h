@@ -29,13 +29,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "daemon/limits.h"
 #include "hyperoffload/size.h"
-
-#define SRV_MAX_FLASH 16        /* flash paths */
-#define SRV_MAX_DEVICES 64      /* emulated / real devices */
-#define SRV_DEVICE_NAME 32      /* bytes incl. NUL (tier_hbm_device.name) */
-#define SRV_MAX_CONFIG_FILE (1u << 20) /* bytes of a config file */
-#define SRV_MAX_CONFIG_LINE 4096
 
 typedef struct srv_config {
     /* [server] */
@@ -89,7 +84,7 @@ typedef struct srv_cmdline {
         int row;                  /* index in the table */
         const char *value;        /* points into argv */
         const char *flag;         /* as written, for messages */
-    } settings[128];
+    } settings[SRV_CMDLINE_SETTINGS_MAX];
 } srv_cmdline;
 
 /* Fill *c with the embedded defaults.  0 or -ENOMEM (then *c holds no

@@ -1,93 +1,28 @@
 /*
  * daemon/daemon.c - startup (state dir, quotas, tiers, socket), signals
- * (SIGTERM/SIGINT drain, SIGHUP reload) and teardown.
+ * (SIGTERM/SIGINT drain, SIGHUP reload) and teardown (see daemon.h).
  */
-#include "hyperoffload/version.h"
 #include "daemon/daemon.h"
 
+#include "hyperoffload/version.h"
+
 #include <errno.h>
-#include <grp.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "daemon/connection.h"
+#include "daemon/dirs.h"
 #include "daemon/log.h"
-
-/* ------------------------------------------------------------ helpers */
-
-static int mkdir_p(const char *path, mode_t mode)
-{
-    char dir[PATH_MAX];
-    if (snprintf(dir, sizeof(dir), "%s", path) >= (int)sizeof(dir))
-        return -ENAMETOOLONG;
-    for (char *p = dir + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        /* Parents stay traversable: the socket may live beside. */
-        if (mkdir(dir, 0755) < 0 && errno != EEXIST)
-            return -errno;
-        *p = '/';
-    }
-    if (mkdir(dir, mode) < 0 && errno != EEXIST)
-        return -errno;
-    return 0;
-}
-
-static int mkdir_parent(const char *path, mode_t mode)
-{
-    char dir[PATH_MAX];
-    snprintf(dir, sizeof(dir), "%s", path);
-    char *slash = strrchr(dir, '/');
-    if (!slash || slash == dir)
-        return 0;
-    *slash = '\0';
-    return mkdir_p(dir, mode);
-}
-
-void srv_daemon_resolve_admin_group(srv_daemon *d)
-{
-    d->admin_gid_valid = false;
-    const char *name = d->cfg.admin_group;
-    if (!name || !*name)
-        return;
-    struct group gr, *res = NULL;
-    char buf[16384];
-    int rc = getgrnam_r(name, &gr, buf, sizeof(buf), &res);
-    if (rc != 0 || !res) {
-        srv_warn("admin group '%s' does not exist: only root is admin", name);
-        return;
-    }
-    d->admin_gid = res->gr_gid;
-    d->admin_gid_valid = true;
-}
-
-bool srv_daemon_is_admin(srv_daemon *d, uid_t uid, gid_t gid)
-{
-    if (uid == 0)
-        return true;
-    if (!d->admin_gid_valid)
-        return false;
-    if (gid == d->admin_gid)
-        return true;
-    struct passwd pw, *res = NULL;
-    char buf[16384];
-    if (getpwuid_r(uid, &pw, buf, sizeof(buf), &res) != 0 || !res)
-        return false;
-    gid_t groups[256];
-    int n = (int)(sizeof(groups) / sizeof(groups[0]));
-    if (getgrouplist(res->pw_name, res->pw_gid, groups, &n) < 0)
-        n = (int)(sizeof(groups) / sizeof(groups[0])); /* first 256 */
-    for (int i = 0; i < n; i++)
-        if (groups[i] == d->admin_gid)
-            return true;
-    return false;
-}
+#include "daemon/mover.h"
+#include "daemon/notify.h"
+#include "daemon/planning.h"
+#include "daemon/server.h"
+#include "daemon/staging.h"
 
 /* ------------------------------------------------------------ shutdown */
 
@@ -122,12 +57,6 @@ static void on_drain_timeout(uv_timer_t *t)
     _exit(1);
 }
 
-void srv_daemon_work_done(srv_daemon *d)
-{
-    d->works_in_flight--;
-    if (d->draining && d->works_in_flight == 0)
-        finish(d);
-}
 
 static void begin_drain(srv_daemon *d, const char *why)
 {
@@ -200,7 +129,7 @@ static void reload(srv_daemon *d)
     d->cfg = nc;
     srv_config_done(&old);
     srv_log_set_level(d->cfg.log_level);
-    srv_daemon_resolve_admin_group(d);
+    srv_server_resolve_admin_group(d);
     srv_planning_configure(d->planning, d->cfg.plan_cache);
     srv_notify_apply(d);
     srv_notice("SIGHUP: configuration reloaded from %s: %d setting(s) "
@@ -257,7 +186,7 @@ static int open_tiers(srv_daemon *d, char *err, size_t errlen)
         srv_warn("DDR pool pages are not locked: %s", ds.detail);
 
     for (uint32_t i = 0; i < c->n_flash; i++) {
-        rc = mkdir_parent(c->flash_paths[i], 0750);
+        rc = srv_mkdir_parent(c->flash_paths[i], 0750);
         if (rc < 0) {
             snprintf(err, errlen, "cannot create the directory of flash "
                      "file %s: %s", c->flash_paths[i], strerror(-rc));
@@ -304,8 +233,8 @@ static int open_tiers(srv_daemon *d, char *err, size_t errlen)
     return 0;
 }
 
-int srv_daemon_new(srv_config *cfg, const srv_cmdline *cl, srv_daemon **ret,
-                   char *err, size_t errlen)
+int srv_daemon_new(srv_config *cfg, const srv_cmdline *cl,
+                   srv_daemon **ret_d, char *err, size_t errlen)
 {
     char path[PATH_MAX + 16];
     srv_daemon *d = calloc(1, sizeof(*d));
@@ -317,6 +246,8 @@ int srv_daemon_new(srv_config *cfg, const srv_cmdline *cl, srv_daemon **ret,
     d->cfg = *cfg;
     memset(cfg, 0, sizeof(*cfg));
     d->cmdline = *cl;
+    d->on_session_drop = srv_stage_session_gone;
+    d->on_works_drained = finish;
     d->flash_read_gbps = SRV_FLASH_READ_GBPS;
     d->flash_write_gbps = SRV_FLASH_WRITE_GBPS;
     const char *via_fd = getenv("HO_SPILL_VIA_FD");
@@ -347,9 +278,9 @@ int srv_daemon_new(srv_config *cfg, const srv_cmdline *cl, srv_daemon **ret,
     srv_info("hyperoffloadd %s starting (pid %d, config %s)", HO_VERSION_STRING,
              (int)getpid(),
              d->cfg.config_path ? d->cfg.config_path : "embedded default");
-    srv_daemon_resolve_admin_group(d);
+    srv_server_resolve_admin_group(d);
 
-    rc = mkdir_p(d->cfg.state_dir, 0750);
+    rc = srv_mkdir_p(d->cfg.state_dir, 0750);
     if (rc < 0) {
         snprintf(err, errlen, "cannot create state directory %s: %s",
                  d->cfg.state_dir, strerror(-rc));
@@ -364,7 +295,8 @@ int srv_daemon_new(srv_config *cfg, const srv_cmdline *cl, srv_daemon **ret,
     rc = open_tiers(d, err, errlen);
     if (rc < 0)
         goto fail;
-    rc = srv_planning_new(d, &d->planning, err, errlen);
+    rc = srv_planning_new(d, srv_stage_remember_plan, &d->planning, err,
+                          errlen);
     if (rc < 0)
         goto fail;
 
@@ -380,7 +312,7 @@ int srv_daemon_new(srv_config *cfg, const srv_cmdline *cl, srv_daemon **ret,
     srv_notify_ready(d);
     srv_notice("ready: %u devices, %u flash file(s), %s", d->cfg.n_devices,
                d->n_flash, d->socket_path);
-    *ret = d;
+    *ret_d = d;
     return 0;
 fail:
     srv_daemon_free(d);

@@ -1,10 +1,5 @@
-/*
- * daemon/handlers.c - requests of a READY connection: dispatch, register,
- * alloc, free, move, stats.  Validation and state changes live in
- * session.c; this file turns protobuf requests into calls and results
- * into replies.
- */
-#include "daemon/daemon.h"
+/* daemon/handlers.c - Register, Alloc, Free, Move, Stats (see handlers.h). */
+#include "daemon/handlers.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -12,20 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "daemon/connection.h"
 #include "daemon/log.h"
+#include "daemon/sessions.h"
 
-static bool need_session(srv_conn *c, uint64_t rid, const char *what)
-{
-    if (c->session)
-        return true;
-    srv_reply_error(c, rid, HO_E_NOT_REGISTERED,
-                    "%s needs a registered session (send RegisterRequest "
-                    "first)", what);
-    return false;
-}
-
-static void handle_register(srv_daemon *d, srv_conn *c, uint64_t rid,
-                            const Hyperoffload__RegisterRequest *req)
+void srv_handle_register(srv_daemon *d, srv_conn *c, uint64_t rid,
+                         const Hyperoffload__RegisterRequest *req)
 {
     srv_errbuf e;
     srv_session *s = NULL;
@@ -56,11 +43,9 @@ static void handle_register(srv_daemon *d, srv_conn *c, uint64_t rid,
     srv_conn_send(c, &env, tier_arena_fd(a));
 }
 
-static void handle_alloc(srv_daemon *d, srv_conn *c, uint64_t rid,
-                         const Hyperoffload__AllocRequest *req)
+void srv_handle_alloc(srv_daemon *d, srv_conn *c, uint64_t rid,
+                      const Hyperoffload__AllocRequest *req)
 {
-    if (!need_session(c, rid, "alloc"))
-        return;
     srv_errbuf e;
     srv_extent *x = NULL;
     int rc = srv_extent_alloc(d, c->session, req->bytes, &x, &e);
@@ -80,11 +65,9 @@ static void handle_alloc(srv_daemon *d, srv_conn *c, uint64_t rid,
     srv_conn_send(c, &env, -1);
 }
 
-static void handle_free(srv_daemon *d, srv_conn *c, uint64_t rid,
-                        const Hyperoffload__FreeRequest *req)
+void srv_handle_free(srv_daemon *d, srv_conn *c, uint64_t rid,
+                     const Hyperoffload__FreeRequest *req)
 {
-    if (!need_session(c, rid, "free"))
-        return;
     srv_errbuf e;
     int rc = srv_extent_free(d, c->session, req->extent_id, rid, &e);
     if (rc < 0)
@@ -93,11 +76,9 @@ static void handle_free(srv_daemon *d, srv_conn *c, uint64_t rid,
         srv_reply_ok(c, rid);
 }
 
-static void handle_move(srv_daemon *d, srv_conn *c, uint64_t rid,
-                        const Hyperoffload__MoveRequest *req)
+void srv_handle_move(srv_daemon *d, srv_conn *c, uint64_t rid,
+                     const Hyperoffload__MoveRequest *req)
 {
-    if (!need_session(c, rid, "move"))
-        return;
     srv_errbuf e;
     int rc = srv_extent_move(d, c->session, req->extent_id,
                              (int)req->direction, rid, &e);
@@ -189,7 +170,7 @@ int srv_tier_stats(srv_daemon *d, Hyperoffload__TierStats ***ret_tiers,
     return 0;
 }
 
-static void handle_stats(srv_daemon *d, srv_conn *c, uint64_t rid)
+void srv_handle_stats(srv_daemon *d, srv_conn *c, uint64_t rid)
 {
     Hyperoffload__TierStats **tiers = NULL;
     size_t n = 0;
@@ -214,77 +195,4 @@ static void handle_stats(srv_daemon *d, srv_conn *c, uint64_t rid)
     env.stats_reply = &sr;
     srv_conn_send(c, &env, -1);
     free(tiers);
-}
-
-static bool need_admin(srv_daemon *d, srv_conn *c, uint64_t rid,
-                       const char *what)
-{
-    if (c->admin)
-        return true;
-    if (d->cfg.admin_group[0])
-        srv_reply_error(c, rid, HO_E_PERMISSION,
-                        "%s needs an admin peer (uid 0 or group %s); uid %u "
-                        "is neither", what, d->cfg.admin_group,
-                        (unsigned)c->uid);
-    else
-        srv_reply_error(c, rid, HO_E_PERMISSION,
-                        "%s needs an admin peer (uid 0); uid %u is not",
-                        what, (unsigned)c->uid);
-    return false;
-}
-
-void srv_handle_request(srv_daemon *d, srv_conn *c,
-                        const Hyperoffload__Envelope *env)
-{
-    uint64_t rid = env->request_id;
-    switch (env->body_case) {
-    case HYPEROFFLOAD__ENVELOPE__BODY_REGISTER_REQUEST:
-        if (env->register_request)
-            handle_register(d, c, rid, env->register_request);
-        return;
-    case HYPEROFFLOAD__ENVELOPE__BODY_ALLOC_REQUEST:
-        if (env->alloc_request)
-            handle_alloc(d, c, rid, env->alloc_request);
-        return;
-    case HYPEROFFLOAD__ENVELOPE__BODY_FREE_REQUEST:
-        if (env->free_request)
-            handle_free(d, c, rid, env->free_request);
-        return;
-    case HYPEROFFLOAD__ENVELOPE__BODY_MOVE_REQUEST:
-        if (env->move_request)
-            handle_move(d, c, rid, env->move_request);
-        return;
-    case HYPEROFFLOAD__ENVELOPE__BODY_STATS_REQUEST:
-        handle_stats(d, c, rid);
-        return;
-    case HYPEROFFLOAD__ENVELOPE__BODY_STATUS_REQUEST:
-        if (need_admin(d, c, rid, "StatusRequest"))
-            srv_handle_status(d, c, rid);
-        return;
-    case HYPEROFFLOAD__ENVELOPE__BODY_CLIENTS_REQUEST:
-        if (need_admin(d, c, rid, "ClientsRequest"))
-            srv_handle_clients(d, c, rid);
-        return;
-    case HYPEROFFLOAD__ENVELOPE__BODY_QUOTA_REQUEST:
-        if (need_admin(d, c, rid, "QuotaRequest") && env->quota_request)
-            srv_handle_quota(d, c, rid, env->quota_request);
-        return;
-    case HYPEROFFLOAD__ENVELOPE__BODY_PLAN_REQUEST:
-        if (!need_session(c, rid, "PlanRequest"))
-            return;
-        if (env->plan_request)
-            srv_handle_plan(d, c, rid, env->plan_request);
-        return;
-    case HYPEROFFLOAD__ENVELOPE__BODY_STAGE_REQUEST:
-        if (!need_session(c, rid, "StageRequest"))
-            return;
-        if (env->stage_request)
-            srv_handle_stage(d, c, rid, env->stage_request);
-        return;
-    default:
-        srv_reply_error(c, rid, HO_E_UNSUPPORTED,
-                        "request type %d is not supported by this daemon",
-                        (int)env->body_case);
-        return;
-    }
 }

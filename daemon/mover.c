@@ -1,6 +1,7 @@
 /*
- * daemon/mover.c - moves of arena ranges between DDR and flash on worker
- * threads, page work included (see srv_move_start in daemon.h).
+ * daemon/mover.c - worker-job accounting, and moves of arena ranges
+ * between DDR and flash on worker threads, page work included (see
+ * mover.h).
  *
  * A move is cut into chunks of SRV_MOVE_CHUNK bytes, served by up to
  * SRV_MOVE_PARTS_MAX parts (each a uv_work_t on a libuv worker; part k
@@ -20,10 +21,10 @@
  * The loop only starts phases and reports the result; bookkeeping (pool
  * charge, extent state) stays with the caller on the loop thread.
  *
- * Ownership: the move object is allocated here and freed after the done
- * callback; it holds one reference on the arena for its whole life.
+ * Ownership: the move object is allocated here and freed after the
+ * completion callback; the caller keeps the arena alive until then.
  */
-#include "daemon/daemon.h"
+#include "daemon/mover.h"
 
 #include <errno.h>
 #include <stdatomic.h>
@@ -32,8 +33,6 @@
 #include <time.h>
 
 #include "daemon/log.h"
-
-#define SRV_MOVE_CHUNK (16ull << 20)  /* multiple of any O_DIRECT alignment */
 
 typedef struct move_part {
     uv_work_t req;
@@ -50,7 +49,7 @@ typedef enum move_phase { PHASE_MAIN, PHASE_RECOVER } move_phase;
 struct srv_move {
     srv_move_args a;
     srv_daemon *d;
-    srv_move_done_fn done;
+    srv_move_cb *cb;
     void *ctx;
     tier_arena *arena;
     uint8_t *base;
@@ -69,6 +68,22 @@ struct srv_move {
 
 bool srv_move_spill_via_fd = false;
 uint32_t srv_move_parts_max = 0;
+
+/* ------------------------------------------------------------ jobs */
+
+void srv_work_begin(srv_daemon *d)
+{
+    d->works_in_flight++;
+}
+
+void srv_work_end(srv_daemon *d)
+{
+    d->works_in_flight--;
+    if (d->draining && d->works_in_flight == 0 && d->on_works_drained)
+        d->on_works_drained(d);
+}
+
+/* ------------------------------------------------------------ moves */
 
 static double ts_us(const struct timespec *a, const struct timespec *b)
 {
@@ -210,11 +225,10 @@ static void finish(struct srv_move *m)
     if (m->a.kind != SRV_MOVE_DROP)
         meter_stop(d, m->a.kind == SRV_MOVE_FILL,
                    m->rc == 0 ? m->a.len : 0);
-    m->done(d, m->ctx, m->rc, us);
-    srv_arena_unref(d, m->a.arena);
+    m->cb(d, m->ctx, m->rc, us);
     free(m->dropped);
     free(m);
-    srv_daemon_work_done(d);
+    srv_work_end(d);
 }
 
 static void part_after(uv_work_t *req, int status)
@@ -289,8 +303,8 @@ static int start_phase(struct srv_move *m)
     return 0;
 }
 
-int srv_move_start(srv_daemon *d, const srv_move_args *args,
-                   srv_move_done_fn done, void *ctx)
+int srv_move_start(srv_daemon *d, const srv_move_args *args, srv_move_cb *cb,
+                   void *ctx)
 {
     if (!args->len || (args->kind != SRV_MOVE_DROP && !args->flash))
         return -EINVAL;
@@ -299,9 +313,9 @@ int srv_move_start(srv_daemon *d, const srv_move_args *args,
         return -ENOMEM;
     m->a = *args;
     m->d = d;
-    m->done = done;
+    m->cb = cb;
     m->ctx = ctx;
-    m->arena = args->arena->arena;
+    m->arena = args->arena;
     m->base = tier_arena_base(m->arena);
     uint64_t chunks = (args->len + SRV_MOVE_CHUNK - 1) / SRV_MOVE_CHUNK;
     if (chunks > UINT32_MAX) {
@@ -330,8 +344,7 @@ int srv_move_start(srv_daemon *d, const srv_move_args *args,
         free(m);
         return rc;
     }
-    args->arena->refs++;
-    d->works_in_flight++;
+    srv_work_begin(d);
     if (args->kind != SRV_MOVE_DROP)
         meter_start(d, args->kind == SRV_MOVE_FILL);
     return 0;

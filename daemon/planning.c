@@ -1,20 +1,11 @@
 /*
- * daemon/planning.c - PlanRequest: validate the trace, plan on a worker
- * thread, cache results by (trace hash, budget, planner).
- *
- * The cache is an LRU list bounded by entries (config planning.
- * cache_entries) and by SRV_PLAN_CACHE_BYTES of packed schedules.  It
- * stores successes and HO_E_INFEASIBLE results (with their message and
- * min_budget), both deterministic for a given key.  Each session may have
- * SRV_PLAN_MAX_INFLIGHT plans queued or running; more are HO_E_BUSY.  At
- * most SRV_PLAN_RUNNING plans occupy libuv worker threads at once (the
- * others wait in a FIFO of at most SRV_PLAN_QUEUE), so that flash moves,
- * which share the thread pool, are never starved by long plans.
+ * daemon/planning.c - PlanRequest, the plan cache and the plan queue (see
+ * planning.h).
  *
  * Ownership: a plan job owns its trace and, after the worker, the packed
  * schedule; the cache takes the packed schedule when it stores the result.
  */
-#include "daemon/daemon.h"
+#include "daemon/planning.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -23,21 +14,17 @@
 #include <string.h>
 #include <time.h>
 
+#include "daemon/connection.h"
 #include "daemon/log.h"
-
-#define SRV_PLAN_CACHE_BYTES (256ull << 20)
-#define SRV_PLAN_MAX_INFLIGHT 4    /* queued + running, per session */
-#define SRV_PLAN_RUNNING 2         /* on worker threads at once, so that
-                                      flash moves always find free ones */
-#define SRV_PLAN_QUEUE 256         /* waiting, all sessions */
-
-#include "planner/plan.h"
+#include "daemon/mover.h"
+#include "daemon/sessions.h"
 #include "planner/io/plan_io.h"
+#include "planner/plan.h"
 #include "proto/plan.pb-c.h"
 
 typedef struct plan_entry {
     uint64_t hash, budget;
-    char planner[32];
+    char planner[SRV_PLANNER_NAME_MAX];
     int rc;                      /* 0 or HO_E_INFEASIBLE */
     uint8_t *sched;              /* packed hyperoffload.Schedule, owned */
     size_t sched_len;
@@ -58,6 +45,7 @@ typedef struct plan_job {
 
 struct srv_planning {
     srv_daemon *d;
+    srv_plan_answered_fn *answered;
     plan_entry *head, *tail;
     uint32_t n, max;
     uint64_t bytes;
@@ -122,8 +110,8 @@ static plan_entry *cache_find(srv_planning *p, uint64_t hash, uint64_t budget,
     return NULL;
 }
 
-int srv_planning_new(srv_daemon *d, srv_planning **ret, char *err,
-                     size_t errlen)
+int srv_planning_new(srv_daemon *d, srv_plan_answered_fn *answered,
+                     srv_planning **ret, char *err, size_t errlen)
 {
     srv_planning *p = calloc(1, sizeof(*p));
     if (!p) {
@@ -131,6 +119,7 @@ int srv_planning_new(srv_daemon *d, srv_planning **ret, char *err,
         return -ENOMEM;
     }
     p->d = d;
+    p->answered = answered;
     p->max = d->cfg.plan_cache;
     srv_idmap_init(&p->inflight);
     *ret = p;
@@ -192,15 +181,15 @@ static void reply(srv_conn *c, uint64_t rid, const plan_entry *e,
     hyperoffload__schedule__free_unpacked(s, NULL);
 }
 
-/* A successful plan answered to session s becomes its most recent one
- * (staging.c); the trace moves there (*trace set to NULL). */
-static void remember(srv_daemon *d, srv_session *s, const plan_entry *e,
+/* A successful plan answered to session s goes to the answered hook
+ * (which remembers it); the trace moves there (*trace set to NULL). */
+static void remember(srv_planning *p, srv_session *s, const plan_entry *e,
                      plan_trace **trace)
 {
-    if (e->rc != 0 || !s || !*trace)
+    if (e->rc != 0 || !s || !*trace || !p->answered)
         return;
-    srv_stage_remember_plan(d, s, *trace, e->sched, e->sched_len, e->hash,
-                            e->budget, e->planner);
+    p->answered(p->d, s, *trace, e->sched, e->sched_len, e->hash, e->budget,
+                e->planner);
     *trace = NULL;
 }
 
@@ -295,7 +284,7 @@ static void pump(srv_planning *p)
                                      j->result.planner);
         if (hit) {
             reply(c, j->request_id, hit, true, j->result.hash);
-            remember(d, c->session, hit, &j->trace);
+            remember(p, c->session, hit, &j->trace);
             job_drop(j);
             continue;
         }
@@ -308,7 +297,7 @@ static void pump(srv_planning *p)
             continue;
         }
         p->running++;
-        d->works_in_flight++;
+        srv_work_begin(d);
     }
 }
 
@@ -324,7 +313,7 @@ static void plan_after(uv_work_t *req, int status)
     srv_conn *c = job_conn(j);
     if (c) {
         reply(c, j->request_id, r, false, r->hash);
-        remember(d, c->session, r, &j->trace);
+        remember(p, c->session, r, &j->trace);
     }
     srv_debug("plan for session %" PRIu64 " with %s: %s, %.1f ms",
               j->session_id, r->planner, r->rc ? ho_err_name(r->rc) : "ok",
@@ -343,7 +332,7 @@ static void plan_after(uv_work_t *req, int status)
     job_drop(j);
     if (!d->draining)
         pump(p);
-    srv_daemon_work_done(d);
+    srv_work_end(d);
 }
 
 void srv_planning_drain(srv_planning *p)
@@ -422,7 +411,7 @@ void srv_handle_plan(srv_daemon *d, srv_conn *c, uint64_t rid,
     plan_entry *hit = cache_find(p, hash, budget, planner);
     if (hit) {
         reply(c, rid, hit, true, hash);
-        remember(d, s, hit, &t);
+        remember(p, s, hit, &t);
         plan_trace_free(t);
         return;
     }

@@ -19,8 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SRV_QUOTA_MAX_ENTRIES 4096
-#define SRV_JOB_MAX 128            /* bytes of a job name (without NUL) */
+#include "daemon/limits.h"
 
 /* Values are those of hyperoffload.Tier / QuotaSubjectKind. */
 typedef enum srv_tier {

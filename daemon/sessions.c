@@ -1,15 +1,8 @@
 /*
- * daemon/session.c - sessions, arenas, extents and moves between DDR and
- * flash.
- *
- * Ownership: a session is owned by its connection (c->session) and listed
- * in d->sessions; it owns its extents (list + d->extents index) and holds
- * one reference on its arena.  A move in flight owns a job that holds the
- * extent and one more arena reference; when the session is dropped during
- * the move the extent is orphaned (owner = NULL, out of the index) and the
- * job frees it and its tier resources when the I/O completes.
+ * daemon/sessions.c - sessions, arenas, extents and moves between DDR and
+ * flash (see sessions.h).
  */
-#include "daemon/daemon.h"
+#include "daemon/sessions.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -19,8 +12,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "daemon/connection.h"
 #include "daemon/log.h"
-
 
 void srv_errf(srv_errbuf *e, const char *fmt, ...)
 {
@@ -273,12 +266,13 @@ static void dispose_dropped(srv_daemon *d, void *ctx, int rc, double us)
 {
     dispose_job *j = ctx;
     srv_extent *x = j->x;
+    srv_arena_ref *r = x->arena;
     (void)us;
     if (rc < 0)
         srv_warn("extent %" PRIu64 ": dropping its pages on a worker "
                  "failed (%s); releasing them on the loop", x->id,
                  strerror(-rc));
-    release_resources(d, x); /* the mover holds the arena until we return */
+    release_resources(d, x); /* the move's reference keeps the arena */
     if (j->conn_id) {
         srv_conn *c = srv_conn_find(d, j->conn_id);
         if (c && c->state == SRV_CONN_READY)
@@ -286,6 +280,7 @@ static void dispose_dropped(srv_daemon *d, void *ctx, int rc, double us)
     }
     free(x);
     free(j);
+    srv_arena_unref(d, r);
 }
 
 /* Free an extent that nobody references any more (its id is gone from the
@@ -306,9 +301,8 @@ static int dispose_extent(srv_daemon *d, srv_extent *x, uint64_t conn_id,
         tier_arena_is_evicted(a, x->off, x->len) == 0 &&
         (j = malloc(sizeof(*j))) != NULL) {
         *j = (dispose_job){x, conn_id, request_id};
-        srv_move_args m = {.kind = SRV_MOVE_DROP, .arena = x->arena,
-                           .off = x->off, .len = x->len};
-        if (srv_move_start(d, &m, dispose_dropped, j) == 0) {
+        if (srv_extent_start_move(d, x, SRV_MOVE_DROP, dispose_dropped,
+                                  j) == 0) {
             if (x->flash_held)
                 tier_flash_release(d->flash[x->flash_idx], x->flash_off,
                                    x->flash_len);
@@ -347,7 +341,8 @@ void srv_session_drop(srv_daemon *d, srv_session *s)
     uint64_t freed = 0, orphaned = 0;
     /* The replay first: it stops watching the control region and leaves
      * its host copies to the loop below. */
-    srv_stage_session_gone(d, s);
+    if (d->on_session_drop)
+        d->on_session_drop(d, s);
     srv_extent *x = s->extents;
     while (x) {
         srv_extent *next = x->next;
@@ -586,7 +581,8 @@ static void move_done(srv_daemon *d, void *ctx, int rc, double us)
     move_job *j = ctx;
     srv_extent *x = j->x;
     srv_session *s = x->owner;
-    tier_arena *a = x->arena->arena;
+    srv_arena_ref *ref = x->arena;   /* the move's reference */
+    tier_arena *a = ref->arena;
     bool spill = j->spill;
 
     if (!s) {
@@ -645,6 +641,22 @@ static void move_done(srv_daemon *d, void *ctx, int rc, double us)
                   (double)(now_us() - t0) / 1e3);
     }
     free(j);
+    srv_arena_unref(d, ref);
+}
+
+int srv_extent_start_move(srv_daemon *d, srv_extent *x, srv_move_kind kind,
+                          srv_move_cb *cb, void *ctx)
+{
+    srv_move_args ma = {.kind = kind, .arena = x->arena->arena,
+                        .off = x->off, .len = x->len};
+    if (kind != SRV_MOVE_DROP) {
+        ma.flash = d->flash[x->flash_idx];
+        ma.flash_off = x->flash_off;
+    }
+    int rc = srv_move_start(d, &ma, cb, ctx);
+    if (rc == 0)
+        x->arena->refs++;
+    return rc;
 }
 
 int srv_flash_alloc(srv_daemon *d, srv_extent *x, srv_errbuf *e)
@@ -722,7 +734,7 @@ int srv_extent_move(srv_daemon *d, srv_session *s, uint64_t id, int dir,
         return -ENOMEM;
     }
     int rc;
-    srv_move_args ma = {.arena = x->arena, .off = x->off, .len = x->len};
+    srv_move_kind kind;
     if (spill) {
         if (x->state != SRV_EXT_DDR) {
             srv_errf(e, "extent %" PRIu64 " is on flash; only an extent in DDR "
@@ -743,7 +755,7 @@ int srv_extent_move(srv_daemon *d, srv_session *s, uint64_t id, int dir,
             goto fail;
         x->state = SRV_EXT_SPILLING;
         s->usage.flash += x->len;
-        ma.kind = SRV_MOVE_SPILL;
+        kind = SRV_MOVE_SPILL;
     } else {
         if (x->state != SRV_EXT_FLASH) {
             srv_errf(e, "extent %" PRIu64 " is in DDR; only a spilled extent can "
@@ -777,15 +789,13 @@ int srv_extent_move(srv_daemon *d, srv_session *s, uint64_t id, int dir,
         }
         x->state = SRV_EXT_FILLING;
         s->usage.ddr += x->len;
-        ma.kind = SRV_MOVE_FILL;
+        kind = SRV_MOVE_FILL;
     }
-    ma.flash = d->flash[x->flash_idx];
-    ma.flash_off = x->flash_off;
     j->x = x;
     j->spill = spill;
     j->request_id = request_id;
     j->t_start = now_us();
-    rc = srv_move_start(d, &ma, move_done, j);
+    rc = srv_extent_start_move(d, x, kind, move_done, j);
     if (rc < 0) {
         /* Cannot happen with valid arguments; undo. */
         if (spill) {

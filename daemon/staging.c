@@ -34,7 +34,7 @@
  * the client's atomics (step, op, urgent, version, dropped, and the slot
  * state for its CAS), and bounds-checks every index it reads there.
  */
-#include "daemon/daemon.h"
+#include "daemon/staging.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -49,24 +49,19 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "proto/control.h"
+#include "daemon/connection.h"
 #include "daemon/log.h"
-
-#include "planner/plan.h"
+#include "daemon/mover.h"
+#include "daemon/sessions.h"
 #include "planner/io/plan_io.h"
+#include "planner/plan.h"
 #include "planner/staging/stage_plan.h"
-
-#define SRV_STAGE_PLANNER_MAX 32
-#define SRV_STAGE_MOVES_MAX 3       /* moves in flight per replay */
-#define SRV_STAGE_TIMER_MS 5        /* re-check period while work waits */
-#define SRV_STAGE_FLASH_LATENCY_US 1000.0
-#define SRV_STAGE_LOOKAHEAD_US 5000.0 /* fills started this early if room */
-#define SRV_STAGE_LOOKAHEAD_EVENTS 256
+#include "proto/control.h"
 
 struct srv_plan_memo {
     uint32_t refs;           /* session + staging jobs */
     uint64_t hash, budget;
-    char planner[SRV_STAGE_PLANNER_MAX];
+    char planner[SRV_PLANNER_NAME_MAX];
     plan_trace *trace;       /* owned, finished */
     plan_schedule *sched;    /* owned, bound to trace */
 };
@@ -372,6 +367,7 @@ static void mv_done(srv_daemon *d, void *ctx, int rc, double us)
     stage_mv *mv = ctx;
     srv_stage *st = mv->st;
     srv_extent *x = mv->x;
+    srv_arena_ref *r = x->arena;   /* the move's reference */
     (void)us;
     st->moves--;
     if (!x->owner || !st->s || st->slots[mv->k].x != x) {
@@ -379,6 +375,7 @@ static void mv_done(srv_daemon *d, void *ctx, int rc, double us)
         srv_extent_free_orphan(d, x);
         free(mv);
         stage_unref(st);
+        srv_arena_unref(d, r);
         return;
     }
     stage_slot *sl = &st->slots[mv->k];
@@ -451,6 +448,7 @@ static void mv_done(srv_daemon *d, void *ctx, int rc, double us)
     free(mv);
     stage_process(st);
     stage_unref(st);
+    srv_arena_unref(d, r);
 }
 
 static int mv_start(srv_stage *st, uint32_t k, srv_move_kind kind,
@@ -467,13 +465,7 @@ static int mv_start(srv_stage *st, uint32_t k, srv_move_kind kind,
     mv->kind = kind;
     mv->ver = ver;
     mv->to_absent = to_absent;
-    srv_move_args ma = {.kind = kind, .arena = x->arena, .off = x->off,
-                        .len = x->len};
-    if (kind != SRV_MOVE_DROP) {
-        ma.flash = st->d->flash[x->flash_idx];
-        ma.flash_off = x->flash_off;
-    }
-    int rc = srv_move_start(st->d, &ma, mv_done, mv);
+    int rc = srv_extent_start_move(st->d, x, kind, mv_done, mv);
     if (rc < 0) {
         free(mv);
         return rc;
@@ -1338,7 +1330,7 @@ static void job_after(uv_work_t *req, int status)
     if (!c || c->state != SRV_CONN_READY || !c->session ||
         c->session->id != j->session_id) {
         job_free(j);
-        srv_daemon_work_done(d);
+        srv_work_end(d);
         return;
     }
     if (j->rc == 0 && j->plan)
@@ -1368,7 +1360,7 @@ static void job_after(uv_work_t *req, int status)
             srv_reply_error(c, j->rid, rc, "%s", e.msg);
     }
     job_free(j);
-    srv_daemon_work_done(d);
+    srv_work_end(d);
 }
 
 void srv_handle_stage(srv_daemon *d, srv_conn *c, uint64_t rid,
@@ -1478,7 +1470,7 @@ void srv_handle_stage(srv_daemon *d, srv_conn *c, uint64_t rid,
         return;
     }
     s->stage_pending = true;
-    d->works_in_flight++;
+    srv_work_begin(d);
 }
 
 bool srv_stage_runtime_info(srv_session *s, Hyperoffload__RuntimeInfo *ri)
