@@ -1,4 +1,4 @@
-/* daemon/dispatch.c - requests to their handlers (see dispatch.h). */
+/* daemon/dispatch.c - the request table (see dispatch.h). */
 #include "daemon/dispatch.h"
 
 #include "daemon/admin.h"
@@ -6,86 +6,129 @@
 #include "daemon/handlers.h"
 #include "daemon/planning.h"
 #include "daemon/staging.h"
+#include "proto/errfmt.h"
 
-static bool need_session(srv_conn *c, uint64_t rid, const char *what)
+/* Table entries call the modules' typed handlers. */
+#define BODY_HANDLER(name, type, fn)                                      \
+    static void name(srv_daemon *d, srv_conn *c, uint64_t rid,            \
+                     const void *body)                                    \
+    {                                                                     \
+        fn(d, c, rid, (const type *)body);                                \
+    }
+#define EMPTY_HANDLER(name, fn)                                           \
+    static void name(srv_daemon *d, srv_conn *c, uint64_t rid,            \
+                     const void *body)                                    \
+    {                                                                     \
+        (void)body;                                                       \
+        fn(d, c, rid);                                                    \
+    }
+
+BODY_HANDLER(on_register, Hyperoffload__RegisterRequest, srv_handle_register)
+BODY_HANDLER(on_alloc, Hyperoffload__AllocRequest, srv_handle_alloc)
+BODY_HANDLER(on_free, Hyperoffload__FreeRequest, srv_handle_free)
+BODY_HANDLER(on_move, Hyperoffload__MoveRequest, srv_handle_move)
+EMPTY_HANDLER(on_stats, srv_handle_stats)
+EMPTY_HANDLER(on_status, srv_handle_status)
+EMPTY_HANDLER(on_clients, srv_handle_clients)
+BODY_HANDLER(on_quota, Hyperoffload__QuotaRequest, srv_handle_quota)
+BODY_HANDLER(on_plan, Hyperoffload__PlanRequest, srv_handle_plan)
+BODY_HANDLER(on_stage, Hyperoffload__StageRequest, srv_handle_stage)
+
+#define SESSION true
+#define ADMIN true
+#define REQUEST(kind, field, msg, refused_as, session, admin, fn)         \
+    {                                                                     \
+        .body = HYPEROFFLOAD__ENVELOPE__BODY_##kind, .name = msg,         \
+        .what = refused_as,                                               \
+        .body_off = offsetof(Hyperoffload__Envelope, field),              \
+        .needs_session = session, .needs_admin = admin, .handle = fn,     \
+    }
+
+static const srv_request_kind requests[] = {
+    REQUEST(REGISTER_REQUEST, register_request, "RegisterRequest",
+            "RegisterRequest", false, false, on_register),
+    REQUEST(ALLOC_REQUEST, alloc_request, "AllocRequest", "alloc", SESSION,
+            false, on_alloc),
+    REQUEST(FREE_REQUEST, free_request, "FreeRequest", "free", SESSION,
+            false, on_free),
+    REQUEST(MOVE_REQUEST, move_request, "MoveRequest", "move", SESSION,
+            false, on_move),
+    REQUEST(STATS_REQUEST, stats_request, "StatsRequest", "StatsRequest",
+            false, false, on_stats),
+    REQUEST(STATUS_REQUEST, status_request, "StatusRequest", "StatusRequest",
+            false, ADMIN, on_status),
+    REQUEST(CLIENTS_REQUEST, clients_request, "ClientsRequest",
+            "ClientsRequest", false, ADMIN, on_clients),
+    REQUEST(QUOTA_REQUEST, quota_request, "QuotaRequest", "QuotaRequest",
+            false, ADMIN, on_quota),
+    REQUEST(PLAN_REQUEST, plan_request, "PlanRequest", "PlanRequest",
+            SESSION, false, on_plan),
+    REQUEST(STAGE_REQUEST, stage_request, "StageRequest", "StageRequest",
+            SESSION, false, on_stage),
+};
+#define N_REQUESTS (sizeof(requests) / sizeof(requests[0]))
+
+static const srv_request_kind *kind_of(Hyperoffload__Envelope__BodyCase b)
 {
-    if (c->session)
-        return true;
-    srv_reply_error(c, rid, HO_E_NOT_REGISTERED,
-                    "%s needs a registered session (send RegisterRequest "
-                    "first)", what);
-    return false;
+    for (size_t i = 0; i < N_REQUESTS; i++)
+        if (requests[i].body == b)
+            return &requests[i];
+    return NULL;
 }
 
-static bool need_admin(srv_daemon *d, srv_conn *c, uint64_t rid,
-                       const char *what)
+static const void *body_of(const srv_request_kind *k,
+                           const Hyperoffload__Envelope *env)
 {
-    if (c->admin)
-        return true;
-    if (d->cfg.admin_group[0])
-        srv_reply_error(c, rid, HO_E_PERMISSION,
-                        "%s needs an admin peer (uid 0 or group %s); uid %u "
-                        "is neither", what, d->cfg.admin_group,
-                        (unsigned)c->uid);
-    else
-        srv_reply_error(c, rid, HO_E_PERMISSION,
-                        "%s needs an admin peer (uid 0); uid %u is not",
-                        what, (unsigned)c->uid);
-    return false;
+    return *(const void *const *)(const void *)((const char *)env +
+                                                k->body_off);
+}
+
+static int refuse_non_admin(const srv_daemon *d, const srv_conn *c,
+                            const srv_request_kind *k, char *err,
+                            size_t errlen)
+{
+    if (d->cfg.admin_group && d->cfg.admin_group[0])
+        return ho_errf(err, errlen, HO_E_PERMISSION,
+                       "%s needs an admin peer (uid 0 or group %s); uid %u "
+                       "is neither", k->what, d->cfg.admin_group,
+                       (unsigned)c->uid);
+    return ho_errf(err, errlen, HO_E_PERMISSION,
+                   "%s needs an admin peer (uid 0); uid %u is not", k->what,
+                   (unsigned)c->uid);
+}
+
+int srv_request_admit(const srv_daemon *d, const srv_conn *c,
+                      const Hyperoffload__Envelope *env,
+                      const srv_request_kind **ret_kind, char *err,
+                      size_t errlen)
+{
+    const srv_request_kind *k = kind_of(env->body_case);
+    if (!k)
+        return ho_errf(err, errlen, HO_E_UNSUPPORTED,
+                       "request type %d is not supported by this daemon",
+                       (int)env->body_case);
+    if (!body_of(k, env))
+        return ho_errf(err, errlen, HO_E_PROTOCOL,
+                       "the envelope's %s body is missing", k->name);
+    if (k->needs_admin && !c->admin)
+        return refuse_non_admin(d, c, k, err, errlen);
+    if (k->needs_session && !c->session)
+        return ho_errf(err, errlen, HO_E_NOT_REGISTERED,
+                       "%s needs a registered session (send RegisterRequest "
+                       "first)", k->what);
+    *ret_kind = k;
+    return 0;
 }
 
 void srv_dispatch(srv_daemon *d, srv_conn *c,
                   const Hyperoffload__Envelope *env)
 {
-    uint64_t rid = env->request_id;
-    switch (env->body_case) {
-    case HYPEROFFLOAD__ENVELOPE__BODY_REGISTER_REQUEST:
-        if (env->register_request)
-            srv_handle_register(d, c, rid, env->register_request);
-        return;
-    case HYPEROFFLOAD__ENVELOPE__BODY_ALLOC_REQUEST:
-        if (env->alloc_request && need_session(c, rid, "alloc"))
-            srv_handle_alloc(d, c, rid, env->alloc_request);
-        return;
-    case HYPEROFFLOAD__ENVELOPE__BODY_FREE_REQUEST:
-        if (env->free_request && need_session(c, rid, "free"))
-            srv_handle_free(d, c, rid, env->free_request);
-        return;
-    case HYPEROFFLOAD__ENVELOPE__BODY_MOVE_REQUEST:
-        if (env->move_request && need_session(c, rid, "move"))
-            srv_handle_move(d, c, rid, env->move_request);
-        return;
-    case HYPEROFFLOAD__ENVELOPE__BODY_STATS_REQUEST:
-        srv_handle_stats(d, c, rid);
-        return;
-    case HYPEROFFLOAD__ENVELOPE__BODY_STATUS_REQUEST:
-        if (need_admin(d, c, rid, "StatusRequest"))
-            srv_handle_status(d, c, rid);
-        return;
-    case HYPEROFFLOAD__ENVELOPE__BODY_CLIENTS_REQUEST:
-        if (need_admin(d, c, rid, "ClientsRequest"))
-            srv_handle_clients(d, c, rid);
-        return;
-    case HYPEROFFLOAD__ENVELOPE__BODY_QUOTA_REQUEST:
-        if (need_admin(d, c, rid, "QuotaRequest") && env->quota_request)
-            srv_handle_quota(d, c, rid, env->quota_request);
-        return;
-    case HYPEROFFLOAD__ENVELOPE__BODY_PLAN_REQUEST:
-        if (!need_session(c, rid, "PlanRequest"))
-            return;
-        if (env->plan_request)
-            srv_handle_plan(d, c, rid, env->plan_request);
-        return;
-    case HYPEROFFLOAD__ENVELOPE__BODY_STAGE_REQUEST:
-        if (!need_session(c, rid, "StageRequest"))
-            return;
-        if (env->stage_request)
-            srv_handle_stage(d, c, rid, env->stage_request);
-        return;
-    default:
-        srv_reply_error(c, rid, HO_E_UNSUPPORTED,
-                        "request type %d is not supported by this daemon",
-                        (int)env->body_case);
+    char err[SRV_ERR_MAX];
+    const srv_request_kind *k = NULL;
+    int rc = srv_request_admit(d, c, env, &k, err, sizeof(err));
+    if (rc < 0) {
+        srv_reply_error(c, env->request_id, rc, "%s", err);
         return;
     }
+    k->handle(d, c, env->request_id, body_of(k, env));
 }
