@@ -33,6 +33,12 @@ typedef enum cfg_type {
     T_NAMELIST,  /* char [SRV_MAX_DEVICES][SRV_DEVICE_NAME] + count */
 } cfg_type;
 
+/* Row flags. */
+#define RELOAD 1u     /* applied by SIGHUP without a restart */
+#define RESTART 0u
+#define HIDDEN 2u     /* a debug knob: settable (file, flag), but not in
+                         --help, the example config or --print-config */
+
 typedef struct cfg_row {
     const char *section;
     const char *key;
@@ -42,7 +48,7 @@ typedef struct cfg_row {
     size_t count_off;      /* list types: uint32_t count field */
     int64_t min, max;      /* value bounds (strings, lists: lengths/items) */
     const char *def;       /* default, as config text */
-    bool runtime;          /* applied by SIGHUP without a restart */
+    unsigned flags;        /* RELOAD, HIDDEN */
     const char *help;
 } cfg_row;
 
@@ -53,80 +59,129 @@ typedef struct cfg_row {
 #define TiB (1ll << 40)
 #define PiB (1ll << 50)
 
+/* One row per setting type: (section, key, flag, field, [bounds,]
+ * default, RELOAD/RESTART [| HIDDEN], help). */
+#define ROW(sec, k, fl, t, field, cnt, lo, hi, dflt, fls, hlp)             \
+    {                                                                     \
+        .section = sec, .key = k, .flag = fl, .type = t, .off = F(field), \
+        .count_off = cnt, .min = lo, .max = hi, .def = dflt,              \
+        .flags = fls, .help = hlp,                                        \
+    }
+#define SIZE_ROW(s, k, fl, field, lo, hi, dflt, fls, hlp)                 \
+    ROW(s, k, fl, T_SIZE, field, 0, lo, hi, dflt, fls, hlp)
+#define U32_ROW(s, k, fl, field, lo, hi, dflt, fls, hlp)                  \
+    ROW(s, k, fl, T_U32, field, 0, lo, hi, dflt, fls, hlp)
+#define I32_ROW(s, k, fl, field, lo, hi, dflt, fls, hlp)                  \
+    ROW(s, k, fl, T_I32, field, 0, lo, hi, dflt, fls, hlp)
+#define BOOL_ROW(s, k, fl, field, dflt, fls, hlp)                         \
+    ROW(s, k, fl, T_BOOL, field, 0, 0, 1, dflt, fls, hlp)
+/* lo..hi: length in bytes */
+#define STR_ROW(s, k, fl, field, lo, hi, dflt, fls, hlp)                  \
+    ROW(s, k, fl, T_STR, field, 0, lo, hi, dflt, fls, hlp)
+#define MODE_ROW(s, k, fl, field, dflt, fls, hlp)                         \
+    ROW(s, k, fl, T_MODE, field, 0, 0, 0777, dflt, fls, hlp)
+#define LEVEL_ROW(s, k, fl, field, dflt, fls, hlp)                        \
+    ROW(s, k, fl, T_LEVEL, field, 0, 0, 0, dflt, fls, hlp)
+/* lo..hi: number of paths */
+#define PATHLIST_ROW(s, k, fl, field, count, lo, hi, dflt, fls, hlp)      \
+    ROW(s, k, fl, T_PATHLIST, field, F(count), lo, hi, dflt, fls, hlp)
+/* lo..hi: each size; at most SRV_MAX_DEVICES of them */
+#define SIZELIST_ROW(s, k, fl, field, count, lo, hi, dflt, fls, hlp)      \
+    ROW(s, k, fl, T_SIZELIST, field, F(count), lo, hi, dflt, fls, hlp)
+/* lo..hi: number of names (each below SRV_DEVICE_NAME bytes) */
+#define NAMELIST_ROW(s, k, fl, field, count, lo, hi, dflt, fls, hlp)      \
+    ROW(s, k, fl, T_NAMELIST, field, F(count), lo, hi, dflt, fls, hlp)
+
+_Static_assert(SRV_SOCKET_PATH_MAX ==
+                   sizeof(((struct sockaddr_un *)0)->sun_path),
+               "SRV_SOCKET_PATH_MAX is the size of sun_path");
+
 /* The settings.  Sections appear in this order in files and help. */
 static const cfg_row rows[] = {
-    {"server", "socket", "socket", T_STR, F(socket), 0, 1,
-     sizeof(((struct sockaddr_un *)0)->sun_path) - 1,
-     HO_SOCKET_LOCAL, false,
-     "Unix socket path (ignored when systemd passes a socket)"},
-    {"server", "socket_mode", "socket-mode", T_MODE, F(socket_mode), 0, 0,
-     0777, "0660", false,
-     "permission bits of the socket file the daemon creates"},
-    {"server", "state_dir", "state-dir", T_STR, F(state_dir), 0, 1,
-     PATH_MAX - 64, HO_LOCAL_DIR "/state", false,
-     "directory for persistent state (quotas)"},
-    {"server", "max_connections", "max-connections", T_U32,
-     F(max_connections), 0, 1, 65536, "1024", true,
-     "connections served at once; more are refused with an error"},
-    {"server", "max_frame", "max-frame", T_SIZE, F(max_frame), 0, 64 * KiB,
-     GiB, "64M", false,
-     "largest frame accepted after the handshake (announced in Welcome)"},
-    {"server", "max_output", "max-output", T_SIZE, F(max_output), 0, MiB,
-     4 * GiB, "128M", true,
-     "replies queued for one connection before it is dropped as too slow"},
-    {"server", "max_extents_per_session", "max-extents", T_U32,
-     F(max_extents), 0, 1, 1 << 24, "65536", true,
-     "extents one session may hold at once"},
-    {"server", "admin_group", "admin-group", T_STR, F(admin_group), 0, 0, 255,
-     "hyperoffload", true,
-     "members of this group (and root) may use admin requests; empty: root "
-     "only"},
-    {"server", "watchdog", "watchdog", T_BOOL, F(watchdog), 0, 0, 1, "yes",
-     true, "send WATCHDOG=1 pings when systemd asks for them"},
-    {"server", "drain_timeout", "drain-timeout", T_U32, F(drain_timeout_s), 0,
-     0, 3600, "10", true,
-     "seconds SIGTERM waits for moves and plans in flight"},
-    {"log", "level", "log-level", T_LEVEL, F(log_level), 0, 0, 0, "info",
-     true, "error, warning, notice, info or debug"},
-    {"ddr", "capacity", "ddr-capacity", T_SIZE, F(ddr_capacity), 0, 4 * MiB,
-     64 * TiB, "1G", false, "bytes of host DDR the pool may hold"},
-    {"ddr", "numa_node", "ddr-numa-node", T_I32, F(ddr_numa_node), 0, -1, 1023,
-     "-1", false, "NUMA node the pool's pages are bound to; -1: no binding"},
-    {"ddr", "lock", "ddr-lock", T_BOOL, F(ddr_lock), 0, 0, 1, "yes", false,
-     "mlock pool pages (needs CAP_IPC_LOCK or LimitMEMLOCK)"},
-    {"ddr", "hugepages", "ddr-hugepages", T_BOOL, F(ddr_hugepages), 0, 0, 1,
-     "no", false, "back arenas with 2 MiB huge pages (MFD_HUGETLB)"},
-    {"ddr", "alignment", "ddr-alignment", T_SIZE, F(ddr_alignment), 0, 4 * KiB,
-     GiB, "4K", false, "extent alignment, a power of two"},
-    {"flash", "paths", "flash-paths", T_PATHLIST, F(flash_paths), F(n_flash),
-     1, SRV_MAX_FLASH, HO_LOCAL_DIR "/flash0", false,
-     "comma-separated flash files, one preallocated file each"},
-    {"flash", "capacity", "flash-capacity", T_SIZE, F(flash_capacity), 0, MiB,
-     PiB, "4G", false, "bytes of each flash file"},
-    {"flash", "direct", "flash-direct", T_BOOL, F(flash_direct), 0, 0, 1,
-     "yes", false, "use O_DIRECT (buffered I/O when the filesystem refuses)"},
-    {"devices", "count", "devices", T_U32, F(n_devices), 0, 0,
-     SRV_MAX_DEVICES, "2", false, "accelerator devices whose HBM is budgeted"},
-    {"devices", "names", "device-names", T_NAMELIST, F(device_names),
-     F(n_device_names), 0, SRV_MAX_DEVICES, "", false,
-     "comma-separated device names; empty: emu0, emu1, ..."},
-    {"devices", "hbm_capacity", "hbm-capacity", T_SIZELIST, F(hbm_capacity),
-     F(n_hbm_capacity), MiB, PiB, "1G", false,
-     "HBM bytes per device: one value for all, or one per device"},
-    {"devices", "hbm_reserve", "hbm-reserve", T_SIZELIST, F(hbm_reserve),
-     F(n_hbm_reserve), 0, PiB, "0", false,
-     "HBM bytes per device kept back from grants: one value or one per "
-     "device"},
-    {"planning", "planner", "planner", T_STR, F(planner), 0, 1, 31, "hoplan",
-     true, "planner used when a PlanRequest names none"},
-    {"planning", "cache_entries", "plan-cache", T_U32, F(plan_cache), 0, 0,
-     4096, "64", true, "plans kept in the cache (0 disables caching)"},
+    STR_ROW("server", "socket", "socket", socket, 1, SRV_SOCKET_PATH_MAX - 1,
+            HO_SOCKET_LOCAL, RESTART,
+            "Unix socket path (ignored when systemd passes a socket)"),
+    MODE_ROW("server", "socket_mode", "socket-mode", socket_mode, "0660",
+             RESTART, "permission bits of the socket file the daemon creates"),
+    STR_ROW("server", "state_dir", "state-dir", state_dir, 1, PATH_MAX - 64,
+            HO_LOCAL_DIR "/state", RESTART,
+            "directory for persistent state (quotas)"),
+    U32_ROW("server", "max_connections", "max-connections", max_connections,
+            1, 65536, "1024", RELOAD,
+            "connections served at once; more are refused with an error"),
+    SIZE_ROW("server", "max_frame", "max-frame", max_frame, 64 * KiB, GiB,
+             "64M", RESTART,
+             "largest frame accepted after the handshake (announced in "
+             "Welcome)"),
+    SIZE_ROW("server", "max_output", "max-output", max_output, MiB, 4 * GiB,
+             "128M", RELOAD,
+             "replies queued for one connection before it is dropped as too "
+             "slow"),
+    U32_ROW("server", "max_extents_per_session", "max-extents", max_extents,
+            1, 1 << 24, "65536", RELOAD,
+            "extents one session may hold at once"),
+    STR_ROW("server", "admin_group", "admin-group", admin_group, 0, 255,
+            "hyperoffload", RELOAD,
+            "members of this group (and root) may use admin requests; "
+            "empty: root only"),
+    BOOL_ROW("server", "watchdog", "watchdog", watchdog, "yes", RELOAD,
+             "send WATCHDOG=1 pings when systemd asks for them"),
+    U32_ROW("server", "drain_timeout", "drain-timeout", drain_timeout_s, 0,
+            3600, "10", RELOAD,
+            "seconds SIGTERM waits for moves and plans in flight"),
+    LEVEL_ROW("log", "level", "log-level", log_level, "info", RELOAD,
+              "error, warning, notice, info or debug"),
+    SIZE_ROW("ddr", "capacity", "ddr-capacity", ddr_capacity, 4 * MiB,
+             64 * TiB, "1G", RESTART, "bytes of host DDR the pool may hold"),
+    I32_ROW("ddr", "numa_node", "ddr-numa-node", ddr_numa_node, -1, 1023,
+            "-1", RESTART,
+            "NUMA node the pool's pages are bound to; -1: no binding"),
+    BOOL_ROW("ddr", "lock", "ddr-lock", ddr_lock, "yes", RESTART,
+             "mlock pool pages (needs CAP_IPC_LOCK or LimitMEMLOCK)"),
+    BOOL_ROW("ddr", "hugepages", "ddr-hugepages", ddr_hugepages, "no",
+             RESTART, "back arenas with 2 MiB huge pages (MFD_HUGETLB)"),
+    SIZE_ROW("ddr", "alignment", "ddr-alignment", ddr_alignment, 4 * KiB, GiB,
+             "4K", RESTART, "extent alignment, a power of two"),
+    PATHLIST_ROW("flash", "paths", "flash-paths", flash_paths, n_flash, 1,
+                 SRV_MAX_FLASH, HO_LOCAL_DIR "/flash0", RESTART,
+                 "comma-separated flash files, one preallocated file each"),
+    SIZE_ROW("flash", "capacity", "flash-capacity", flash_capacity, MiB, PiB,
+             "4G", RESTART, "bytes of each flash file"),
+    BOOL_ROW("flash", "direct", "flash-direct", flash_direct, "yes", RESTART,
+             "use O_DIRECT (buffered I/O when the filesystem refuses)"),
+    U32_ROW("devices", "count", "devices", n_devices, 0, SRV_MAX_DEVICES, "2",
+            RESTART, "accelerator devices whose HBM is budgeted"),
+    NAMELIST_ROW("devices", "names", "device-names", device_names,
+                 n_device_names, 0, SRV_MAX_DEVICES, "", RESTART,
+                 "comma-separated device names; empty: emu0, emu1, ..."),
+    SIZELIST_ROW("devices", "hbm_capacity", "hbm-capacity", hbm_capacity,
+                 n_hbm_capacity, MiB, PiB, "1G", RESTART,
+                 "HBM bytes per device: one value for all, or one per "
+                 "device"),
+    SIZELIST_ROW("devices", "hbm_reserve", "hbm-reserve", hbm_reserve,
+                 n_hbm_reserve, 0, PiB, "0", RESTART,
+                 "HBM bytes per device kept back from grants: one value or "
+                 "one per device"),
+    STR_ROW("planning", "planner", "planner", planner, 1,
+            SRV_PLANNER_NAME_MAX - 1, "hoplan", RELOAD,
+            "planner used when a PlanRequest names none"),
+    U32_ROW("planning", "cache_entries", "plan-cache", plan_cache, 0, 4096,
+            "64", RELOAD, "plans kept in the cache (0 disables caching)"),
+    /* Debug knobs, for measurements (bench/, docs/admin.md). */
+    BOOL_ROW("debug", "spill_via_fd", "debug-spill-via-fd",
+             debug_spill_via_fd, "no", RESTART | HIDDEN,
+             "spill through the arena's memfd with bounce buffers instead of "
+             "O_DIRECT from its mapping"),
+    U32_ROW("debug", "move_parts", "debug-move-parts", debug_move_parts, 0,
+            SRV_MOVE_PARTS_MAX, "0", RESTART | HIDDEN,
+            "worker parts per move, below the built-in maximum (0: the "
+            "maximum)"),
 };
 
 #define N_ROWS ((int)(sizeof(rows) / sizeof(rows[0])))
 
 static const char *const sections[] = {"server", "log", "ddr", "flash",
-                                       "devices", "planning"};
+                                       "devices", "planning", "debug"};
 #define N_SECTIONS ((int)(sizeof(sections) / sizeof(sections[0])))
 
 /* Planner names of planner/plan.h (plan_planner_names); kept here so the
@@ -135,7 +190,8 @@ static const char *const planner_names[] = {
     "hoplan", "none", "seed-greedy", "ms-distance", "reactive-lru", "oracle"};
 
 int srv_config_rows(void) { return N_ROWS; }
-bool srv_config_row_runtime(int row) { return rows[row].runtime; }
+bool srv_config_row_runtime(int row) { return rows[row].flags & RELOAD; }
+bool srv_config_row_hidden(int row) { return rows[row].flags & HIDDEN; }
 const char *srv_config_row_flag(int row) { return rows[row].flag; }
 
 const char *srv_config_row_name(int row)
@@ -234,33 +290,6 @@ static int parse_bool(const char *s, bool *ret)
     return -EINVAL;
 }
 
-/* Parse one size against the row's bounds; err gets the reason only. */
-static int parse_bounded_size(const cfg_row *r, const char *s, uint64_t *ret,
-                              char *err, size_t errlen)
-{
-    uint64_t v;
-    int rc = ho_size_parse(s, &v);
-    if (rc == -ERANGE) {
-        return ho_errf(err, errlen, HO_E_BAD_CONFIG, "'%s' is too large", s);
-    }
-    if (rc < 0) {
-        return ho_errf(err, errlen, HO_E_BAD_CONFIG,
-             "'%s' is not a size (a number with an optional K, M, G, T or P "
-             "suffix)", s);
-    }
-    char b[80];
-    if (v < (uint64_t)r->min) {
-        bound_text(r->type, r->min, b, sizeof(b));
-        return ho_errf(err, errlen, HO_E_BAD_CONFIG, "'%s' is below the minimum %s", s, b);
-    }
-    if (v > (uint64_t)r->max) {
-        bound_text(r->type, r->max, b, sizeof(b));
-        return ho_errf(err, errlen, HO_E_BAD_CONFIG, "'%s' is above the maximum %s", s, b);
-    }
-    *ret = v;
-    return 0;
-}
-
 static void trim(char **s)
 {
     char *p = *s;
@@ -313,204 +342,330 @@ static int split_list(const char *s, char **items, uint32_t max,
     return 0;
 }
 
-/* Set row r of c from text; on failure err gets the reason (no place). */
-static int set_row(srv_config *c, const cfg_row *r, const char *value,
-                   char *err, size_t errlen)
-{
-    char *field = (char *)c + r->off;
-    char b[80];
-    int rc;
+/* ------------------------------------------------------------ setting a row
+ *
+ * set_row runs three steps on the text of a value:
+ *   parse_value  the syntax of the row's type: a number, a size, a boolean,
+ *                an octal mode, a level name, a comma list (the items of a
+ *                size list are each read and bound-checked in turn, so the
+ *                first bad item is the one named);
+ *   check_value  the row's bounds: numeric range, string length and
+ *                characters, number of list items, path and name rules;
+ *   apply_value  write the field (strings and paths are copied).
+ * A failure at any step leaves the setting unchanged; err gets the reason
+ * without the place (the callers add "FILE:LINE: " or "--flag: "). */
 
-    switch (r->type) {
-    case T_SIZE: {
-        uint64_t v;
-        rc = parse_bounded_size(r, value, &v, err, errlen);
+/* A value between the steps. */
+typedef struct cfg_value {
+    int64_t num;                   /* U32, I32, BOOL (0/1), MODE, LEVEL */
+    uint64_t size;                 /* SIZE */
+    uint32_t n;                    /* lists: items */
+    char *items[SRV_MAX_DEVICES];  /* lists: into copy */
+    uint64_t sizes[SRV_MAX_DEVICES]; /* SIZELIST */
+    char *copy;                    /* lists: the split text, owned */
+} cfg_value;
+
+/* "'text' is below the minimum B" / "... above the maximum B". */
+static int out_of_bounds(const cfg_row *r, const char *text, bool below,
+                         char *err, size_t errlen)
+{
+    char b[80];
+    bound_text(r->type, below ? r->min : r->max, b, sizeof(b));
+    return ho_errf(err, errlen, HO_E_BAD_CONFIG, "'%s' is %s the %s %s", text,
+                   below ? "below" : "above", below ? "minimum" : "maximum",
+                   b);
+}
+
+static int parse_size_text(const char *s, uint64_t *ret_v, char *err,
+                           size_t errlen)
+{
+    int rc = ho_size_parse(s, ret_v);
+    if (rc == -ERANGE)
+        return ho_errf(err, errlen, HO_E_BAD_CONFIG, "'%s' is too large", s);
+    if (rc < 0)
+        return ho_errf(err, errlen, HO_E_BAD_CONFIG,
+                       "'%s' is not a size (a number with an optional K, M, "
+                       "G, T or P suffix)", s);
+    return 0;
+}
+
+static int check_size(const cfg_row *r, const char *s, uint64_t v, char *err,
+                      size_t errlen)
+{
+    if (v < (uint64_t)r->min)
+        return out_of_bounds(r, s, true, err, errlen);
+    if (v > (uint64_t)r->max)
+        return out_of_bounds(r, s, false, err, errlen);
+    return 0;
+}
+
+static int parse_integer(const cfg_row *r, const char *s, int64_t *ret_v,
+                         char *err, size_t errlen)
+{
+    int64_t v = 0;
+    int rc;
+    if (r->type == T_U32) {
+        uint64_t u = 0;
+        rc = parse_uint(s, &u);
+        v = rc == 0 && u > INT64_MAX ? INT64_MAX : (int64_t)u;
+    } else {
+        rc = parse_int(s, &v);
+    }
+    if (rc == -ERANGE)
+        return ho_errf(err, errlen, HO_E_BAD_CONFIG,
+                       "'%s' is out of range (%lld..%lld)", s,
+                       (long long)r->min, (long long)r->max);
+    if (rc < 0)
+        return ho_errf(err, errlen, HO_E_BAD_CONFIG, "'%s' is not %s", s,
+                       r->type == T_U32 ? "a non-negative integer"
+                                        : "an integer");
+    *ret_v = v;
+    return 0;
+}
+
+static int parse_mode(const char *s, int64_t *ret_v, char *err,
+                      size_t errlen)
+{
+    char *end = NULL;
+    unsigned long v = 0;
+    errno = 0;
+    if (isdigit((unsigned char)*s))
+        v = strtoul(s, &end, 8);
+    if (!end || *end || errno)
+        return ho_errf(err, errlen, HO_E_BAD_CONFIG,
+                       "'%s' is not an octal mode such as 0660", s);
+    *ret_v = (int64_t)v;
+    return 0;
+}
+
+/* Split a list and, for a size list, read and bound-check its items. */
+static int parse_list(const cfg_row *r, const char *s, cfg_value *v,
+                      char *err, size_t errlen)
+{
+    uint32_t max = (uint32_t)(r->type == T_PATHLIST ? r->max
+                                                    : SRV_MAX_DEVICES);
+    int rc = split_list(s, v->items, max, &v->n, &v->copy, err, errlen);
+    if (rc < 0 || r->type != T_SIZELIST)
+        return rc;
+    if (v->n == 0)
+        return ho_errf(err, errlen, HO_E_BAD_CONFIG,
+                       "at least one size is required");
+    for (uint32_t i = 0; i < v->n; i++) {
+        rc = parse_size_text(v->items[i], &v->sizes[i], err, errlen);
+        if (rc == 0)
+            rc = check_size(r, v->items[i], v->sizes[i], err, errlen);
         if (rc < 0)
             return rc;
-        *(uint64_t *)(void *)field = v;
-        return 0;
     }
+    return 0;
+}
+
+static int parse_value(const cfg_row *r, const char *s, cfg_value *v,
+                       char *err, size_t errlen)
+{
+    switch (r->type) {
+    case T_SIZE:
+        return parse_size_text(s, &v->size, err, errlen);
     case T_U32:
-    case T_I32: {
-        int64_t v;
-        if (r->type == T_U32) {
-            uint64_t u;
-            rc = parse_uint(value, &u);
-            v = rc == 0 && u > INT64_MAX ? INT64_MAX : (int64_t)u;
-        } else {
-            rc = parse_int(value, &v);
-        }
-        if (rc == -ERANGE) {
-            return ho_errf(err, errlen, HO_E_BAD_CONFIG, "'%s' is out of range (%lld..%lld)", value,
-                 (long long)r->min, (long long)r->max);
-        }
-        if (rc < 0) {
-            return ho_errf(err, errlen, HO_E_BAD_CONFIG, "'%s' is not %s", value,
-                 r->type == T_U32 ? "a non-negative integer" : "an integer");
-        }
-        if (v < r->min) {
-            bound_text(r->type, r->min, b, sizeof(b));
-            return ho_errf(err, errlen, HO_E_BAD_CONFIG, "'%s' is below the minimum %s", value, b);
-        }
-        if (v > r->max) {
-            bound_text(r->type, r->max, b, sizeof(b));
-            return ho_errf(err, errlen, HO_E_BAD_CONFIG, "'%s' is above the maximum %s", value, b);
-        }
-        if (r->type == T_U32)
-            *(uint32_t *)(void *)field = (uint32_t)v;
-        else
-            *(int32_t *)(void *)field = (int32_t)v;
-        return 0;
-    }
+    case T_I32:
+        return parse_integer(r, s, &v->num, err, errlen);
     case T_BOOL: {
-        bool v;
-        if (parse_bool(value, &v) < 0) {
-            return ho_errf(err, errlen, HO_E_BAD_CONFIG, "'%s' is not a boolean (yes/no, true/false, "
-                 "on/off, 1/0)", value);
-        }
-        *(bool *)field = v;
+        bool b;
+        if (parse_bool(s, &b) < 0)
+            return ho_errf(err, errlen, HO_E_BAD_CONFIG,
+                           "'%s' is not a boolean (yes/no, true/false, "
+                           "on/off, 1/0)", s);
+        v->num = b;
         return 0;
     }
-    case T_MODE: {
-        char *end;
-        errno = 0;
-        if (!*value || !isdigit((unsigned char)*value)) {
-            return ho_errf(err, errlen, HO_E_BAD_CONFIG, "'%s' is not an octal mode such as 0660",
-                 value);
-        }
-        unsigned long v = strtoul(value, &end, 8);
-        if (*end || errno) {
-            return ho_errf(err, errlen, HO_E_BAD_CONFIG, "'%s' is not an octal mode such as 0660",
-                 value);
-        }
-        if (v > (unsigned long)r->max) {
-            return ho_errf(err, errlen, HO_E_BAD_CONFIG, "'%s' is above the maximum 0777", value);
-        }
-        *(uint32_t *)(void *)field = (uint32_t)v;
-        return 0;
-    }
+    case T_MODE:
+        return parse_mode(s, &v->num, err, errlen);
     case T_LEVEL: {
         int lv;
-        if (srv_log_level_parse(value, &lv) < 0) {
-            return ho_errf(err, errlen, HO_E_BAD_CONFIG, "'%s' is not a log level (error, warning, "
-                 "notice, info, debug)", value);
-        }
-        *(int *)(void *)field = lv;
+        if (srv_log_level_parse(s, &lv) < 0)
+            return ho_errf(err, errlen, HO_E_BAD_CONFIG,
+                           "'%s' is not a log level (error, warning, notice, "
+                           "info, debug)", s);
+        v->num = lv;
         return 0;
     }
-    case T_STR: {
-        size_t n = strlen(value);
-        if ((int64_t)n < r->min) {
-            return ho_errf(err, errlen, HO_E_BAD_CONFIG, "an empty value is not allowed");
-        }
-        if ((int64_t)n > r->max) {
-            return ho_errf(err, errlen, HO_E_BAD_CONFIG, "'%.40s...' is %zu bytes, above the maximum "
-                 "%lld", value, n, (long long)r->max);
-        }
-        for (size_t i = 0; i < n; i++)
-            if (iscntrl((unsigned char)value[i])) {
-                return ho_errf(err, errlen, HO_E_BAD_CONFIG, "control characters are not allowed");
-            }
-        char *s = strdup(value);
-        if (!s)
-            return -ENOMEM;
-        char **slot = (char **)(void *)field;
-        free(*slot);
-        *slot = s;
-        return 0;
-    }
+    case T_STR:
+        return 0;   /* the text itself */
     case T_PATHLIST:
     case T_SIZELIST:
+    case T_NAMELIST:
+        return parse_list(r, s, v, err, errlen);
+    }
+    return HO_E_INTERNAL;
+}
+
+static int check_string(const cfg_row *r, const char *s, char *err,
+                        size_t errlen)
+{
+    size_t n = strlen(s);
+    if ((int64_t)n < r->min)
+        return ho_errf(err, errlen, HO_E_BAD_CONFIG,
+                       "an empty value is not allowed");
+    if ((int64_t)n > r->max)
+        return ho_errf(err, errlen, HO_E_BAD_CONFIG,
+                       "'%.40s...' is %zu bytes, above the maximum %lld", s,
+                       n, (long long)r->max);
+    for (size_t i = 0; i < n; i++)
+        if (iscntrl((unsigned char)s[i]))
+            return ho_errf(err, errlen, HO_E_BAD_CONFIG,
+                           "control characters are not allowed");
+    return 0;
+}
+
+static int check_paths(const cfg_row *r, const cfg_value *v, char *err,
+                       size_t errlen)
+{
+    if (v->n < (uint32_t)r->min)
+        return ho_errf(err, errlen, HO_E_BAD_CONFIG,
+                       "at least %lld path is required", (long long)r->min);
+    for (uint32_t i = 0; i < v->n; i++)
+        if (strlen(v->items[i]) > PATH_MAX - 64)
+            return ho_errf(err, errlen, HO_E_BAD_CONFIG,
+                           "path %u is longer than %d bytes", i,
+                           PATH_MAX - 64);
+    return 0;
+}
+
+static int check_names(const cfg_value *v, char *err, size_t errlen)
+{
+    for (uint32_t i = 0; i < v->n; i++) {
+        const char *name = v->items[i];
+        size_t len = strlen(name);
+        if (len >= SRV_DEVICE_NAME)
+            return ho_errf(err, errlen, HO_E_BAD_CONFIG,
+                           "name '%s' is longer than %d bytes", name,
+                           SRV_DEVICE_NAME - 1);
+        for (size_t k = 0; k < len; k++)
+            if (!isgraph((unsigned char)name[k]))
+                return ho_errf(err, errlen, HO_E_BAD_CONFIG,
+                               "name '%s' has a space or control character",
+                               name);
+    }
+    return 0;
+}
+
+static int check_value(const cfg_row *r, const char *s, const cfg_value *v,
+                       char *err, size_t errlen)
+{
+    switch (r->type) {
+    case T_SIZE:
+        return check_size(r, s, v->size, err, errlen);
+    case T_U32:
+    case T_I32:
+        if (v->num < r->min)
+            return out_of_bounds(r, s, true, err, errlen);
+        if (v->num > r->max)
+            return out_of_bounds(r, s, false, err, errlen);
+        return 0;
+    case T_MODE:
+        if (v->num > r->max)
+            return ho_errf(err, errlen, HO_E_BAD_CONFIG,
+                           "'%s' is above the maximum 0777", s);
+        return 0;
+    case T_STR:
+        return check_string(r, s, err, errlen);
+    case T_PATHLIST:
+        return check_paths(r, v, err, errlen);
+    case T_NAMELIST:
+        return check_names(v, err, errlen);
+    case T_BOOL:
+    case T_LEVEL:
+    case T_SIZELIST:   /* items checked as they were read */
+        return 0;
+    }
+    return HO_E_INTERNAL;
+}
+
+/* Replace a string field by a copy of s.  0 or -ENOMEM (field unchanged). */
+static int apply_string(char **field, const char *s)
+{
+    char *copy = strdup(s);
+    if (!copy)
+        return -ENOMEM;
+    free(*field);
+    *field = copy;
+    return 0;
+}
+
+/* Replace the path list by copies of the items.  0 or -ENOMEM (unchanged). */
+static int apply_paths(char **slots, uint32_t *count, const cfg_value *v)
+{
+    char *paths[SRV_MAX_FLASH] = {0};
+    for (uint32_t i = 0; i < v->n; i++) {
+        paths[i] = strdup(v->items[i]);
+        if (!paths[i]) {
+            for (uint32_t k = 0; k < i; k++)
+                free(paths[k]);
+            return -ENOMEM;
+        }
+    }
+    for (uint32_t i = 0; i < SRV_MAX_FLASH; i++) {
+        free(slots[i]);
+        slots[i] = paths[i];
+    }
+    *count = v->n;
+    return 0;
+}
+
+static int apply_value(srv_config *c, const cfg_row *r, const char *s,
+                       const cfg_value *v)
+{
+    void *field = (char *)c + r->off;
+    uint32_t *count = (uint32_t *)(void *)((char *)c + r->count_off);
+    switch (r->type) {
+    case T_SIZE:
+        *(uint64_t *)field = v->size;
+        return 0;
+    case T_U32:
+    case T_MODE:
+        *(uint32_t *)field = (uint32_t)v->num;
+        return 0;
+    case T_I32:
+        *(int32_t *)field = (int32_t)v->num;
+        return 0;
+    case T_BOOL:
+        *(bool *)field = v->num != 0;
+        return 0;
+    case T_LEVEL:
+        *(int *)field = (int)v->num;
+        return 0;
+    case T_STR:
+        return apply_string((char **)field, s);
+    case T_PATHLIST:
+        return apply_paths((char **)field, count, v);
+    case T_SIZELIST:
+        memcpy(field, v->sizes, v->n * sizeof(uint64_t));
+        *count = v->n;
+        return 0;
     case T_NAMELIST: {
-        char *items[SRV_MAX_DEVICES];
-        uint32_t n, max = (uint32_t)(r->type == T_PATHLIST ? r->max
-                                                           : SRV_MAX_DEVICES);
-        char *copy = NULL;
-        rc = split_list(value, items, max, &n, &copy, err, errlen);
-        if (rc < 0)
-            return rc;
-        uint32_t *count = (uint32_t *)(void *)((char *)c + r->count_off);
-        if (r->type == T_PATHLIST) {
-            char *paths[SRV_MAX_FLASH] = {0};
-            if (n < (uint32_t)r->min) {
-                ho_errf(err, errlen, 0, "at least %lld path is required",
-                     (long long)r->min);
-                rc = HO_E_BAD_CONFIG;
-                goto list_out;
-            }
-            for (uint32_t i = 0; i < n; i++) {
-                if (strlen(items[i]) > PATH_MAX - 64) {
-                    ho_errf(err, errlen, 0, "path %u is longer than %d bytes", i,
-                         PATH_MAX - 64);
-                    rc = HO_E_BAD_CONFIG;
-                    goto paths_fail;
-                }
-                paths[i] = strdup(items[i]);
-                if (!paths[i]) {
-                    rc = -ENOMEM;
-                    goto paths_fail;
-                }
-            }
-            char **slots = (char **)(void *)field;
-            for (uint32_t i = 0; i < SRV_MAX_FLASH; i++) {
-                free(slots[i]);
-                slots[i] = paths[i];
-            }
-            *count = n;
-            rc = 0;
-            goto list_out;
-        paths_fail:
-            for (uint32_t i = 0; i < n; i++)
-                free(paths[i]);
-            goto list_out;
-        }
-        if (r->type == T_SIZELIST) {
-            uint64_t vals[SRV_MAX_DEVICES];
-            if (n == 0) {
-                ho_errf(err, errlen, 0, "at least one size is required");
-                rc = HO_E_BAD_CONFIG;
-                goto list_out;
-            }
-            for (uint32_t i = 0; i < n; i++) {
-                rc = parse_bounded_size(r, items[i], &vals[i], err, errlen);
-                if (rc < 0)
-                    goto list_out;
-            }
-            memcpy(field, vals, n * sizeof(uint64_t));
-            *count = n;
-            rc = 0;
-            goto list_out;
-        }
-        /* T_NAMELIST */
-        for (uint32_t i = 0; i < n; i++) {
-            size_t len = strlen(items[i]);
-            if (len >= SRV_DEVICE_NAME) {
-                ho_errf(err, errlen, 0, "name '%s' is longer than %d bytes",
-                     items[i], SRV_DEVICE_NAME - 1);
-                rc = HO_E_BAD_CONFIG;
-                goto list_out;
-            }
-            for (size_t k = 0; k < len; k++)
-                if (!isgraph((unsigned char)items[i][k])) {
-                    ho_errf(err, errlen, 0, "name '%s' has a space or control "
-                         "character", items[i]);
-                    rc = HO_E_BAD_CONFIG;
-                    goto list_out;
-                }
-        }
-        {
-            char(*names)[SRV_DEVICE_NAME] = (char(*)[SRV_DEVICE_NAME])(void *)field;
-            for (uint32_t i = 0; i < n; i++)
-                snprintf(names[i], SRV_DEVICE_NAME, "%s", items[i]);
-            *count = n;
-        }
-        rc = 0;
-    list_out:
-        free(copy);
-        return rc;
+        char(*names)[SRV_DEVICE_NAME] = field;
+        for (uint32_t i = 0; i < v->n; i++)
+            snprintf(names[i], SRV_DEVICE_NAME, "%s", v->items[i]);
+        *count = v->n;
+        return 0;
     }
     }
     return HO_E_INTERNAL;
+}
+
+/* Set row r of c from text (the three steps above). */
+static int set_row(srv_config *c, const cfg_row *r, const char *value,
+                   char *err, size_t errlen)
+{
+    cfg_value v;
+    memset(&v, 0, sizeof(v));
+    int rc = parse_value(r, value, &v, err, errlen);
+    if (rc == 0)
+        rc = check_value(r, value, &v, err, errlen);
+    if (rc == 0)
+        rc = apply_value(c, r, value, &v);
+    free(v.copy);
+    return rc;
 }
 
 void srv_config_format(const srv_config *c, int row, char *buf, size_t len)
@@ -1130,9 +1285,12 @@ void srv_config_write_help(const char *prog, FILE *out)
     for (int i = 0; i < N_ROWS; i++) {
         const cfg_row *r = &rows[i];
         char opt[64], bounds[160];
+        if (r->flags & HIDDEN)
+            continue;
         snprintf(opt, sizeof(opt), "--%s %s", r->flag, type_word(r->type));
         bounds_line(r, bounds, sizeof(bounds));
-        fprintf(out, "  %-34s %s%s\n", opt, r->runtime ? "* " : "  ", r->help);
+        fprintf(out, "  %-34s %s%s\n", opt, (r->flags & RELOAD) ? "* " : "  ",
+                r->help);
         fprintf(out, "  %-34s   [%s] %s, default '%s'%s%s\n", "", r->section,
                 r->key, r->def, bounds[0] ? ", " : "", bounds);
     }
@@ -1146,17 +1304,20 @@ void srv_config_write_ini(const srv_config *c, bool commented, FILE *out)
                  "# Settings marked 'reload' are applied on SIGHUP, the "
                  "others need a restart.\n");
     for (int s = 0; s < N_SECTIONS; s++) {
-        fprintf(out, "\n[%s]\n", sections[s]);
+        bool header = false;
         for (int i = 0; i < N_ROWS; i++) {
             const cfg_row *r = &rows[i];
-            if (strcmp(r->section, sections[s]) != 0)
+            if (strcmp(r->section, sections[s]) != 0 || (r->flags & HIDDEN))
                 continue;
+            if (!header)
+                fprintf(out, "\n[%s]\n", sections[s]);
+            header = true;
             char bounds[160], val[SRV_MAX_FLASH * 256];
             bounds_line(r, bounds, sizeof(bounds));
             srv_config_format(c, i, val, sizeof(val));
             fprintf(out, "# %s.\n# flag --%s%s%s; %s\n", r->help, r->flag,
                     bounds[0] ? "; range " : "", bounds,
-                    r->runtime ? "reload" : "restart");
+                    (r->flags & RELOAD) ? "reload" : "restart");
             fprintf(out, "%s%s = %s\n", commented ? "#" : "", r->key, val);
         }
     }

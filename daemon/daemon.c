@@ -250,11 +250,6 @@ int srv_daemon_new(srv_config *cfg, const srv_cmdline *cl,
     d->on_works_drained = finish;
     d->flash_read_gbps = SRV_FLASH_READ_GBPS;
     d->flash_write_gbps = SRV_FLASH_WRITE_GBPS;
-    const char *via_fd = getenv("HO_SPILL_VIA_FD");
-    srv_move_spill_via_fd = via_fd && strcmp(via_fd, "1") == 0;
-    const char *parts = getenv("HO_MOVE_PARTS");
-    if (parts && atoi(parts) > 0 && atoi(parts) <= SRV_MOVE_PARTS_MAX)
-        srv_move_parts_max = (uint32_t)atoi(parts);
     srv_idmap_init(&d->conn_ids);
     srv_idmap_init(&d->extents);
     int rc = uv_loop_init(&d->loop);

@@ -66,9 +66,6 @@ struct srv_move {
     move_part parts[SRV_MOVE_PARTS_MAX];
 };
 
-bool srv_move_spill_via_fd = false;
-uint32_t srv_move_parts_max = 0;
-
 /* ------------------------------------------------------------ jobs */
 
 void srv_work_begin(srv_daemon *d)
@@ -273,8 +270,9 @@ static int start_phase(struct srv_move *m)
                                                   : SRV_MOVE_PARTS_MAX;
     if (m->a.parts_max && n > m->a.parts_max)
         n = m->a.parts_max;
-    if (srv_move_parts_max && n > srv_move_parts_max)
-        n = srv_move_parts_max;
+    uint32_t debug_max = m->d->cfg.debug_move_parts;
+    if (debug_max && n > debug_max)
+        n = debug_max;
     if (n == 0)
         n = 1;
     m->n_parts = n;
@@ -336,7 +334,7 @@ int srv_move_start(srv_daemon *d, const srv_move_args *args, srv_move_cb *cb,
     m->memfd = d->cfg.ddr_hugepages ? -1 : tier_arena_fd(m->arena);
     m->lock = args->kind == SRV_MOVE_FILL && m->memfd >= 0 &&
               tier_arena_locking(m->arena);
-    m->spill_fd = m->memfd >= 0 && srv_move_spill_via_fd;
+    m->spill_fd = m->memfd >= 0 && d->cfg.debug_spill_via_fd;
     m->phase = PHASE_MAIN;
     int rc = start_phase(m);
     if (rc < 0) {

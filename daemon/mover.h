@@ -59,14 +59,11 @@ typedef void srv_move_cb(srv_daemon *d, void *ctx, int rc, double io_us);
 
 /* Start a move.  It counts as a worker job (srv_work_begin) until cb has
  * run.  Returns 0, -EINVAL, -ENOMEM, HO_E_INTERNAL; on failure cb is not
- * called. */
+ * called.  Two hidden settings, for measurements, change how it runs:
+ * cfg.debug_spill_via_fd (spills write through the memfd with bounce
+ * buffers instead of O_DIRECT from the mapping) and cfg.debug_move_parts
+ * (fewer than SRV_MOVE_PARTS_MAX parts). */
 int srv_move_start(srv_daemon *d, const srv_move_args *args, srv_move_cb *cb,
                    void *ctx);
-/* Spill through the memfd with bounce buffers instead of O_DIRECT from the
- * mapping (set once at startup; HO_SPILL_VIA_FD=1, for measurements). */
-extern bool srv_move_spill_via_fd;
-/* Lower SRV_MOVE_PARTS_MAX (0: no override; HO_MOVE_PARTS=N at startup,
- * for measurements). */
-extern uint32_t srv_move_parts_max;
 
 #endif
