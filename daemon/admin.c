@@ -254,7 +254,8 @@ void srv_handle_quota(srv_daemon *d, srv_conn *c, uint64_t rid,
     if (in->kind == HYPEROFFLOAD__QUOTA_SUBJECT_KIND__QUOTA_SUBJECT_UID) {
         e.kind = SRV_SUBJECT_UID;
         e.uid = in->uid;
-    } else if (in->kind == HYPEROFFLOAD__QUOTA_SUBJECT_KIND__QUOTA_SUBJECT_JOB) {
+    } else if (in->kind ==
+               HYPEROFFLOAD__QUOTA_SUBJECT_KIND__QUOTA_SUBJECT_JOB) {
         e.kind = SRV_SUBJECT_JOB;
         const char *job = in->job ? in->job : "";
         if (!srv_quota_job_valid(job)) {

@@ -240,7 +240,7 @@ static void bound_text(cfg_type t, int64_t v, char *buf, size_t len)
 
 /* ------------------------------------------------------------------ values */
 
-static int parse_uint(const char *s, uint64_t *ret)
+static int parse_uint(const char *s, uint64_t *ret_v)
 {
     if (!isdigit((unsigned char)*s))
         return -EINVAL;
@@ -251,11 +251,11 @@ static int parse_uint(const char *s, uint64_t *ret)
         return -ERANGE;
     if (*end)
         return -EINVAL;
-    *ret = v;
+    *ret_v = v;
     return 0;
 }
 
-static int parse_int(const char *s, int64_t *ret)
+static int parse_int(const char *s, int64_t *ret_v)
 {
     const char *p = s;
     if (*p == '-' || *p == '+')
@@ -269,21 +269,21 @@ static int parse_int(const char *s, int64_t *ret)
         return -ERANGE;
     if (*end)
         return -EINVAL;
-    *ret = v;
+    *ret_v = v;
     return 0;
 }
 
-static int parse_bool(const char *s, bool *ret)
+static int parse_bool(const char *s, bool *ret_v)
 {
     static const char *const yes[] = {"yes", "true", "on", "1"};
     static const char *const no[] = {"no", "false", "off", "0"};
     for (int i = 0; i < 4; i++) {
         if (strcasecmp(s, yes[i]) == 0) {
-            *ret = true;
+            *ret_v = true;
             return 0;
         }
         if (strcasecmp(s, no[i]) == 0) {
-            *ret = false;
+            *ret_v = false;
             return 0;
         }
     }
@@ -326,8 +326,8 @@ static int split_list(const char *s, char **items, uint32_t max,
                 return HO_E_BAD_CONFIG;
             }
             if (n >= max) {
-                ho_errf(err, errlen, 0, "'%s' has more than the maximum %u items",
-                     s, max);
+                ho_errf(err, errlen, 0,
+                        "'%s' has more than the maximum %u items", s, max);
                 free(copy);
                 return HO_E_BAD_CONFIG;
             }
@@ -713,8 +713,9 @@ void srv_config_format(const srv_config *c, int row, char *buf, size_t len)
                 size_text(((const uint64_t *)(const void *)field)[i], item,
                           sizeof(item));
             else
-                snprintf(item, sizeof(item), "%s",
-                         ((const char(*)[SRV_DEVICE_NAME])(const void *)field)[i]);
+                snprintf(
+                    item, sizeof(item), "%s",
+                    ((const char(*)[SRV_DEVICE_NAME])(const void *)field)[i]);
             int w = snprintf(buf + off, len - off, "%s%s", i ? "," : "", item);
             if (w < 0)
                 break;
@@ -746,13 +747,12 @@ static bool known_section(const char *s)
 int srv_config_set(srv_config *c, const char *section, const char *key,
                    const char *value, char *err, size_t errlen)
 {
-    if (!known_section(section)) {
+    if (!known_section(section))
         return ho_errf(err, errlen, -ENOENT, "unknown section [%s]", section);
-    }
     int row = find_row(section, key);
-    if (row < 0) {
-        return ho_errf(err, errlen, -ENOENT, "unknown key '%s' in section [%s]", key, section);
-    }
+    if (row < 0)
+        return ho_errf(err, errlen, -ENOENT,
+                       "unknown key '%s' in section [%s]", key, section);
     char why[512];
     int rc = set_row(c, &rows[row], value, why, sizeof(why));
     if (rc < 0)
@@ -838,8 +838,8 @@ int srv_config_load_file(srv_config *c, const char *path, char *err,
             goto out;
         }
         if (n && buf[n - 1] != '\n' && !feof(f)) {
-            ho_errf(err, errlen, 0, "%s:%u: line is longer than %u bytes", path,
-                 lineno, SRV_MAX_CONFIG_LINE);
+            ho_errf(err, errlen, 0, "%s:%u: line is longer than %u bytes",
+                    path, lineno, SRV_MAX_CONFIG_LINE);
             rc = HO_E_BAD_CONFIG;
             goto out;
         }
@@ -873,8 +873,8 @@ int srv_config_load_file(srv_config *c, const char *path, char *err,
         }
         char *eq = strchr(p, '=');
         if (!eq) {
-            ho_errf(err, errlen, 0, "%s:%u: expected 'key = value', got '%s'", path,
-                 lineno, p);
+            ho_errf(err, errlen, 0, "%s:%u: expected 'key = value', got '%s'",
+                    path, lineno, p);
             rc = HO_E_BAD_CONFIG;
             goto out;
         }
@@ -888,8 +888,9 @@ int srv_config_load_file(srv_config *c, const char *path, char *err,
             if (tail)
                 trim(&tail);
             if (!close || (*tail && *tail != '#' && *tail != ';')) {
-                ho_errf(err, errlen, 0, "%s:%u: unterminated quoted value for '%s'",
-                     path, lineno, key);
+                ho_errf(err, errlen, 0,
+                        "%s:%u: unterminated quoted value for '%s'", path,
+                        lineno, key);
                 rc = HO_E_BAD_CONFIG;
                 goto out;
             }
@@ -906,21 +907,24 @@ int srv_config_load_file(srv_config *c, const char *path, char *err,
                 }
         }
         if (!*section) {
-            ho_errf(err, errlen, 0, "%s:%u: key '%s' is outside of any [section]",
-                 path, lineno, key);
+            ho_errf(err, errlen, 0,
+                    "%s:%u: key '%s' is outside of any [section]", path,
+                    lineno, key);
             rc = HO_E_BAD_CONFIG;
             goto out;
         }
         int row = find_row(section, key);
         if (row < 0) {
-            ho_errf(err, errlen, 0, "%s:%u: unknown key '%s' in section [%s]", path,
-                 lineno, key, section);
+            ho_errf(err, errlen, 0, "%s:%u: unknown key '%s' in section [%s]",
+                    path, lineno, key, section);
             rc = HO_E_BAD_CONFIG;
             goto out;
         }
         if (first_line[row]) {
-            ho_errf(err, errlen, 0, "%s:%u: [%s] %s is set twice (first at line "
-                 "%d)", path, lineno, section, key, first_line[row]);
+            ho_errf(err, errlen, 0,
+                    "%s:%u: [%s] %s is set twice (first at line "
+                    "%d)",
+                    path, lineno, section, key, first_line[row]);
             rc = HO_E_BAD_CONFIG;
             goto out;
         }
@@ -929,8 +933,8 @@ int srv_config_load_file(srv_config *c, const char *path, char *err,
         rc = set_row(c, &rows[row], value, why, sizeof(why));
         if (rc < 0) {
             if (rc != -ENOMEM) {
-                ho_errf(err, errlen, 0, "%s:%u: [%s] %s: %s", path, lineno, section,
-                     key, why);
+                ho_errf(err, errlen, 0, "%s:%u: [%s] %s: %s", path, lineno,
+                        section, key, why);
                 rc = HO_E_BAD_CONFIG;
             } else {
                 ho_errf(err, errlen, 0, "%s:%u: out of memory", path, lineno);
@@ -980,76 +984,89 @@ int srv_config_validate(const srv_config *c, char *err, size_t errlen)
     char a[64], b[64];
     if (c->ddr_alignment & (c->ddr_alignment - 1)) {
         size_text(c->ddr_alignment, a, sizeof(a));
-        return ho_errf(err, errlen, HO_E_BAD_CONFIG, "[ddr] alignment %s is not a power of two", a);
+        return ho_errf(err, errlen, HO_E_BAD_CONFIG,
+                       "[ddr] alignment %s is not a power of two", a);
     }
-    if (c->ddr_capacity < c->ddr_alignment) {
-        return ho_errf(err, errlen, HO_E_BAD_CONFIG, "[ddr] capacity is smaller than [ddr] alignment");
-    }
+    if (c->ddr_capacity < c->ddr_alignment)
+        return ho_errf(err, errlen, HO_E_BAD_CONFIG,
+                       "[ddr] capacity is smaller than [ddr] alignment");
     if (c->ddr_hugepages) {
         if (c->ddr_alignment < 2 * MiB) {
             size_text(c->ddr_alignment, a, sizeof(a));
-            return ho_errf(err, errlen, HO_E_BAD_CONFIG, "[ddr] hugepages = yes needs [ddr] alignment of "
-                 "at least 2M (it is %s)", a);
+            return ho_errf(err, errlen, HO_E_BAD_CONFIG,
+                           "[ddr] hugepages = yes needs [ddr] alignment of "
+                           "at least 2M (it is %s)",
+                           a);
         }
         if (c->ddr_capacity % (2 * MiB)) {
             size_text(c->ddr_capacity, a, sizeof(a));
-            return ho_errf(err, errlen, HO_E_BAD_CONFIG, "[ddr] hugepages = yes needs [ddr] capacity to "
-                 "be a multiple of 2M (it is %s)", a);
+            return ho_errf(err, errlen, HO_E_BAD_CONFIG,
+                           "[ddr] hugepages = yes needs [ddr] capacity to "
+                           "be a multiple of 2M (it is %s)",
+                           a);
         }
     }
     if (c->max_output < c->max_frame) {
         size_text(c->max_output, a, sizeof(a));
         size_text(c->max_frame, b, sizeof(b));
-        return ho_errf(err, errlen, HO_E_BAD_CONFIG, "[server] max_output %s is below [server] max_frame "
-             "%s", a, b);
+        return ho_errf(err, errlen, HO_E_BAD_CONFIG,
+                       "[server] max_output %s is below [server] max_frame "
+                       "%s",
+                       a, b);
     }
-    if (strlen(c->socket) >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
-        return ho_errf(err, errlen, HO_E_BAD_CONFIG, "[server] socket path is too long");
-    }
+    if (strlen(c->socket) >= sizeof(((struct sockaddr_un *)0)->sun_path))
+        return ho_errf(err, errlen, HO_E_BAD_CONFIG,
+                       "[server] socket path is too long");
     for (uint32_t i = 0; i < c->n_flash; i++)
         for (uint32_t j = i + 1; j < c->n_flash; j++)
-            if (strcmp(c->flash_paths[i], c->flash_paths[j]) == 0) {
-                return ho_errf(err, errlen, HO_E_BAD_CONFIG, "[flash] paths lists '%s' twice",
-                     c->flash_paths[i]);
-            }
-    if (c->n_hbm_capacity != 1 && c->n_hbm_capacity != c->n_devices) {
-        return ho_errf(err, errlen, HO_E_BAD_CONFIG, "[devices] hbm_capacity has %u values but [devices] "
-             "count is %u (give one value for all or one per device)",
-             c->n_hbm_capacity, c->n_devices);
-    }
-    if (c->n_hbm_reserve != 1 && c->n_hbm_reserve != c->n_devices) {
-        return ho_errf(err, errlen, HO_E_BAD_CONFIG, "[devices] hbm_reserve has %u values but [devices] "
-             "count is %u (give one value for all or one per device)",
-             c->n_hbm_reserve, c->n_devices);
-    }
-    if (c->n_device_names != 0 && c->n_device_names != c->n_devices) {
-        return ho_errf(err, errlen, HO_E_BAD_CONFIG, "[devices] names has %u names but [devices] count "
-             "is %u", c->n_device_names, c->n_devices);
-    }
+            if (strcmp(c->flash_paths[i], c->flash_paths[j]) == 0)
+                return ho_errf(err, errlen, HO_E_BAD_CONFIG,
+                               "[flash] paths lists '%s' twice",
+                               c->flash_paths[i]);
+    if (c->n_hbm_capacity != 1 && c->n_hbm_capacity != c->n_devices)
+        return ho_errf(
+            err, errlen, HO_E_BAD_CONFIG,
+            "[devices] hbm_capacity has %u values but [devices] "
+            "count is %u (give one value for all or one per device)",
+            c->n_hbm_capacity, c->n_devices);
+    if (c->n_hbm_reserve != 1 && c->n_hbm_reserve != c->n_devices)
+        return ho_errf(
+            err, errlen, HO_E_BAD_CONFIG,
+            "[devices] hbm_reserve has %u values but [devices] "
+            "count is %u (give one value for all or one per device)",
+            c->n_hbm_reserve, c->n_devices);
+    if (c->n_device_names != 0 && c->n_device_names != c->n_devices)
+        return ho_errf(err, errlen, HO_E_BAD_CONFIG,
+                       "[devices] names has %u names but [devices] count "
+                       "is %u",
+                       c->n_device_names, c->n_devices);
     for (uint32_t i = 0; i < c->n_devices; i++) {
         uint64_t cap = srv_config_hbm_capacity(c, i);
         uint64_t res = srv_config_hbm_reserve(c, i);
         if (res >= cap) {
             size_text(res, a, sizeof(a));
             size_text(cap, b, sizeof(b));
-            return ho_errf(err, errlen, HO_E_BAD_CONFIG, "[devices] hbm_reserve %s of device %u is not "
-                 "below its hbm_capacity %s", a, i, b);
+            return ho_errf(err, errlen, HO_E_BAD_CONFIG,
+                           "[devices] hbm_reserve %s of device %u is not "
+                           "below its hbm_capacity %s",
+                           a, i, b);
         }
         for (uint32_t j = i + 1; j < c->n_device_names; j++)
-            if (strcmp(c->device_names[i], c->device_names[j]) == 0) {
-                return ho_errf(err, errlen, HO_E_BAD_CONFIG, "[devices] names lists '%s' twice",
-                     c->device_names[i]);
-            }
+            if (strcmp(c->device_names[i], c->device_names[j]) == 0)
+                return ho_errf(err, errlen, HO_E_BAD_CONFIG,
+                               "[devices] names lists '%s' twice",
+                               c->device_names[i]);
     }
     bool known = false;
-    for (size_t i = 0; i < sizeof(planner_names) / sizeof(planner_names[0]); i++)
+    for (size_t i = 0; i < sizeof(planner_names) / sizeof(planner_names[0]);
+         i++)
         if (strcmp(c->planner, planner_names[i]) == 0)
             known = true;
-    if (!known) {
-        return ho_errf(err, errlen, HO_E_BAD_CONFIG, "[planning] planner '%s' is not one of hoplan, "
-             "none, seed-greedy, ms-distance, reactive-lru, oracle",
-             c->planner);
-    }
+    if (!known)
+        return ho_errf(err, errlen, HO_E_BAD_CONFIG,
+                       "[planning] planner '%s' is not one of hoplan, "
+                       "none, seed-greedy, ms-distance, reactive-lru, oracle",
+                       c->planner);
     return 0;
 }
 
@@ -1058,72 +1075,76 @@ int srv_config_validate(const srv_config *c, char *err, size_t errlen)
 static int find_flag(const char *name, size_t len)
 {
     for (int i = 0; i < N_ROWS; i++)
-        if (strlen(rows[i].flag) == len && strncmp(rows[i].flag, name, len) == 0)
+        if (strlen(rows[i].flag) == len &&
+            strncmp(rows[i].flag, name, len) == 0)
             return i;
     return -1;
 }
 
-int srv_cmdline_parse(int argc, char **argv, srv_cmdline *ret, char *err,
+int srv_cmdline_parse(int argc, char **argv, srv_cmdline *ret_cl, char *err,
                       size_t errlen)
 {
-    memset(ret, 0, sizeof(*ret));
+    srv_cmdline cl;
+    memset(&cl, 0, sizeof(cl));
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            ret->help = true;
+            cl.help = true;
             continue;
         }
         if (strcmp(a, "-V") == 0 || strcmp(a, "--version") == 0) {
-            ret->version = true;
+            cl.version = true;
             continue;
         }
         if (strcmp(a, "--check-config") == 0) {
-            ret->check_config = true;
+            cl.check_config = true;
             continue;
         }
         if (strcmp(a, "--print-config") == 0) {
-            ret->print_config = true;
+            cl.print_config = true;
             continue;
         }
-        if (strncmp(a, "--", 2) != 0 || !a[2]) {
-            return ho_errf(err, errlen, HO_E_BAD_CONFIG, "unexpected argument '%s' (see --help)", a);
-        }
+        if (strncmp(a, "--", 2) != 0 || !a[2])
+            return ho_errf(err, errlen, HO_E_BAD_CONFIG,
+                           "unexpected argument '%s' (see --help)", a);
         const char *name = a + 2;
         const char *eq = strchr(name, '=');
         size_t len = eq ? (size_t)(eq - name) : strlen(name);
         const char *value = eq ? eq + 1 : NULL;
         bool is_config = len == 6 && strncmp(name, "config", 6) == 0;
         int row = is_config ? -1 : find_flag(name, len);
-        if (!is_config && row < 0) {
-            return ho_errf(err, errlen, HO_E_BAD_CONFIG, "unknown option '--%.*s' (see --help)",
-                 (int)len, name);
-        }
+        if (!is_config && row < 0)
+            return ho_errf(err, errlen, HO_E_BAD_CONFIG,
+                           "unknown option '--%.*s' (see --help)", (int)len,
+                           name);
         if (!value) {
             bool is_bool = row >= 0 && rows[row].type == T_BOOL;
-            if (is_bool && (i + 1 >= argc || strncmp(argv[i + 1], "--", 2) == 0))
+            if (is_bool &&
+                (i + 1 >= argc || strncmp(argv[i + 1], "--", 2) == 0))
                 value = "yes";
             else if (i + 1 < argc)
                 value = argv[++i];
             else {
-                return ho_errf(err, errlen, HO_E_BAD_CONFIG, "option '%s' needs a value", a);
+                return ho_errf(err, errlen, HO_E_BAD_CONFIG,
+                               "option '%s' needs a value", a);
             }
         }
         if (is_config) {
-            if (!*value) {
-                return ho_errf(err, errlen, HO_E_BAD_CONFIG, "option '--config' needs a file name");
-            }
-            ret->config_path = value;
+            if (!*value)
+                return ho_errf(err, errlen, HO_E_BAD_CONFIG,
+                               "option '--config' needs a file name");
+            cl.config_path = value;
             continue;
         }
-        if (ret->n_settings >= (int)(sizeof(ret->settings) /
-                                     sizeof(ret->settings[0]))) {
+        if (cl.n_settings >= (int)(sizeof(cl.settings) /
+                                     sizeof(cl.settings[0])))
             return ho_errf(err, errlen, HO_E_BAD_CONFIG, "too many options");
-        }
-        ret->settings[ret->n_settings].row = row;
-        ret->settings[ret->n_settings].value = value;
-        ret->settings[ret->n_settings].flag = rows[row].flag;
-        ret->n_settings++;
+        cl.settings[cl.n_settings].row = row;
+        cl.settings[cl.n_settings].value = value;
+        cl.settings[cl.n_settings].flag = rows[row].flag;
+        cl.n_settings++;
     }
+    *ret_cl = cl;
     return 0;
 }
 
@@ -1140,10 +1161,11 @@ static int absolute_flash_paths(srv_config *c, char *err, size_t errlen)
         const char *p = c->flash_paths[i];
         if (p[0] == '/')
             continue;
-        if (!have_cwd && !getcwd(cwd, sizeof(cwd))) {
-            return ho_errf(err, errlen, HO_E_BAD_CONFIG, "[flash] path '%s' is relative and the working "
-                 "directory is unknown: %s", p, strerror(errno));
-        }
+        if (!have_cwd && !getcwd(cwd, sizeof(cwd)))
+            return ho_errf(err, errlen, HO_E_BAD_CONFIG,
+                           "[flash] path '%s' is relative and the working "
+                           "directory is unknown: %s",
+                           p, strerror(errno));
         have_cwd = true;
         while (p[0] == '.' && p[1] == '/') {
             p += 2;
@@ -1151,14 +1173,14 @@ static int absolute_flash_paths(srv_config *c, char *err, size_t errlen)
                 p++;
         }
         size_t need = strlen(cwd) + 1 + strlen(p) + 1;
-        if (need > PATH_MAX) {
-            return ho_errf(err, errlen, HO_E_BAD_CONFIG, "[flash] path '%s' is too long once made "
-                 "absolute", c->flash_paths[i]);
-        }
+        if (need > PATH_MAX)
+            return ho_errf(err, errlen, HO_E_BAD_CONFIG,
+                           "[flash] path '%s' is too long once made "
+                           "absolute",
+                           c->flash_paths[i]);
         char *abs = malloc(need);
-        if (!abs) {
+        if (!abs)
             return ho_errf(err, errlen, -ENOMEM, "out of memory");
-        }
         size_t cl = strlen(cwd), pl = strlen(p);
         memcpy(abs, cwd, cl);
         if (cl == 0 || cwd[cl - 1] != '/')
@@ -1170,14 +1192,13 @@ static int absolute_flash_paths(srv_config *c, char *err, size_t errlen)
     return 0;
 }
 
-int srv_config_build(const srv_cmdline *cl, srv_config *ret, char *err,
+int srv_config_build(const srv_cmdline *cl, srv_config *ret_cfg, char *err,
                      size_t errlen)
 {
     srv_config c;
     int rc = srv_config_init(&c);
-    if (rc < 0) {
+    if (rc < 0)
         return ho_errf(err, errlen, rc, "out of memory");
-    }
     if (cl->config_path) {
         rc = srv_config_load_file(&c, cl->config_path, err, errlen);
         if (rc < 0)
@@ -1204,7 +1225,7 @@ int srv_config_build(const srv_cmdline *cl, srv_config *ret, char *err,
     rc = srv_config_validate(&c, err, errlen);
     if (rc < 0)
         goto fail;
-    *ret = c;
+    *ret_cfg = c;
     return 0;
 fail:
     srv_config_done(&c);

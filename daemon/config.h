@@ -126,17 +126,17 @@ int srv_config_validate(const srv_config *c, char *err, size_t errlen);
  * "--flag VALUE" or "--flag=VALUE" (booleans also bare "--flag"), and
  * --config FILE, --check-config, --print-config, --help, --version.
  * Unknown flags, missing values and stray arguments are HO_E_BAD_CONFIG
- * with err.  Values are not parsed here (srv_config_build does). */
-int srv_cmdline_parse(int argc, char **argv, srv_cmdline *ret, char *err,
+ * with err (*ret_cl untouched).  Values are not parsed here
+ * (srv_config_build does). */
+int srv_cmdline_parse(int argc, char **argv, srv_cmdline *ret_cl, char *err,
                       size_t errlen);
 
 /* Build the effective config: defaults, then cl->config_path (if any),
  * then cl's settings; relative flash paths are made absolute (relative to
  * the working directory, leading "./" dropped); then srv_config_validate().
- * On success *ret is set
- * (release with srv_config_done) and 0 is returned; on failure *ret holds
- * nothing and err says why. */
-int srv_config_build(const srv_cmdline *cl, srv_config *ret, char *err,
+ * On success *ret_cfg is set (release with srv_config_done) and 0 is
+ * returned; on failure *ret_cfg is untouched and err says why. */
+int srv_config_build(const srv_cmdline *cl, srv_config *ret_cfg, char *err,
                      size_t errlen);
 
 /* Number of rows and their names ("ddr.capacity"). */

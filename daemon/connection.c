@@ -31,12 +31,17 @@ static void conn_flush(srv_conn *c);
 
 /* ------------------------------------------------------------ frames */
 
-static void frame_free(srv_out_frame *f)
+/* Free a frame, closing the descriptors it still owns.  Accepts NULL;
+ * returns NULL. */
+static srv_out_frame *frame_free(srv_out_frame *f)
 {
+    if (!f)
+        return NULL;
     for (int i = 0; i < f->n_fds; i++)
         close(f->fds[i]);
     free(f->buf);
     free(f);
+    return NULL;
 }
 
 static void on_close(uv_handle_t *h)

@@ -126,7 +126,8 @@ int srv_conn_send_fds(srv_conn *c, Hyperoffload__Envelope *env,
                       const int *fds, int n_fds);
 /* Error{code, message} reply with request_id (logged at debug). */
 void srv_reply_error(srv_conn *c, uint64_t request_id, int code,
-                     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+                     const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 void srv_reply_ok(srv_conn *c, uint64_t request_id);
 /* Push Event{kind, message} (request_id 0) to a READY connection. */
 void srv_conn_event(srv_conn *c, Hyperoffload__EventKind kind,

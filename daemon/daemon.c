@@ -270,8 +270,8 @@ int srv_daemon_new(srv_config *cfg, const srv_cmdline *cl,
     d->drain_timer.data = d->status_timer.data = d->watchdog_timer.data = d;
     d->start_ms = uv_now(&d->loop);
 
-    srv_info("hyperoffloadd %s starting (pid %d, config %s)", HO_VERSION_STRING,
-             (int)getpid(),
+    srv_info("hyperoffloadd %s starting (pid %d, config %s)",
+             HO_VERSION_STRING, (int)getpid(),
              d->cfg.config_path ? d->cfg.config_path : "embedded default");
     srv_server_resolve_admin_group(d);
 

@@ -25,7 +25,7 @@
 
 BODY_HANDLER(on_register, Hyperoffload__RegisterRequest, srv_handle_register)
 BODY_HANDLER(on_alloc, Hyperoffload__AllocRequest, srv_handle_alloc)
-BODY_HANDLER(on_free, Hyperoffload__FreeRequest, srv_handle_free)
+BODY_HANDLER(on_free, Hyperoffload__FreeRequest, srv_handle_free_request)
 BODY_HANDLER(on_move, Hyperoffload__MoveRequest, srv_handle_move)
 EMPTY_HANDLER(on_stats, srv_handle_stats)
 EMPTY_HANDLER(on_status, srv_handle_status)

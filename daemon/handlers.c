@@ -14,11 +14,11 @@
 void srv_handle_register(srv_daemon *d, srv_conn *c, uint64_t rid,
                          const Hyperoffload__RegisterRequest *req)
 {
-    srv_errbuf e;
+    char err[SRV_ERR_MAX];
     srv_session *s = NULL;
-    int rc = srv_session_register(d, c, req, &s, &e);
+    int rc = srv_session_register(d, c, req, &s, err, sizeof(err));
     if (rc < 0) {
-        srv_reply_error(c, rid, rc, "%s", e.msg);
+        srv_reply_error(c, rid, rc, "%s", err);
         return;
     }
     tier_ddr_stats st;
@@ -46,11 +46,11 @@ void srv_handle_register(srv_daemon *d, srv_conn *c, uint64_t rid,
 void srv_handle_alloc(srv_daemon *d, srv_conn *c, uint64_t rid,
                       const Hyperoffload__AllocRequest *req)
 {
-    srv_errbuf e;
+    char err[SRV_ERR_MAX];
     srv_extent *x = NULL;
-    int rc = srv_extent_alloc(d, c->session, req->bytes, &x, &e);
+    int rc = srv_extent_alloc(d, c->session, req->bytes, &x, err, sizeof(err));
     if (rc < 0) {
-        srv_reply_error(c, rid, rc, "%s", e.msg);
+        srv_reply_error(c, rid, rc, "%s", err);
         return;
     }
     Hyperoffload__Envelope env = HYPEROFFLOAD__ENVELOPE__INIT;
@@ -65,13 +65,14 @@ void srv_handle_alloc(srv_daemon *d, srv_conn *c, uint64_t rid,
     srv_conn_send(c, &env, -1);
 }
 
-void srv_handle_free(srv_daemon *d, srv_conn *c, uint64_t rid,
-                     const Hyperoffload__FreeRequest *req)
+void srv_handle_free_request(srv_daemon *d, srv_conn *c, uint64_t rid,
+                             const Hyperoffload__FreeRequest *req)
 {
-    srv_errbuf e;
-    int rc = srv_extent_free(d, c->session, req->extent_id, rid, &e);
+    char err[SRV_ERR_MAX];
+    int rc = srv_extent_free_by_id(d, c->session, req->extent_id, rid, err,
+                                   sizeof(err));
     if (rc < 0)
-        srv_reply_error(c, rid, rc, "%s", e.msg);
+        srv_reply_error(c, rid, rc, "%s", err);
     else if (rc == 0)
         srv_reply_ok(c, rid);
 }
@@ -79,11 +80,11 @@ void srv_handle_free(srv_daemon *d, srv_conn *c, uint64_t rid,
 void srv_handle_move(srv_daemon *d, srv_conn *c, uint64_t rid,
                      const Hyperoffload__MoveRequest *req)
 {
-    srv_errbuf e;
+    char err[SRV_ERR_MAX];
     int rc = srv_extent_move(d, c->session, req->extent_id,
-                             (int)req->direction, rid, &e);
+                             (int)req->direction, rid, err, sizeof(err));
     if (rc < 0)
-        srv_reply_error(c, rid, rc, "%s", e.msg);
+        srv_reply_error(c, rid, rc, "%s", err);
     /* else the reply comes when the I/O completes */
 }
 

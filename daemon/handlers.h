@@ -18,9 +18,9 @@ void srv_handle_register(srv_daemon *d, srv_conn *c, uint64_t rid,
                          const Hyperoffload__RegisterRequest *req);
 void srv_handle_alloc(srv_daemon *d, srv_conn *c, uint64_t rid,
                       const Hyperoffload__AllocRequest *req);
-/* The Ok reply may follow later (srv_extent_free returned 1). */
-void srv_handle_free(srv_daemon *d, srv_conn *c, uint64_t rid,
-                     const Hyperoffload__FreeRequest *req);
+/* The Ok reply may follow later (srv_extent_free_by_id returned 1). */
+void srv_handle_free_request(srv_daemon *d, srv_conn *c, uint64_t rid,
+                             const Hyperoffload__FreeRequest *req);
 /* The MoveReply follows when the I/O completes. */
 void srv_handle_move(srv_daemon *d, srv_conn *c, uint64_t rid,
                      const Hyperoffload__MoveRequest *req);

@@ -112,12 +112,12 @@ static int read_chunk(struct srv_move *m, uint64_t off, uint64_t foff,
 
 /* Part p's chunks: [first, end) of the move's chunks, contiguous. */
 static void part_chunks(const struct srv_move *m, const move_part *p,
-                        uint32_t *first, uint32_t *end)
+                        uint32_t *ret_first, uint32_t *ret_end)
 {
     uint32_t per = (m->n_chunks + m->n_parts - 1) / m->n_parts;
     uint64_t f = (uint64_t)p->index * per, e = f + per;
-    *first = f < m->n_chunks ? (uint32_t)f : m->n_chunks;
-    *end = e < m->n_chunks ? (uint32_t)e : m->n_chunks;
+    *ret_first = f < m->n_chunks ? (uint32_t)f : m->n_chunks;
+    *ret_end = e < m->n_chunks ? (uint32_t)e : m->n_chunks;
 }
 
 static void part_work(uv_work_t *req)

@@ -54,10 +54,14 @@ struct srv_planning {
     uint32_t queued, running;
 };
 
-static void entry_free(plan_entry *e)
+/* Accepts NULL; returns NULL. */
+static plan_entry *entry_free(plan_entry *e)
 {
+    if (!e)
+        return NULL;
     free(e->sched);
     free(e);
+    return NULL;
 }
 
 static void cache_unlink(srv_planning *p, plan_entry *e)
@@ -111,7 +115,7 @@ static plan_entry *cache_find(srv_planning *p, uint64_t hash, uint64_t budget,
 }
 
 int srv_planning_new(srv_daemon *d, srv_plan_answered_fn *answered,
-                     srv_planning **ret, char *err, size_t errlen)
+                     srv_planning **ret_p, char *err, size_t errlen)
 {
     srv_planning *p = calloc(1, sizeof(*p));
     if (!p) {
@@ -122,7 +126,7 @@ int srv_planning_new(srv_daemon *d, srv_plan_answered_fn *answered,
     p->answered = answered;
     p->max = d->cfg.plan_cache;
     srv_idmap_init(&p->inflight);
-    *ret = p;
+    *ret_p = p;
     return 0;
 }
 
@@ -216,14 +220,16 @@ static void plan_work(uv_work_t *req)
     if (rc == HO_E_INFEASIBLE) {
         r->rc = rc;
         snprintf(r->message, sizeof(r->message),
-                 "budget of %" PRIu64 " bytes is infeasible for %s: %.300s; the "
-                 "smallest feasible budget is %" PRIu64 " bytes", r->budget,
-                 r->planner, res.message[0] ? res.message : "over budget",
-                 res.min_budget);
+                 "budget of %" PRIu64
+                 " bytes is infeasible for %s: %.300s; the "
+                 "smallest feasible budget is %" PRIu64 " bytes",
+                 r->budget, r->planner,
+                 res.message[0] ? res.message : "over budget", res.min_budget);
     } else if (rc < 0) {
         r->rc = rc;
-        snprintf(r->message, sizeof(r->message), "planning with %s failed: %.300s",
-                 r->planner, res.message[0] ? res.message : ho_strerror(rc));
+        snprintf(r->message, sizeof(r->message),
+                 "planning with %s failed: %.300s", r->planner,
+                 res.message[0] ? res.message : ho_strerror(rc));
     } else {
         rc = plan_schedule_to_pb(s, &r->sched, &r->sched_len);
         if (rc < 0) {
@@ -381,7 +387,8 @@ void srv_handle_plan(srv_daemon *d, srv_conn *c, uint64_t rid,
                         "trace");
         return;
     }
-    if ((uintptr_t)srv_idmap_get(&p->inflight, s->id) >= SRV_PLAN_MAX_INFLIGHT) {
+    if ((uintptr_t)srv_idmap_get(&p->inflight, s->id) >=
+        SRV_PLAN_MAX_INFLIGHT) {
         srv_reply_error(c, rid, HO_E_BUSY, "session %" PRIu64 " already has "
                         "%d plans queued or running", s->id,
                         SRV_PLAN_MAX_INFLIGHT);

@@ -38,7 +38,7 @@ typedef void srv_plan_answered_fn(srv_daemon *d, srv_session *s,
 /* New planning state for d; `answered` is called for every successful
  * plan answered to a live session.  0 or -ENOMEM with err. */
 int srv_planning_new(srv_daemon *d, srv_plan_answered_fn *answered,
-                     srv_planning **ret, char *err, size_t errlen);
+                     srv_planning **ret_p, char *err, size_t errlen);
 /* Free the cache and the queued plans.  Accepts NULL; returns NULL. */
 srv_planning *srv_planning_free(srv_planning *p);
 /* Apply a new cache size (reload). */

@@ -30,11 +30,11 @@ const char *srv_tier_name(srv_tier t)
     return "?";
 }
 
-static int tier_parse(const char *s, srv_tier *ret)
+static int tier_parse(const char *s, srv_tier *ret_tier)
 {
     for (int t = SRV_TIER_DDR; t <= SRV_TIER_HBM; t++)
         if (strcmp(s, srv_tier_name((srv_tier)t)) == 0) {
-            *ret = (srv_tier)t;
+            *ret_tier = (srv_tier)t;
             return 0;
         }
     return -EINVAL;
@@ -105,9 +105,9 @@ static int save(const srv_quota *q, const srv_quota_entry *entries, size_t n,
 {
     char tmp[PATH_MAX];
     int rc = 0;
-    if (snprintf(tmp, sizeof(tmp), "%s.tmp", q->path) >= (int)sizeof(tmp)) {
-        return ho_errf(err, errlen, -ENAMETOOLONG, "%s: path too long", q->path);
-    }
+    if (snprintf(tmp, sizeof(tmp), "%s.tmp", q->path) >= (int)sizeof(tmp))
+        return ho_errf(err, errlen, -ENAMETOOLONG, "%s: path too long",
+                       q->path);
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
     if (fd < 0) {
         rc = -errno;
@@ -176,22 +176,22 @@ fail_file:
 
 static int check_entry(const srv_quota_entry *e, char *err, size_t errlen)
 {
-    if (e->kind != SRV_SUBJECT_UID && e->kind != SRV_SUBJECT_JOB) {
-        return ho_errf(err, errlen, -EINVAL, "quota subject kind %d is neither uid nor job",
-             (int)e->kind);
-    }
-    if (e->tier < SRV_TIER_DDR || e->tier > SRV_TIER_HBM) {
-        return ho_errf(err, errlen, -EINVAL, "quota tier %d is not DDR, FLASH or HBM",
-             (int)e->tier);
-    }
-    if (e->kind == SRV_SUBJECT_JOB && !srv_quota_job_valid(e->job)) {
-        return ho_errf(err, errlen, -EINVAL, "job name '%.40s' is not 1..%d printable "
-             "characters without spaces", e->job, SRV_JOB_MAX);
-    }
-    if (e->limit == 0) {
-        return ho_errf(err, errlen, HO_E_INVALID_SIZE, "a quota limit of 0 bytes is not allowed (clear "
-             "the quota to remove it)");
-    }
+    if (e->kind != SRV_SUBJECT_UID && e->kind != SRV_SUBJECT_JOB)
+        return ho_errf(err, errlen, -EINVAL,
+                       "quota subject kind %d is neither uid nor job",
+                       (int)e->kind);
+    if (e->tier < SRV_TIER_DDR || e->tier > SRV_TIER_HBM)
+        return ho_errf(err, errlen, -EINVAL,
+                       "quota tier %d is not DDR, FLASH or HBM", (int)e->tier);
+    if (e->kind == SRV_SUBJECT_JOB && !srv_quota_job_valid(e->job))
+        return ho_errf(err, errlen, -EINVAL,
+                       "job name '%.40s' is not 1..%d printable "
+                       "characters without spaces",
+                       e->job, SRV_JOB_MAX);
+    if (e->limit == 0)
+        return ho_errf(err, errlen, HO_E_INVALID_SIZE,
+                       "a quota limit of 0 bytes is not allowed (clear "
+                       "the quota to remove it)");
     return 0;
 }
 
@@ -202,14 +202,13 @@ int srv_quota_set(srv_quota *q, const srv_quota_entry *e, char *err,
     if (rc < 0)
         return rc;
     long i = find(q, e->kind, e->uid, e->job, e->tier);
-    if (i < 0 && q->n >= SRV_QUOTA_MAX_ENTRIES) {
-        return ho_errf(err, errlen, -E2BIG, "the quota store holds its maximum of %d entries",
-             SRV_QUOTA_MAX_ENTRIES);
-    }
+    if (i < 0 && q->n >= SRV_QUOTA_MAX_ENTRIES)
+        return ho_errf(err, errlen, -E2BIG,
+                       "the quota store holds its maximum of %d entries",
+                       SRV_QUOTA_MAX_ENTRIES);
     rc = reserve(q, q->n + 1);
-    if (rc < 0) {
+    if (rc < 0)
         return ho_errf(err, errlen, rc, "out of memory");
-    }
     /* Build the new state in place but write it before committing. */
     srv_quota_entry saved;
     size_t n = q->n;
@@ -279,8 +278,8 @@ static int load(srv_quota *q, char *err, size_t errlen)
         lineno++;
         size_t len = strlen(line);
         if (len && line[len - 1] != '\n' && !feof(f)) {
-            ho_errf(err, errlen, 0, "%s:%u: line longer than %zu bytes", q->path,
-                 lineno, sizeof(line) - 2);
+            ho_errf(err, errlen, 0, "%s:%u: line longer than %zu bytes",
+                    q->path, lineno, sizeof(line) - 2);
             rc = HO_E_BAD_CONFIG;
             break;
         }
@@ -337,7 +336,8 @@ static int load(srv_quota *q, char *err, size_t errlen)
             snprintf(why, sizeof(why), "more than %d entries",
                      SRV_QUOTA_MAX_ENTRIES);
         if (why[0]) {
-            ho_errf(err, errlen, 0, "%s:%u: %s: '%.80s'", q->path, lineno, why, p);
+            ho_errf(err, errlen, 0, "%s:%u: %s: '%.80s'", q->path, lineno, why,
+                    p);
             rc = HO_E_BAD_CONFIG;
             break;
         }
@@ -356,7 +356,7 @@ static int load(srv_quota *q, char *err, size_t errlen)
     return rc;
 }
 
-int srv_quota_open(const char *path, srv_quota **ret, char *err,
+int srv_quota_open(const char *path, srv_quota **ret_q, char *err,
                    size_t errlen)
 {
     srv_quota *q = calloc(1, sizeof(*q));
@@ -369,6 +369,6 @@ int srv_quota_open(const char *path, srv_quota **ret, char *err,
         srv_quota_free(q);
         return rc;
     }
-    *ret = q;
+    *ret_q = q;
     return 0;
 }

@@ -44,10 +44,10 @@ typedef struct srv_quota_entry {
 typedef struct srv_quota srv_quota;
 
 /* Open the store backed by `path`, loading it when it exists (a missing
- * file is an empty store).  On success *ret is owned by the caller
+ * file is an empty store).  On success *ret_q is owned by the caller
  * (srv_quota_free).  A malformed file is HO_E_BAD_CONFIG with
  * "PATH:LINE: ..." in err; -errno for I/O errors; -ENOMEM. */
-int srv_quota_open(const char *path, srv_quota **ret, char *err,
+int srv_quota_open(const char *path, srv_quota **ret_q, char *err,
                    size_t errlen);
 srv_quota *srv_quota_free(srv_quota *q);   /* accepts NULL; returns NULL */
 

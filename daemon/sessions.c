@@ -14,14 +14,7 @@
 
 #include "daemon/connection.h"
 #include "daemon/log.h"
-
-void srv_errf(srv_errbuf *e, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
-    va_end(ap);
-}
+#include "proto/errfmt.h"
 
 /* ------------------------------------------------------------ quotas */
 
@@ -41,7 +34,7 @@ uint64_t srv_subject_usage(srv_daemon *d, srv_subject_kind kind,
 }
 
 int srv_quota_check(srv_daemon *d, uint32_t uid, const char *job,
-                    srv_tier tier, uint64_t more, srv_errbuf *e)
+                    srv_tier tier, uint64_t more, char *err, size_t errlen)
 {
     for (int k = 0; k < 2; k++) {
         srv_subject_kind kind = k ? SRV_SUBJECT_JOB : SRV_SUBJECT_UID;
@@ -57,10 +50,12 @@ int srv_quota_check(srv_daemon *d, uint32_t uid, const char *job,
                 snprintf(who, sizeof(who), "uid %u", uid);
             else
                 snprintf(who, sizeof(who), "job %s", job);
-            srv_errf(e, "%s more of %s would exceed the %s quota of %s (limit "
-                 "%s, %s in use)", srv_sz(more, a), srv_tier_name(tier),
-                 srv_tier_name(tier), who, srv_sz(limit, b), srv_sz(used, c));
-            return HO_E_QUOTA;
+            return ho_errf(err, errlen, HO_E_QUOTA, "%s more of %s would "
+                           "exceed the %s quota of %s (limit %s, %s in use)",
+                           ho_size_format(more, a, sizeof(a)),
+                           srv_tier_name(tier), srv_tier_name(tier), who,
+                           ho_size_format(limit, b, sizeof(b)),
+                           ho_size_format(used, c, sizeof(c)));
         }
     }
     return 0;
@@ -84,21 +79,20 @@ void srv_arena_unref(srv_daemon *d, srv_arena_ref *r)
 }
 
 static int arena_get(srv_daemon *d, uint32_t uid, const char *job,
-                     uint64_t session_id, srv_arena_ref **ret, srv_errbuf *e)
+                     uint64_t session_id, srv_arena_ref **ret_ref, char *err,
+                     size_t errlen)
 {
     if (*job) {
         for (srv_arena_ref *r = d->arenas; r; r = r->next)
             if (r->uid == uid && strcmp(r->job, job) == 0) {
                 r->refs++;
-                *ret = r;
+                *ret_ref = r;
                 return 0;
             }
     }
     srv_arena_ref *r = calloc(1, sizeof(*r));
-    if (!r) {
-        srv_errf(e, "out of memory");
-        return -ENOMEM;
-    }
+    if (!r)
+        return ho_errf(err, errlen, -ENOMEM, "out of memory");
     char owner[SRV_JOB_MAX + 64], why[256] = "";
     if (*job)
         snprintf(owner, sizeof(owner), "uid %u job %s", uid, job);
@@ -107,8 +101,8 @@ static int arena_get(srv_daemon *d, uint32_t uid, const char *job,
     r->arena = tier_arena_new(d->ddr, owner, why, sizeof(why));
     if (!r->arena) {
         free(r);
-        srv_errf(e, "cannot create a DDR arena: %s", why[0] ? why : "failed");
-        return -ENOMEM;
+        return ho_errf(err, errlen, -ENOMEM, "cannot create a DDR arena: %s",
+                       why[0] ? why : "failed");
     }
     r->uid = uid;
     snprintf(r->job, sizeof(r->job), "%s", job);
@@ -119,7 +113,7 @@ static int arena_get(srv_daemon *d, uint32_t uid, const char *job,
     d->arenas = r;
     srv_debug("arena %" PRIu64 " created for %s", tier_arena_id(r->arena),
               owner);
-    *ret = r;
+    *ret_ref = r;
     return 0;
 }
 
@@ -140,67 +134,62 @@ static bool printable(const char *s, size_t max, bool allow_space)
 
 int srv_session_register(srv_daemon *d, srv_conn *c,
                          const Hyperoffload__RegisterRequest *req,
-                         srv_session **ret, srv_errbuf *e)
+                         srv_session **ret_s, char *err, size_t errlen)
 {
     char a[32], b[32];
     const char *job = req->job ? req->job : "";
     const char *name = req->client_name && *req->client_name
                            ? req->client_name : c->name;
-    if (c->session) {
-        srv_errf(e, "this connection already has session %" PRIu64,
-             c->session->id);
-        return HO_E_ALREADY;
-    }
-    if (*job && !srv_quota_job_valid(job)) {
-        srv_errf(e, "job name '%.40s' is not 1..%d printable characters without "
-             "spaces", job, SRV_JOB_MAX);
-        return -EINVAL;
-    }
-    if (!printable(name, SRV_MAX_NAME, true)) {
-        srv_errf(e, "client name is longer than %d bytes or has control "
-             "characters", SRV_MAX_NAME);
-        return -EINVAL;
-    }
+    if (c->session)
+        return ho_errf(err, errlen, HO_E_ALREADY,
+                       "this connection already has session %" PRIu64,
+                       c->session->id);
+    if (*job && !srv_quota_job_valid(job))
+        return ho_errf(err, errlen, -EINVAL, "job name '%.40s' is not 1..%d "
+                       "printable characters without spaces", job,
+                       SRV_JOB_MAX);
+    if (!printable(name, SRV_MAX_NAME, true))
+        return ho_errf(err, errlen, -EINVAL, "client name is longer than %d "
+                       "bytes or has control characters", SRV_MAX_NAME);
     uint32_t n_dev = tier_hbm_count(d->hbm);
-    if (req->device < -1 || (req->device >= 0 && (uint32_t)req->device >= n_dev)) {
+    if (req->device < -1 ||
+        (req->device >= 0 && (uint32_t)req->device >= n_dev)) {
         if (n_dev)
-            srv_errf(e, "device %d is not configured (devices 0..%u, or -1 for "
-                 "none)", req->device, n_dev - 1);
+            ho_errf(err, errlen, 0, "device %d is not configured (devices "
+                    "0..%u, or -1 for none)", req->device, n_dev - 1);
         else
-            srv_errf(e, "device %d is not configured (no devices; use -1)",
-                 req->device);
+            ho_errf(err, errlen, 0, "device %d is not configured (no devices; "
+                    "use -1)", req->device);
         return HO_E_UNKNOWN_DEVICE;
     }
-    if (req->device < 0 && req->hbm_budget) {
-        srv_errf(e, "an HBM budget of %s needs a device (device is -1)",
-             srv_sz(req->hbm_budget, a));
-        return HO_E_BUDGET;
-    }
+    if (req->device < 0 && req->hbm_budget)
+        return ho_errf(err, errlen, HO_E_BUDGET, "an HBM budget of %s needs a "
+                       "device (device is -1)",
+                       ho_size_format(req->hbm_budget, a, sizeof(a)));
     int rc;
     if (req->hbm_budget) {
         rc = srv_quota_check(d, (uint32_t)c->uid, job, SRV_TIER_HBM,
-                             req->hbm_budget, e);
+                             req->hbm_budget, err, errlen);
         if (rc < 0)
             return rc;
-        const tier_hbm_device *dev = tier_hbm_device_get(d->hbm,
-                                                         (uint32_t)req->device);
+        const tier_hbm_device *dev =
+            tier_hbm_device_get(d->hbm, (uint32_t)req->device);
         uint64_t granted = tier_hbm_granted(d->hbm, (uint32_t)req->device);
         uint64_t avail = dev->capacity - dev->reserve;
         uint64_t free_b = avail > granted ? avail - granted : 0;
-        if (req->hbm_budget > free_b) {
-            srv_errf(e, "HBM budget of %s (%" PRIu64 " bytes) exceeds the %s "
-                 "(%" PRIu64 " bytes) free on device %d (%s)",
-                 srv_sz(req->hbm_budget, a), req->hbm_budget, srv_sz(free_b, b),
-                 free_b, req->device, dev->name);
-            return HO_E_BUDGET;
-        }
+        if (req->hbm_budget > free_b)
+            return ho_errf(
+                err, errlen, HO_E_BUDGET,
+                "HBM budget of %s (%" PRIu64 " bytes) exceeds the %s "
+                "(%" PRIu64 " bytes) free on device %d (%s)",
+                ho_size_format(req->hbm_budget, a, sizeof(a)), req->hbm_budget,
+                ho_size_format(free_b, b, sizeof(b)), free_b, req->device,
+                dev->name);
     }
 
     srv_session *s = calloc(1, sizeof(*s));
-    if (!s) {
-        srv_errf(e, "out of memory");
-        return -ENOMEM;
-    }
+    if (!s)
+        return ho_errf(err, errlen, -ENOMEM, "out of memory");
     s->id = ++d->next_session_id;
     s->conn = c;
     snprintf(s->name, sizeof(s->name), "%s", name);
@@ -210,7 +199,7 @@ int srv_session_register(srv_daemon *d, srv_conn *c,
     s->pid = (uint32_t)c->pid;
     s->device = req->device;
     s->registered_ms = uv_now(&d->loop);
-    rc = arena_get(d, s->uid, job, s->id, &s->arena, e);
+    rc = arena_get(d, s->uid, job, s->id, &s->arena, err, errlen);
     if (rc < 0) {
         free(s);
         return rc;
@@ -219,8 +208,10 @@ int srv_session_register(srv_daemon *d, srv_conn *c,
         rc = tier_hbm_grant(d->hbm, (uint32_t)req->device, s->id,
                             req->hbm_budget);
         if (rc < 0) {
-            srv_errf(e, "HBM budget of %s cannot be granted on device %d: %s",
-                 srv_sz(req->hbm_budget, a), req->device, ho_strerror(rc));
+            ho_errf(err, errlen, 0, "HBM budget of %s cannot be granted on "
+                    "device %d: %s",
+                    ho_size_format(req->hbm_budget, a, sizeof(a)),
+                    req->device, ho_strerror(rc));
             srv_arena_unref(d, s->arena);
             free(s);
             return rc;
@@ -235,10 +226,11 @@ int srv_session_register(srv_daemon *d, srv_conn *c,
     d->n_sessions++;
     c->session = s;
     srv_info("session %" PRIu64 " registered: '%s' pid %u uid %u job '%s' "
-             "device %d hbm %s, arena %" PRIu64, s->id, s->name, s->pid,
-             s->uid, s->job, s->device, srv_sz(s->hbm_granted, a),
+             "device %d hbm %s, arena %" PRIu64,
+             s->id, s->name, s->pid, s->uid, s->job, s->device,
+             ho_size_format(s->hbm_granted, a, sizeof(a)),
              tier_arena_id(s->arena->arena));
-    *ret = s;
+    *ret_s = s;
     return 0;
 }
 
@@ -379,37 +371,34 @@ void srv_session_drop(srv_daemon *d, srv_session *s)
 /* ------------------------------------------------------------ extents */
 
 static int extent_alloc(srv_daemon *d, srv_session *s, uint64_t bytes,
-                        bool resident, bool staged, srv_extent **ret,
-                        srv_errbuf *e)
+                        bool resident, bool staged, srv_extent **ret_x,
+                        char *err, size_t errlen)
 {
     char a[32], b[32], c[32];
     uint64_t cap = d->cfg.ddr_capacity, align = d->cfg.ddr_alignment;
-    if (bytes == 0) {
-        srv_errf(e, "alloc of 0 bytes: the size must be positive");
-        return HO_E_INVALID_SIZE;
-    }
-    if (bytes > cap) {
-        srv_errf(e, "alloc of %s (%" PRIu64 " bytes) exceeds the DDR pool "
-             "capacity %s", srv_sz(bytes, a), bytes, srv_sz(cap, b));
-        return HO_E_TOO_LARGE;
-    }
-    if (s->usage.extents >= d->cfg.max_extents) {
-        srv_errf(e, "the session holds %" PRIu64 " extents, the limit "
-             "(max_extents_per_session %u)", s->usage.extents,
-             d->cfg.max_extents);
-        return HO_E_QUOTA;
-    }
+    if (bytes == 0)
+        return ho_errf(err, errlen, HO_E_INVALID_SIZE, "alloc of 0 bytes: the "
+                       "size must be positive");
+    if (bytes > cap)
+        return ho_errf(err, errlen, HO_E_TOO_LARGE,
+                       "alloc of %s (%" PRIu64 " bytes) exceeds the DDR pool "
+                       "capacity %s",
+                       ho_size_format(bytes, a, sizeof(a)), bytes,
+                       ho_size_format(cap, b, sizeof(b)));
+    if (s->usage.extents >= d->cfg.max_extents)
+        return ho_errf(err, errlen, HO_E_QUOTA,
+                       "the session holds %" PRIu64 " extents, the limit "
+                       "(max_extents_per_session %u)",
+                       s->usage.extents, d->cfg.max_extents);
     uint64_t len = (bytes + align - 1) & ~(align - 1);
     int rc = resident ? srv_quota_check(d, s->uid, s->job, SRV_TIER_DDR,
-                                        len, e)
+                                        len, err, errlen)
                       : 0;
     if (rc < 0)
         return rc;
     srv_extent *x = calloc(1, sizeof(*x));
-    if (!x) {
-        srv_errf(e, "out of memory");
-        return -ENOMEM;
-    }
+    if (!x)
+        return ho_errf(err, errlen, -ENOMEM, "out of memory");
     uint64_t off = 0, got = 0;
     if (resident && !staged) {
         rc = tier_arena_alloc(s->arena->arena, bytes, &off, &got);
@@ -430,24 +419,29 @@ static int extent_alloc(srv_daemon *d, srv_session *s, uint64_t bytes,
         tier_ddr_stats_get(d->ddr, &st);
         if (rc == HO_E_TIER_FULL && resident &&
             st.capacity - st.used < len)
-            srv_errf(e, "no room for %s in the DDR pool (%s free of %s, largest "
-                 "free block %s)", srv_sz(len, a),
-                 srv_sz(st.capacity - st.used, b), srv_sz(st.capacity, c),
-                 ho_size_format(st.largest_free, (char[32]){0}, 32));
+            ho_errf(err, errlen, 0, "no room for %s in the DDR pool (%s free "
+                    "of %s, largest free block %s)",
+                    ho_size_format(len, a, sizeof(a)),
+                    ho_size_format(st.capacity - st.used, b, sizeof(b)),
+                    ho_size_format(st.capacity, c, sizeof(c)),
+                    ho_size_format(st.largest_free, (char[32]){0}, 32));
         else if (rc == HO_E_TIER_FULL)
-            srv_errf(e, "no room for %s in the session's arena (its offset "
-                 "space of %s is taken)", srv_sz(len, a),
-                 srv_sz(tier_arena_map_size(s->arena->arena), b));
+            ho_errf(err, errlen, 0,
+                    "no room for %s in the session's arena "
+                    "(its offset space of %s is taken)",
+                    ho_size_format(len, a, sizeof(a)),
+                    ho_size_format(tier_arena_map_size(s->arena->arena), b,
+                                   sizeof(b)));
         else
-            srv_errf(e, "alloc of %s failed: %s", srv_sz(len, a), ho_strerror(rc));
+            ho_errf(err, errlen, 0, "alloc of %s failed: %s",
+                    ho_size_format(len, a, sizeof(a)), ho_strerror(rc));
         return rc;
     }
     x->id = ++d->next_extent_id;
     if (srv_idmap_put(&d->extents, x->id, x) < 0) {
         tier_arena_release(s->arena->arena, off, got);
         free(x);
-        srv_errf(e, "out of memory");
-        return -ENOMEM;
+        return ho_errf(err, errlen, -ENOMEM, "out of memory");
     }
     x->owner = s;
     x->arena = s->arena;
@@ -462,20 +456,21 @@ static int extent_alloc(srv_daemon *d, srv_session *s, uint64_t bytes,
     if (resident)
         s->usage.ddr += got;
     s->usage.extents++;
-    *ret = x;
+    *ret_x = x;
     return 0;
 }
 
 int srv_extent_alloc(srv_daemon *d, srv_session *s, uint64_t bytes,
-                     srv_extent **ret, srv_errbuf *e)
+                     srv_extent **ret_x, char *err, size_t errlen)
 {
-    return extent_alloc(d, s, bytes, true, false, ret, e);
+    return extent_alloc(d, s, bytes, true, false, ret_x, err, errlen);
 }
 
 int srv_extent_alloc_staged(srv_daemon *d, srv_session *s, uint64_t bytes,
-                            bool resident, srv_extent **ret, srv_errbuf *e)
+                            bool resident, srv_extent **ret_x, char *err,
+                            size_t errlen)
 {
-    return extent_alloc(d, s, bytes, resident, true, ret, e);
+    return extent_alloc(d, s, bytes, resident, true, ret_x, err, errlen);
 }
 
 void srv_extent_discard(srv_daemon *d, srv_session *s, srv_extent *x)
@@ -498,31 +493,33 @@ void srv_extent_discard(srv_daemon *d, srv_session *s, srv_extent *x)
 }
 
 static srv_extent *owned_extent(srv_daemon *d, srv_session *s, uint64_t id,
-                                srv_errbuf *e)
+                                char *err, size_t errlen)
 {
     srv_extent *x = srv_idmap_get(&d->extents, id);
     if (!x || x->owner != s) {
-        srv_errf(e, "extent %" PRIu64 " does not belong to this session", id);
+        ho_errf(err, errlen, 0, "extent %" PRIu64 " does not belong to this "
+                "session", id);
         return NULL;
     }
     return x;
 }
 
-int srv_extent_free(srv_daemon *d, srv_session *s, uint64_t id,
-                    uint64_t request_id, srv_errbuf *e)
+int srv_extent_free_by_id(srv_daemon *d, srv_session *s, uint64_t id,
+                          uint64_t request_id, char *err, size_t errlen)
 {
-    srv_extent *x = owned_extent(d, s, id, e);
+    srv_extent *x = owned_extent(d, s, id, err, errlen);
     if (!x)
         return HO_E_UNKNOWN_EXTENT;
     if (x->staged) {
-        srv_errf(e, "extent %" PRIu64 " is a host copy of the session's replay; "
-             "it is freed with the replay", id);
-        return HO_E_STATE;
+        return ho_errf(err, errlen, HO_E_STATE,
+                       "extent %" PRIu64
+                       " is a host copy of the session's replay; "
+                       "it is freed with the replay",
+                       id);
     }
-    if (x->state == SRV_EXT_SPILLING || x->state == SRV_EXT_FILLING) {
-        srv_errf(e, "extent %" PRIu64 " has a move in flight", id);
-        return HO_E_BUSY;
-    }
+    if (x->state == SRV_EXT_SPILLING || x->state == SRV_EXT_FILLING)
+        return ho_errf(err, errlen, HO_E_BUSY,
+                       "extent %" PRIu64 " has a move in flight", id);
     if (x->state == SRV_EXT_DDR)
         s->usage.ddr -= x->len;
     if (x->flash_held)
@@ -575,7 +572,7 @@ static void drop_flash(srv_daemon *d, srv_extent *x, srv_session *s)
         s->usage.flash -= x->len;
 }
 
-static void move_done(srv_daemon *d, void *ctx, int rc, double us)
+static void move_finished(srv_daemon *d, void *ctx, int rc, double us)
 {
     uint64_t t0 = now_us();
     move_job *j = ctx;
@@ -634,8 +631,9 @@ static void move_done(srv_daemon *d, void *ctx, int rc, double us)
     if (s && rc == 0) {
         char lenbuf[32];
         srv_debug("extent %" PRIu64 ": %s of %s done: %.1f ms of I/O "
-                  "(%.2f GB/s), %.1f ms in all, %.2f ms on the loop", x->id,
-                  spill ? "spill" : "fill", srv_sz(x->len, lenbuf), us / 1e3,
+                  "(%.2f GB/s), %.1f ms in all, %.2f ms on the loop",
+                  x->id, spill ? "spill" : "fill",
+                  ho_size_format(x->len, lenbuf, sizeof(lenbuf)), us / 1e3,
                   us > 0 ? (double)x->len / us / 1e3 : 0.0,
                   (double)(t0 - j->t_start) / 1e3,
                   (double)(now_us() - t0) / 1e3);
@@ -659,7 +657,7 @@ int srv_extent_start_move(srv_daemon *d, srv_extent *x, srv_move_kind kind,
     return rc;
 }
 
-int srv_flash_alloc(srv_daemon *d, srv_extent *x, srv_errbuf *e)
+int srv_flash_alloc(srv_daemon *d, srv_extent *x, char *err, size_t errlen)
 {
     char a[32], b[32], c[32];
     /* First flash file with room; TIER_FULL wins over TOO_LARGE. */
@@ -692,65 +690,69 @@ int srv_flash_alloc(srv_daemon *d, srv_extent *x, srv_errbuf *e)
                 largest = st.largest_free;
         }
         if (rc == HO_E_TOO_LARGE)
-            srv_errf(e, "spill of %s exceeds the capacity of every flash "
-                 "file", srv_sz(x->len, a));
+            ho_errf(err, errlen, 0, "spill of %s exceeds the capacity of "
+                    "every flash file", ho_size_format(x->len, a, sizeof(a)));
         else if (rc == HO_E_TIER_FULL)
-            srv_errf(e, "no room for %s on the flash tier (%s free of %s, "
-                 "largest free block %s)", srv_sz(x->len, a), srv_sz(free_b, b),
-                 srv_sz(capacity, c), ho_size_format(largest, (char[32]){0},
+            ho_errf(err, errlen, 0, "no room for %s on the flash tier (%s "
+                    "free of %s, largest free block %s)",
+                    ho_size_format(x->len, a, sizeof(a)),
+                    ho_size_format(free_b, b, sizeof(b)),
+                    ho_size_format(capacity, c, sizeof(c)),
+                    ho_size_format(largest, (char[32]){0},
                                                   32));
         else
-            srv_errf(e, "flash allocation failed: %s", ho_strerror(rc));
+            ho_errf(err, errlen, 0, "flash allocation failed: %s",
+                    ho_strerror(rc));
     }
     return rc;
 }
 
 int srv_extent_move(srv_daemon *d, srv_session *s, uint64_t id, int dir,
-                    uint64_t request_id, srv_errbuf *e)
+                    uint64_t request_id, char *err, size_t errlen)
 {
     char a[32], b[32], c[32];
     if (dir != HYPEROFFLOAD__MOVE_DIRECTION__MOVE_SPILL &&
-        dir != HYPEROFFLOAD__MOVE_DIRECTION__MOVE_FILL) {
-        srv_errf(e, "move direction %d is neither MOVE_SPILL (1) nor MOVE_FILL "
-             "(2)", dir);
-        return -EINVAL;
-    }
-    srv_extent *x = owned_extent(d, s, id, e);
+        dir != HYPEROFFLOAD__MOVE_DIRECTION__MOVE_FILL)
+        return ho_errf(err, errlen, -EINVAL, "move direction %d is neither "
+                       "MOVE_SPILL (1) nor MOVE_FILL (2)", dir);
+    srv_extent *x = owned_extent(d, s, id, err, errlen);
     if (!x)
         return HO_E_UNKNOWN_EXTENT;
     if (x->staged) {
-        srv_errf(e, "extent %" PRIu64 " is a host copy of the session's replay; "
-             "the daemon moves it", id);
-        return HO_E_STATE;
+        return ho_errf(err, errlen, HO_E_STATE,
+                       "extent %" PRIu64
+                       " is a host copy of the session's replay; "
+                       "the daemon moves it",
+                       id);
     }
-    if (x->state == SRV_EXT_SPILLING || x->state == SRV_EXT_FILLING) {
-        srv_errf(e, "extent %" PRIu64 " has a move in flight", id);
-        return HO_E_BUSY;
-    }
+    if (x->state == SRV_EXT_SPILLING || x->state == SRV_EXT_FILLING)
+        return ho_errf(err, errlen, HO_E_BUSY,
+                       "extent %" PRIu64 " has a move in flight", id);
     bool spill = dir == HYPEROFFLOAD__MOVE_DIRECTION__MOVE_SPILL;
     move_job *j = calloc(1, sizeof(*j));
-    if (!j) {
-        srv_errf(e, "out of memory");
-        return -ENOMEM;
-    }
+    if (!j)
+        return ho_errf(err, errlen, -ENOMEM, "out of memory");
     int rc;
     srv_move_kind kind;
     if (spill) {
         if (x->state != SRV_EXT_DDR) {
-            srv_errf(e, "extent %" PRIu64 " is on flash; only an extent in DDR "
-                 "can be spilled", id);
+            ho_errf(err, errlen, 0,
+                    "extent %" PRIu64 " is on flash; only an extent in DDR "
+                    "can be spilled",
+                    id);
             rc = HO_E_STATE;
             goto fail;
         }
         if (d->n_flash == 0) {
-            srv_errf(e, "no flash tier is configured");
+            ho_errf(err, errlen, 0, "no flash tier is configured");
             rc = HO_E_UNSUPPORTED;
             goto fail;
         }
-        rc = srv_quota_check(d, s->uid, s->job, SRV_TIER_FLASH, x->len, e);
+        rc = srv_quota_check(d, s->uid, s->job, SRV_TIER_FLASH, x->len, err,
+                             errlen);
         if (rc < 0)
             goto fail;
-        rc = srv_flash_alloc(d, x, e);
+        rc = srv_flash_alloc(d, x, err, errlen);
         if (rc < 0)
             goto fail;
         x->state = SRV_EXT_SPILLING;
@@ -758,12 +760,15 @@ int srv_extent_move(srv_daemon *d, srv_session *s, uint64_t id, int dir,
         kind = SRV_MOVE_SPILL;
     } else {
         if (x->state != SRV_EXT_FLASH) {
-            srv_errf(e, "extent %" PRIu64 " is in DDR; only a spilled extent can "
-                 "be filled", id);
+            ho_errf(err, errlen, 0,
+                    "extent %" PRIu64 " is in DDR; only a spilled extent can "
+                    "be filled",
+                    id);
             rc = HO_E_STATE;
             goto fail;
         }
-        rc = srv_quota_check(d, s->uid, s->job, SRV_TIER_DDR, x->len, e);
+        rc = srv_quota_check(d, s->uid, s->job, SRV_TIER_DDR, x->len, err,
+                             errlen);
         if (rc < 0)
             goto fail;
         /* Charge the pool now; the pages are written (and then locked)
@@ -779,12 +784,14 @@ int srv_extent_move(srv_daemon *d, srv_session *s, uint64_t id, int dir,
             tier_ddr_stats st;
             tier_ddr_stats_get(d->ddr, &st);
             if (rc == HO_E_TIER_FULL)
-                srv_errf(e, "no room to fill %s back into the DDR pool (%s free "
-                     "of %s)", srv_sz(x->len, a), srv_sz(st.capacity - st.used, b),
-                     srv_sz(st.capacity, c));
+                ho_errf(err, errlen, 0, "no room to fill %s back into the DDR "
+                        "pool (%s free of %s)",
+                        ho_size_format(x->len, a, sizeof(a)),
+                        ho_size_format(st.capacity - st.used, b, sizeof(b)),
+                        ho_size_format(st.capacity, c, sizeof(c)));
             else
-                srv_errf(e, "fill of %s failed: %s", srv_sz(x->len, a),
-                     ho_strerror(rc));
+                ho_errf(err, errlen, 0, "fill of %s failed: %s",
+                        ho_size_format(x->len, a, sizeof(a)), ho_strerror(rc));
             goto fail;
         }
         x->state = SRV_EXT_FILLING;
@@ -795,7 +802,7 @@ int srv_extent_move(srv_daemon *d, srv_session *s, uint64_t id, int dir,
     j->spill = spill;
     j->request_id = request_id;
     j->t_start = now_us();
-    rc = srv_extent_start_move(d, x, kind, move_done, j);
+    rc = srv_extent_start_move(d, x, kind, move_finished, j);
     if (rc < 0) {
         /* Cannot happen with valid arguments; undo. */
         if (spill) {
@@ -806,7 +813,7 @@ int srv_extent_move(srv_daemon *d, srv_session *s, uint64_t id, int dir,
             s->usage.ddr -= x->len;
             x->state = SRV_EXT_FLASH;
         }
-        srv_errf(e, "cannot start the move: %s", ho_strerror(rc));
+        ho_errf(err, errlen, 0, "cannot start the move: %s", ho_strerror(rc));
         rc = HO_E_INTERNAL;
         goto fail;
     }

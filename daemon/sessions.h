@@ -10,7 +10,7 @@
  * the index) and the move's completion frees it and its tier resources.
  *
  * Every function below that can fail returns 0 or the negative code of
- * docs/protocol.md and, on failure, one sentence in e->msg for the Error
+ * docs/protocol.md and, on failure, one sentence in err for the Error
  * reply; a failed call changes nothing.
  */
 #ifndef HO_DAEMON_SESSIONS_H
@@ -87,27 +87,15 @@ struct srv_session {
     srv_session *prev, *next;    /* d->sessions */
 };
 
-/* The failure sentence of a call below, for the Error reply. */
-typedef struct srv_errbuf {
-    char msg[512];
-} srv_errbuf;
-void srv_errf(srv_errbuf *e, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-/* A size for a message ("1.5 GiB"), in caller storage of 32 bytes. */
-static inline const char *srv_sz(uint64_t v, char buf[32])
-{
-    return ho_size_format(v, buf, 32);
-}
-
 /* ------------------------------------------------------------ quotas */
 
 /* Usage of a quota subject on a tier, summed over live sessions. */
 uint64_t srv_subject_usage(srv_daemon *d, srv_subject_kind kind,
                            uint32_t uid, const char *job, srv_tier tier);
 /* Check the quotas of uid and job for `more` bytes on tier.  0 or
- * HO_E_QUOTA with the message in e. */
+ * HO_E_QUOTA with the message in err. */
 int srv_quota_check(srv_daemon *d, uint32_t uid, const char *job,
-                    srv_tier tier, uint64_t more, srv_errbuf *e);
+                    srv_tier tier, uint64_t more, char *err, size_t errlen);
 
 /* ------------------------------------------------------------ sessions */
 
@@ -118,10 +106,10 @@ int srv_quota_check(srv_daemon *d, uint32_t uid, const char *job,
  * (HO_E_QUOTA) and the device's free HBM (HO_E_BUDGET); then takes the
  * arena (shared per (uid, non-empty job), else new; -ENOMEM) and the
  * grant.  The session is owned by c (c->session) and listed in
- * d->sessions; *ret points to it. */
+ * d->sessions; *ret_s points to it. */
 int srv_session_register(srv_daemon *d, srv_conn *c,
                          const Hyperoffload__RegisterRequest *req,
-                         srv_session **ret, srv_errbuf *e);
+                         srv_session **ret_s, char *err, size_t errlen);
 /* Drop a session at once (its connection is closing): d->on_session_drop
  * first (the replay lets go), then free its idle extents in DDR and
  * flash, orphan those with a move in flight (the move frees them when it
@@ -141,16 +129,17 @@ void srv_arena_unref(srv_daemon *d, srv_arena_ref *r);
 /* Allocate `bytes` (rounded up to the alignment) in the session's arena:
  * HO_E_INVALID_SIZE (0), HO_E_TOO_LARGE (> pool capacity), HO_E_QUOTA
  * (max_extents_per_session, or the DDR quota of uid/job), HO_E_TIER_FULL,
- * -ENOMEM.  The extent is owned by the session; *ret points to it. */
+ * -ENOMEM.  The extent is owned by the session; *ret_x points to it. */
 int srv_extent_alloc(srv_daemon *d, srv_session *s, uint64_t bytes,
-                     srv_extent **ret, srv_errbuf *e);
+                     srv_extent **ret_x, char *err, size_t errlen);
 /* As srv_extent_alloc for a replay's host copy (x->staged set, so Free
  * and Move requests refuse it): resident=true charges DDR (quota and pool
  * as srv_extent_alloc); resident=false only reserves the arena offsets
  * (state SRV_EXT_ABSENT: no DDR/flash usage, no quota check; the extent
  * count limit still applies).  Owned by the session like any extent. */
 int srv_extent_alloc_staged(srv_daemon *d, srv_session *s, uint64_t bytes,
-                            bool resident, srv_extent **ret, srv_errbuf *e);
+                            bool resident, srv_extent **ret_x, char *err,
+                            size_t errlen);
 /* Free an extent whose owner is gone (owner NULL, out of every list),
  * once its move has completed: its flash range (if held) and its arena
  * range (charged or evicted). */
@@ -165,8 +154,8 @@ void srv_extent_discard(srv_daemon *d, srv_session *s, srv_extent *x);
  * worker first: the Ok reply to `request_id` is then sent when that is
  * done, so a client that got its reply sees the extent gone from every
  * figure. */
-int srv_extent_free(srv_daemon *d, srv_session *s, uint64_t id,
-                    uint64_t request_id, srv_errbuf *e);
+int srv_extent_free_by_id(srv_daemon *d, srv_session *s, uint64_t id,
+                          uint64_t request_id, char *err, size_t errlen);
 /* Start a move of extent `id` (dir: HYPEROFFLOAD__MOVE_DIRECTION_*).  On
  * 0 the I/O runs on a worker and the MoveReply or Error (request_id) is
  * sent to the session's connection when it completes.  Errors now:
@@ -174,7 +163,7 @@ int srv_extent_free(srv_daemon *d, srv_session *s, uint64_t id,
  * of a flash extent, fill of a DDR one), HO_E_UNSUPPORTED (no flash),
  * HO_E_QUOTA, HO_E_TIER_FULL, HO_E_TOO_LARGE. */
 int srv_extent_move(srv_daemon *d, srv_session *s, uint64_t id, int dir,
-                    uint64_t request_id, srv_errbuf *e);
+                    uint64_t request_id, char *err, size_t errlen);
 /* Start a mover job (kind) over extent x's arena range and, unless kind is
  * SRV_MOVE_DROP, its flash range.  On 0 one more reference on x->arena is
  * held for the move: cb must drop it (srv_arena_unref, with the arena
@@ -186,7 +175,7 @@ int srv_extent_start_move(srv_daemon *d, srv_extent *x, srv_move_kind kind,
  * with room (x->flash_idx/off/len, flash_held set; usage is the caller's).
  * HO_E_TIER_FULL (some file would fit it but none has room now),
  * HO_E_TOO_LARGE (larger than every file), other tier codes; the message
- * in e. */
-int srv_flash_alloc(srv_daemon *d, srv_extent *x, srv_errbuf *e);
+ * in err. */
+int srv_flash_alloc(srv_daemon *d, srv_extent *x, char *err, size_t errlen);
 
 #endif

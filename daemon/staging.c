@@ -57,6 +57,7 @@
 #include "planner/plan.h"
 #include "planner/staging/stage_plan.h"
 #include "proto/control.h"
+#include "proto/errfmt.h"
 
 struct srv_plan_memo {
     uint32_t refs;           /* session + staging jobs */
@@ -167,8 +168,11 @@ void srv_stage_remember_plan(srv_daemon *d, srv_session *s,
 
 /* ------------------------------------------------------------ replay life */
 
-static void stage_free(srv_stage *st)
+/* Free the replay object and what it owns.  Accepts NULL; returns NULL. */
+static srv_stage *stage_free(srv_stage *st)
 {
+    if (!st)
+        return NULL;
     if (st->hdr)
         munmap(st->hdr, st->ctl_size);
     if (st->memfd >= 0)
@@ -179,9 +183,11 @@ static void stage_free(srv_stage *st)
     free(st->slots);
     free(st->work);
     free(st);
+    return NULL;
 }
 
-static void stage_maybe_free(srv_stage *st)
+/* Free the replay once no reference and no handle is left. */
+static void stage_release_if_idle(srv_stage *st)
 {
     if (st->refs == 0 && st->handles_open == 0)
         stage_free(st);
@@ -191,13 +197,13 @@ static void on_handle_closed(uv_handle_t *h)
 {
     srv_stage *st = h->data;
     st->handles_open--;
-    stage_maybe_free(st);
+    stage_release_if_idle(st);
 }
 
 static void stage_unref(srv_stage *st)
 {
     st->refs--;
-    stage_maybe_free(st);
+    stage_release_if_idle(st);
 }
 
 /* Stop watching the eventfd and forget the session (its host copies stay
@@ -310,17 +316,18 @@ static int flash_get(srv_stage *st, stage_slot *sl)
     srv_extent *x = sl->x;
     if (x->flash_held)
         return 0;
-    srv_errbuf e;
-    int rc = d->n_flash ? srv_quota_check(d, st->s->uid, st->s->job,
-                                          SRV_TIER_FLASH, x->len, &e)
-                        : HO_E_UNSUPPORTED;
+    char err[SRV_ERR_MAX];
+    int rc = d->n_flash
+                 ? srv_quota_check(d, st->s->uid, st->s->job, SRV_TIER_FLASH,
+                                   x->len, err, sizeof(err))
+                 : HO_E_UNSUPPORTED;
     if (rc == 0)
-        rc = srv_flash_alloc(d, x, &e);
+        rc = srv_flash_alloc(d, x, err, sizeof(err));
     if (rc < 0) {
         if (!st->warned_flash)
             srv_warn("session %" PRIu64 ": cannot stage a host copy of %"
                      PRIu64 " bytes to flash: %s", st->session_id, x->len,
-                     rc == HO_E_UNSUPPORTED ? "no flash tier" : e.msg);
+                     rc == HO_E_UNSUPPORTED ? "no flash tier" : err);
         st->warned_flash = true;
         return rc;
     }
@@ -362,7 +369,7 @@ static void work_push(srv_stage *st, uint32_t k)
 
 static void stage_process(srv_stage *st);
 
-static void mv_done(srv_daemon *d, void *ctx, int rc, double us)
+static void mv_finished(srv_daemon *d, void *ctx, int rc, double us)
 {
     stage_mv *mv = ctx;
     srv_stage *st = mv->st;
@@ -465,7 +472,7 @@ static int mv_start(srv_stage *st, uint32_t k, srv_move_kind kind,
     mv->kind = kind;
     mv->ver = ver;
     mv->to_absent = to_absent;
-    int rc = srv_extent_start_move(st->d, x, kind, mv_done, mv);
+    int rc = srv_extent_start_move(st->d, x, kind, mv_finished, mv);
     if (rc < 0) {
         free(mv);
         return rc;
@@ -875,10 +882,10 @@ static void stage_process(srv_stage *st)
             uint32_t k = st->work[i];
             stage_slot *sl = &st->slots[k];
             bool out_pass = !(sl->target_in && !sl->forced_out) && k != u;
-            bool done = false;
+            bool settled = false;
             if (pass == (out_pass ? 0 : 1))
-                done = reconcile(st, k, u);
-            if (done)
+                settled = reconcile(st, k, u);
+            if (settled)
                 sl->queued = false;
             else
                 st->work[keep++] = k;
@@ -934,29 +941,28 @@ static void needed_storages(const plan_trace *t, const plan_schedule *sc,
 static int check_slots(srv_daemon *d, srv_session *s,
                        const Hyperoffload__StageRequest *req,
                        const srv_plan_memo *m, stage_slot **ret_slots,
-                       uint64_t *ret_total, srv_errbuf *e)
+                       uint64_t *ret_total, char *err, size_t errlen)
 {
     const plan_trace *t = m->trace;
     size_t n = req->n_slots;
     uint64_t align = d->cfg.ddr_alignment;
-    if (n > HO_CTL_MAX_SLOTS || n > t->n_storages) {
-        srv_errf(e, "%zu slots: the plan's trace has %u storages (and a replay "
-             "at most %u slots)", n, t->n_storages, HO_CTL_MAX_SLOTS);
-        return -E2BIG;
-    }
+    if (n > HO_CTL_MAX_SLOTS || n > t->n_storages)
+        return ho_errf(err, errlen, -E2BIG, "%zu slots: the plan's trace has "
+                       "%u storages (and a replay at most %u slots)", n,
+                       t->n_storages, HO_CTL_MAX_SLOTS);
     uint64_t old = s->stage ? s->stage->n_slots : 0;
-    if (s->usage.extents - old + n > d->cfg.max_extents) {
-        srv_errf(e, "%zu host copies would take the session to %" PRIu64
-             " extents, above the limit (max_extents_per_session %u)", n,
-             s->usage.extents - old + n, d->cfg.max_extents);
-        return HO_E_QUOTA;
-    }
+    if (s->usage.extents - old + n > d->cfg.max_extents)
+        return ho_errf(
+            err, errlen, HO_E_QUOTA,
+            "%zu host copies would take the session to %" PRIu64
+            " extents, above the limit (max_extents_per_session %u)",
+            n, s->usage.extents - old + n, d->cfg.max_extents);
     uint8_t *needed = calloc(t->n_storages ? t->n_storages : 1, 1);
     uint8_t *seen = calloc(t->n_storages ? t->n_storages : 1, 1);
     stage_slot *slots = calloc(n ? n : 1, sizeof(*slots));
     int rc = 0;
     if (!needed || !seen || !slots) {
-        srv_errf(e, "out of memory");
+        ho_errf(err, errlen, 0, "out of memory");
         rc = -ENOMEM;
         goto fail;
     }
@@ -967,36 +973,43 @@ static int check_slots(srv_daemon *d, srv_session *s,
         uint64_t id = ss ? ss->storage_id : 0, bytes = ss ? ss->bytes : 0;
         uint32_t k = plan_trace_find(t, id);
         if (k == PLAN_NONE) {
-            srv_errf(e, "slots[%zu]: storage %" PRIu64 " is not in the plan's "
-                 "trace", i, id);
+            ho_errf(err, errlen, 0,
+                    "slots[%zu]: storage %" PRIu64 " is not in the plan's "
+                    "trace",
+                    i, id);
             rc = -ENOENT;
             goto fail;
         }
         if (!needed[k]) {
-            srv_errf(e, "slots[%zu]: storage %" PRIu64 " needs no host copy: the "
-                 "schedule never stores it and it does not start on host",
-                 i, id);
+            ho_errf(err, errlen, 0,
+                    "slots[%zu]: storage %" PRIu64 " needs no host copy: the "
+                    "schedule never stores it and it does not start on host",
+                    i, id);
             rc = -EINVAL;
             goto fail;
         }
         if (bytes != t->storages[k].bytes) {
-            srv_errf(e, "slots[%zu]: storage %" PRIu64 " has %" PRIu64 " bytes "
-                 "in the trace, the slot says %" PRIu64, i, id,
-                 t->storages[k].bytes, bytes);
+            ho_errf(err, errlen, 0,
+                    "slots[%zu]: storage %" PRIu64 " has %" PRIu64 " bytes "
+                    "in the trace, the slot says %" PRIu64,
+                    i, id, t->storages[k].bytes, bytes);
             rc = HO_E_INVALID_SIZE;
             goto fail;
         }
         if (seen[k]) {
-            srv_errf(e, "slots[%zu]: storage %" PRIu64 " is listed twice", i, id);
+            ho_errf(err, errlen, 0,
+                    "slots[%zu]: storage %" PRIu64 " is listed twice", i, id);
             rc = -EEXIST;
             goto fail;
         }
         seen[k] = 1;
         if (bytes > d->cfg.ddr_capacity) {
             char a[32], b[32];
-            srv_errf(e, "slots[%zu]: storage %" PRIu64 " of %s exceeds the DDR "
-                 "pool capacity %s", i, id, srv_sz(bytes, a),
-                 srv_sz(d->cfg.ddr_capacity, b));
+            ho_errf(err, errlen, 0,
+                    "slots[%zu]: storage %" PRIu64 " of %s exceeds the DDR "
+                    "pool capacity %s",
+                    i, id, ho_size_format(bytes, a, sizeof(a)),
+                    ho_size_format(d->cfg.ddr_capacity, b, sizeof(b)));
             rc = HO_E_TOO_LARGE;
             goto fail;
         }
@@ -1009,10 +1022,13 @@ static int check_slots(srv_daemon *d, srv_session *s,
     }
     for (uint32_t k = 0; k < t->n_storages; k++)
         if (needed[k] && !seen[k]) {
-            srv_errf(e, "storage %" PRIu64 " needs a host copy (%s) but has no "
-                 "slot", t->storages[k].id,
-                 t->storages[k].initial == PLAN_INIT_HOST
-                     ? "it starts on host" : "the schedule stores it");
+            ho_errf(err, errlen, 0,
+                    "storage %" PRIu64 " needs a host copy (%s) but has no "
+                    "slot",
+                    t->storages[k].id,
+                    t->storages[k].initial == PLAN_INIT_HOST
+                        ? "it starts on host"
+                        : "the schedule stores it");
             rc = -ENODATA;
             goto fail;
         }
@@ -1029,7 +1045,7 @@ fail:
 }
 
 /* Create, size, seal and map the control region; fill the layout. */
-static int make_region(srv_stage *st, srv_errbuf *e)
+static int make_region(srv_stage *st, char *err, size_t errlen)
 {
     uint64_t hdr = (sizeof(ho_ctl_header) + 63) & ~(uint64_t)63;
     uint64_t slots_b = (uint64_t)st->n_slots * sizeof(ho_ctl_slot);
@@ -1070,9 +1086,9 @@ static int make_region(srv_stage *st, srv_errbuf *e)
     return 0;
 sys_fail:;
     int rc = -errno;
-    srv_errf(e, "cannot create the control region (%" PRIu64 " bytes): %s",
-         st->ctl_size, strerror(errno));
-    return rc;
+    return ho_errf(err, errlen, rc,
+                   "cannot create the control region (%" PRIu64 " bytes): %s",
+                   st->ctl_size, strerror(errno));
 }
 
 /* Publish the slots' extents and states, milestones and counters. */
@@ -1137,13 +1153,13 @@ static void free_new_slots(srv_daemon *d, srv_session *s, srv_stage *st)
  * populated: the client's first copy faults the pages in), the others
  * reserved only. */
 static int alloc_slots(srv_daemon *d, srv_session *s, srv_stage *st,
-                       srv_errbuf *e)
+                       char *err, size_t errlen)
 {
     st->charged = 0;
     for (uint32_t i = 0; i < st->n_slots; i++) {
         bool in = st->plan ? st->plan->start_in_ddr[i] != 0 : true;
         int rc = srv_extent_alloc_staged(d, s, st->slots[i].bytes, in,
-                                         &st->slots[i].x, e);
+                                         &st->slots[i].x, err, errlen);
         if (rc < 0) {
             free_new_slots(d, s, st);
             st->charged = 0;
@@ -1200,7 +1216,7 @@ static void reply_stage(srv_conn *c, uint64_t rid, srv_stage *st)
 static int install(srv_daemon *d, srv_conn *c, uint64_t rid,
                    stage_slot *slots, uint32_t n_slots, uint32_t n_ops,
                    uint64_t total, uint64_t limit, plan_staging *plan,
-                   srv_errbuf *e)
+                   char *err, size_t errlen)
 {
     srv_session *s = c->session;
     char a[32], b[32];
@@ -1212,8 +1228,7 @@ static int install(srv_daemon *d, srv_conn *c, uint64_t rid,
         free(work);
         free(slots);
         plan_staging_free(plan);
-        srv_errf(e, "out of memory");
-        return -ENOMEM;
+        return ho_errf(err, errlen, -ENOMEM, "out of memory");
     }
     st->d = d;
     st->s = s;
@@ -1227,27 +1242,28 @@ static int install(srv_daemon *d, srv_conn *c, uint64_t rid,
     st->staged_bytes = total;
     st->ddr_limit = limit;
 
-    rc = make_region(st, e);
+    rc = make_region(st, err, errlen);
     if (rc < 0)
         goto fail;
     st->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (st->efd < 0) {
         rc = -errno;
-        srv_errf(e, "eventfd: %s", strerror(errno));
+        ho_errf(err, errlen, 0, "eventfd: %s", strerror(errno));
         goto fail;
     }
-    rc = alloc_slots(d, s, st, e);
+    rc = alloc_slots(d, s, st, err, errlen);
     if (rc < 0 && s->stage) {
         /* Room may be held by the replay this one replaces. */
         stage_remove(d, s);
-        rc = alloc_slots(d, s, st, e);
+        rc = alloc_slots(d, s, st, err, errlen);
     }
     if (rc < 0)
         goto fail;
     rc = uv_poll_init(&d->loop, &st->poll, st->efd);
     if (rc < 0) {
         free_new_slots(d, s, st);
-        srv_errf(e, "cannot watch the eventfd: %s", uv_strerror(rc));
+        ho_errf(err, errlen, 0, "cannot watch the eventfd: %s",
+                uv_strerror(rc));
         rc = HO_E_INTERNAL;
         goto fail;
     }
@@ -1268,8 +1284,9 @@ static int install(srv_daemon *d, srv_conn *c, uint64_t rid,
     publish_slots(st);
     srv_info("session %" PRIu64 ": replay installed: %u host copies, %s, "
              "DDR limit %s, %u staging actions and %u milestones per step",
-             s->id, st->n_slots, srv_sz(total, a), srv_sz(limit, b),
-             plan ? plan->n_actions : 0, plan ? plan->n_milestones : 0);
+             s->id, st->n_slots, ho_size_format(total, a, sizeof(a)),
+             ho_size_format(limit, b, sizeof(b)), plan ? plan->n_actions : 0,
+             plan ? plan->n_milestones : 0);
     reply_stage(c, rid, st);
     return 0;
 fail:
@@ -1296,14 +1313,18 @@ typedef struct stage_job {
     char err[512];
 } stage_job;
 
-static void job_free(stage_job *j)
+/* Accepts NULL; returns NULL. */
+static stage_job *job_free(stage_job *j)
 {
+    if (!j)
+        return NULL;
     memo_unref(j->memo);
     free(j->slots);
     free(j->slot_storage);
     free(j->slot_bytes);
     plan_staging_free(j->plan);
     free(j);
+    return NULL;
 }
 
 static void job_work(uv_work_t *req)
@@ -1350,14 +1371,14 @@ static void job_after(uv_work_t *req, int status)
         srv_reply_error(c, j->rid, j->rc, "%s", j->err[0] ? j->err
                                                          : ho_strerror(j->rc));
     } else {
-        srv_errbuf e;
+        char err[SRV_ERR_MAX];
         int rc = install(d, c, j->rid, j->slots, j->n_slots,
                          j->memo->trace->n_ops, j->total, j->in.ddr_limit,
-                         j->plan, &e);
+                         j->plan, err, sizeof(err));
         j->slots = NULL;
         j->plan = NULL;
         if (rc < 0)
-            srv_reply_error(c, j->rid, rc, "%s", e.msg);
+            srv_reply_error(c, j->rid, rc, "%s", err);
     }
     job_free(j);
     srv_work_end(d);
@@ -1367,7 +1388,7 @@ void srv_handle_stage(srv_daemon *d, srv_conn *c, uint64_t rid,
                       const Hyperoffload__StageRequest *req)
 {
     srv_session *s = c->session;
-    srv_errbuf e;
+    char err[SRV_ERR_MAX];
     int rc;
     stage_slot *slots = NULL;
     uint64_t total = 0;
@@ -1395,9 +1416,9 @@ void srv_handle_stage(srv_daemon *d, srv_conn *c, uint64_t rid,
                         "a StageRequest being prepared", s->id);
         return;
     }
-    rc = check_slots(d, s, req, m, &slots, &total, &e);
+    rc = check_slots(d, s, req, m, &slots, &total, err, sizeof(err));
     if (rc < 0) {
-        srv_reply_error(c, rid, rc, "%s", e.msg);
+        srv_reply_error(c, rid, rc, "%s", err);
         return;
     }
     uint64_t limit = daemon_ddr_limit(d, s);
@@ -1408,18 +1429,20 @@ void srv_handle_stage(srv_daemon *d, srv_conn *c, uint64_t rid,
     /* Everything fits: every host copy lives in DDR, nothing to plan. */
     if (total <= limit) {
         rc = install(d, c, rid, slots, n, m->trace->n_ops, total, limit,
-                     NULL, &e);
+                     NULL, err, sizeof(err));
         if (rc < 0)
-            srv_reply_error(c, rid, rc, "%s", e.msg);
+            srv_reply_error(c, rid, rc, "%s", err);
         return;
     }
     if (d->n_flash == 0) {
         char a[32], b[32];
         free(slots);
-        srv_reply_error(c, rid, HO_E_UNSUPPORTED, "the host copies take %s, "
+        srv_reply_error(c, rid, HO_E_UNSUPPORTED,
+                        "the host copies take %s, "
                         "above the %s the session may hold in DDR, and no "
                         "flash tier is configured to stage them",
-                        srv_sz(total, a), srv_sz(limit, b));
+                        ho_size_format(total, a, sizeof(a)),
+                        ho_size_format(limit, b, sizeof(b)));
         return;
     }
     /* Plan the staging on a worker (it runs the planner). */
@@ -1473,30 +1496,33 @@ void srv_handle_stage(srv_daemon *d, srv_conn *c, uint64_t rid,
     srv_work_begin(d);
 }
 
-bool srv_stage_runtime_info(srv_session *s, Hyperoffload__RuntimeInfo *ri)
+bool srv_stage_runtime_info(srv_session *s,
+                            Hyperoffload__RuntimeInfo *ret_info)
 {
     srv_stage *st = s->stage;
     if (!st)
         return false;
     ho_ctl_header *h = st->hdr;
-    ri->steps = atomic_load_explicit(&h->step, memory_order_relaxed);
-    ri->current_op = atomic_load_explicit(&h->op, memory_order_relaxed);
-    ri->ops_per_step = st->n_ops;
-    ri->h2d_bytes = atomic_load_explicit(&h->h2d_bytes, memory_order_relaxed);
-    ri->d2h_bytes = atomic_load_explicit(&h->d2h_bytes, memory_order_relaxed);
-    ri->flash_out_bytes = atomic_load_explicit(&h->flash_out_bytes,
+    ret_info->steps = atomic_load_explicit(&h->step, memory_order_relaxed);
+    ret_info->current_op = atomic_load_explicit(&h->op, memory_order_relaxed);
+    ret_info->ops_per_step = st->n_ops;
+    ret_info->h2d_bytes =
+        atomic_load_explicit(&h->h2d_bytes, memory_order_relaxed);
+    ret_info->d2h_bytes =
+        atomic_load_explicit(&h->d2h_bytes, memory_order_relaxed);
+    ret_info->flash_out_bytes = atomic_load_explicit(&h->flash_out_bytes,
                                                memory_order_relaxed);
-    ri->flash_in_bytes = atomic_load_explicit(&h->flash_in_bytes,
+    ret_info->flash_in_bytes = atomic_load_explicit(&h->flash_in_bytes,
                                               memory_order_relaxed);
-    ri->stall_us = (double)atomic_load_explicit(&h->stall_ns,
+    ret_info->stall_us = (double)atomic_load_explicit(&h->stall_ns,
                                                 memory_order_relaxed) / 1e3;
-    ri->exposed_us = (double)atomic_load_explicit(&h->exposed_ns,
+    ret_info->exposed_us = (double)atomic_load_explicit(&h->exposed_ns,
                                                   memory_order_relaxed) / 1e3;
     /* The daemon's own figures, not the region's (the client could write
      * anything there). */
-    ri->host_copies_ddr = st->charged;
-    ri->host_copies_flash = st->on_flash;
-    ri->peak_device_bytes = atomic_load_explicit(&h->peak_device_bytes,
+    ret_info->host_copies_ddr = st->charged;
+    ret_info->host_copies_flash = st->on_flash;
+    ret_info->peak_device_bytes = atomic_load_explicit(&h->peak_device_bytes,
                                                  memory_order_relaxed);
     return true;
 }

@@ -38,8 +38,9 @@ void srv_handle_stage(srv_daemon *d, srv_conn *c, uint64_t rid,
  * (close the eventfd watch, leave its host copies in s->extents for the
  * caller to free) and free its plan memo.  No-op without either. */
 void srv_stage_session_gone(srv_daemon *d, srv_session *s);
-/* Fill *ri from the session's control region; false when the session has
- * no replay (*ri untouched). */
-bool srv_stage_runtime_info(srv_session *s, Hyperoffload__RuntimeInfo *ri);
+/* Fill *ret_info from the session's control region; false when the
+ * session has no replay (*ret_info untouched). */
+bool srv_stage_runtime_info(srv_session *s,
+                            Hyperoffload__RuntimeInfo *ret_info);
 
 #endif
