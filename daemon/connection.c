@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "daemon/list.h"
 #include "daemon/log.h"
 
 struct srv_out_frame {
@@ -202,16 +203,12 @@ int srv_conn_send(srv_conn *c, Hyperoffload__Envelope *env, int fd)
     return srv_conn_send_fds(c, env, &fd, fd >= 0 ? 1 : 0);
 }
 
-int srv_conn_send_fds(srv_conn *c, Hyperoffload__Envelope *env,
-                      const int *fds, int n_fds)
+/* Encode env for c (version set).  A frame above the peer's limit, or one
+ * that does not encode, is replaced by an Error saying so; *ret_replaced
+ * tells (the Error carries no descriptors).  0 or -ENOMEM. */
+static int encode_for(srv_conn *c, Hyperoffload__Envelope *env,
+                      uint8_t **ret_buf, size_t *ret_len, bool *ret_replaced)
 {
-    if (n_fds < 0 || n_fds > SRV_SEND_FDS_MAX)
-        return -EINVAL;
-    for (int i = 0; i < n_fds; i++)
-        if (fds[i] < 0)
-            return -EBADF;
-    if (c->state == SRV_CONN_CLOSING)
-        return HO_E_DISCONNECTED;
     env->version = c->version ? c->version : HO_PROTO_VERSION;
     uint8_t *buf = NULL;
     size_t len = 0;
@@ -222,6 +219,7 @@ int srv_conn_send_fds(srv_conn *c, Hyperoffload__Envelope *env,
         buf = NULL;
         rc = HO_E_FRAME_TOO_LARGE;
     }
+    *ret_replaced = rc < 0;
     if (rc < 0) {
         /* The reply itself cannot go out: say so instead. */
         char msg[160];
@@ -233,12 +231,22 @@ int srv_conn_send_fds(srv_conn *c, Hyperoffload__Envelope *env,
         e.version = env->version;
         if (ho_frame_encode(&e, &buf, &len) < 0)
             return -ENOMEM;
-        n_fds = 0;
     }
+    *ret_buf = buf;
+    *ret_len = len;
+    return 0;
+}
+
+/* A frame owning buf, with dup's of fds[0..n_fds).  NULL with *ret_rc
+ * (-ENOMEM, -errno of the dup) on failure; buf is freed then too. */
+static srv_out_frame *frame_new(srv_conn *c, uint8_t *buf, size_t len,
+                                const int *fds, int n_fds, int *ret_rc)
+{
     srv_out_frame *f = calloc(1, sizeof(*f));
     if (!f) {
         free(buf);
-        return -ENOMEM;
+        *ret_rc = -ENOMEM;
+        return NULL;
     }
     f->c = c;
     f->buf = buf;
@@ -246,13 +254,20 @@ int srv_conn_send_fds(srv_conn *c, Hyperoffload__Envelope *env,
     for (int i = 0; i < n_fds; i++) {
         f->fds[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, 3);
         if (f->fds[i] < 0) {
-            rc = -errno;
-            frame_free(f);   /* closes the ones dup'ed so far, frees buf */
-            return rc;
+            *ret_rc = -errno;
+            /* closes the ones dup'ed so far, frees buf */
+            return frame_free(f);
         }
         f->n_fds = i + 1;
     }
-    c->queued_bytes += len;
+    return f;
+}
+
+/* Append f to c's pending queue; drop c when its output passes
+ * max_output.  0 or HO_E_DISCONNECTED. */
+static int enqueue(srv_conn *c, srv_out_frame *f)
+{
+    c->queued_bytes += f->len;
     if (c->pend_tail)
         c->pend_tail->next = f;
     else
@@ -269,8 +284,45 @@ int srv_conn_send_fds(srv_conn *c, Hyperoffload__Envelope *env,
         srv_conn_close(c);
         return HO_E_DISCONNECTED;
     }
+    return 0;
+}
+
+int srv_conn_send_fds(srv_conn *c, Hyperoffload__Envelope *env,
+                      const int *fds, int n_fds)
+{
+    if (n_fds < 0 || n_fds > SRV_SEND_FDS_MAX)
+        return -EINVAL;
+    for (int i = 0; i < n_fds; i++)
+        if (fds[i] < 0)
+            return -EBADF;
+    if (c->state == SRV_CONN_CLOSING)
+        return HO_E_DISCONNECTED;
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    bool replaced = false;
+    int rc = encode_for(c, env, &buf, &len, &replaced);
+    if (rc < 0)
+        return rc;
+    srv_out_frame *f = frame_new(c, buf, len, fds, replaced ? 0 : n_fds, &rc);
+    if (!f)
+        return rc;
+    rc = enqueue(c, f);
+    if (rc < 0)
+        return rc;
     conn_flush(c);
     return 0;
+}
+
+int srv_conn_reply(srv_conn *c, uint64_t rid,
+                   Hyperoffload__Envelope__BodyCase kind, void *body,
+                   const int *fds, int n_fds)
+{
+    Hyperoffload__Envelope env = HYPEROFFLOAD__ENVELOPE__INIT;
+    env.request_id = rid;
+    env.body_case = kind;
+    /* The body is a oneof: every member shares this storage. */
+    env.hello = body;
+    return srv_conn_send_fds(c, &env, fds, n_fds);
 }
 
 void srv_reply_error(srv_conn *c, uint64_t request_id, int code,
@@ -292,12 +344,9 @@ void srv_reply_error(srv_conn *c, uint64_t request_id, int code,
 
 void srv_reply_ok(srv_conn *c, uint64_t request_id)
 {
-    Hyperoffload__Envelope env = HYPEROFFLOAD__ENVELOPE__INIT;
     Hyperoffload__Ok ok = HYPEROFFLOAD__OK__INIT;
-    env.request_id = request_id;
-    env.body_case = HYPEROFFLOAD__ENVELOPE__BODY_OK;
-    env.ok = &ok;
-    srv_conn_send(c, &env, -1);
+    srv_conn_reply(c, request_id, HYPEROFFLOAD__ENVELOPE__BODY_OK, &ok, NULL,
+                   0);
 }
 
 void srv_conn_event(srv_conn *c, Hyperoffload__EventKind kind,
@@ -305,14 +354,10 @@ void srv_conn_event(srv_conn *c, Hyperoffload__EventKind kind,
 {
     if (c->state != SRV_CONN_READY)
         return;
-    Hyperoffload__Envelope env = HYPEROFFLOAD__ENVELOPE__INIT;
     Hyperoffload__Event ev = HYPEROFFLOAD__EVENT__INIT;
     ev.kind = kind;
     ev.message = (char *)message;
-    env.request_id = 0;
-    env.body_case = HYPEROFFLOAD__ENVELOPE__BODY_EVENT;
-    env.event = &ev;
-    srv_conn_send(c, &env, -1);
+    srv_conn_reply(c, 0, HYPEROFFLOAD__ENVELOPE__BODY_EVENT, &ev, NULL, 0);
 }
 
 srv_conn *srv_conn_find(srv_daemon *d, uint64_t id)
@@ -326,13 +371,7 @@ static void unlink_conn(srv_conn *c)
 {
     srv_daemon *d = c->d;
     if (srv_idmap_del(&d->conn_ids, c->id)) {
-        if (c->prev)
-            c->prev->next = c->next;
-        else
-            d->conns = c->next;
-        if (c->next)
-            c->next->prev = c->prev;
-        c->prev = c->next = NULL;
+        SRV_LIST_UNLINK(d->conns, c);
         d->n_conns--;
     }
 }
@@ -414,25 +453,44 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
     *buf = uv_buf_init((char *)c->d->read_buf, sizeof(c->d->read_buf));
 }
 
+/* End of stream: a frame cut short is a protocol error, else the
+ * connection finishes. */
+static void on_eof(srv_conn *c)
+{
+    const ho_frame_reader *r = &c->reader;
+    if (!ho_frame_reader_partial(r)) {
+        srv_debug("connection %llu: end of stream", (unsigned long long)c->id);
+        srv_conn_finish(c);
+    } else if (r->hdr_have < HO_FRAME_HEADER) {
+        srv_conn_fatal(c, 0, HO_E_PROTOCOL,
+                       "truncated frame: %u of %u header bytes", r->hdr_have,
+                       HO_FRAME_HEADER);
+    } else {
+        srv_conn_fatal(c, 0, HO_E_PROTOCOL, "truncated frame: %u of %u bytes",
+                       r->have, r->need);
+    }
+}
+
+/* The frame reader refused a frame (rc < 0): fatal. */
+static void frame_refused(srv_conn *c, int rc)
+{
+    uint32_t announced = ho_frame_header_len(c->reader.hdr);
+    if (rc == HO_E_FRAME_TOO_LARGE)
+        srv_conn_fatal(c, 0, HO_E_FRAME_TOO_LARGE,
+                       "frame of %u bytes is above the limit of %u bytes",
+                       announced, c->reader.limit);
+    else if (rc == HO_E_PROTOCOL)
+        srv_conn_fatal(c, 0, HO_E_PROTOCOL, "zero-length frame");
+    else
+        srv_conn_fatal(c, 0, rc, "cannot receive a frame of %u bytes: %s",
+                       announced, ho_strerror(rc));
+}
+
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 {
     srv_conn *c = s->data;
     if (nread == UV_EOF) {
-        if (ho_frame_reader_partial(&c->reader)) {
-            const ho_frame_reader *r = &c->reader;
-            if (r->hdr_have < HO_FRAME_HEADER)
-                srv_conn_fatal(c, 0, HO_E_PROTOCOL,
-                               "truncated frame: %u of %u header bytes",
-                               r->hdr_have, HO_FRAME_HEADER);
-            else
-                srv_conn_fatal(c, 0, HO_E_PROTOCOL,
-                               "truncated frame: %u of %u bytes", r->have,
-                               r->need);
-        } else {
-            srv_debug("connection %llu: end of stream",
-                      (unsigned long long)c->id);
-            srv_conn_finish(c);
-        }
+        on_eof(c);
         return;
     }
     if (nread < 0) {
@@ -441,6 +499,8 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
         srv_conn_close(c);
         return;
     }
+    /* Feed the bytes to the frame reader; each complete payload goes to
+     * the hook, which may end the connection (the loop then stops). */
     const uint8_t *p = (const uint8_t *)buf->base;
     size_t left = (size_t)nread;
     while (left > 0 && (c->state == SRV_CONN_HANDSHAKE ||
@@ -452,24 +512,14 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
                                       &plen);
         p += used;
         left -= used;
-        if (rc == 1) {
-            c->hooks->payload(c, payload, plen);
-            free(payload);
-            continue;
-        }
         if (rc == 0)
             break;
-        uint32_t announced = ho_frame_header_len(c->reader.hdr);
-        if (rc == HO_E_FRAME_TOO_LARGE)
-            srv_conn_fatal(c, 0, HO_E_FRAME_TOO_LARGE,
-                           "frame of %u bytes is above the limit of %u bytes",
-                           announced, c->reader.limit);
-        else if (rc == HO_E_PROTOCOL)
-            srv_conn_fatal(c, 0, HO_E_PROTOCOL, "zero-length frame");
-        else
-            srv_conn_fatal(c, 0, rc, "cannot receive a frame of %u bytes: %s",
-                           announced, ho_strerror(rc));
-        break;
+        if (rc < 0) {
+            frame_refused(c, rc);
+            break;
+        }
+        c->hooks->payload(c, payload, plen);
+        free(payload);
     }
 }
 
@@ -500,10 +550,7 @@ int srv_conn_link(srv_conn *c)
     srv_daemon *d = c->d;
     if (srv_idmap_put(&d->conn_ids, c->id, c) < 0)
         return -ENOMEM;
-    c->next = d->conns;
-    if (d->conns)
-        d->conns->prev = c;
-    d->conns = c;
+    SRV_LIST_PUSH(d->conns, c);
     d->n_conns++;
     return 0;
 }

@@ -124,6 +124,13 @@ int srv_conn_send(srv_conn *c, Hyperoffload__Envelope *env, int fd);
  * for a bad count, -EBADF for a negative descriptor. */
 int srv_conn_send_fds(srv_conn *c, Hyperoffload__Envelope *env,
                       const int *fds, int n_fds);
+/* Send `body`, a message of kind `kind` (HYPEROFFLOAD__ENVELOPE__BODY_*,
+ * of the type that kind names), as the reply to request rid, with n_fds
+ * descriptors as srv_conn_send_fds (fds may be NULL when n_fds is 0).
+ * Returns what srv_conn_send_fds returns. */
+int srv_conn_reply(srv_conn *c, uint64_t rid,
+                   Hyperoffload__Envelope__BodyCase kind, void *body,
+                   const int *fds, int n_fds);
 /* Error{code, message} reply with request_id (logged at debug). */
 void srv_reply_error(srv_conn *c, uint64_t request_id, int code,
                      const char *fmt, ...)

@@ -24,7 +24,6 @@ void srv_handle_register(srv_daemon *d, srv_conn *c, uint64_t rid,
     tier_ddr_stats st;
     tier_ddr_stats_get(d->ddr, &st);
     tier_arena *a = s->arena->arena;
-    Hyperoffload__Envelope env = HYPEROFFLOAD__ENVELOPE__INIT;
     Hyperoffload__RegisterReply rr = HYPEROFFLOAD__REGISTER_REPLY__INIT;
     Hyperoffload__ArenaInfo ai = HYPEROFFLOAD__ARENA_INFO__INIT;
     ai.arena_id = tier_arena_id(a);
@@ -37,10 +36,9 @@ void srv_handle_register(srv_daemon *d, srv_conn *c, uint64_t rid,
     rr.hbm_granted = s->hbm_granted;
     rr.arena = &ai;
     rr.ddr_alignment = d->cfg.ddr_alignment;
-    env.request_id = rid;
-    env.body_case = HYPEROFFLOAD__ENVELOPE__BODY_REGISTER_REPLY;
-    env.register_reply = &rr;
-    srv_conn_send(c, &env, tier_arena_fd(a));
+    int fd = tier_arena_fd(a);
+    srv_conn_reply(c, rid, HYPEROFFLOAD__ENVELOPE__BODY_REGISTER_REPLY, &rr,
+                   &fd, fd >= 0 ? 1 : 0);
 }
 
 void srv_handle_alloc(srv_daemon *d, srv_conn *c, uint64_t rid,
@@ -53,16 +51,13 @@ void srv_handle_alloc(srv_daemon *d, srv_conn *c, uint64_t rid,
         srv_reply_error(c, rid, rc, "%s", err);
         return;
     }
-    Hyperoffload__Envelope env = HYPEROFFLOAD__ENVELOPE__INIT;
     Hyperoffload__AllocReply ar = HYPEROFFLOAD__ALLOC_REPLY__INIT;
     ar.extent_id = x->id;
     ar.arena_id = tier_arena_id(x->arena->arena);
     ar.offset = x->off;
     ar.length = x->len;
-    env.request_id = rid;
-    env.body_case = HYPEROFFLOAD__ENVELOPE__BODY_ALLOC_REPLY;
-    env.alloc_reply = &ar;
-    srv_conn_send(c, &env, -1);
+    srv_conn_reply(c, rid, HYPEROFFLOAD__ENVELOPE__BODY_ALLOC_REPLY, &ar, NULL,
+                   0);
 }
 
 void srv_handle_free_request(srv_daemon *d, srv_conn *c, uint64_t rid,
@@ -95,6 +90,58 @@ typedef struct tier_slot {
     char detail[200];
 } tier_slot;
 
+static void ddr_stats(srv_daemon *d, tier_slot *t)
+{
+    tier_ddr_stats ds;
+    tier_ddr_stats_get(d->ddr, &ds);
+    t->ts.tier = HYPEROFFLOAD__TIER__TIER_DDR;
+    snprintf(t->name, sizeof(t->name), "ddr");
+    snprintf(t->detail, sizeof(t->detail), "%s", ds.detail);
+    t->ts.capacity = ds.capacity;
+    t->ts.used = ds.used;
+    t->ts.free = ds.capacity > ds.used ? ds.capacity - ds.used : 0;
+    t->ts.largest_free = ds.largest_free;
+    t->ts.fragmentation = ds.fragmentation;
+    t->ts.extents = ds.extents;
+    t->ts.committed = ds.committed;
+}
+
+static void flash_stats(srv_daemon *d, uint32_t i, tier_slot *t)
+{
+    tier_flash_stats fs;
+    tier_flash_stats_get(d->flash[i], &fs);
+    t->ts.tier = HYPEROFFLOAD__TIER__TIER_FLASH;
+    snprintf(t->name, sizeof(t->name), "flash:%s", d->cfg.flash_paths[i]);
+    snprintf(t->detail, sizeof(t->detail), "%s", fs.detail);
+    t->ts.capacity = fs.capacity;
+    t->ts.used = fs.used;
+    t->ts.free = fs.free;
+    t->ts.largest_free = fs.largest_free;
+    t->ts.fragmentation = fs.fragmentation;
+    t->ts.extents = fs.extents;
+    t->ts.committed = fs.capacity;
+}
+
+static void hbm_stats(srv_daemon *d, uint32_t i, tier_slot *t)
+{
+    const tier_hbm_device *dev = tier_hbm_device_get(d->hbm, i);
+    uint64_t granted = tier_hbm_granted(d->hbm, i);
+    uint64_t avail = dev->capacity > dev->reserve
+                         ? dev->capacity - dev->reserve : 0;
+    char r[32];
+    t->ts.tier = HYPEROFFLOAD__TIER__TIER_HBM;
+    snprintf(t->name, sizeof(t->name), "hbm:%s", dev->name);
+    snprintf(t->detail, sizeof(t->detail), "device %u, reserve %s", i,
+             ho_size_format(dev->reserve, r, sizeof(r)));
+    t->ts.capacity = dev->capacity;
+    t->ts.used = granted;
+    t->ts.free = avail > granted ? avail - granted : 0;
+    t->ts.largest_free = t->ts.free;
+    t->ts.fragmentation = 0;
+    t->ts.extents = tier_hbm_grants(d->hbm, i, NULL, 0);
+    t->ts.committed = granted;
+}
+
 int srv_tier_stats(srv_daemon *d, Hyperoffload__TierStats ***ret_tiers,
                    size_t *ret_n)
 {
@@ -106,69 +153,32 @@ int srv_tier_stats(srv_daemon *d, Hyperoffload__TierStats ***ret_tiers,
         return -ENOMEM;
     Hyperoffload__TierStats **ptrs = block;
     tier_slot *slots = (tier_slot *)(void *)(ptrs + n);
+    for (size_t k = 0; k < n; k++)
+        hyperoffload__tier_stats__init(&slots[k].ts);
     size_t k = 0;
-
-    tier_ddr_stats ds;
-    tier_ddr_stats_get(d->ddr, &ds);
-    tier_slot *t = &slots[k];
-    hyperoffload__tier_stats__init(&t->ts);
-    t->ts.tier = HYPEROFFLOAD__TIER__TIER_DDR;
-    snprintf(t->name, sizeof(t->name), "ddr");
-    snprintf(t->detail, sizeof(t->detail), "%s", ds.detail);
-    t->ts.capacity = ds.capacity;
-    t->ts.used = ds.used;
-    t->ts.free = ds.capacity > ds.used ? ds.capacity - ds.used : 0;
-    t->ts.largest_free = ds.largest_free;
-    t->ts.fragmentation = ds.fragmentation;
-    t->ts.extents = ds.extents;
-    t->ts.committed = ds.committed;
-    ptrs[k++] = &t->ts;
-
-    for (uint32_t i = 0; i < d->n_flash; i++) {
-        tier_flash_stats fs;
-        tier_flash_stats_get(d->flash[i], &fs);
-        t = &slots[k];
-        hyperoffload__tier_stats__init(&t->ts);
-        t->ts.tier = HYPEROFFLOAD__TIER__TIER_FLASH;
-        snprintf(t->name, sizeof(t->name), "flash:%s", d->cfg.flash_paths[i]);
-        snprintf(t->detail, sizeof(t->detail), "%s", fs.detail);
-        t->ts.capacity = fs.capacity;
-        t->ts.used = fs.used;
-        t->ts.free = fs.free;
-        t->ts.largest_free = fs.largest_free;
-        t->ts.fragmentation = fs.fragmentation;
-        t->ts.extents = fs.extents;
-        t->ts.committed = fs.capacity;
-        ptrs[k++] = &t->ts;
-    }
-    for (uint32_t i = 0; i < n_dev; i++) {
-        const tier_hbm_device *dev = tier_hbm_device_get(d->hbm, i);
-        uint64_t granted = tier_hbm_granted(d->hbm, i);
-        uint64_t avail = dev->capacity > dev->reserve
-                             ? dev->capacity - dev->reserve : 0;
-        char r[32];
-        t = &slots[k];
-        hyperoffload__tier_stats__init(&t->ts);
-        t->ts.tier = HYPEROFFLOAD__TIER__TIER_HBM;
-        snprintf(t->name, sizeof(t->name), "hbm:%s", dev->name);
-        snprintf(t->detail, sizeof(t->detail), "device %u, reserve %s", i,
-                 ho_size_format(dev->reserve, r, sizeof(r)));
-        t->ts.capacity = dev->capacity;
-        t->ts.used = granted;
-        t->ts.free = avail > granted ? avail - granted : 0;
-        t->ts.largest_free = t->ts.free;
-        t->ts.fragmentation = 0;
-        t->ts.extents = tier_hbm_grants(d->hbm, i, NULL, 0);
-        t->ts.committed = granted;
-        ptrs[k++] = &t->ts;
-    }
+    ddr_stats(d, &slots[k++]);
+    for (uint32_t i = 0; i < d->n_flash; i++)
+        flash_stats(d, i, &slots[k++]);
+    for (uint32_t i = 0; i < n_dev; i++)
+        hbm_stats(d, i, &slots[k++]);
     for (size_t i = 0; i < k; i++) {
         slots[i].ts.name = slots[i].name;
         slots[i].ts.detail = slots[i].detail;
+        ptrs[i] = &slots[i].ts;
     }
     *ret_tiers = ptrs;
     *ret_n = k;
     return 0;
+}
+
+void srv_session_usage_fill(const srv_session *s,
+                            Hyperoffload__SessionUsage *ret_u)
+{
+    hyperoffload__session_usage__init(ret_u);
+    ret_u->ddr_bytes = s->usage.ddr;
+    ret_u->flash_bytes = s->usage.flash;
+    ret_u->extents = s->usage.extents;
+    ret_u->hbm_granted = s->hbm_granted;
 }
 
 void srv_handle_stats(srv_daemon *d, srv_conn *c, uint64_t rid)
@@ -179,21 +189,15 @@ void srv_handle_stats(srv_daemon *d, srv_conn *c, uint64_t rid)
         srv_reply_error(c, rid, -ENOMEM, "out of memory");
         return;
     }
-    Hyperoffload__Envelope env = HYPEROFFLOAD__ENVELOPE__INIT;
     Hyperoffload__StatsReply sr = HYPEROFFLOAD__STATS_REPLY__INIT;
-    Hyperoffload__SessionUsage u = HYPEROFFLOAD__SESSION_USAGE__INIT;
+    Hyperoffload__SessionUsage u;
     sr.n_tiers = n;
     sr.tiers = tiers;
     if (c->session) {
-        u.ddr_bytes = c->session->usage.ddr;
-        u.flash_bytes = c->session->usage.flash;
-        u.extents = c->session->usage.extents;
-        u.hbm_granted = c->session->hbm_granted;
+        srv_session_usage_fill(c->session, &u);
         sr.session = &u;
     }
-    env.request_id = rid;
-    env.body_case = HYPEROFFLOAD__ENVELOPE__BODY_STATS_REPLY;
-    env.stats_reply = &sr;
-    srv_conn_send(c, &env, -1);
+    srv_conn_reply(c, rid, HYPEROFFLOAD__ENVELOPE__BODY_STATS_REPLY, &sr, NULL,
+                   0);
     free(tiers);
 }

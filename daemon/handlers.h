@@ -26,6 +26,9 @@ void srv_handle_move(srv_daemon *d, srv_conn *c, uint64_t rid,
                      const Hyperoffload__MoveRequest *req);
 void srv_handle_stats(srv_daemon *d, srv_conn *c, uint64_t rid);
 
+/* The usage figures of session s, as sent in Stats and Clients replies. */
+void srv_session_usage_fill(const srv_session *s,
+                            Hyperoffload__SessionUsage *ret_u);
 /* TierStats of every tier, for Stats and Status replies.  Allocates
  * *ret_tiers (array of pointers into one block): free with free(). */
 int srv_tier_stats(srv_daemon *d, Hyperoffload__TierStats ***ret_tiers,

@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "daemon/connection.h"
+#include "daemon/list.h"
 #include "daemon/log.h"
 #include "daemon/mover.h"
 #include "daemon/sessions.h"
@@ -66,26 +67,16 @@ static plan_entry *entry_free(plan_entry *e)
 
 static void cache_unlink(srv_planning *p, plan_entry *e)
 {
-    if (e->prev)
-        e->prev->next = e->next;
-    else
-        p->head = e->next;
-    if (e->next)
-        e->next->prev = e->prev;
-    else
+    if (p->tail == e)
         p->tail = e->prev;
-    e->prev = e->next = NULL;
+    SRV_LIST_UNLINK(p->head, e);
     p->n--;
     p->bytes -= e->sched_len;
 }
 
 static void cache_push(srv_planning *p, plan_entry *e)
 {
-    e->prev = NULL;
-    e->next = p->head;
-    if (p->head)
-        p->head->prev = e;
-    p->head = e;
+    SRV_LIST_PUSH(p->head, e);
     if (!p->tail)
         p->tail = e;
     p->n++;

@@ -30,6 +30,15 @@ const char *srv_tier_name(srv_tier t)
     return "?";
 }
 
+void srv_quota_subject_name(srv_subject_kind kind, uint32_t uid,
+                            const char *job, char *buf, size_t len)
+{
+    if (kind == SRV_SUBJECT_UID)
+        snprintf(buf, len, "uid %u", uid);
+    else
+        snprintf(buf, len, "job %s", job);
+}
+
 static int tier_parse(const char *s, srv_tier *ret_tier)
 {
     for (int t = SRV_TIER_DDR; t <= SRV_TIER_HBM; t++)

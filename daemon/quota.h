@@ -54,6 +54,9 @@ srv_quota *srv_quota_free(srv_quota *q);   /* accepts NULL; returns NULL */
 /* A job name is 1..SRV_JOB_MAX printable non-space ASCII bytes. */
 bool srv_quota_job_valid(const char *job);
 const char *srv_tier_name(srv_tier t);     /* "ddr", "flash", "hbm" */
+/* The subject as messages name it: "uid 1000", "job train-7b". */
+void srv_quota_subject_name(srv_subject_kind kind, uint32_t uid,
+                            const char *job, char *buf, size_t len);
 
 /* Set (insert or replace) a limit and persist.  limit must be > 0
  * (HO_E_INVALID_SIZE); -EINVAL for a bad tier, kind or job name;

@@ -92,6 +92,15 @@ struct srv_session {
 /* Usage of a quota subject on a tier, summed over live sessions. */
 uint64_t srv_subject_usage(srv_daemon *d, srv_subject_kind kind,
                            uint32_t uid, const char *job, srv_tier tier);
+/* A quota that is set, and its subject's usage now. */
+typedef struct srv_quota_use {
+    srv_subject_kind kind;
+    uint64_t limit, used;
+} srv_quota_use;
+/* The quotas set for uid and (when not empty) job on tier, uid first:
+ * returns how many of ret_uses[0..2) were filled. */
+int srv_quota_uses(srv_daemon *d, uint32_t uid, const char *job,
+                   srv_tier tier, srv_quota_use ret_uses[2]);
 /* Check the quotas of uid and job for `more` bytes on tier.  0 or
  * HO_E_QUOTA with the message in err. */
 int srv_quota_check(srv_daemon *d, uint32_t uid, const char *job,
@@ -177,5 +186,8 @@ int srv_extent_start_move(srv_daemon *d, srv_extent *x, srv_move_kind kind,
  * HO_E_TOO_LARGE (larger than every file), other tier codes; the message
  * in err. */
 int srv_flash_alloc(srv_daemon *d, srv_extent *x, char *err, size_t errlen);
+/* Give x's flash range back when it holds one (flash_held cleared; usage
+ * is the caller's). */
+void srv_flash_release(srv_daemon *d, srv_extent *x);
 
 #endif

@@ -9,6 +9,7 @@
  * declared in the header of a later module.
  *
  *   limits.h        every fixed bound (no code)
+ *   list.h          intrusive list macros (no functions)
  *   log.h           the log (stderr / journal)               } base: no
  *   idmap.h         id -> pointer map                        } libuv, no
  *   quota.h         quota store (persisted file)             } tiers; unit
