@@ -9,6 +9,37 @@
  * dropped during the move the extent is orphaned (owner = NULL, out of
  * the index) and the move's completion frees it and its tier resources.
  *
+ * Extent states (x->state) and the function that performs each change.
+ * A client's extents (sessions.c):
+ *   (new)     -> DDR        [srv_extent_alloc]
+ *   DDR       -> SPILLING   [srv_extent_move: prepare_spill]
+ *   SPILLING  -> FLASH      [spill_finished: written, pages uncharged]
+ *   SPILLING  -> DDR        [spill_finished: write or uncharge failed;
+ *                            unprepare: the move did not start]
+ *   FLASH     -> FILLING    [srv_extent_move: prepare_fill]
+ *   FILLING   -> DDR        [fill_finished: read]
+ *   FILLING   -> FLASH      [fill_finished: read failed; unprepare]
+ * A replay's host copies (staging.c, x->staged):
+ *   (new)     -> DDR/ABSENT [srv_extent_alloc_staged (alloc_slots)]
+ *   DDR       -> SPILLING   [evict: spill or drop; reconcile: write]
+ *   SPILLING  -> FLASH      [slot_evicted: spilled, or dropped with a
+ *                            current flash copy]
+ *   SPILLING  -> ABSENT     [slot_evicted: dropped, data dead]
+ *   SPILLING  -> DDR        [slot_evicted: failed; slot_written]
+ *   FLASH     -> FILLING    [bring_in: read]
+ *   FLASH/ABSENT -> DDR     [bring_in: nothing to read]
+ *   FILLING   -> DDR        [slot_filled]
+ *   FILLING   -> FLASH      [slot_filled: read failed]
+ * Leaving:
+ *   DDR/FLASH/ABSENT -> (freed)  [srv_extent_free_by_id, srv_extent_discard,
+ *                                 srv_session_drop: dispose_extent]
+ *   SPILLING/FILLING -> (orphan, owner NULL)  [srv_extent_discard,
+ *                                 srv_session_drop]
+ *   (orphan)  -> (freed)    [orphan_moved; staging's mv_finished:
+ *                            srv_extent_free_orphan]
+ * Usage: DDR is charged in DDR, SPILLING and FILLING (a move charges both
+ * tiers while it runs), flash while flash_held.
+ *
  * Every function below that can fail returns 0 or the negative code of
  * docs/protocol.md and, on failure, one sentence in err for the Error
  * reply; a failed call changes nothing.

@@ -14,8 +14,8 @@
  * and one per move in flight.  A move whose session or replay went away
  * finds its extent orphaned (owner NULL) and frees it.
  *
- * Execution.  The staging plan (planner/staging.c) is a list of events by
- * position (2*op + when) over a step.  The replay keeps a cursor (step,
+ * Execution.  The staging plan (planner/staging/stage_plan.c) is a list of
+ * events by position (2*op + when) over a step.  The replay keeps a cursor (step,
  * event); whenever the client signals the eventfd (at milestone ops, or
  * when it waits for a slot: `urgent`), and on a timer while work is
  * pending, the loop reads the client's step and op, applies the events
@@ -341,11 +341,17 @@ static void flash_put(srv_stage *st, stage_slot *sl)
     srv_extent *x = sl->x;
     if (!x->flash_held)
         return;
-    tier_flash_release(st->d->flash[x->flash_idx], x->flash_off,
-                       x->flash_len);
-    x->flash_held = false;
+    srv_flash_release(st->d, x);
     st->s->usage.flash -= x->len;
     sl->flash_valid = false;
+}
+
+/* Slot k to extent state ns and region state `region` (in that order). */
+static void slot_set(srv_stage *st, uint32_t k, srv_ext_state ns,
+                     uint32_t region)
+{
+    ext_set(st, &st->slots[k], ns);
+    atomic_store(&ctl_slot(st, k)->state, region);
 }
 
 /* ------------------------------------------------------------ moves */
@@ -369,6 +375,77 @@ static void work_push(srv_stage *st, uint32_t k)
 
 static void stage_process(srv_stage *st);
 
+/* The flash copy of slot k now holds version ver. */
+static void flash_written(srv_stage *st, stage_slot *sl, uint64_t ver)
+{
+    sl->flash_valid = true;
+    sl->flash_ver = ver;
+    atomic_fetch_add(&st->hdr->flash_out_bytes, sl->x->len);
+}
+
+/* An eviction (SPILL or DROP) ended: SPILLING -> FLASH, or -> ABSENT when
+ * its data was dropped; SPILLING -> DDR when it failed. */
+static void slot_evicted(srv_stage *st, const stage_mv *mv, int rc)
+{
+    stage_slot *sl = &st->slots[mv->k];
+    srv_extent *x = sl->x;
+    st->leaving -= x->len;
+    if (rc == 0)
+        rc = tier_arena_mark_evicted(x->arena->arena, x->off, x->len);
+    if (rc < 0) {
+        srv_err("session %" PRIu64 ": %s of host copy %u failed: %s; it "
+                "stays in DDR", st->session_id,
+                mv->kind == SRV_MOVE_SPILL ? "spill" : "eviction", mv->k,
+                ho_strerror(rc));
+        slot_set(st, mv->k, SRV_EXT_DDR, HO_SLOT_DDR);
+        return;
+    }
+    if (mv->kind == SRV_MOVE_SPILL) {
+        flash_written(st, sl, mv->ver);
+        st->spills++;
+    } else {
+        st->drops++;
+    }
+    sl->forced_out = false;
+    if (mv->to_absent) {
+        flash_put(st, sl);
+        slot_set(st, mv->k, SRV_EXT_ABSENT, HO_SLOT_ABSENT);
+    } else {
+        slot_set(st, mv->k, SRV_EXT_FLASH, HO_SLOT_FLASH);
+    }
+}
+
+/* A WRITE ended: SPILLING -> DDR (the copy stayed usable throughout). */
+static void slot_written(srv_stage *st, const stage_mv *mv, int rc)
+{
+    stage_slot *sl = &st->slots[mv->k];
+    ext_set(st, sl, SRV_EXT_DDR);
+    if (rc == 0) {
+        flash_written(st, sl, mv->ver);
+        st->writes++;
+    } else {
+        srv_warn("session %" PRIu64 ": writing host copy %u to flash "
+                 "failed: %s", st->session_id, mv->k, ho_strerror(rc));
+    }
+}
+
+/* A FILL ended: FILLING -> DDR, or FILLING -> FLASH when it failed. */
+static void slot_filled(srv_stage *st, const stage_mv *mv, int rc)
+{
+    srv_extent *x = st->slots[mv->k].x;
+    if (rc == 0) {
+        slot_set(st, mv->k, SRV_EXT_DDR, HO_SLOT_DDR);
+        atomic_fetch_add(&st->hdr->flash_in_bytes, x->len);
+        st->fills++;
+        return;
+    }
+    srv_err("session %" PRIu64 ": fill of host copy %u failed: %s; it stays "
+            "on flash", st->session_id, mv->k, ho_strerror(rc));
+    tier_arena_evict(x->arena->arena, x->off, x->len); /* rare: on the loop */
+    slot_set(st, mv->k, SRV_EXT_FLASH, HO_SLOT_FLASH);
+}
+
+/* The mover's callback of mv_start. */
 static void mv_finished(srv_daemon *d, void *ctx, int rc, double us)
 {
     stage_mv *mv = ctx;
@@ -385,69 +462,17 @@ static void mv_finished(srv_daemon *d, void *ctx, int rc, double us)
         srv_arena_unref(d, r);
         return;
     }
-    stage_slot *sl = &st->slots[mv->k];
-    ho_ctl_slot *cs = ctl_slot(st, mv->k);
-    tier_arena *a = x->arena->arena;
-    sl->busy = false;
+    st->slots[mv->k].busy = false;
     switch (mv->kind) {
     case SRV_MOVE_SPILL:
     case SRV_MOVE_DROP:
-        st->leaving -= x->len;
-        if (rc == 0)
-            rc = tier_arena_mark_evicted(a, x->off, x->len);
-        if (rc < 0) {
-            srv_err("session %" PRIu64 ": %s of host copy %u failed: %s; it "
-                    "stays in DDR", st->session_id,
-                    mv->kind == SRV_MOVE_SPILL ? "spill" : "eviction",
-                    mv->k, ho_strerror(rc));
-            ext_set(st, sl, SRV_EXT_DDR);
-            atomic_store(&cs->state, HO_SLOT_DDR);
-            break;
-        }
-        if (mv->kind == SRV_MOVE_SPILL) {
-            sl->flash_valid = true;
-            sl->flash_ver = mv->ver;
-            atomic_fetch_add(&st->hdr->flash_out_bytes, x->len);
-            st->spills++;
-        } else {
-            st->drops++;
-        }
-        sl->forced_out = false;
-        if (mv->to_absent) {
-            flash_put(st, sl);
-            ext_set(st, sl, SRV_EXT_ABSENT);
-            atomic_store(&cs->state, HO_SLOT_ABSENT);
-        } else {
-            ext_set(st, sl, SRV_EXT_FLASH);
-            atomic_store(&cs->state, HO_SLOT_FLASH);
-        }
+        slot_evicted(st, mv, rc);
         break;
     case SRV_MOVE_WRITE:
-        ext_set(st, sl, SRV_EXT_DDR);
-        if (rc == 0) {
-            sl->flash_valid = true;
-            sl->flash_ver = mv->ver;
-            atomic_fetch_add(&st->hdr->flash_out_bytes, x->len);
-            st->writes++;
-        } else {
-            srv_warn("session %" PRIu64 ": writing host copy %u to flash "
-                     "failed: %s", st->session_id, mv->k, ho_strerror(rc));
-        }
+        slot_written(st, mv, rc);
         break;
     case SRV_MOVE_FILL:
-        if (rc == 0) {
-            ext_set(st, sl, SRV_EXT_DDR);
-            atomic_store(&cs->state, HO_SLOT_DDR);
-            atomic_fetch_add(&st->hdr->flash_in_bytes, x->len);
-            st->fills++;
-        } else {
-            srv_err("session %" PRIu64 ": fill of host copy %u failed: %s; "
-                    "it stays on flash", st->session_id, mv->k,
-                    ho_strerror(rc));
-            tier_arena_evict(a, x->off, x->len); /* rare: on the loop */
-            ext_set(st, sl, SRV_EXT_FLASH);
-            atomic_store(&cs->state, HO_SLOT_FLASH);
-        }
+        slot_filled(st, mv, rc);
         break;
     }
     wake(st);
@@ -589,17 +614,11 @@ static void make_room(srv_stage *st, uint32_t u, uint64_t want)
 static uint64_t quota_shortfall(srv_stage *st, uint64_t more)
 {
     srv_session *s = st->s;
+    srv_quota_use uses[2];
+    int n = srv_quota_uses(st->d, s->uid, s->job, SRV_TIER_DDR, uses);
     uint64_t worst = 0;
-    for (int k = 0; k < 2; k++) {
-        srv_subject_kind kind = k ? SRV_SUBJECT_JOB : SRV_SUBJECT_UID;
-        if (kind == SRV_SUBJECT_JOB && !s->job[0])
-            continue;
-        uint64_t q = srv_quota_limit(st->d->quota, kind, s->uid, s->job,
-                                     SRV_TIER_DDR);
-        if (!q)
-            continue;
-        uint64_t used = srv_subject_usage(st->d, kind, s->uid, s->job,
-                                          SRV_TIER_DDR);
+    for (int k = 0; k < n; k++) {
+        uint64_t q = uses[k].limit, used = uses[k].used;
         if (used + more > q && used + more - q > worst)
             worst = used + more - q;
     }
@@ -936,8 +955,61 @@ static void needed_storages(const plan_trace *t, const plan_schedule *sc,
             needed[sc->actions[k].storage] = 1;
 }
 
+/* Request slot i against the trace: a storage of the trace that needs a
+ * host copy, of the trace's size, not listed before, within the pool.
+ * On 0 *sl is filled (x unset) and the storage marked in seen[]. */
+static int check_slot(srv_daemon *d, const plan_trace *t, size_t i,
+                      const Hyperoffload__StageSlot *ss, const uint8_t *needed,
+                      uint8_t *seen, stage_slot *sl, char *err, size_t errlen)
+{
+    char a[32], b[32];
+    uint64_t id = ss ? ss->storage_id : 0, bytes = ss ? ss->bytes : 0;
+    uint32_t k = plan_trace_find(t, id);
+    if (k == PLAN_NONE)
+        return ho_errf(err, errlen, -ENOENT, "slots[%zu]: storage %" PRIu64
+                       " is not in the plan's trace", i, id);
+    if (!needed[k])
+        return ho_errf(err, errlen, -EINVAL, "slots[%zu]: storage %" PRIu64
+                       " needs no host copy: the schedule never stores it "
+                       "and it does not start on host", i, id);
+    if (bytes != t->storages[k].bytes)
+        return ho_errf(err, errlen, HO_E_INVALID_SIZE, "slots[%zu]: storage %"
+                       PRIu64 " has %" PRIu64 " bytes in the trace, the slot "
+                       "says %" PRIu64, i, id, t->storages[k].bytes, bytes);
+    if (seen[k])
+        return ho_errf(err, errlen, -EEXIST, "slots[%zu]: storage %" PRIu64
+                       " is listed twice", i, id);
+    seen[k] = 1;
+    if (bytes > d->cfg.ddr_capacity)
+        return ho_errf(err, errlen, HO_E_TOO_LARGE, "slots[%zu]: storage %"
+                       PRIu64 " of %s exceeds the DDR pool capacity %s", i,
+                       id, ho_size_format(bytes, a, sizeof(a)),
+                       ho_size_format(d->cfg.ddr_capacity, b, sizeof(b)));
+    sl->storage = k;
+    sl->storage_id = id;
+    sl->bytes = bytes;
+    sl->boundary = t->storages[k].initial == PLAN_INIT_HOST;
+    return 0;
+}
+
+/* Every storage that needs a host copy has a slot. */
+static int check_every_copy(const plan_trace *t, const uint8_t *needed,
+                            const uint8_t *seen, char *err, size_t errlen)
+{
+    for (uint32_t k = 0; k < t->n_storages; k++)
+        if (needed[k] && !seen[k])
+            return ho_errf(err, errlen, -ENODATA, "storage %" PRIu64 " needs "
+                           "a host copy (%s) but has no slot",
+                           t->storages[k].id,
+                           t->storages[k].initial == PLAN_INIT_HOST
+                               ? "it starts on host"
+                               : "the schedule stores it");
+    return 0;
+}
+
 /* Validate the request's slots against the memo.  On success *ret_slots
- * (owned by the caller) holds one entry per request slot, x unset. */
+ * (owned by the caller) holds one entry per request slot, x unset, and
+ * *ret_total the sum of their aligned lengths. */
 static int check_slots(srv_daemon *d, srv_session *s,
                        const Hyperoffload__StageRequest *req,
                        const srv_plan_memo *m, stage_slot **ret_slots,
@@ -952,96 +1024,38 @@ static int check_slots(srv_daemon *d, srv_session *s,
                        t->n_storages, HO_CTL_MAX_SLOTS);
     uint64_t old = s->stage ? s->stage->n_slots : 0;
     if (s->usage.extents - old + n > d->cfg.max_extents)
-        return ho_errf(
-            err, errlen, HO_E_QUOTA,
-            "%zu host copies would take the session to %" PRIu64
-            " extents, above the limit (max_extents_per_session %u)",
-            n, s->usage.extents - old + n, d->cfg.max_extents);
+        return ho_errf(err, errlen, HO_E_QUOTA, "%zu host copies would take "
+                       "the session to %" PRIu64 " extents, above the limit "
+                       "(max_extents_per_session %u)", n,
+                       s->usage.extents - old + n, d->cfg.max_extents);
     uint8_t *needed = calloc(t->n_storages ? t->n_storages : 1, 1);
     uint8_t *seen = calloc(t->n_storages ? t->n_storages : 1, 1);
     stage_slot *slots = calloc(n ? n : 1, sizeof(*slots));
+    uint64_t total = 0;
     int rc = 0;
     if (!needed || !seen || !slots) {
-        ho_errf(err, errlen, 0, "out of memory");
-        rc = -ENOMEM;
-        goto fail;
+        rc = ho_errf(err, errlen, -ENOMEM, "out of memory");
+        goto out;
     }
     needed_storages(t, m->sched, needed);
-    uint64_t total = 0;
-    for (size_t i = 0; i < n; i++) {
-        const Hyperoffload__StageSlot *ss = req->slots[i];
-        uint64_t id = ss ? ss->storage_id : 0, bytes = ss ? ss->bytes : 0;
-        uint32_t k = plan_trace_find(t, id);
-        if (k == PLAN_NONE) {
-            ho_errf(err, errlen, 0,
-                    "slots[%zu]: storage %" PRIu64 " is not in the plan's "
-                    "trace",
-                    i, id);
-            rc = -ENOENT;
-            goto fail;
-        }
-        if (!needed[k]) {
-            ho_errf(err, errlen, 0,
-                    "slots[%zu]: storage %" PRIu64 " needs no host copy: the "
-                    "schedule never stores it and it does not start on host",
-                    i, id);
-            rc = -EINVAL;
-            goto fail;
-        }
-        if (bytes != t->storages[k].bytes) {
-            ho_errf(err, errlen, 0,
-                    "slots[%zu]: storage %" PRIu64 " has %" PRIu64 " bytes "
-                    "in the trace, the slot says %" PRIu64,
-                    i, id, t->storages[k].bytes, bytes);
-            rc = HO_E_INVALID_SIZE;
-            goto fail;
-        }
-        if (seen[k]) {
-            ho_errf(err, errlen, 0,
-                    "slots[%zu]: storage %" PRIu64 " is listed twice", i, id);
-            rc = -EEXIST;
-            goto fail;
-        }
-        seen[k] = 1;
-        if (bytes > d->cfg.ddr_capacity) {
-            char a[32], b[32];
-            ho_errf(err, errlen, 0,
-                    "slots[%zu]: storage %" PRIu64 " of %s exceeds the DDR "
-                    "pool capacity %s",
-                    i, id, ho_size_format(bytes, a, sizeof(a)),
-                    ho_size_format(d->cfg.ddr_capacity, b, sizeof(b)));
-            rc = HO_E_TOO_LARGE;
-            goto fail;
-        }
-        uint64_t len = (bytes + align - 1) & ~(align - 1);
-        total += len;   /* <= 2^22 slots of <= pool capacity: no overflow */
-        slots[i].storage = k;
-        slots[i].storage_id = id;
-        slots[i].bytes = bytes;
-        slots[i].boundary = t->storages[k].initial == PLAN_INIT_HOST;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        rc = check_slot(d, t, i, req->slots[i], needed, seen, &slots[i], err,
+                        errlen);
+        /* <= 2^22 slots of <= pool capacity: no overflow */
+        total += (slots[i].bytes + align - 1) & ~(align - 1);
     }
-    for (uint32_t k = 0; k < t->n_storages; k++)
-        if (needed[k] && !seen[k]) {
-            ho_errf(err, errlen, 0,
-                    "storage %" PRIu64 " needs a host copy (%s) but has no "
-                    "slot",
-                    t->storages[k].id,
-                    t->storages[k].initial == PLAN_INIT_HOST
-                        ? "it starts on host"
-                        : "the schedule stores it");
-            rc = -ENODATA;
-            goto fail;
-        }
+    if (rc == 0)
+        rc = check_every_copy(t, needed, seen, err, errlen);
+out:
     free(needed);
     free(seen);
+    if (rc < 0) {
+        free(slots);
+        return rc;
+    }
     *ret_slots = slots;
     *ret_total = total;
     return 0;
-fail:
-    free(needed);
-    free(seen);
-    free(slots);
-    return rc;
 }
 
 /* Create, size, seal and map the control region; fill the layout. */
@@ -1122,17 +1136,11 @@ static uint64_t daemon_ddr_limit(srv_daemon *d, srv_session *s)
     tier_ddr_stats st;
     tier_ddr_stats_get(d->ddr, &st);
     uint64_t lim = st.capacity - st.used + old;
-    for (int k = 0; k < 2; k++) {
-        srv_subject_kind kind = k ? SRV_SUBJECT_JOB : SRV_SUBJECT_UID;
-        if (kind == SRV_SUBJECT_JOB && !s->job[0])
-            continue;
-        uint64_t q = srv_quota_limit(d->quota, kind, s->uid, s->job,
-                                     SRV_TIER_DDR);
-        if (!q)
-            continue;
-        uint64_t used = srv_subject_usage(d, kind, s->uid, s->job,
-                                          SRV_TIER_DDR);
-        used = used > old ? used - old : 0;
+    srv_quota_use uses[2];
+    int n = srv_quota_uses(d, s->uid, s->job, SRV_TIER_DDR, uses);
+    for (int k = 0; k < n; k++) {
+        uint64_t q = uses[k].limit;
+        uint64_t used = uses[k].used > old ? uses[k].used - old : 0;
         uint64_t room = q > used ? q - used : 0;
         if (room < lim)
             lim = room;
@@ -1175,7 +1183,6 @@ static int alloc_slots(srv_daemon *d, srv_session *s, srv_stage *st,
 
 static void reply_stage(srv_conn *c, uint64_t rid, srv_stage *st)
 {
-    Hyperoffload__Envelope env = HYPEROFFLOAD__ENVELOPE__INIT;
     Hyperoffload__StageReply sr = HYPEROFFLOAD__STAGE_REPLY__INIT;
     Hyperoffload__StageExtent *ex = calloc(st->n_slots ? st->n_slots : 1,
                                            sizeof(*ex));
@@ -1202,25 +1209,20 @@ static void reply_stage(srv_conn *c, uint64_t rid, srv_stage *st)
     sr.staged_bytes = st->staged_bytes;
     sr.stage_actions = st->plan ? st->plan->n_actions : 0;
     sr.milestones = st->plan ? st->plan->n_milestones : 0;
-    env.request_id = rid;
-    env.body_case = HYPEROFFLOAD__ENVELOPE__BODY_STAGE_REPLY;
-    env.stage_reply = &sr;
     int fds[2] = {st->memfd, st->efd};
-    srv_conn_send_fds(c, &env, fds, 2);
+    srv_conn_reply(c, rid, HYPEROFFLOAD__ENVELOPE__BODY_STAGE_REPLY, &sr, fds,
+                   2);
     free(ex);
     free(exp);
 }
 
-/* Build and install the replay (loop thread).  Takes ownership of slots
- * and plan in every case. */
-static int install(srv_daemon *d, srv_conn *c, uint64_t rid,
-                   stage_slot *slots, uint32_t n_slots, uint32_t n_ops,
-                   uint64_t total, uint64_t limit, plan_staging *plan,
-                   char *err, size_t errlen)
+/* A replay object for session s, not yet installed (no region, handles or
+ * host copies).  Takes ownership of slots and plan in every case; NULL
+ * when out of memory. */
+static srv_stage *stage_new(srv_daemon *d, srv_session *s, stage_slot *slots,
+                            uint32_t n_slots, uint32_t n_ops, uint64_t total,
+                            uint64_t limit, plan_staging *plan)
 {
-    srv_session *s = c->session;
-    char a[32], b[32];
-    int rc;
     srv_stage *st = calloc(1, sizeof(*st));
     uint32_t *work = calloc(n_slots ? n_slots : 1, sizeof(*work));
     if (!st || !work) {
@@ -1228,7 +1230,7 @@ static int install(srv_daemon *d, srv_conn *c, uint64_t rid,
         free(work);
         free(slots);
         plan_staging_free(plan);
-        return ho_errf(err, errlen, -ENOMEM, "out of memory");
+        return NULL;
     }
     st->d = d;
     st->s = s;
@@ -1241,32 +1243,46 @@ static int install(srv_daemon *d, srv_conn *c, uint64_t rid,
     st->plan = plan;
     st->staged_bytes = total;
     st->ddr_limit = limit;
+    return st;
+}
 
-    rc = make_region(st, err, errlen);
+/* The control region and the eventfd. */
+static int stage_open(srv_stage *st, char *err, size_t errlen)
+{
+    int rc = make_region(st, err, errlen);
     if (rc < 0)
-        goto fail;
+        return rc;
     st->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (st->efd < 0) {
         rc = -errno;
-        ho_errf(err, errlen, 0, "eventfd: %s", strerror(errno));
-        goto fail;
+        return ho_errf(err, errlen, rc, "eventfd: %s", strerror(errno));
     }
-    rc = alloc_slots(d, s, st, err, errlen);
+    return 0;
+}
+
+/* The host copies; when they do not fit, once more after removing the
+ * replay this one replaces (it may hold the room). */
+static int stage_take_slots(srv_daemon *d, srv_session *s, srv_stage *st,
+                            char *err, size_t errlen)
+{
+    int rc = alloc_slots(d, s, st, err, errlen);
     if (rc < 0 && s->stage) {
-        /* Room may be held by the replay this one replaces. */
         stage_remove(d, s);
         rc = alloc_slots(d, s, st, err, errlen);
     }
+    return rc;
+}
+
+/* Watch the eventfd (poll and timer handles; the replay holds its first
+ * reference from here on).  A poll that does not start is logged: the
+ * timer still drives the replay. */
+static int stage_watch(srv_daemon *d, srv_stage *st, char *err,
+                       size_t errlen)
+{
+    int rc = uv_poll_init(&d->loop, &st->poll, st->efd);
     if (rc < 0)
-        goto fail;
-    rc = uv_poll_init(&d->loop, &st->poll, st->efd);
-    if (rc < 0) {
-        free_new_slots(d, s, st);
-        ho_errf(err, errlen, 0, "cannot watch the eventfd: %s",
-                uv_strerror(rc));
-        rc = HO_E_INTERNAL;
-        goto fail;
-    }
+        return ho_errf(err, errlen, HO_E_INTERNAL,
+                       "cannot watch the eventfd: %s", uv_strerror(rc));
     uv_timer_init(&d->loop, &st->timer);
     st->poll.data = st;
     st->timer.data = st;
@@ -1276,9 +1292,37 @@ static int install(srv_daemon *d, srv_conn *c, uint64_t rid,
     if (rc == 0)
         st->polling = true;
     else
-        srv_warn("session %" PRIu64 ": cannot watch its eventfd: %s", s->id,
-                 uv_strerror(rc));
+        srv_warn("session %" PRIu64 ": cannot watch its eventfd: %s",
+                 st->session_id, uv_strerror(rc));
+    return 0;
+}
 
+/* Build and install the replay (loop thread), replacing the session's
+ * previous one, and reply.  Takes ownership of slots and plan in every
+ * case. */
+static int install(srv_daemon *d, srv_conn *c, uint64_t rid,
+                   stage_slot *slots, uint32_t n_slots, uint32_t n_ops,
+                   uint64_t total, uint64_t limit, plan_staging *plan,
+                   char *err, size_t errlen)
+{
+    srv_session *s = c->session;
+    char a[32], b[32];
+    srv_stage *st = stage_new(d, s, slots, n_slots, n_ops, total, limit, plan);
+    if (!st)
+        return ho_errf(err, errlen, -ENOMEM, "out of memory");
+    int rc = stage_open(st, err, errlen);
+    if (rc == 0)
+        rc = stage_take_slots(d, s, st, err, errlen);
+    if (rc == 0) {
+        rc = stage_watch(d, st, err, errlen);
+        if (rc < 0)
+            free_new_slots(d, s, st);
+    }
+    if (rc < 0) {
+        st->s = NULL;
+        stage_free(st);
+        return rc;
+    }
     stage_remove(d, s);      /* the previous replay, if any */
     s->stage = st;
     publish_slots(st);
@@ -1289,10 +1333,6 @@ static int install(srv_daemon *d, srv_conn *c, uint64_t rid,
              plan ? plan->n_milestones : 0);
     reply_stage(c, rid, st);
     return 0;
-fail:
-    st->s = NULL;
-    stage_free(st);
-    return rc;
 }
 
 typedef struct stage_job {
@@ -1384,39 +1424,92 @@ static void job_after(uv_work_t *req, int status)
     srv_work_end(d);
 }
 
+/* The session's most recent plan, when it is the one the request names.
+ * HO_E_NO_PLAN (none, or another), HO_E_BUSY (a StageRequest is being
+ * planned). */
+static int stage_memo(srv_daemon *d, srv_session *s,
+                      const Hyperoffload__StageRequest *req,
+                      srv_plan_memo **ret_m, char *err, size_t errlen)
+{
+    srv_plan_memo *m = s->plan;
+    const char *planner = req->planner && *req->planner ? req->planner
+                                                        : d->cfg.planner;
+    if (!m)
+        return ho_errf(err, errlen, HO_E_NO_PLAN, "session %" PRIu64 " has "
+                       "no plan: send PlanRequest first", s->id);
+    if (m->hash != req->trace_hash || m->budget != req->budget ||
+        strcmp(m->planner, planner) != 0)
+        return ho_errf(err, errlen, HO_E_NO_PLAN, "the StageRequest names "
+                       "trace %016" PRIx64 ", budget %" PRIu64 ", planner "
+                       "'%.32s'; the session's most recent plan is trace "
+                       "%016" PRIx64 ", budget %" PRIu64 ", planner '%s'",
+                       req->trace_hash, req->budget, planner, m->hash,
+                       m->budget, m->planner);
+    if (s->stage_pending)
+        return ho_errf(err, errlen, HO_E_BUSY, "session %" PRIu64 " already "
+                       "has a StageRequest being prepared", s->id);
+    *ret_m = m;
+    return 0;
+}
+
+/* A staging-plan job for the request's slots (it takes slots and a memo
+ * reference).  NULL when out of memory (slots freed). */
+static stage_job *stage_job_new(srv_daemon *d, srv_conn *c, uint64_t rid,
+                                srv_plan_memo *m, stage_slot *slots,
+                                uint32_t n, uint64_t total, uint64_t limit)
+{
+    stage_job *j = calloc(1, sizeof(*j));
+    if (j) {
+        j->slot_storage = calloc(n ? n : 1, sizeof(uint32_t));
+        j->slot_bytes = calloc(n ? n : 1, sizeof(uint64_t));
+    }
+    if (!j || !j->slot_storage || !j->slot_bytes) {
+        if (j) {
+            free(j->slot_storage);
+            free(j->slot_bytes);
+        }
+        free(j);
+        free(slots);
+        return NULL;
+    }
+    uint64_t align = d->cfg.ddr_alignment;
+    for (uint32_t i = 0; i < n; i++) {
+        j->slot_storage[i] = slots[i].storage;
+        j->slot_bytes[i] = (slots[i].bytes + align - 1) & ~(align - 1);
+    }
+    j->d = d;
+    j->conn_id = c->id;
+    j->session_id = c->session->id;
+    j->rid = rid;
+    j->memo = m;
+    m->refs++;
+    j->slots = slots;
+    j->n_slots = n;
+    j->total = total;
+    j->in.trace = m->trace;
+    j->in.sched = m->sched;
+    j->in.slot_storage = j->slot_storage;
+    j->in.slot_bytes = j->slot_bytes;
+    j->in.n_slots = n;
+    j->in.ddr_limit = limit;
+    j->in.flash_read_gbps = d->flash_read_gbps;
+    j->in.flash_write_gbps = d->flash_write_gbps;
+    j->in.flash_latency_us = SRV_STAGE_FLASH_LATENCY_US;
+    j->req.data = j;
+    return j;
+}
+
 void srv_handle_stage(srv_daemon *d, srv_conn *c, uint64_t rid,
                       const Hyperoffload__StageRequest *req)
 {
     srv_session *s = c->session;
-    char err[SRV_ERR_MAX];
-    int rc;
+    char err[SRV_ERR_MAX], a[32], b[32];
     stage_slot *slots = NULL;
     uint64_t total = 0;
-
-    srv_plan_memo *m = s->plan;
-    const char *planner = req->planner && *req->planner ? req->planner
-                                                        : d->cfg.planner;
-    if (!m) {
-        srv_reply_error(c, rid, HO_E_NO_PLAN, "session %" PRIu64 " has no "
-                        "plan: send PlanRequest first", s->id);
-        return;
-    }
-    if (m->hash != req->trace_hash || m->budget != req->budget ||
-        strcmp(m->planner, planner) != 0) {
-        srv_reply_error(c, rid, HO_E_NO_PLAN, "the StageRequest names trace "
-                        "%016" PRIx64 ", budget %" PRIu64 ", planner "
-                        "'%.32s'; the session's most recent plan is trace "
-                        "%016" PRIx64 ", budget %" PRIu64 ", planner '%s'",
-                        req->trace_hash, req->budget, planner, m->hash,
-                        m->budget, m->planner);
-        return;
-    }
-    if (s->stage_pending) {
-        srv_reply_error(c, rid, HO_E_BUSY, "session %" PRIu64 " already has "
-                        "a StageRequest being prepared", s->id);
-        return;
-    }
-    rc = check_slots(d, s, req, m, &slots, &total, err, sizeof(err));
+    srv_plan_memo *m = NULL;
+    int rc = stage_memo(d, s, req, &m, err, sizeof(err));
+    if (rc == 0)
+        rc = check_slots(d, s, req, m, &slots, &total, err, sizeof(err));
     if (rc < 0) {
         srv_reply_error(c, rid, rc, "%s", err);
         return;
@@ -1435,10 +1528,8 @@ void srv_handle_stage(srv_daemon *d, srv_conn *c, uint64_t rid,
         return;
     }
     if (d->n_flash == 0) {
-        char a[32], b[32];
         free(slots);
-        srv_reply_error(c, rid, HO_E_UNSUPPORTED,
-                        "the host copies take %s, "
+        srv_reply_error(c, rid, HO_E_UNSUPPORTED, "the host copies take %s, "
                         "above the %s the session may hold in DDR, and no "
                         "flash tier is configured to stage them",
                         ho_size_format(total, a, sizeof(a)),
@@ -1446,45 +1537,11 @@ void srv_handle_stage(srv_daemon *d, srv_conn *c, uint64_t rid,
         return;
     }
     /* Plan the staging on a worker (it runs the planner). */
-    stage_job *j = calloc(1, sizeof(*j));
-    if (j) {
-        j->slot_storage = calloc(n ? n : 1, sizeof(uint32_t));
-        j->slot_bytes = calloc(n ? n : 1, sizeof(uint64_t));
-    }
-    if (!j || !j->slot_storage || !j->slot_bytes) {
-        if (j) {
-            free(j->slot_storage);
-            free(j->slot_bytes);
-        }
-        free(j);
-        free(slots);
+    stage_job *j = stage_job_new(d, c, rid, m, slots, n, total, limit);
+    if (!j) {
         srv_reply_error(c, rid, -ENOMEM, "out of memory");
         return;
     }
-    uint64_t align = d->cfg.ddr_alignment;
-    for (uint32_t i = 0; i < n; i++) {
-        j->slot_storage[i] = slots[i].storage;
-        j->slot_bytes[i] = (slots[i].bytes + align - 1) & ~(align - 1);
-    }
-    j->d = d;
-    j->conn_id = c->id;
-    j->session_id = s->id;
-    j->rid = rid;
-    j->memo = m;
-    m->refs++;
-    j->slots = slots;
-    j->n_slots = n;
-    j->total = total;
-    j->in.trace = m->trace;
-    j->in.sched = m->sched;
-    j->in.slot_storage = j->slot_storage;
-    j->in.slot_bytes = j->slot_bytes;
-    j->in.n_slots = n;
-    j->in.ddr_limit = limit;
-    j->in.flash_read_gbps = d->flash_read_gbps;
-    j->in.flash_write_gbps = d->flash_write_gbps;
-    j->in.flash_latency_us = SRV_STAGE_FLASH_LATENCY_US;
-    j->req.data = j;
     rc = uv_queue_work(&d->loop, &j->req, job_work, job_after);
     if (rc < 0) {
         job_free(j);

@@ -4,6 +4,26 @@
  * host copies between DDR and flash when they do not all fit in the DDR
  * the session may use (docs/runtime.md, proto/control.h).
  *
+ * Stage-slot states (the region's ho_ctl_slot.state, HO_SLOT_*) as the
+ * daemon drives them, with the function that performs each change (the
+ * host copy's extent state follows, see sessions.h):
+ *   (install) -> DDR or ABSENT   [publish_slots: as allocated]
+ *   DDR       -> SPILLING [evict: compare-and-swap; a CLIENT slot waits]
+ *   SPILLING  -> DDR      [evict: no flash room or no move after the
+ *                          claim; slot_evicted: the move failed]
+ *   SPILLING  -> FLASH    [slot_evicted: data on flash]
+ *   SPILLING  -> ABSENT   [slot_evicted: data dropped]
+ *   FLASH     -> FILLING  [bring_in: read]
+ *   FILLING   -> FLASH    [bring_in: the move did not start;
+ *                          slot_filled: the read failed]
+ *   FILLING   -> DDR      [slot_filled]
+ *   FLASH/ABSENT -> DDR   [bring_in: nothing to read]
+ * and by the client, never by the daemon:
+ *   DDR <-> CLIENT        [the client's copy in or out, by CAS]
+ * A WRITE (reconcile) leaves the slot DDR: the copy stays usable while its
+ * flash copy is written.  Every change a client may wait for bumps `seq`
+ * and wakes its futex (wake).
+ *
  * Two of its functions are hooks of lower modules, registered at startup
  * (daemon.c): srv_stage_remember_plan (planning's srv_plan_answered_fn)
  * and srv_stage_session_gone (d->on_session_drop).
