@@ -438,6 +438,28 @@ static int parse_mode(const char *s, int64_t *ret_v, char *err,
     return 0;
 }
 
+static int parse_boolean(const char *s, int64_t *ret_v, char *err,
+                         size_t errlen)
+{
+    bool b;
+    if (parse_bool(s, &b) < 0)
+        return ho_errf(err, errlen, HO_E_BAD_CONFIG, "'%s' is not a boolean "
+                       "(yes/no, true/false, on/off, 1/0)", s);
+    *ret_v = b;
+    return 0;
+}
+
+static int parse_level(const char *s, int64_t *ret_v, char *err,
+                       size_t errlen)
+{
+    int lv;
+    if (srv_log_level_parse(s, &lv) < 0)
+        return ho_errf(err, errlen, HO_E_BAD_CONFIG, "'%s' is not a log level "
+                       "(error, warning, notice, info, debug)", s);
+    *ret_v = lv;
+    return 0;
+}
+
 /* Split a list and, for a size list, read and bound-check its items. */
 static int parse_list(const cfg_row *r, const char *s, cfg_value *v,
                       char *err, size_t errlen)
@@ -469,26 +491,12 @@ static int parse_value(const cfg_row *r, const char *s, cfg_value *v,
     case T_U32:
     case T_I32:
         return parse_integer(r, s, &v->num, err, errlen);
-    case T_BOOL: {
-        bool b;
-        if (parse_bool(s, &b) < 0)
-            return ho_errf(err, errlen, HO_E_BAD_CONFIG,
-                           "'%s' is not a boolean (yes/no, true/false, "
-                           "on/off, 1/0)", s);
-        v->num = b;
-        return 0;
-    }
+    case T_BOOL:
+        return parse_boolean(s, &v->num, err, errlen);
     case T_MODE:
         return parse_mode(s, &v->num, err, errlen);
-    case T_LEVEL: {
-        int lv;
-        if (srv_log_level_parse(s, &lv) < 0)
-            return ho_errf(err, errlen, HO_E_BAD_CONFIG,
-                           "'%s' is not a log level (error, warning, notice, "
-                           "info, debug)", s);
-        v->num = lv;
-        return 0;
-    }
+    case T_LEVEL:
+        return parse_level(s, &v->num, err, errlen);
     case T_STR:
         return 0;   /* the text itself */
     case T_PATHLIST:
@@ -802,151 +810,169 @@ int srv_config_init(srv_config *c)
 
 /* ------------------------------------------------------------------ files */
 
+/* Where a file is being read. */
+typedef struct ini_reader {
+    const char *path;
+    unsigned lineno;
+    char section[64];            /* current [section], "" before one */
+    int first_line[N_ROWS];      /* line that set each row, 0 none */
+} ini_reader;
+
+/* "FILE:LINE: " + the sentence; returns HO_E_BAD_CONFIG. */
+static int ini_fail(const ini_reader *r, char *err, size_t errlen,
+                    const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int ini_fail(const ini_reader *r, char *err, size_t errlen,
+                    const char *fmt, ...)
+{
+    char msg[SRV_MAX_CONFIG_LINE + 256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    return ho_errf(err, errlen, HO_E_BAD_CONFIG, "%s:%u: %s", r->path,
+                   r->lineno, msg);
+}
+
+/* A "[section]" line (p starts with '['; trailing comment allowed). */
+static int ini_section(ini_reader *r, char *p, char *err, size_t errlen)
+{
+    char *end = strchr(p, ']');
+    char *tail = end ? end + 1 : NULL;
+    if (tail)
+        trim(&tail);
+    if (!end || (tail && *tail && *tail != '#' && *tail != ';'))
+        return ini_fail(r, err, errlen, "malformed section header '%s'", p);
+    *end = '\0';
+    char *name = p + 1;
+    trim(&name);
+    if (!known_section(name))
+        return ini_fail(r, err, errlen, "unknown section [%s] (known: "
+                        "server, log, ddr, flash, devices, planning)", name);
+    snprintf(r->section, sizeof(r->section), "%s", name);
+    return 0;
+}
+
+/* Split "key = value" in place: the value unquoted, or cut at a comment
+ * that follows whitespace. */
+static int ini_key_value(const ini_reader *r, char *p, char **ret_key,
+                         char **ret_value, char *err, size_t errlen)
+{
+    char *eq = strchr(p, '=');
+    if (!eq)
+        return ini_fail(r, err, errlen, "expected 'key = value', got '%s'",
+                        p);
+    *eq = '\0';
+    char *key = p, *value = eq + 1;
+    trim(&key);
+    trim(&value);
+    if (*value == '"') {
+        char *close = strchr(value + 1, '"');
+        char *tail = close ? close + 1 : NULL;
+        if (tail)
+            trim(&tail);
+        if (!close || (*tail && *tail != '#' && *tail != ';'))
+            return ini_fail(r, err, errlen,
+                            "unterminated quoted value for '%s'", key);
+        *close = '\0';
+        value++;
+    } else {
+        /* A comment after the value needs whitespace before it. */
+        for (char *q = value; *q; q++)
+            if ((*q == '#' || *q == ';') && q > value &&
+                isspace((unsigned char)q[-1])) {
+                *q = '\0';
+                trim(&value);
+                break;
+            }
+    }
+    *ret_key = key;
+    *ret_value = value;
+    return 0;
+}
+
+/* Set key of the current section to value, once per file. */
+static int ini_assign(srv_config *c, ini_reader *r, const char *key,
+                      const char *value, char *err, size_t errlen)
+{
+    if (!*r->section)
+        return ini_fail(r, err, errlen,
+                        "key '%s' is outside of any [section]", key);
+    int row = find_row(r->section, key);
+    if (row < 0)
+        return ini_fail(r, err, errlen, "unknown key '%s' in section [%s]",
+                        key, r->section);
+    if (r->first_line[row])
+        return ini_fail(r, err, errlen, "[%s] %s is set twice (first at "
+                        "line %d)", r->section, key, r->first_line[row]);
+    r->first_line[row] = (int)r->lineno;
+    char why[512];
+    int rc = set_row(c, &rows[row], value, why, sizeof(why));
+    if (rc == -ENOMEM)
+        return ho_errf(err, errlen, rc, "%s:%u: out of memory", r->path,
+                       r->lineno);
+    if (rc < 0)
+        return ini_fail(r, err, errlen, "[%s] %s: %s", r->section, key, why);
+    return 0;
+}
+
+/* One line of the file (its newline included). */
+static int ini_line(srv_config *c, ini_reader *r, char *line, char *err,
+                    size_t errlen)
+{
+    char *p = line;
+    trim(&p);
+    if (!*p || *p == '#' || *p == ';')
+        return 0;
+    if (*p == '[')
+        return ini_section(r, p, err, errlen);
+    char *key = NULL, *value = NULL;
+    int rc = ini_key_value(r, p, &key, &value, err, errlen);
+    if (rc == 0)
+        rc = ini_assign(c, r, key, value, err, errlen);
+    return rc;
+}
+
 int srv_config_load_file(srv_config *c, const char *path, char *err,
                          size_t errlen)
 {
     int rc = 0;
-    char *buf = NULL;
-    int first_line[N_ROWS] = {0};
     FILE *f = fopen(path, "r");
     if (!f) {
         rc = -errno;
         return ho_errf(err, errlen, rc, "%s: %s", path, strerror(errno));
     }
+    ini_reader *r = calloc(1, sizeof(*r));
+    char *buf = malloc(SRV_MAX_CONFIG_LINE + 2);
     struct stat st;
     if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
-        ho_errf(err, errlen, 0, "%s: is a directory", path);
-        rc = -EISDIR;
+        rc = ho_errf(err, errlen, -EISDIR, "%s: is a directory", path);
         goto out;
     }
-    buf = malloc(SRV_MAX_CONFIG_LINE + 2);
-    if (!buf) {
+    if (!r || !buf) {
         rc = -ENOMEM;
         goto out;
     }
-    char section[64] = "";
-    unsigned lineno = 0;
+    r->path = path;
     size_t total = 0;
-    while (fgets(buf, SRV_MAX_CONFIG_LINE + 2, f)) {
-        lineno++;
+    while (rc == 0 && fgets(buf, SRV_MAX_CONFIG_LINE + 2, f)) {
+        r->lineno++;
         size_t n = strlen(buf);
         total += n;
-        if (total > SRV_MAX_CONFIG_FILE) {
-            ho_errf(err, errlen, 0, "%s: file is larger than %u bytes", path,
-                 SRV_MAX_CONFIG_FILE);
-            rc = HO_E_BAD_CONFIG;
-            goto out;
-        }
-        if (n && buf[n - 1] != '\n' && !feof(f)) {
-            ho_errf(err, errlen, 0, "%s:%u: line is longer than %u bytes",
-                    path, lineno, SRV_MAX_CONFIG_LINE);
-            rc = HO_E_BAD_CONFIG;
-            goto out;
-        }
-        char *p = buf;
-        trim(&p);
-        if (!*p || *p == '#' || *p == ';')
-            continue;
-        if (*p == '[') {
-            char *end = strchr(p, ']');
-            char *tail = end ? end + 1 : NULL;
-            if (tail)
-                trim(&tail);
-            if (!end || (tail && *tail && *tail != '#' && *tail != ';')) {
-                ho_errf(err, errlen, 0, "%s:%u: malformed section header '%s'",
-                     path, lineno, p);
-                rc = HO_E_BAD_CONFIG;
-                goto out;
-            }
-            *end = '\0';
-            char *name = p + 1;
-            trim(&name);
-            if (!known_section(name)) {
-                ho_errf(err, errlen, 0, "%s:%u: unknown section [%s] (known: "
-                     "server, log, ddr, flash, devices, planning)", path,
-                     lineno, name);
-                rc = HO_E_BAD_CONFIG;
-                goto out;
-            }
-            snprintf(section, sizeof(section), "%s", name);
-            continue;
-        }
-        char *eq = strchr(p, '=');
-        if (!eq) {
-            ho_errf(err, errlen, 0, "%s:%u: expected 'key = value', got '%s'",
-                    path, lineno, p);
-            rc = HO_E_BAD_CONFIG;
-            goto out;
-        }
-        *eq = '\0';
-        char *key = p, *value = eq + 1;
-        trim(&key);
-        trim(&value);
-        if (*value == '"') {
-            char *close = strchr(value + 1, '"');
-            char *tail = close ? close + 1 : NULL;
-            if (tail)
-                trim(&tail);
-            if (!close || (*tail && *tail != '#' && *tail != ';')) {
-                ho_errf(err, errlen, 0,
-                        "%s:%u: unterminated quoted value for '%s'", path,
-                        lineno, key);
-                rc = HO_E_BAD_CONFIG;
-                goto out;
-            }
-            *close = '\0';
-            value++;
-        } else {
-            /* A comment after the value needs whitespace before it. */
-            for (char *q = value; *q; q++)
-                if ((*q == '#' || *q == ';') && q > value &&
-                    isspace((unsigned char)q[-1])) {
-                    *q = '\0';
-                    trim(&value);
-                    break;
-                }
-        }
-        if (!*section) {
-            ho_errf(err, errlen, 0,
-                    "%s:%u: key '%s' is outside of any [section]", path,
-                    lineno, key);
-            rc = HO_E_BAD_CONFIG;
-            goto out;
-        }
-        int row = find_row(section, key);
-        if (row < 0) {
-            ho_errf(err, errlen, 0, "%s:%u: unknown key '%s' in section [%s]",
-                    path, lineno, key, section);
-            rc = HO_E_BAD_CONFIG;
-            goto out;
-        }
-        if (first_line[row]) {
-            ho_errf(err, errlen, 0,
-                    "%s:%u: [%s] %s is set twice (first at line "
-                    "%d)",
-                    path, lineno, section, key, first_line[row]);
-            rc = HO_E_BAD_CONFIG;
-            goto out;
-        }
-        first_line[row] = (int)lineno;
-        char why[512];
-        rc = set_row(c, &rows[row], value, why, sizeof(why));
-        if (rc < 0) {
-            if (rc != -ENOMEM) {
-                ho_errf(err, errlen, 0, "%s:%u: [%s] %s: %s", path, lineno,
-                        section, key, why);
-                rc = HO_E_BAD_CONFIG;
-            } else {
-                ho_errf(err, errlen, 0, "%s:%u: out of memory", path, lineno);
-            }
-            goto out;
-        }
+        if (total > SRV_MAX_CONFIG_FILE)
+            rc = ho_errf(err, errlen, HO_E_BAD_CONFIG,
+                         "%s: file is larger than %u bytes", path,
+                         SRV_MAX_CONFIG_FILE);
+        else if (n && buf[n - 1] != '\n' && !feof(f))
+            rc = ini_fail(r, err, errlen, "line is longer than %u bytes",
+                          SRV_MAX_CONFIG_LINE);
+        else
+            rc = ini_line(c, r, buf, err, errlen);
     }
-    if (ferror(f)) {
-        rc = -EIO;
-        ho_errf(err, errlen, 0, "%s: read error", path);
-    }
+    if (rc == 0 && ferror(f))
+        rc = ho_errf(err, errlen, -EIO, "%s: read error", path);
 out:
+    free(r);
     free(buf);
     fclose(f);
     return rc;
@@ -979,9 +1005,11 @@ void srv_config_device_name(const srv_config *c, uint32_t i, char *buf,
         snprintf(buf, len, "emu%u", i);
 }
 
-int srv_config_validate(const srv_config *c, char *err, size_t errlen)
+/* [ddr]: alignment a power of two within the capacity; huge pages need
+ * both to be multiples of 2 MiB. */
+static int validate_ddr(const srv_config *c, char *err, size_t errlen)
 {
-    char a[64], b[64];
+    char a[64];
     if (c->ddr_alignment & (c->ddr_alignment - 1)) {
         size_text(c->ddr_alignment, a, sizeof(a));
         return ho_errf(err, errlen, HO_E_BAD_CONFIG,
@@ -990,29 +1018,33 @@ int srv_config_validate(const srv_config *c, char *err, size_t errlen)
     if (c->ddr_capacity < c->ddr_alignment)
         return ho_errf(err, errlen, HO_E_BAD_CONFIG,
                        "[ddr] capacity is smaller than [ddr] alignment");
-    if (c->ddr_hugepages) {
-        if (c->ddr_alignment < 2 * MiB) {
-            size_text(c->ddr_alignment, a, sizeof(a));
-            return ho_errf(err, errlen, HO_E_BAD_CONFIG,
-                           "[ddr] hugepages = yes needs [ddr] alignment of "
-                           "at least 2M (it is %s)",
-                           a);
-        }
-        if (c->ddr_capacity % (2 * MiB)) {
-            size_text(c->ddr_capacity, a, sizeof(a));
-            return ho_errf(err, errlen, HO_E_BAD_CONFIG,
-                           "[ddr] hugepages = yes needs [ddr] capacity to "
-                           "be a multiple of 2M (it is %s)",
-                           a);
-        }
+    if (!c->ddr_hugepages)
+        return 0;
+    if (c->ddr_alignment < 2 * MiB) {
+        size_text(c->ddr_alignment, a, sizeof(a));
+        return ho_errf(err, errlen, HO_E_BAD_CONFIG, "[ddr] hugepages = yes "
+                       "needs [ddr] alignment of at least 2M (it is %s)", a);
     }
+    if (c->ddr_capacity % (2 * MiB)) {
+        size_text(c->ddr_capacity, a, sizeof(a));
+        return ho_errf(err, errlen, HO_E_BAD_CONFIG, "[ddr] hugepages = yes "
+                       "needs [ddr] capacity to be a multiple of 2M (it is "
+                       "%s)", a);
+    }
+    return 0;
+}
+
+/* [server] output above the frame size, a socket path that fits; [flash]
+ * paths distinct. */
+static int validate_server_flash(const srv_config *c, char *err,
+                                 size_t errlen)
+{
+    char a[64], b[64];
     if (c->max_output < c->max_frame) {
         size_text(c->max_output, a, sizeof(a));
         size_text(c->max_frame, b, sizeof(b));
-        return ho_errf(err, errlen, HO_E_BAD_CONFIG,
-                       "[server] max_output %s is below [server] max_frame "
-                       "%s",
-                       a, b);
+        return ho_errf(err, errlen, HO_E_BAD_CONFIG, "[server] max_output %s "
+                       "is below [server] max_frame %s", a, b);
     }
     if (strlen(c->socket) >= sizeof(((struct sockaddr_un *)0)->sun_path))
         return ho_errf(err, errlen, HO_E_BAD_CONFIG,
@@ -1023,33 +1055,37 @@ int srv_config_validate(const srv_config *c, char *err, size_t errlen)
                 return ho_errf(err, errlen, HO_E_BAD_CONFIG,
                                "[flash] paths lists '%s' twice",
                                c->flash_paths[i]);
+    return 0;
+}
+
+/* [devices]: list lengths matching the count, reserves below capacities,
+ * distinct names. */
+static int validate_devices(const srv_config *c, char *err, size_t errlen)
+{
+    char a[64], b[64];
     if (c->n_hbm_capacity != 1 && c->n_hbm_capacity != c->n_devices)
-        return ho_errf(
-            err, errlen, HO_E_BAD_CONFIG,
-            "[devices] hbm_capacity has %u values but [devices] "
-            "count is %u (give one value for all or one per device)",
-            c->n_hbm_capacity, c->n_devices);
+        return ho_errf(err, errlen, HO_E_BAD_CONFIG, "[devices] hbm_capacity "
+                       "has %u values but [devices] count is %u (give one "
+                       "value for all or one per device)", c->n_hbm_capacity,
+                       c->n_devices);
     if (c->n_hbm_reserve != 1 && c->n_hbm_reserve != c->n_devices)
-        return ho_errf(
-            err, errlen, HO_E_BAD_CONFIG,
-            "[devices] hbm_reserve has %u values but [devices] "
-            "count is %u (give one value for all or one per device)",
-            c->n_hbm_reserve, c->n_devices);
+        return ho_errf(err, errlen, HO_E_BAD_CONFIG, "[devices] hbm_reserve "
+                       "has %u values but [devices] count is %u (give one "
+                       "value for all or one per device)", c->n_hbm_reserve,
+                       c->n_devices);
     if (c->n_device_names != 0 && c->n_device_names != c->n_devices)
-        return ho_errf(err, errlen, HO_E_BAD_CONFIG,
-                       "[devices] names has %u names but [devices] count "
-                       "is %u",
-                       c->n_device_names, c->n_devices);
+        return ho_errf(err, errlen, HO_E_BAD_CONFIG, "[devices] names has %u "
+                       "names but [devices] count is %u", c->n_device_names,
+                       c->n_devices);
     for (uint32_t i = 0; i < c->n_devices; i++) {
         uint64_t cap = srv_config_hbm_capacity(c, i);
         uint64_t res = srv_config_hbm_reserve(c, i);
         if (res >= cap) {
             size_text(res, a, sizeof(a));
             size_text(cap, b, sizeof(b));
-            return ho_errf(err, errlen, HO_E_BAD_CONFIG,
-                           "[devices] hbm_reserve %s of device %u is not "
-                           "below its hbm_capacity %s",
-                           a, i, b);
+            return ho_errf(err, errlen, HO_E_BAD_CONFIG, "[devices] "
+                           "hbm_reserve %s of device %u is not below its "
+                           "hbm_capacity %s", a, i, b);
         }
         for (uint32_t j = i + 1; j < c->n_device_names; j++)
             if (strcmp(c->device_names[i], c->device_names[j]) == 0)
@@ -1057,17 +1093,30 @@ int srv_config_validate(const srv_config *c, char *err, size_t errlen)
                                "[devices] names lists '%s' twice",
                                c->device_names[i]);
     }
-    bool known = false;
+    return 0;
+}
+
+static int validate_planner(const srv_config *c, char *err, size_t errlen)
+{
     for (size_t i = 0; i < sizeof(planner_names) / sizeof(planner_names[0]);
          i++)
         if (strcmp(c->planner, planner_names[i]) == 0)
-            known = true;
-    if (!known)
-        return ho_errf(err, errlen, HO_E_BAD_CONFIG,
-                       "[planning] planner '%s' is not one of hoplan, "
-                       "none, seed-greedy, ms-distance, reactive-lru, oracle",
-                       c->planner);
-    return 0;
+            return 0;
+    return ho_errf(err, errlen, HO_E_BAD_CONFIG, "[planning] planner '%s' is "
+                   "not one of hoplan, none, seed-greedy, ms-distance, "
+                   "reactive-lru, oracle", c->planner);
+}
+
+int srv_config_validate(const srv_config *c, char *err, size_t errlen)
+{
+    int rc = validate_ddr(c, err, errlen);
+    if (rc == 0)
+        rc = validate_server_flash(c, err, errlen);
+    if (rc == 0)
+        rc = validate_devices(c, err, errlen);
+    if (rc == 0)
+        rc = validate_planner(c, err, errlen);
+    return rc;
 }
 
 /* ------------------------------------------------------------------ argv */

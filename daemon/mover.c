@@ -120,6 +120,55 @@ static void part_chunks(const struct srv_move *m, const move_part *p,
     *ret_end = e < m->n_chunks ? (uint32_t)e : m->n_chunks;
 }
 
+/* WRITE, FILL or DROP of the chunks [first, end) in one call over their
+ * range: the fd transfers pipeline their chunks internally. */
+static int part_whole(struct srv_move *m, move_part *p, uint32_t first,
+                      uint32_t end)
+{
+    uint64_t rel = (uint64_t)first * SRV_MOVE_CHUNK;
+    uint64_t rel_end = (uint64_t)end * SRV_MOVE_CHUNK;
+    if (rel_end > m->a.len)
+        rel_end = m->a.len;
+    uint64_t off = m->a.off + rel, foff = m->a.flash_off + rel;
+    uint64_t len = rel_end - rel;
+    int rc;
+    switch (m->a.kind) {
+    case SRV_MOVE_WRITE:
+        return write_chunk(m, off, foff, len);
+    case SRV_MOVE_FILL:
+        rc = read_chunk(m, off, foff, len);
+        if (rc == 0 && m->lock)
+            p->lock_rc = tier_arena_pages_lock(m->arena, off, len);
+        return rc;
+    default:
+        return tier_arena_pages_drop(m->arena, off, len);
+    }
+}
+
+/* One chunk of a SPILL: write it, then drop its pages while the other
+ * parts write theirs -- unless a write failed somewhere; in the recovery
+ * phase, read back a chunk whose pages were dropped. */
+static int spill_chunk(struct srv_move *m, uint32_t c)
+{
+    uint64_t rel = (uint64_t)c * SRV_MOVE_CHUNK;
+    uint64_t len = m->a.len - rel < SRV_MOVE_CHUNK ? m->a.len - rel
+                                                   : SRV_MOVE_CHUNK;
+    uint64_t off = m->a.off + rel, foff = m->a.flash_off + rel;
+    if (m->phase == PHASE_RECOVER)
+        return m->dropped[c] ? read_chunk(m, off, foff, len) : 0;
+    int rc = write_chunk(m, off, foff, len);
+    if (rc < 0) {
+        atomic_store(&m->failed, 1);
+    } else if (!atomic_load(&m->failed)) {
+        rc = tier_arena_pages_drop(m->arena, off, len);
+        if (rc == 0)
+            m->dropped[c] = 1;
+        else
+            atomic_store(&m->failed, 1);
+    }
+    return rc;
+}
+
 static void part_work(uv_work_t *req)
 {
     move_part *p = req->data;
@@ -129,57 +178,15 @@ static void part_work(uv_work_t *req)
     clock_gettime(CLOCK_MONOTONIC, &p->t0);
     if (first < end && m->phase == PHASE_MAIN &&
         m->a.kind != SRV_MOVE_SPILL) {
-        /* One call over the part's whole range: the fd transfers pipeline
-         * their chunks internally. */
-        uint64_t rel = (uint64_t)first * SRV_MOVE_CHUNK;
-        uint64_t rel_end = (uint64_t)end * SRV_MOVE_CHUNK;
-        if (rel_end > m->a.len)
-            rel_end = m->a.len;
-        uint64_t off = m->a.off + rel, foff = m->a.flash_off + rel;
-        uint64_t len = rel_end - rel;
-        switch (m->a.kind) {
-        case SRV_MOVE_WRITE:
-            p->rc = write_chunk(m, off, foff, len);
-            break;
-        case SRV_MOVE_FILL:
-            p->rc = read_chunk(m, off, foff, len);
-            if (p->rc == 0 && m->lock)
-                p->lock_rc = tier_arena_pages_lock(m->arena, off, len);
-            break;
-        default:
-            p->rc = tier_arena_pages_drop(m->arena, off, len);
-            break;
-        }
-        clock_gettime(CLOCK_MONOTONIC, &p->t1);
-        return;
-    }
-    for (uint32_t c = first; c < end; c++) {
-        uint64_t rel = (uint64_t)c * SRV_MOVE_CHUNK;
-        uint64_t len = m->a.len - rel < SRV_MOVE_CHUNK ? m->a.len - rel
-                                                       : SRV_MOVE_CHUNK;
-        uint64_t off = m->a.off + rel, foff = m->a.flash_off + rel;
-        int rc = 0;
-        if (m->phase == PHASE_RECOVER) {
-            if (m->dropped[c])
-                rc = read_chunk(m, off, foff, len);
-        } else {
-            /* SPILL: write a chunk, then drop its pages while the other
-             * parts write theirs. */
-            rc = write_chunk(m, off, foff, len);
+        p->rc = part_whole(m, p, first, end);
+    } else {
+        for (uint32_t c = first; c < end; c++) {
+            int rc = spill_chunk(m, c);
             if (rc < 0) {
-                atomic_store(&m->failed, 1);
-            } else if (!atomic_load(&m->failed)) {
-                rc = tier_arena_pages_drop(m->arena, off, len);
-                if (rc == 0)
-                    m->dropped[c] = 1;
-                else
-                    atomic_store(&m->failed, 1);
+                if (p->rc == 0)
+                    p->rc = rc;
+                break;
             }
-        }
-        if (rc < 0) {
-            if (p->rc == 0)
-                p->rc = rc;
-            break;
         }
     }
     clock_gettime(CLOCK_MONOTONIC, &p->t1);

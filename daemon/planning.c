@@ -20,6 +20,7 @@
 #include "daemon/mover.h"
 #include "daemon/sessions.h"
 #include "planner/io/plan_io.h"
+#include "proto/errfmt.h"
 #include "planner/plan.h"
 #include "proto/plan.pb-c.h"
 
@@ -109,10 +110,8 @@ int srv_planning_new(srv_daemon *d, srv_plan_answered_fn *answered,
                      srv_planning **ret_p, char *err, size_t errlen)
 {
     srv_planning *p = calloc(1, sizeof(*p));
-    if (!p) {
-        snprintf(err, errlen, "out of memory");
-        return -ENOMEM;
-    }
+    if (!p)
+        return ho_errf(err, errlen, -ENOMEM, "out of memory");
     p->d = d;
     p->answered = answered;
     p->max = d->cfg.plan_cache;
@@ -161,7 +160,6 @@ static void reply(srv_conn *c, uint64_t rid, const plan_entry *e,
                         "the planned schedule does not decode (bug)");
         return;
     }
-    Hyperoffload__Envelope env = HYPEROFFLOAD__ENVELOPE__INIT;
     Hyperoffload__PlanReply pr = HYPEROFFLOAD__PLAN_REPLY__INIT;
     pr.schedule = s;
     pr.planning_ms = e->planning_ms;
@@ -169,10 +167,8 @@ static void reply(srv_conn *c, uint64_t rid, const plan_entry *e,
     pr.trace_hash = hash;
     pr.no_offload_peak = e->no_offload_peak;
     pr.min_budget = e->min_budget;
-    env.request_id = rid;
-    env.body_case = HYPEROFFLOAD__ENVELOPE__BODY_PLAN_REPLY;
-    env.plan_reply = &pr;
-    srv_conn_send(c, &env, -1);
+    srv_conn_reply(c, rid, HYPEROFFLOAD__ENVELOPE__BODY_PLAN_REPLY, &pr, NULL,
+                   0);
     hyperoffload__schedule__free_unpacked(s, NULL);
 }
 
@@ -348,61 +344,117 @@ void srv_planning_drain(srv_planning *p)
     p->q_tail = NULL;
 }
 
+/* The checks of a PlanRequest before its trace is read: a known planner,
+ * a budget (the session's grant by default), a trace, room in the
+ * session's in-flight count.  *ret_planner and *ret_budget are the
+ * resolved ones. */
+static int check_plan_request(srv_planning *p, srv_session *s,
+                              const Hyperoffload__PlanRequest *req,
+                              const char **ret_planner, uint64_t *ret_budget,
+                              char *err, size_t errlen)
+{
+    const char *planner = req->planner && *req->planner ? req->planner
+                                                        : p->d->cfg.planner;
+    bool known = false;
+    for (int i = 0; plan_planner_names[i]; i++)
+        if (strcmp(plan_planner_names[i], planner) == 0)
+            known = true;
+    if (!known || strlen(planner) >= sizeof(((plan_entry *)0)->planner))
+        return ho_errf(err, errlen, -EINVAL, "planner '%.40s' is unknown "
+                       "(hoplan, none, seed-greedy, ms-distance, "
+                       "reactive-lru, oracle)", planner);
+    uint64_t budget = req->budget ? req->budget : s->hbm_granted;
+    if (budget == 0)
+        return ho_errf(err, errlen, HO_E_BUDGET, "budget 0 means the "
+                       "session's HBM grant, and session %" PRIu64 " has "
+                       "none", s->id);
+    if (!req->trace)
+        return ho_errf(err, errlen, HO_E_BAD_TRACE,
+                       "the PlanRequest has no trace");
+    if ((uintptr_t)srv_idmap_get(&p->inflight, s->id) >=
+        SRV_PLAN_MAX_INFLIGHT)
+        return ho_errf(err, errlen, HO_E_BUSY, "session %" PRIu64 " already "
+                       "has %d plans queued or running", s->id,
+                       SRV_PLAN_MAX_INFLIGHT);
+    *ret_planner = planner;
+    *ret_budget = budget;
+    return 0;
+}
+
+/* Re-pack the decoded sub-message and read it with the planner's own
+ * reader, which validates it; the trace is finished (owned by the
+ * caller). */
+static int read_trace(const Hyperoffload__Trace *pb, plan_trace **ret_t,
+                      char *err, size_t errlen)
+{
+    char why[SRV_ERR_MAX] = "";
+    size_t len = hyperoffload__trace__get_packed_size(pb);
+    uint8_t *buf = malloc(len ? len : 1);
+    if (!buf)
+        return ho_errf(err, errlen, -ENOMEM, "out of memory");
+    hyperoffload__trace__pack(pb, buf);
+    plan_trace *t = NULL;
+    int rc = plan_trace_from_pb(buf, len, &t, why, sizeof(why));
+    free(buf);
+    if (rc == 0)
+        rc = plan_trace_finish(t, why, sizeof(why));
+    if (rc < 0) {
+        plan_trace_free(t);
+        return ho_errf(err, errlen, rc == -ENOMEM ? rc : HO_E_BAD_TRACE,
+                       "invalid trace: %s", why[0] ? why : ho_strerror(rc));
+    }
+    *ret_t = t;
+    return 0;
+}
+
+/* Queue a plan of trace t (taken in every case) for the request. */
+static int queue_plan(srv_planning *p, srv_conn *c, uint64_t rid,
+                      plan_trace *t, uint64_t hash, uint64_t budget,
+                      const char *planner, char *err, size_t errlen)
+{
+    if (p->queued >= SRV_PLAN_QUEUE) {
+        plan_trace_free(t);
+        return ho_errf(err, errlen, HO_E_BUSY, "%u plans are already "
+                       "waiting; try again later", p->queued);
+    }
+    plan_job *j = calloc(1, sizeof(*j));
+    if (!j) {
+        plan_trace_free(t);
+        return ho_errf(err, errlen, -ENOMEM, "out of memory");
+    }
+    j->p = p;
+    j->conn_id = c->id;
+    j->session_id = c->session->id;
+    j->request_id = rid;
+    j->trace = t;
+    j->result.hash = hash;
+    j->result.budget = budget;
+    snprintf(j->result.planner, sizeof(j->result.planner), "%s", planner);
+    inflight_add(p, j->session_id, +1);
+    if (p->q_tail)
+        p->q_tail->next = j;
+    else
+        p->q_head = j;
+    p->q_tail = j;
+    p->queued++;
+    return 0;
+}
+
 void srv_handle_plan(srv_daemon *d, srv_conn *c, uint64_t rid,
                      const Hyperoffload__PlanRequest *req)
 {
     srv_planning *p = d->planning;
     srv_session *s = c->session;
-    char err[512] = "";
-    const char *planner = req->planner && *req->planner ? req->planner
-                                                        : d->cfg.planner;
-    bool known = false;
-    for (int i = 0; plan_planner_names[i]; i++)
-        if (strcmp(plan_planner_names[i], planner) == 0)
-            known = true;
-    if (!known || strlen(planner) >= sizeof(((plan_entry *)0)->planner)) {
-        srv_reply_error(c, rid, -EINVAL, "planner '%.40s' is unknown "
-                        "(hoplan, none, seed-greedy, ms-distance, "
-                        "reactive-lru, oracle)", planner);
-        return;
-    }
-    uint64_t budget = req->budget ? req->budget : s->hbm_granted;
-    if (budget == 0) {
-        srv_reply_error(c, rid, HO_E_BUDGET, "budget 0 means the session's "
-                        "HBM grant, and session %" PRIu64 " has none",
-                        s->id);
-        return;
-    }
-    if (!req->trace) {
-        srv_reply_error(c, rid, HO_E_BAD_TRACE, "the PlanRequest has no "
-                        "trace");
-        return;
-    }
-    if ((uintptr_t)srv_idmap_get(&p->inflight, s->id) >=
-        SRV_PLAN_MAX_INFLIGHT) {
-        srv_reply_error(c, rid, HO_E_BUSY, "session %" PRIu64 " already has "
-                        "%d plans queued or running", s->id,
-                        SRV_PLAN_MAX_INFLIGHT);
-        return;
-    }
-    /* Re-pack the decoded sub-message and read it with the planner's own
-     * reader, which validates it. */
-    size_t len = hyperoffload__trace__get_packed_size(req->trace);
-    uint8_t *buf = malloc(len ? len : 1);
-    if (!buf) {
-        srv_reply_error(c, rid, -ENOMEM, "out of memory");
-        return;
-    }
-    hyperoffload__trace__pack(req->trace, buf);
+    char err[2 * SRV_ERR_MAX];   /* "invalid trace: " + the reader's */
+    const char *planner = NULL;
+    uint64_t budget = 0;
     plan_trace *t = NULL;
-    int rc = plan_trace_from_pb(buf, len, &t, err, sizeof(err));
-    free(buf);
+    int rc = check_plan_request(p, s, req, &planner, &budget, err,
+                                sizeof(err));
     if (rc == 0)
-        rc = plan_trace_finish(t, err, sizeof(err));
+        rc = read_trace(req->trace, &t, err, sizeof(err));
     if (rc < 0) {
-        plan_trace_free(t);
-        srv_reply_error(c, rid, rc == -ENOMEM ? rc : HO_E_BAD_TRACE,
-                        "invalid trace: %s", err[0] ? err : ho_strerror(rc));
+        srv_reply_error(c, rid, rc, "%s", err);
         return;
     }
     uint64_t hash = plan_trace_hash(t);
@@ -413,32 +465,10 @@ void srv_handle_plan(srv_daemon *d, srv_conn *c, uint64_t rid,
         plan_trace_free(t);
         return;
     }
-    if (p->queued >= SRV_PLAN_QUEUE) {
-        plan_trace_free(t);
-        srv_reply_error(c, rid, HO_E_BUSY, "%u plans are already waiting; "
-                        "try again later", p->queued);
+    rc = queue_plan(p, c, rid, t, hash, budget, planner, err, sizeof(err));
+    if (rc < 0) {
+        srv_reply_error(c, rid, rc, "%s", err);
         return;
     }
-    plan_job *j = calloc(1, sizeof(*j));
-    if (!j) {
-        plan_trace_free(t);
-        srv_reply_error(c, rid, -ENOMEM, "out of memory");
-        return;
-    }
-    j->p = p;
-    j->conn_id = c->id;
-    j->session_id = s->id;
-    j->request_id = rid;
-    j->trace = t;
-    j->result.hash = hash;
-    j->result.budget = budget;
-    snprintf(j->result.planner, sizeof(j->result.planner), "%s", planner);
-    inflight_add(p, s->id, +1);
-    if (p->q_tail)
-        p->q_tail->next = j;
-    else
-        p->q_head = j;
-    p->q_tail = j;
-    p->queued++;
     pump(p);
 }

@@ -24,6 +24,7 @@
 #include "daemon/dispatch.h"
 #include "daemon/log.h"
 #include "daemon/sessions.h"
+#include "proto/errfmt.h"
 
 /* ------------------------------------------------------------ handshake */
 
@@ -34,8 +35,8 @@ static void handle_hello(srv_conn *c, const Hyperoffload__Envelope *env)
     uint32_t lo = h->min_version, hi = h->max_version;
     if (lo > hi || hi < HO_PROTO_MIN_VERSION || lo > HO_PROTO_VERSION) {
         srv_conn_fatal(c, env->request_id, HO_E_VERSION,
-                   "client speaks %u..%u, daemon speaks %u..%u", lo, hi,
-                   HO_PROTO_MIN_VERSION, HO_PROTO_VERSION);
+                       "client speaks %u..%u, daemon speaks %u..%u", lo, hi,
+                       HO_PROTO_MIN_VERSION, HO_PROTO_VERSION);
         return;
     }
     c->version = hi < HO_PROTO_VERSION ? hi : HO_PROTO_VERSION;
@@ -55,7 +56,6 @@ static void handle_hello(srv_conn *c, const Hyperoffload__Envelope *env)
     caps[n_caps++] = "plan";
     if (c->admin)
         caps[n_caps++] = "admin";
-    Hyperoffload__Envelope out = HYPEROFFLOAD__ENVELOPE__INIT;
     Hyperoffload__Welcome w = HYPEROFFLOAD__WELCOME__INIT;
     w.version = c->version;
     w.connection_id = c->id;
@@ -67,14 +67,12 @@ static void handle_hello(srv_conn *c, const Hyperoffload__Envelope *env)
     w.uid = (uint32_t)c->uid;
     w.gid = (uint32_t)c->gid;
     w.pid = (uint32_t)c->pid;
-    out.request_id = env->request_id;
-    out.body_case = HYPEROFFLOAD__ENVELOPE__BODY_WELCOME;
-    out.welcome = &w;
     c->state = SRV_CONN_READY;
     srv_debug("connection %llu: hello from '%s' (pid %d, uid %u), version %u",
               (unsigned long long)c->id, c->name, (int)c->pid,
               (unsigned)c->uid, c->version);
-    srv_conn_send(c, &out, -1);
+    srv_conn_reply(c, env->request_id, HYPEROFFLOAD__ENVELOPE__BODY_WELCOME,
+                   &w, NULL, 0);
     ho_frame_reader_set_limit(&c->reader, c->max_frame);
 }
 
@@ -100,27 +98,13 @@ static bool daemon_only(Hyperoffload__Envelope__BodyCase b)
     }
 }
 
-/* One complete payload. */
-static void handle_payload(srv_conn *c, const uint8_t *payload, size_t len)
+/* The checks of a request on a READY connection before dispatch: a body
+ * (or an unknown field, a newer protocol's body), not Hello, not a
+ * daemon's message, the negotiated version, not draining.  Returns true
+ * when the request was answered (or the connection ended) here. */
+static bool refuse_request(srv_conn *c, const Hyperoffload__Envelope *env)
 {
-    srv_daemon *d = c->d;
-    Hyperoffload__Envelope *env =
-        hyperoffload__envelope__unpack(NULL, len, payload);
-    if (!env) {
-        srv_conn_fatal(c, 0, HO_E_PROTOCOL,
-                   "a frame of %zu bytes does not decode as an Envelope", len);
-        return;
-    }
     uint64_t rid = env->request_id;
-    if (c->state == SRV_CONN_HANDSHAKE) {
-        if (env->body_case != HYPEROFFLOAD__ENVELOPE__BODY_HELLO)
-            srv_conn_fatal(c, rid, HO_E_PROTOCOL,
-                       "expected Hello as the first message");
-        else
-            handle_hello(c, env);
-        goto out;
-    }
-    c->requests++;
     if (env->body_case == HYPEROFFLOAD__ENVELOPE__BODY__NOT_SET) {
         if (env->base.n_unknown_fields > 0)
             srv_reply_error(c, rid, HO_E_UNSUPPORTED,
@@ -130,32 +114,55 @@ static void handle_payload(srv_conn *c, const uint8_t *payload, size_t len)
                             c->version);
         else
             srv_conn_fatal(c, rid, HO_E_PROTOCOL, "the envelope has no body");
-        goto out;
+        return true;
     }
     if (env->body_case == HYPEROFFLOAD__ENVELOPE__BODY_HELLO) {
         srv_conn_fatal(c, rid, HO_E_PROTOCOL, "Hello after the handshake");
-        goto out;
+        return true;
     }
     if (daemon_only(env->body_case)) {
         srv_conn_fatal(c, rid, HO_E_PROTOCOL,
-                   "message type %d is sent by the daemon, not by clients",
-                   (int)env->body_case);
-        goto out;
+                       "message type %d is sent by the daemon, not by "
+                       "clients", (int)env->body_case);
+        return true;
     }
     if (env->version != c->version) {
         srv_reply_error(c, rid, HO_E_VERSION,
                         "the message is written in protocol version %u; this "
                         "connection negotiated version %u",
                         env->version, c->version);
-        goto out;
+        return true;
     }
-    if (d->draining) {
+    if (c->d->draining) {
         srv_reply_error(c, rid, HO_E_SHUTTING_DOWN,
                         "the daemon is shutting down");
-        goto out;
+        return true;
     }
-    srv_dispatch(d, c, env);
-out:
+    return false;
+}
+
+/* One complete payload (srv_conn_hooks.payload). */
+static void handle_payload(srv_conn *c, const uint8_t *payload, size_t len)
+{
+    Hyperoffload__Envelope *env =
+        hyperoffload__envelope__unpack(NULL, len, payload);
+    if (!env) {
+        srv_conn_fatal(c, 0, HO_E_PROTOCOL,
+                       "a frame of %zu bytes does not decode as an Envelope",
+                       len);
+        return;
+    }
+    if (c->state == SRV_CONN_HANDSHAKE) {
+        if (env->body_case != HYPEROFFLOAD__ENVELOPE__BODY_HELLO)
+            srv_conn_fatal(c, env->request_id, HO_E_PROTOCOL,
+                           "expected Hello as the first message");
+        else
+            handle_hello(c, env);
+    } else {
+        c->requests++;
+        if (!refuse_request(c, env))
+            srv_dispatch(c->d, c, env);
+    }
     hyperoffload__envelope__free_unpacked(env, NULL);
 }
 
@@ -311,9 +318,9 @@ static int systemd_socket(srv_daemon *d, int *ret_fd, char *err,
         free(names[i]);
     free(names);
     if (pick < 0) {
-        snprintf(err, errlen, "systemd passed %d descriptor(s) but none is a "
-                 "listening Unix stream socket", n);
-        return HO_E_BAD_CONFIG;
+        return ho_errf(err, errlen, HO_E_BAD_CONFIG, "systemd passed %d "
+                       "descriptor(s) but none is a listening Unix stream "
+                       "socket", n);
     }
     /* Close the descriptors we do not use. */
     for (int i = 0; i < n; i++)
@@ -332,82 +339,91 @@ static int systemd_socket(srv_daemon *d, int *ret_fd, char *err,
     return 1;
 }
 
+/* A socket file already at the path: replace it when nobody listens on
+ * it; refuse a live one (-EADDRINUSE) or a non-socket (-EEXIST). */
+static int replace_stale_socket(const char *path,
+                                const struct sockaddr_un *sa,
+                                const struct stat *st, char *err,
+                                size_t errlen)
+{
+    if (!S_ISSOCK(st->st_mode))
+        return ho_errf(err, errlen, -EEXIST, "%s exists and is not a socket; "
+                       "refusing to replace it", path);
+    int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (probe < 0)
+        return ho_errf(err, errlen, -errno, "socket: %s", strerror(errno));
+    int live = connect(probe, (const struct sockaddr *)sa, sizeof(*sa)) == 0;
+    int cerr = errno;
+    close(probe);
+    if (live)
+        return ho_errf(err, errlen, -EADDRINUSE,
+                       "another daemon is already listening on %s", path);
+    if (cerr != ECONNREFUSED && cerr != ENOENT)
+        return ho_errf(err, errlen, -cerr, "cannot probe the existing socket "
+                       "%s: %s", path, strerror(cerr));
+    srv_notice("replacing stale socket %s (nobody listens on it)", path);
+    if (unlink(path) < 0 && errno != ENOENT)
+        return ho_errf(err, errlen, -errno, "cannot remove stale socket %s: "
+                       "%s", path, strerror(errno));
+    return 0;
+}
+
+/* Bind and listen on sa, the file created private and then opened up to
+ * cfg.socket_mode (never more open than asked, even briefly); *ret_st is
+ * the file's identity. */
+static int bind_listen(srv_daemon *d, const struct sockaddr_un *sa,
+                       int *ret_fd, struct stat *ret_st, char *err,
+                       size_t errlen)
+{
+    const char *path = sa->sun_path;
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0)
+        return ho_errf(err, errlen, -errno, "socket: %s", strerror(errno));
+    mode_t old = umask(0177);
+    int rc = bind(fd, (const struct sockaddr *)sa, sizeof(*sa));
+    int berr = errno;
+    umask(old);
+    if (rc < 0) {
+        close(fd);
+        return ho_errf(err, errlen, -berr, "cannot bind %s: %s", path,
+                       strerror(berr));
+    }
+    if (chmod(path, d->cfg.socket_mode) < 0 || lstat(path, ret_st) < 0 ||
+        listen(fd, SOMAXCONN) < 0) {
+        rc = ho_errf(err, errlen, -errno, "cannot set up %s: %s", path,
+                     strerror(errno));
+        close(fd);
+        unlink(path);
+        return rc;
+    }
+    *ret_fd = fd;
+    return 0;
+}
+
 static int bind_socket(srv_daemon *d, int *ret_fd, char *err, size_t errlen)
 {
     const char *path = d->cfg.socket;
     struct sockaddr_un sa;
     memset(&sa, 0, sizeof(sa));
     sa.sun_family = AF_UNIX;
-    if (strlen(path) >= sizeof(sa.sun_path)) {
-        snprintf(err, errlen, "socket path %s is too long", path);
-        return HO_E_BAD_CONFIG;
-    }
+    if (strlen(path) >= sizeof(sa.sun_path))
+        return ho_errf(err, errlen, HO_E_BAD_CONFIG,
+                       "socket path %s is too long", path);
     snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
     int rc = srv_mkdir_parent(path, 0755);
-    if (rc < 0) {
-        snprintf(err, errlen, "cannot create the directory of %s: %s", path,
-                 strerror(-rc));
-        return rc;
-    }
+    if (rc < 0)
+        return ho_errf(err, errlen, rc, "cannot create the directory of %s: "
+                       "%s", path, strerror(-rc));
     struct stat st;
     if (lstat(path, &st) == 0) {
-        if (!S_ISSOCK(st.st_mode)) {
-            snprintf(err, errlen, "%s exists and is not a socket; refusing to "
-                     "replace it", path);
-            return -EEXIST;
-        }
-        int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (probe < 0) {
-            rc = -errno;
-            snprintf(err, errlen, "socket: %s", strerror(errno));
+        rc = replace_stale_socket(path, &sa, &st, err, errlen);
+        if (rc < 0)
             return rc;
-        }
-        int live = connect(probe, (struct sockaddr *)&sa, sizeof(sa)) == 0;
-        int cerr = errno;
-        close(probe);
-        if (live) {
-            snprintf(err, errlen, "another daemon is already listening on %s",
-                     path);
-            return -EADDRINUSE;
-        }
-        if (cerr != ECONNREFUSED && cerr != ENOENT) {
-            snprintf(err, errlen, "cannot probe the existing socket %s: %s",
-                     path, strerror(cerr));
-            return -cerr;
-        }
-        srv_notice("replacing stale socket %s (nobody listens on it)", path);
-        if (unlink(path) < 0 && errno != ENOENT) {
-            rc = -errno;
-            snprintf(err, errlen, "cannot remove stale socket %s: %s", path,
-                     strerror(errno));
-            return rc;
-        }
     }
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (fd < 0) {
-        rc = -errno;
-        snprintf(err, errlen, "socket: %s", strerror(errno));
+    int fd = -1;
+    rc = bind_listen(d, &sa, &fd, &st, err, errlen);
+    if (rc < 0)
         return rc;
-    }
-    /* Create the file with no access for others, then open it up to the
-     * configured mode: never more open than asked, even briefly. */
-    mode_t old = umask(0177);
-    rc = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
-    int berr = errno;
-    umask(old);
-    if (rc < 0) {
-        close(fd);
-        snprintf(err, errlen, "cannot bind %s: %s", path, strerror(berr));
-        return -berr;
-    }
-    if (chmod(path, d->cfg.socket_mode) < 0 || lstat(path, &st) < 0 ||
-        listen(fd, SOMAXCONN) < 0) {
-        rc = -errno;
-        snprintf(err, errlen, "cannot set up %s: %s", path, strerror(errno));
-        close(fd);
-        unlink(path);
-        return rc;
-    }
     d->socket_created = true;
     d->socket_dev = st.st_dev;
     d->socket_ino = st.st_ino;
@@ -434,8 +450,8 @@ int srv_server_listen(srv_daemon *d, char *err, size_t errlen)
     if (rc == 0)
         rc = uv_listen((uv_stream_t *)&d->listener, SOMAXCONN, on_connection);
     if (rc < 0) {
-        snprintf(err, errlen, "cannot listen on %s: %s", d->socket_path,
-                 uv_strerror(rc));
+        ho_errf(err, errlen, 0, "cannot listen on %s: %s", d->socket_path,
+                uv_strerror(rc));
         uv_close((uv_handle_t *)&d->listener, NULL);
         if (d->socket_created)
             unlink(d->socket_path);

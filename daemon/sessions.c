@@ -611,6 +611,22 @@ static void orphan_moved(srv_daemon *d, srv_extent *x, bool spill)
     free(x);
 }
 
+/* Log and answer a move whose I/O failed; the extent stayed where it
+ * was. */
+static void move_failed(srv_daemon *d, srv_session *s, const move_job *j,
+                        int rc)
+{
+    const srv_extent *x = j->x;
+    const char *what = j->spill ? "spill" : "fill";
+    srv_warn("%s of extent %" PRIu64 " %s %s failed: %s", what, x->id,
+             j->spill ? "to" : "from", d->cfg.flash_paths[x->flash_idx],
+             ho_strerror(rc));
+    srv_reply_error(s->conn, j->request_id, rc,
+                    "%s of extent %" PRIu64 " failed: %s; the extent stays "
+                    "%s", what, x->id, ho_strerror(rc),
+                    j->spill ? "in DDR" : "on flash");
+}
+
 /* SPILLING -> FLASH once the pages are uncharged; SPILLING -> DDR when the
  * write failed (the mover left the pages) or the uncharge did. */
 static void spill_finished(srv_daemon *d, srv_session *s, move_job *j,
@@ -620,11 +636,7 @@ static void spill_finished(srv_daemon *d, srv_session *s, move_job *j,
     if (rc < 0) {
         drop_flash(d, x, s);
         x->state = SRV_EXT_DDR;
-        srv_warn("spill of extent %" PRIu64 " to %s failed: %s", x->id,
-                 d->cfg.flash_paths[x->flash_idx], ho_strerror(rc));
-        srv_reply_error(s->conn, j->request_id, rc,
-                        "spill of extent %" PRIu64 " failed: %s; the extent "
-                        "stays in DDR", x->id, ho_strerror(rc));
+        move_failed(d, s, j, rc);
         return;
     }
     int r = tier_arena_mark_evicted(x->arena->arena, x->off, x->len);
@@ -659,11 +671,7 @@ static void fill_finished(srv_daemon *d, srv_session *s, move_job *j, int rc,
     tier_arena_evict(x->arena->arena, x->off, x->len);
     s->usage.ddr -= x->len;
     x->state = SRV_EXT_FLASH;
-    srv_warn("fill of extent %" PRIu64 " from %s failed: %s", x->id,
-             d->cfg.flash_paths[x->flash_idx], ho_strerror(rc));
-    srv_reply_error(s->conn, j->request_id, rc,
-                    "fill of extent %" PRIu64 " failed: %s; the extent stays "
-                    "on flash", x->id, ho_strerror(rc));
+    move_failed(d, s, j, rc);
 }
 
 /* The mover's callback of srv_extent_move. */

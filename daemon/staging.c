@@ -15,8 +15,8 @@
  * finds its extent orphaned (owner NULL) and frees it.
  *
  * Execution.  The staging plan (planner/staging/stage_plan.c) is a list of
- * events by position (2*op + when) over a step.  The replay keeps a cursor (step,
- * event); whenever the client signals the eventfd (at milestone ops, or
+ * events by position (2*op + when) over a step.  The replay keeps a cursor
+ * (step, event); whenever the client signals the eventfd (at milestone ops, or
  * when it waits for a slot: `urgent`), and on a timer while work is
  * pending, the loop reads the client's step and op, applies the events
  * that are due (each sets a slot's target: in DDR, out, written to flash)
