@@ -32,13 +32,7 @@
 #include "proto/frame.h"
 #include "hyperoffload/client.h"
 #include "client/admin_call.h"
-
-#define HOC_RBUF_SIZE (64u * 1024u)  /* socket read buffer */
-#define HOC_MAX_FDS 8u               /* descriptors queued, at most */
-#define HOC_MAX_FDS_PER_MSG 4u       /* descriptors one recvmsg accepts */
-#define HOC_MAX_FDS_PER_REPLY 2u     /* descriptors one reply may carry */
-#define HOC_MAX_CAPS 64u             /* capabilities kept from Welcome */
-#define HOC_ERRLEN 512u
+#include "client/limits.h" /* HOC_*: buffers, descriptors, capabilities */
 
 /* One request waiting for its reply; lives on the caller's stack. */
 typedef struct hoc_pending {
@@ -72,7 +66,7 @@ struct ho_client {
     int fdq[HOC_MAX_FDS];      /* received descriptors, arrival order */
     unsigned fdq_len;
 
-    char read_why[160];        /* detail of a read failure (under mu) */
+    char read_why[HOC_READ_WHY_LEN]; /* detail of a read failure (under mu) */
 
     uint32_t send_limit;       /* largest frame payload we may send */
     atomic_int shutting_down;
@@ -83,7 +77,7 @@ struct ho_client {
     uint32_t max_frame;
     bool admin;
     uint32_t uid, gid, pid;
-    char server_version[64];
+    char server_version[HOC_SERVER_VERSION_LEN];
     char *caps[HOC_MAX_CAPS];  /* owned */
     size_t ncaps;
 

@@ -50,7 +50,7 @@ static int take_welcome(ho_client *c, const Hyperoffload__Welcome *w)
     for (size_t i = 0; i < w->n_capabilities && c->ncaps < HOC_MAX_CAPS;
          i++) {
         const char *cap = w->capabilities[i] ? w->capabilities[i] : "";
-        c->caps[c->ncaps] = strndup(cap, 64);
+        c->caps[c->ncaps] = strndup(cap, HOC_MAX_CAP_LEN);
         if (!c->caps[c->ncaps])
             return -ENOMEM;
         c->ncaps++;

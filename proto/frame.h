@@ -13,14 +13,14 @@
 #include <stdint.h>
 
 #include "proto/hyperoffload.pb-c.h"
+#include "proto/limits.h"
 #include "hyperoffload/errors.h"
 
 #define HO_PROTO_VERSION 1u          /* the version this build speaks */
 #define HO_PROTO_MIN_VERSION 1u      /* oldest version this build accepts */
-#define HO_FRAME_HEADER 4u
-#define HO_FRAME_LIMIT_HANDSHAKE (64u * 1024u)   /* until Welcome */
-#define HO_FRAME_LIMIT_DEFAULT (64u << 20)       /* after, unless configured */
-#define HO_FRAME_LIMIT_MAX (1u << 30)            /* config upper bound */
+#define HO_FRAME_HEADER 4u           /* big-endian payload length */
+/* Frame size limits: HO_FRAME_LIMIT_HANDSHAKE, _DEFAULT, _MAX in
+ * proto/limits.h. */
 
 /* Serialise `env` into a new malloc'ed buffer holding header + payload.
  * On success *ret_buf (owned by the caller, free()) and *ret_len are set.

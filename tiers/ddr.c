@@ -36,18 +36,17 @@
 #include "hyperoffload/errors.h"
 #include "proto/errfmt.h"
 
+/* Limits (arenas, owner names, NUMA nodes, capacity, alignment) are in
+ * tiers/limits.h. */
 #define DDR_GROW_STEP (2ULL << 20) /* committed granularity; a huge page */
-#define DDR_HUGE_PAGE (2ULL << 20)
-#define DDR_OWNER_MAX 48           /* owner name kept for diagnostics */
-#define DDR_ARENAS_MAX 65536       /* arenas per pool (one fd each) */
-#define DDR_NUMA_NODES_MAX 1024    /* bits in our mbind node mask */
-#define DDR_TAG_EVICTED 1u
+#define DDR_HUGE_PAGE (2ULL << 20) /* MFD_HUGETLB's default page size */
+#define DDR_TAG_EVICTED 1u         /* extent tag: allocation is evicted */
 
 struct tier_arena {
     tier_ddr *ddr;
     tier_arena *prev, *next;
     uint64_t id;
-    char owner[DDR_OWNER_MAX];
+    char owner[TIER_DDR_OWNER_MAX];
     int fd;
     uint8_t *base;
     uint64_t map_size;
@@ -207,9 +206,11 @@ int tier_ddr_new(const tier_ddr_config *cfg, tier_ddr **ret, char *err,
     if (!cfg || !ret) {
         return ho_errf(err, errlen, HO_E_BAD_CONFIG, "no configuration");
     }
-    if (cfg->align < 4096 || (cfg->align & (cfg->align - 1)) != 0) {
-        return ho_errf(err, errlen, HO_E_BAD_CONFIG, "DDR align %llu is not a power of two >= 4096",
-                (unsigned long long)cfg->align);
+    if (cfg->align < TIER_DDR_MIN_ALIGN ||
+        (cfg->align & (cfg->align - 1)) != 0) {
+        return ho_errf(err, errlen, HO_E_BAD_CONFIG,
+                       "DDR align %llu is not a power of two >= %u",
+                       (unsigned long long)cfg->align, TIER_DDR_MIN_ALIGN);
     }
     if (cfg->hugepages && cfg->align % DDR_HUGE_PAGE != 0) {
         return ho_errf(err, errlen, HO_E_BAD_CONFIG,
@@ -222,11 +223,11 @@ int tier_ddr_new(const tier_ddr_config *cfg, tier_ddr **ret, char *err,
                 (unsigned long long)cfg->capacity,
                 (unsigned long long)cfg->align);
     }
-    if (cap > (uint64_t)INT64_MAX) {
+    if (cap > TIER_DDR_MAX_CAPACITY) {
         return ho_errf(err, errlen, HO_E_BAD_CONFIG, "DDR capacity %llu is too large",
                 (unsigned long long)cap);
     }
-    if (cfg->numa_node < -1 || cfg->numa_node >= DDR_NUMA_NODES_MAX) {
+    if (cfg->numa_node < -1 || cfg->numa_node >= TIER_DDR_NUMA_NODES_MAX) {
         return ho_errf(err, errlen, HO_E_BAD_CONFIG, "NUMA node %d is out of range", cfg->numa_node);
     }
     if (cfg->numa_node >= 0 && numa_available() >= 0) {
@@ -346,7 +347,7 @@ static void sanitize_owner(char *dst, size_t n, const char *src)
 
 static int bind_node(tier_ddr *d, void *base, uint64_t len)
 {
-    unsigned long mask[DDR_NUMA_NODES_MAX / (8 * sizeof(unsigned long))];
+    unsigned long mask[TIER_DDR_NUMA_NODES_MAX / (8 * sizeof(unsigned long))];
     int node = d->numa_node;
 
     memset(mask, 0, sizeof(mask));
@@ -354,7 +355,7 @@ static int bind_node(tier_ddr *d, void *base, uint64_t len)
         1UL << (node % (8 * sizeof(unsigned long)));
     /* On a shared mapping this sets the shmem file's shared policy, so
      * the pages faulted through the clients' mappings land there too. */
-    if (mbind(base, len, MPOL_BIND, mask, DDR_NUMA_NODES_MAX + 1, 0) != 0)
+    if (mbind(base, len, MPOL_BIND, mask, TIER_DDR_NUMA_NODES_MAX + 1, 0) != 0)
         return -errno;
     return 0;
 }
@@ -367,7 +368,7 @@ tier_arena *tier_arena_new(tier_ddr *d, const char *owner, char *err,
     unsigned int flags = MFD_CLOEXEC | MFD_ALLOW_SEALING;
     struct stat st;
 
-    if (d->narenas >= DDR_ARENAS_MAX) {
+    if (d->narenas >= TIER_DDR_ARENAS_MAX) {
         ho_errf(err, errlen, 0, "too many arenas (%u)", d->narenas);
         return NULL;
     }

@@ -26,6 +26,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tiers/limits.h" /* TIER_ARENA_SPACE_MAX, TIER_DDR_*, TIER_DETAIL_LEN */
+
 typedef struct tier_ddr tier_ddr;
 typedef struct tier_arena tier_arena;
 
@@ -44,8 +46,6 @@ typedef struct tier_ddr_config {
                             (their mapping reserves real pages). */
 } tier_ddr_config;
 
-#define TIER_ARENA_SPACE_MAX (1ull << 46) /* 64 TiB of address space */
-
 typedef struct tier_ddr_stats {
     uint64_t capacity;
     uint64_t used;            /* bytes charged (live, DDR-resident extents) */
@@ -60,7 +60,7 @@ typedef struct tier_ddr_stats {
     uint32_t arenas;
     bool locked;              /* pages are being mlocked */
     int numa_node;            /* -1 when not bound */
-    char detail[160];         /* "<numa>; <lock>", e.g. "bound to NUMA
+    char detail[TIER_DETAIL_LEN]; /* "<numa>; <lock>", e.g. "bound to NUMA
                                  node 0; mlock refused: Operation not
                                  permitted (RLIMIT_MEMLOCK 8 MiB)" */
 } tier_ddr_stats;

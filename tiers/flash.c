@@ -25,18 +25,8 @@
 #include "hyperoffload/errors.h"
 #include "proto/errfmt.h"
 
-/* One pwrite/pread moves at most this much.  Measured with bench_tiers on
- * ext4/virtio: 4 MiB and up reach the device's bandwidth; 8 MiB keeps the
- * number of syscalls per GiB small without holding huge bios. */
-#define FLASH_CHUNK (8ULL << 20)
-/* Bounce buffer for unaligned callers, allocated per call. */
-#define FLASH_BOUNCE (4ULL << 20)
-/* fd transfers: chunk and number of bounce buffers in the pipeline. */
-#define FLASH_PIPE_CHUNK (4ULL << 20)
-#define FLASH_PIPE_BUFS 3
-#define FLASH_MIN_ALIGN 4096ULL
-#define FLASH_MAX_ALIGN (1ULL << 20)
-#define FLASH_MAX_CAPACITY (1ULL << 60)
+/* Chunk, bounce-buffer, pipeline, alignment and capacity bounds:
+ * TIER_FLASH_* in tiers/limits.h. */
 
 struct tier_flash {
     char *path;
@@ -45,7 +35,7 @@ struct tier_flash {
     uint64_t align;
     uint64_t capacity;
     tier_extents *ext;
-    char detail[160];
+    char detail[TIER_DETAIL_LEN];
 };
 
 static bool is_pow2(uint64_t v)
@@ -69,7 +59,7 @@ static uint64_t read_sysfs_u64(const char *path)
 /* max(4096, what the kernel says direct I/O needs on this file). */
 static uint64_t dio_align(int fd, const struct stat *st)
 {
-    uint64_t a = FLASH_MIN_ALIGN, lbs = 0;
+    uint64_t a = TIER_FLASH_MIN_ALIGN, lbs = 0;
     struct statx sx;
     char p[128];
 
@@ -91,7 +81,7 @@ static uint64_t dio_align(int fd, const struct stat *st)
             lbs = read_sysfs_u64(p);
         }
     }
-    if (is_pow2(lbs) && lbs > a && lbs <= FLASH_MAX_ALIGN)
+    if (is_pow2(lbs) && lbs > a && lbs <= TIER_FLASH_MAX_ALIGN)
         a = lbs;
     return a;
 }
@@ -160,10 +150,10 @@ int tier_flash_open(const tier_flash_config *cfg, tier_flash **ret,
     if (strlen(cfg->path) >= PATH_MAX) {
         return ho_errf(err, errlen, HO_E_BAD_CONFIG, "flash path is longer than %d bytes", PATH_MAX);
     }
-    if (cfg->capacity == 0 || cfg->capacity > FLASH_MAX_CAPACITY) {
+    if (cfg->capacity == 0 || cfg->capacity > TIER_FLASH_MAX_CAPACITY) {
         return ho_errf(err, errlen, HO_E_BAD_CONFIG, "flash capacity %llu is out of range (1..%llu)",
                 (unsigned long long)cfg->capacity,
-                (unsigned long long)FLASH_MAX_CAPACITY);
+                (unsigned long long)TIER_FLASH_MAX_CAPACITY);
     }
     f = calloc(1, sizeof(*f));
     if (!f || !(f->path = strdup(cfg->path))) {
@@ -306,7 +296,7 @@ int tier_flash_release(tier_flash *f, uint64_t off, uint64_t len)
 static int write_full(int fd, const uint8_t *p, uint64_t len, uint64_t off)
 {
     while (len > 0) {
-        size_t n = len > FLASH_CHUNK ? FLASH_CHUNK : (size_t)len;
+        size_t n = len > TIER_FLASH_CHUNK ? TIER_FLASH_CHUNK : (size_t)len;
         ssize_t w = pwrite(fd, p, n, (off_t)off);
         if (w < 0) {
             if (errno == EINTR)
@@ -326,7 +316,7 @@ static int write_full(int fd, const uint8_t *p, uint64_t len, uint64_t off)
 static int read_full(int fd, uint8_t *p, uint64_t len, uint64_t off)
 {
     while (len > 0) {
-        size_t n = len > FLASH_CHUNK ? FLASH_CHUNK : (size_t)len;
+        size_t n = len > TIER_FLASH_CHUNK ? TIER_FLASH_CHUNK : (size_t)len;
         ssize_t r = pread(fd, p, n, (off_t)off);
         if (r < 0) {
             if (errno == EINTR)
@@ -359,7 +349,7 @@ static int check_range(const tier_flash *f, uint64_t off, uint64_t len)
 
 static void *bounce_new(const tier_flash *f, uint64_t plen, uint64_t *ret_size)
 {
-    uint64_t size = plen < FLASH_BOUNCE ? plen : FLASH_BOUNCE;
+    uint64_t size = plen < TIER_FLASH_BOUNCE ? plen : TIER_FLASH_BOUNCE;
     void *b = NULL;
 
     if (posix_memalign(&b, f->align, size) != 0)
@@ -474,8 +464,8 @@ int tier_flash_read(tier_flash *f, uint64_t off, void *buf, uint64_t len)
 /* ---- fd transfers: a two-stage pipeline --------------------------------------- *
  * The flash side (O_DIRECT or buffered I/O on the tier's file) runs on the
  * caller's thread, the copy side (pread/pwrite on the other fd) on a
- * helper thread; FLASH_PIPE_BUFS aligned bounce buffers of
- * FLASH_PIPE_CHUNK bytes pass between them.  Chunk k holds bytes
+ * helper thread; TIER_FLASH_PIPE_BUFS aligned bounce buffers of
+ * TIER_FLASH_PIPE_CHUNK bytes pass between them.  Chunk k holds bytes
  * [k*C, min((k+1)*C, len)) of the transfer; on flash the last one is
  * padded to the alignment (zeros on write). */
 
@@ -486,7 +476,7 @@ struct pipe {
     uint64_t fd_off;
     uint64_t len, chunk, nchunks;
     bool spill;             /* fd -> flash (else flash -> fd) */
-    uint8_t *buf[FLASH_PIPE_BUFS];
+    uint8_t *buf[TIER_FLASH_PIPE_BUFS];
     pthread_mutex_t mu;
     pthread_cond_t cv;
     uint64_t produced, consumed; /* chunks */
@@ -569,13 +559,13 @@ static void pipe_run_producer(struct pipe *p)
     for (k = 0; k < p->nchunks; k++) {
         int rc;
         pthread_mutex_lock(&p->mu);
-        while (p->produced - p->consumed == FLASH_PIPE_BUFS && !p->err)
+        while (p->produced - p->consumed == TIER_FLASH_PIPE_BUFS && !p->err)
             pthread_cond_wait(&p->cv, &p->mu);
         rc = p->err;
         pthread_mutex_unlock(&p->mu);
         if (rc)
             return;
-        rc = pipe_produce(p, k, p->buf[k % FLASH_PIPE_BUFS]);
+        rc = pipe_produce(p, k, p->buf[k % TIER_FLASH_PIPE_BUFS]);
         pthread_mutex_lock(&p->mu);
         if (rc && !p->err)
             p->err = rc;
@@ -601,7 +591,7 @@ static void pipe_run_consumer(struct pipe *p)
         pthread_mutex_unlock(&p->mu);
         if (rc)
             return;
-        rc = pipe_consume(p, k, p->buf[k % FLASH_PIPE_BUFS]);
+        rc = pipe_consume(p, k, p->buf[k % TIER_FLASH_PIPE_BUFS]);
         pthread_mutex_lock(&p->mu);
         if (rc && !p->err)
             p->err = rc;
@@ -645,11 +635,11 @@ static int pipe_transfer(tier_flash *f, uint64_t off, int fd, uint64_t fd_off,
     p.fd_off = fd_off;
     p.len = len;
     p.spill = spill;
-    p.chunk = FLASH_PIPE_CHUNK; /* a multiple of any alignment we accept */
+    p.chunk = TIER_FLASH_PIPE_CHUNK; /* a multiple of any alignment we accept */
     p.nchunks = (len + p.chunk - 1) / p.chunk;
     plen = (len + f->align - 1) & ~(f->align - 1);
     bufsize = plen < p.chunk ? plen : p.chunk;
-    nbufs = p.nchunks < FLASH_PIPE_BUFS ? p.nchunks : FLASH_PIPE_BUFS;
+    nbufs = p.nchunks < TIER_FLASH_PIPE_BUFS ? p.nchunks : TIER_FLASH_PIPE_BUFS;
     for (i = 0; i < nbufs; i++) {
         void *b = NULL;
         if (posix_memalign(&b, f->align, bufsize) != 0) {
@@ -686,7 +676,7 @@ static int pipe_transfer(tier_flash *f, uint64_t off, int fd, uint64_t fd_off,
                             POSIX_FADV_DONTNEED);
     }
 out:
-    for (i = 0; i < FLASH_PIPE_BUFS; i++)
+    for (i = 0; i < TIER_FLASH_PIPE_BUFS; i++)
         free(p.buf[i]);
     return rc;
 }

@@ -37,6 +37,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "client/limits.h" /* HOB_ALIGN, HOB_*_DEPTH_MAX, HOB_CUDA_* */
+
 typedef struct hob_engine hob_engine;
 
 typedef enum hob_dir {
@@ -58,8 +60,8 @@ typedef struct hob_times {
     uint64_t issue_ns, start_ns, end_ns;
 } hob_times;
 
-/* Alignment of every allocation in the device region (bytes). */
-#define HOB_ALIGN 256u
+/* Every allocation in the device region is aligned to HOB_ALIGN bytes
+ * (client/limits.h). */
 
 typedef struct hob_ops {
     const char *name;

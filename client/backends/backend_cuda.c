@@ -63,7 +63,7 @@ typedef void *cuevent;
 
 static struct cudart {
     void *lib;
-    char reason[256];
+    char reason[HOB_CUDA_REASON_LEN];
     cuerr (*GetDeviceCount)(int *);
     cuerr (*SetDevice)(int);
     const char *(*GetErrorString)(cuerr);
@@ -158,17 +158,14 @@ static int cu_fail(cuerr e, char *err, size_t errlen, const char *what)
 
 /* ----------------------------------------------------------- state */
 
-#define MAX_REG 16u
-#define COMPUTE_DEPTH 1024u
-
 typedef struct cuda_state {
     int dev;
     uint8_t *base;
     uint64_t size;
     custream compute;       /* the application's stream (NULL: legacy) */
-    cuevent cev[COMPUTE_DEPTH];
+    cuevent cev[HOB_CUDA_COMPUTE_DEPTH];
     uint64_t cmarks, cdone;
-    void *reg[MAX_REG];     /* registered host ranges */
+    void *reg[HOB_CUDA_MAX_REG];     /* registered host ranges */
     unsigned nreg;
 } cuda_state;
 
@@ -231,7 +228,7 @@ static void cuda_close(void *state)
         cu.StreamSynchronize(st->compute);
     for (unsigned i = 0; i < st->nreg; i++)
         cu.HostUnregister(st->reg[i]);
-    for (unsigned i = 0; i < COMPUTE_DEPTH; i++)
+    for (unsigned i = 0; i < HOB_CUDA_COMPUTE_DEPTH; i++)
         if (st->cev[i])
             cu.EventDestroy(st->cev[i]);
     if (st->base)
@@ -270,7 +267,7 @@ static int cuda_open(int index, uint64_t region_bytes, void **ret_state,
     }
     st->base = p;
     st->size = region_bytes;
-    for (unsigned i = 0; i < COMPUTE_DEPTH; i++) {
+    for (unsigned i = 0; i < HOB_CUDA_COMPUTE_DEPTH; i++) {
         e = cu.EventCreateWithFlags(&st->cev[i], CU_EVENT_DISABLE_TIMING);
         if (e != CU_SUCCESS) {
             rc = cu_fail(e, err, errlen, "cudaEventCreateWithFlags");
@@ -305,7 +302,7 @@ static int cuda_copy_sync(void *state, hob_dir dir, void *dst,
 static int cuda_register(void *state, void *base, uint64_t len)
 {
     cuda_state *st = state;
-    if (st->nreg == MAX_REG)
+    if (st->nreg == HOB_CUDA_MAX_REG)
         return -ENOSPC;
     cuerr e = cu.HostRegister(base, (size_t)len, CU_HOST_REGISTER_PORTABLE);
     if (e == CU_ERROR_HOST_MEMORY_ALREADY_REGISTERED)
@@ -425,7 +422,7 @@ static int cuda_engine_new(void *state, uint32_t depth, hob_engine **ret,
                            char *err, size_t errlen)
 {
     cuda_state *st = state;
-    if (depth < 2 || (depth & (depth - 1)) || depth > (1u << 20)) {
+    if (depth < 2 || (depth & (depth - 1)) || depth > HOB_CUDA_DEPTH_MAX) {
         snprintf(err, errlen, "engine depth %u is not a power of two in "
                  "[2, 2^20]", depth);
         return -EINVAL;
@@ -486,7 +483,7 @@ static int cuda_submit(hob_engine *e, hob_dir dir, void *dst,
         rc = cuda_compute_mark(st, &m);
         if (rc < 0)
             return rc;
-        r = cu.StreamWaitEvent(e->stream, st->cev[(m - 1) % COMPUTE_DEPTH],
+        r = cu.StreamWaitEvent(e->stream, st->cev[(m - 1) % HOB_CUDA_COMPUTE_DEPTH],
                                0);
     }
     if (r == CU_SUCCESS && dep && dep != e && cuda_completed(dep) < dep_ticket)
@@ -520,7 +517,7 @@ static uint64_t cuda_compute_completed(void *state)
 {
     cuda_state *st = state;
     while (st->cdone < st->cmarks) {
-        if (cu.EventQuery(st->cev[st->cdone % COMPUTE_DEPTH]) != CU_SUCCESS)
+        if (cu.EventQuery(st->cev[st->cdone % HOB_CUDA_COMPUTE_DEPTH]) != CU_SUCCESS)
             break;
         st->cdone++;
     }
@@ -531,7 +528,7 @@ static int cuda_compute_wait(void *state, uint64_t t)
 {
     cuda_state *st = state;
     while (st->cdone < t && st->cdone < st->cmarks) {
-        if (cu.EventSynchronize(st->cev[st->cdone % COMPUTE_DEPTH]) !=
+        if (cu.EventSynchronize(st->cev[st->cdone % HOB_CUDA_COMPUTE_DEPTH]) !=
             CU_SUCCESS)
             return HO_E_DEVICE;
         st->cdone++;
@@ -543,12 +540,12 @@ static int cuda_compute_mark(void *state, uint64_t *ret_ticket)
 {
     cuda_state *st = state;
     uint64_t h = st->cmarks;
-    if (h - cuda_compute_completed(st) >= COMPUTE_DEPTH) {
-        int rc = cuda_compute_wait(st, h - COMPUTE_DEPTH + 1);
+    if (h - cuda_compute_completed(st) >= HOB_CUDA_COMPUTE_DEPTH) {
+        int rc = cuda_compute_wait(st, h - HOB_CUDA_COMPUTE_DEPTH + 1);
         if (rc < 0)
             return rc;
     }
-    if (cu.EventRecord(st->cev[h % COMPUTE_DEPTH], st->compute) !=
+    if (cu.EventRecord(st->cev[h % HOB_CUDA_COMPUTE_DEPTH], st->compute) !=
         CU_SUCCESS)
         return HO_E_DEVICE;
     st->cmarks = h + 1;

@@ -272,7 +272,7 @@ static void kick(hob_engine *e)
 static int host_engine_new(void *state, uint32_t depth, hob_engine **ret,
                            char *err, size_t errlen)
 {
-    if (depth < 2 || (depth & (depth - 1)) || depth > (1u << 24)) {
+    if (depth < 2 || (depth & (depth - 1)) || depth > HOB_HOST_DEPTH_MAX) {
         snprintf(err, errlen, "engine depth %u is not a power of two in "
                  "[2, 2^24]", depth);
         return -EINVAL;

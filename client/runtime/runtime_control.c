@@ -30,11 +30,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#define CTL_MAX_BYTES (1ull << 32)     /* largest control region accepted */
-#define URGENT_POLL_NS 50000000ull     /* futex timeout between re-checks */
-#define URGENT_GIVE_UP_NS 120000000000ull /* the daemon never answered */
-#define LOCAL_SLOT_ALIGN 4096u
-
 /* ----------------------------------------------------------- layout */
 
 static uint64_t align_up(uint64_t v, uint64_t a)
@@ -89,7 +84,7 @@ static int local_setup(ho_replay *r)
         sl->offset = off;
         sl->length = s->bytes;
         atomic_store(&sl->state, HO_SLOT_DDR);
-        uint64_t len = align_up(s->bytes, LOCAL_SLOT_ALIGN);
+        uint64_t len = align_up(s->bytes, HOR_LOCAL_SLOT_ALIGN);
         if (off > UINT64_MAX - len)
             return -EOVERFLOW;
         off += len;
@@ -213,7 +208,7 @@ static int daemon_setup(ho_replay *r)
     const Hyperoffload__StageReply *sr = reply->stage_reply;
     if (!sr || nfds != 2 || sr->n_extents != r->n_slots ||
         sr->control_size < sizeof(ho_ctl_header) ||
-        sr->control_size > CTL_MAX_BYTES) {
+        sr->control_size > HOR_CTL_MAX_BYTES) {
         rc = hor_fail(c, HO_E_PROTOCOL, "stage reply: %zu extents for %u "
                       "slots, %u descriptors, control region of %llu bytes",
                       sr ? sr->n_extents : 0, r->n_slots, nfds,
@@ -370,7 +365,7 @@ int hor_slot_acquire(ho_replay *r, uint32_t i, uint64_t *stall_ns)
                             "back from flash", (unsigned long long)
                             sl->storage_id, i);
         }
-        if (want == HO_SLOT_CLIENT || t - t0 > URGENT_GIVE_UP_NS) {
+        if (want == HO_SLOT_CLIENT || t - t0 > HOR_URGENT_GIVE_UP_NS) {
             x->busy[i]--;
             uint32_t u = i + 1;
             atomic_compare_exchange_strong(&x->h->urgent, &u, 0);
@@ -384,7 +379,7 @@ int hor_slot_acquire(ho_replay *r, uint32_t i, uint64_t *stall_ns)
         }
         atomic_store(&x->h->urgent, i + 1);
         signal_daemon(x);
-        struct timespec ts = {0, (long)URGENT_POLL_NS};
+        struct timespec ts = {0, (long)HOR_URGENT_POLL_NS};
         /* Shared futex: the daemon bumps seq in its own mapping. */
         syscall(SYS_futex, (uint32_t *)&x->h->seq, FUTEX_WAIT, seq, &ts,
                 NULL, 0);

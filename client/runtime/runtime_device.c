@@ -20,10 +20,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SLACK_MAX (1ull << 30)
-#define SLACK_FIXED (1ull << 20)
-#define INITIAL_BLOCKS 256u
-
 static const hob_ops *find_backend(const char *name)
 {
     if (!name || strcmp(name, "host") == 0)
@@ -108,15 +104,15 @@ static int alloc_init(hor_alloc *a, uint64_t size)
     for (uint32_t f = 0; f < HOR_TL_FL; f++)
         for (uint32_t s = 0; s < HOR_TL_SL; s++)
             a->heads[f][s] = HOR_NONE;
-    a->b = calloc(INITIAL_BLOCKS, sizeof(*a->b));
-    a->spare = malloc(INITIAL_BLOCKS * sizeof(*a->spare));
+    a->b = calloc(HOR_DEV_INITIAL_BLOCKS, sizeof(*a->b));
+    a->spare = malloc(HOR_DEV_INITIAL_BLOCKS * sizeof(*a->spare));
     if (!a->b || !a->spare) {
         free(a->b);
         free(a->spare);
         return -ENOMEM;
     }
-    a->cap = INITIAL_BLOCKS;
-    for (uint32_t i = INITIAL_BLOCKS; i-- > 1;)
+    a->cap = HOR_DEV_INITIAL_BLOCKS;
+    for (uint32_t i = HOR_DEV_INITIAL_BLOCKS; i-- > 1;)
         a->spare[a->nspare++] = i;
     hor_block *b = &a->b[0];
     b->off = 0;
@@ -265,7 +261,7 @@ HO_EXPORT const char *ho_device_unavailable_reason(const char *backend)
 HO_EXPORT int ho_device_open(const char *backend, int index,
                              uint64_t capacity, ho_device **ret)
 {
-    char err[256] = "";
+    char err[HOR_DETAIL_LEN] = "";
     ho_device *d = NULL;
     int rc;
 
@@ -285,8 +281,9 @@ HO_EXPORT int ho_device_open(const char *backend, int index,
         return hor_fail(NULL, HO_E_INVALID_SIZE, "device capacity %llu is "
                         "0 or above %llu", (unsigned long long)capacity,
                         (unsigned long long)PLAN_MAX_STORAGE_BYTES);
-    uint64_t slack = capacity < SLACK_MAX ? capacity : SLACK_MAX;
-    uint64_t region = capacity + slack + SLACK_FIXED;
+    uint64_t slack = capacity < HOR_DEV_SLACK_MAX ? capacity
+                                                  : HOR_DEV_SLACK_MAX;
+    uint64_t region = capacity + slack + HOR_DEV_SLACK_FIXED;
 
     d = calloc(1, sizeof(*d));
     if (!d)

@@ -28,11 +28,10 @@
 
 #include "client/backends/backend.h"
 #include "client/client_internal.h"
+#include "client/limits.h" /* HOR_*: sentences, engine depth, waits */
 #include "proto/control.h"
 #include "hyperoffload/runtime.h"
 #include "planner/plan.h"
-
-#define HOR_ERRLEN 512u
 
 /* runtime_trace.c ------------------------------------------------------- */
 
@@ -247,8 +246,6 @@ typedef struct hor_release {
     uint32_t blk;
     uint64_t h2d, d2h, cmp;  /* tickets to wait for, 0: none */
 } hor_release;
-
-#define HOR_ENGINE_DEPTH 4096u
 
 struct ho_replay {
     ho_client *c;            /* borrowed, NULL for a local replay */

@@ -37,7 +37,7 @@ static void info_from_schedule(ho_plan *p)
 static int bind(ho_client *c, plan_schedule *s, const ho_trace *t,
                 const char *what)
 {
-    char err[256] = "";
+    char err[HOR_DETAIL_LEN] = "";
     int rc = plan_schedule_bind(s, t->pt, err, sizeof(err));
     if (rc < 0)
         return hor_fail(c, rc, "%s does not fit trace '%s': %s", what,
@@ -55,7 +55,7 @@ HO_EXPORT int ho_plan_request(ho_client *c, const ho_trace *t,
     Hyperoffload__Trace *m = NULL;
     uint8_t *buf = NULL;
     size_t len = 0;
-    char err[256] = "";
+    char err[HOR_DETAIL_LEN] = "";
     ho_plan *p = NULL;
     int rc;
 
@@ -137,7 +137,7 @@ out:
 HO_EXPORT int ho_plan_load(const ho_trace *t, const char *schedule_path,
                            ho_plan **ret)
 {
-    char err[256] = "";
+    char err[HOR_DETAIL_LEN] = "";
     ho_plan *p = NULL;
     int rc;
 

@@ -29,7 +29,7 @@ int hor_test_skip_check = 0;
 static int bound_copy(ho_replay *r, plan_schedule **ret)
 {
     const plan_schedule *src = r->p->s;
-    char err[256] = "";
+    char err[HOR_DETAIL_LEN] = "";
     plan_schedule *s = plan_schedule_new(src->planner, src->budget_bytes);
     if (!s)
         return -ENOMEM;
@@ -145,7 +145,7 @@ static int build_index(ho_replay *r, const plan_schedule *s)
 
 static int start_engines(ho_replay *r)
 {
-    char err[256] = "";
+    char err[HOR_DETAIL_LEN] = "";
     r->n_eng = r->pt->link.duplex ? 2 : 1;
     for (unsigned k = 0; k < r->n_eng; k++) {
         hor_engine *x = &r->eng[k];
@@ -215,14 +215,14 @@ HO_EXPORT int ho_replay_new(ho_client *c, ho_device *dev, const ho_trace *t,
     plan_schedule_free(s);
     s = NULL;
 
-    r->cap_rel = 2 * r->n_st + 64;
+    r->cap_rel = HOR_RELEASES(r->n_st);
     r->rel = calloc(r->cap_rel, sizeof(*r->rel));
     r->hist = calloc(HO_STEP_HISTORY, sizeof(*r->hist));
     if (!r->rel || !r->hist) {
         rc = -ENOMEM;
         goto fail;
     }
-    rc = hor_dev_reserve(dev, 2 * r->n_st + 64);
+    rc = hor_dev_reserve(dev, HOR_RELEASES(r->n_st));
     if (rc < 0)
         goto fail;
     rc = start_engines(r);
