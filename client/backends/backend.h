@@ -29,7 +29,9 @@
  * the engine's queue is full.
  *
  * Errors: 0 or a negative code; open/engine_new describe a failure in
- * err[0..errlen).
+ * err[0..errlen) with ho_errf (proto/errfmt.h): the caller's-buffer style
+ * of every layer below the library, whose calls record the sentence as
+ * the client's or the thread's last error (hoc_fail, hor_fail).
  */
 #ifndef HO_CLIENT_BACKEND_H
 #define HO_CLIENT_BACKEND_H
@@ -78,7 +80,8 @@ typedef struct hob_ops {
      * HO_E_DEVICE / -ENOMEM when the region cannot be had. */
     int (*open)(int index, uint64_t region_bytes, void **ret_state,
                 char *err, size_t errlen);
-    void (*close)(void *st);
+    /* Release the state (and the region).  NULL ok; returns NULL. */
+    void *(*close)(void *st);
 
     /* The device region: its first byte (a device address) and size. */
     void (*region)(void *st, uint8_t **ret_base, uint64_t *ret_size);
@@ -98,8 +101,9 @@ typedef struct hob_ops {
      * power of two >= 2); engines of one state are independent FIFOs. */
     int (*engine_new)(void *st, uint32_t depth, hob_engine **ret,
                       char *err, size_t errlen);
-    /* Waits for the engine's copies, then frees it.  NULL ok. */
-    void (*engine_free)(hob_engine *e);
+    /* Waits for the engine's copies, then frees it.  NULL ok; returns
+     * NULL. */
+    hob_engine *(*engine_free)(hob_engine *e);
 
     /* Queue a copy of n bytes on e; it starts after every earlier copy of
      * e and, when dep is not NULL, after dep's ticket dep_ticket.  A D2H

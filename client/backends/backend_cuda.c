@@ -46,6 +46,7 @@
 #include <time.h>
 
 #include "hyperoffload/errors.h"
+#include "proto/errfmt.h"
 
 /* The subset of the CUDA runtime API used here, with its ABI: enums are
  * ints, streams and events are pointers. */
@@ -151,9 +152,8 @@ static const char *cuda_unavailable(void)
 
 static int cu_fail(cuerr e, char *err, size_t errlen, const char *what)
 {
-    if (err)
-        snprintf(err, errlen, "%s: %s", what, cu.GetErrorString(e));
-    return HO_E_DEVICE;
+    return ho_errf(err, errlen, HO_E_DEVICE, "%s: %s", what,
+                   cu.GetErrorString(e));
 }
 
 /* ----------------------------------------------------------- state */
@@ -219,11 +219,11 @@ static void times_fill(hob_engine *e, uint32_t i)
     }
 }
 
-static void cuda_close(void *state)
+static void *cuda_close(void *state)
 {
     cuda_state *st = state;
     if (!st)
-        return;
+        return NULL;
     if (st->compute || st->base)
         cu.StreamSynchronize(st->compute);
     for (unsigned i = 0; i < st->nreg; i++)
@@ -234,21 +234,19 @@ static void cuda_close(void *state)
     if (st->base)
         cu.Free(st->base);
     free(st);
+    return NULL;
 }
 
 static int cuda_open(int index, uint64_t region_bytes, void **ret_state,
                      char *err, size_t errlen)
 {
     const char *why = cuda_unavailable();
-    if (why) {
-        snprintf(err, errlen, "%s", why);
-        return HO_E_UNSUPPORTED;
-    }
-    if (region_bytes == 0 || region_bytes > SIZE_MAX) {
-        snprintf(err, errlen, "device region of %llu bytes",
-                 (unsigned long long)region_bytes);
-        return HO_E_INVALID_SIZE;
-    }
+    if (why)
+        return ho_errf(err, errlen, HO_E_UNSUPPORTED, "%s", why);
+    if (region_bytes == 0 || region_bytes > SIZE_MAX)
+        return ho_errf(err, errlen, HO_E_INVALID_SIZE,
+                       "device region of %llu bytes",
+                       (unsigned long long)region_bytes);
     cuda_state *st = calloc(1, sizeof(*st));
     if (!st)
         return -ENOMEM;
@@ -402,10 +400,10 @@ static int cuda_epoch(hob_engine *e)
                                                            : HO_E_DEVICE;
 }
 
-static void cuda_engine_free(hob_engine *e)
+static hob_engine *cuda_engine_free(hob_engine *e)
 {
     if (!e)
-        return;
+        return NULL;
     if (e->stream)
         cu.StreamSynchronize(e->stream);
     timing_release(e);
@@ -416,17 +414,16 @@ static void cuda_engine_free(hob_engine *e)
         cu.StreamDestroy(e->stream);
     free(e->ev);
     free(e);
+    return NULL;
 }
 
 static int cuda_engine_new(void *state, uint32_t depth, hob_engine **ret,
                            char *err, size_t errlen)
 {
     cuda_state *st = state;
-    if (depth < 2 || (depth & (depth - 1)) || depth > HOB_CUDA_DEPTH_MAX) {
-        snprintf(err, errlen, "engine depth %u is not a power of two in "
-                 "[2, 2^20]", depth);
-        return -EINVAL;
-    }
+    if (depth < 2 || (depth & (depth - 1)) || depth > HOB_CUDA_DEPTH_MAX)
+        return ho_errf(err, errlen, -EINVAL, "engine depth %u is not a power "
+                       "of two in [2, 2^20]", depth);
     hob_engine *e = calloc(1, sizeof(*e));
     if (!e)
         return -ENOMEM;

@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #include "hyperoffload/errors.h"
+#include "proto/errfmt.h"
 
 /* Spinning pays only when every busy thread has a core of its own: the
  * replay thread and the copy threads.  With fewer CPUs a spinning thread
@@ -120,11 +121,10 @@ static int host_open(int index, uint64_t region_bytes, void **ret_state,
 {
     (void)index;
     long page = sysconf(_SC_PAGESIZE);
-    if (region_bytes == 0 || region_bytes > SIZE_MAX - (uint64_t)page) {
-        snprintf(err, errlen, "device region of %llu bytes",
-                 (unsigned long long)region_bytes);
-        return HO_E_INVALID_SIZE;
-    }
+    if (region_bytes == 0 || region_bytes > SIZE_MAX - (uint64_t)page)
+        return ho_errf(err, errlen, HO_E_INVALID_SIZE,
+                       "device region of %llu bytes",
+                       (unsigned long long)region_bytes);
     uint64_t size = (region_bytes + (uint64_t)page - 1) &
                     ~((uint64_t)page - 1);
     host_state *st = calloc(1, sizeof(*st));
@@ -136,10 +136,10 @@ static int host_open(int index, uint64_t region_bytes, void **ret_state,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
     if (p == MAP_FAILED) {
         int rc = -errno;
-        snprintf(err, errlen, "cannot map %llu bytes of emulated device "
-                 "memory: %s", (unsigned long long)size, strerror(-rc));
         free(st);
-        return rc;
+        return ho_errf(err, errlen, rc, "cannot map %llu bytes of emulated "
+                       "device memory: %s", (unsigned long long)size,
+                       strerror(-rc));
     }
     st->base = p;
     st->size = size;
@@ -147,13 +147,14 @@ static int host_open(int index, uint64_t region_bytes, void **ret_state,
     return 0;
 }
 
-static void host_close(void *state)
+static void *host_close(void *state)
 {
     host_state *st = state;
     if (!st)
-        return;
+        return NULL;
     munmap(st->base, (size_t)st->size);
     free(st);
+    return NULL;
 }
 
 static void host_region(void *state, uint8_t **ret_base, uint64_t *ret_size)
@@ -272,11 +273,9 @@ static void kick(hob_engine *e)
 static int host_engine_new(void *state, uint32_t depth, hob_engine **ret,
                            char *err, size_t errlen)
 {
-    if (depth < 2 || (depth & (depth - 1)) || depth > HOB_HOST_DEPTH_MAX) {
-        snprintf(err, errlen, "engine depth %u is not a power of two in "
-                 "[2, 2^24]", depth);
-        return -EINVAL;
-    }
+    if (depth < 2 || (depth & (depth - 1)) || depth > HOB_HOST_DEPTH_MAX)
+        return ho_errf(err, errlen, -EINVAL, "engine depth %u is not a power "
+                       "of two in [2, 2^24]", depth);
     hob_engine *e = calloc(1, sizeof(*e));
     if (!e)
         return -ENOMEM;
@@ -294,26 +293,26 @@ static int host_engine_new(void *state, uint32_t depth, hob_engine **ret,
     }
     int rc = pthread_create(&e->thread, NULL, copy_thread, e);
     if (rc != 0) {
-        snprintf(err, errlen, "cannot start a copy thread: %s",
-                 strerror(rc));
         free(e->ring);
         free(e);
-        return -rc;
+        return ho_errf(err, errlen, -rc, "cannot start a copy thread: %s",
+                       strerror(rc));
     }
     *ret = e;
     return 0;
 }
 
-static void host_engine_free(hob_engine *e)
+static hob_engine *host_engine_free(hob_engine *e)
 {
     if (!e)
-        return;
+        return NULL;
     atomic_store(&e->stop, 1);
     atomic_fetch_add(&e->wake, 1);
     futex_wake(&e->wake, 1);
     pthread_join(e->thread, NULL);
     free(e->ring);
     free(e);
+    return NULL;
 }
 
 static int host_submit(hob_engine *e, hob_dir dir, void *dst,

@@ -38,13 +38,14 @@ static uint64_t align_up(uint64_t v, uint64_t a)
 }
 
 /* Byte offsets of the standard layout (the daemon uses the same). */
-static void layout(uint32_t n_slots, uint32_t n_ops, uint64_t *slots_off,
-                   uint64_t *ms_off, uint64_t *total)
+static void layout(uint32_t n_slots, uint32_t n_ops, uint64_t *ret_slots_off,
+                   uint64_t *ret_ms_off, uint64_t *ret_total)
 {
     uint64_t hdr = align_up(sizeof(ho_ctl_header), 64);
-    *slots_off = hdr;
-    *ms_off = align_up(hdr + (uint64_t)n_slots * sizeof(ho_ctl_slot), 64);
-    *total = *ms_off + ((uint64_t)n_ops + 63) / 64 * 8;
+    uint64_t ms = align_up(hdr + (uint64_t)n_slots * sizeof(ho_ctl_slot), 64);
+    *ret_slots_off = hdr;
+    *ret_ms_off = ms;
+    *ret_total = ms + ((uint64_t)n_ops + 63) / 64 * 8;
 }
 
 /* ----------------------------------------------------------- local */
@@ -278,7 +279,7 @@ static void register_pool(ho_replay *r)
     /* Not fatal: copies from pageable memory are slower, not wrong. */
 }
 
-int hor_ctl_setup(ho_replay *r)
+int hor_ctl_init(ho_replay *r)
 {
     hor_ctl *x = &r->ctl;
     x->efd = -1;
@@ -298,7 +299,7 @@ int hor_ctl_setup(ho_replay *r)
     return 0;
 }
 
-void hor_ctl_teardown(ho_replay *r)
+void hor_ctl_done(ho_replay *r)
 {
     hor_ctl *x = &r->ctl;
     if (x->registered)
@@ -333,15 +334,19 @@ static void signal_daemon(hor_ctl *x)
     }
 }
 
-int hor_slot_acquire(ho_replay *r, uint32_t i, uint64_t *stall_ns)
+int hor_slot_acquire(ho_replay *r, uint32_t i, uint64_t *ret_stall_ns)
 {
     hor_ctl *x = &r->ctl;
     ho_ctl_slot *sl = &x->slots[i];
-    if (x->busy[i]++ > 0)
+    if (x->busy[i]++ > 0) {
+        *ret_stall_ns = 0;
         return 0;
+    }
     uint32_t want = HO_SLOT_DDR;
-    if (atomic_compare_exchange_strong(&sl->state, &want, HO_SLOT_CLIENT))
+    if (atomic_compare_exchange_strong(&sl->state, &want, HO_SLOT_CLIENT)) {
+        *ret_stall_ns = 0;
         return 0;
+    }
     if (x->efd < 0) {
         x->busy[i]--;
         return hor_fail(r->c, HO_E_STATE, "host copy of storage %llu is in "
@@ -387,8 +392,7 @@ int hor_slot_acquire(ho_replay *r, uint32_t i, uint64_t *stall_ns)
     }
     uint32_t u = i + 1;
     atomic_compare_exchange_strong(&x->h->urgent, &u, 0);
-    uint64_t waited = hor_now_ns() - t0;
-    *stall_ns += waited;
+    *ret_stall_ns = hor_now_ns() - t0;
     return 0;
 }
 

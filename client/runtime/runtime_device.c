@@ -31,16 +31,17 @@ static const hob_ops *find_backend(const char *name)
 
 /* ----------------------------------------------------------- allocator */
 
-static void tl_map(uint64_t units, uint32_t *fl, uint32_t *sl)
+/* The (first level, second level) size class of `units` alignment units. */
+static void tl_map(uint64_t units, uint32_t *ret_fl, uint32_t *ret_sl)
 {
     if (units < HOR_TL_SL) {
-        *fl = 0;
-        *sl = (uint32_t)units;
+        *ret_fl = 0;
+        *ret_sl = (uint32_t)units;
         return;
     }
     uint32_t f = 63u - (uint32_t)__builtin_clzll(units);
-    *sl = (uint32_t)(units >> (f - HOR_TL_SL_LOG2)) ^ HOR_TL_SL;
-    *fl = f - HOR_TL_SL_LOG2 + 1;
+    *ret_sl = (uint32_t)(units >> (f - HOR_TL_SL_LOG2)) ^ HOR_TL_SL;
+    *ret_fl = f - HOR_TL_SL_LOG2 + 1;
 }
 
 static void tl_insert(hor_alloc *a, uint32_t i)
@@ -311,8 +312,7 @@ HO_EXPORT ho_device *ho_device_close(ho_device *d)
 {
     if (!d)
         return NULL;
-    if (d->st)
-        d->ops->close(d->st);
+    d->st = d->ops->close(d->st);
     alloc_done(&d->a);
     free(d);
     return NULL;

@@ -887,7 +887,7 @@ static int log_timing(ho_replay *r, int on)
     return rc;
 }
 
-void hor_log_free(ho_replay *r)
+void hor_log_done(ho_replay *r)
 {
     hor_copylog *L = &r->log;
     if (L->max)
@@ -914,21 +914,21 @@ HO_EXPORT int ho_replay_record_copies(ho_replay *r, uint32_t max_records)
     int rc = hor_drain(r);
     if (rc < 0)
         return rc;
-    hor_log_free(r);
+    hor_log_done(r);
     if (max_records == 0)
         return 0;
     hor_copylog *L = &r->log;
     L->buf[0] = calloc(max_records, sizeof(*L->buf[0]));
     L->buf[1] = calloc(max_records, sizeof(*L->buf[1]));
     if (!L->buf[0] || !L->buf[1]) {
-        hor_log_free(r);
+        hor_log_done(r);
         return hor_fail(r->c, -ENOMEM, "no memory for a copy log of %u "
                         "records", max_records);
     }
     L->max = max_records;
     rc = log_timing(r, 1);
     if (rc < 0) {
-        hor_log_free(r);
+        hor_log_done(r);
         return hor_fail(r->c, rc, "the %s backend cannot time copies",
                         r->ops->name);
     }

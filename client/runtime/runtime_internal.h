@@ -159,15 +159,18 @@ typedef struct hor_ctl {
  * region.  Registers the host copies with the backend when they never
  * leave DDR.  Sets each slot's initial version.  0, or the daemon's code /
  * HO_E_PROTOCOL / -errno with the sentence recorded. */
-int hor_ctl_setup(ho_replay *r);
-/* Undo hor_ctl_setup (unmap, close, unregister, free).  Safe on a zeroed
+int hor_ctl_init(ho_replay *r);
+/* Undo hor_ctl_init (unmap, close, unregister, free).  Safe on a zeroed
  * or half set-up ctl (efd must be -1 when not opened). */
-void hor_ctl_teardown(ho_replay *r);
+void hor_ctl_done(ho_replay *r);
 /* A copy is about to use slot i: the first one moves it DDR -> CLIENT,
  * waiting for the daemon (urgent, eventfd, futex on seq) while it is not
- * in DDR; the wait is added to *stall_ns.  0, or HO_E_STATE when the
- * daemon does not bring it to DDR (the sentence says which slot). */
-int hor_slot_acquire(ho_replay *r, uint32_t i, uint64_t *stall_ns);
+ * in DDR.  0 with *ret_stall_ns the time it waited (0 when the slot was
+ * in DDR or already in use by this replay); HO_E_STATE when the daemon
+ * does not bring it to DDR (the sentence says which slot),
+ * HO_E_DISCONNECTED when the daemon is gone; *ret_stall_ns untouched
+ * then. */
+int hor_slot_acquire(ho_replay *r, uint32_t i, uint64_t *ret_stall_ns);
 /* The copy that used slot i is complete: the last one moves it CLIENT ->
  * DDR; `stored` bumps the slot's version first. */
 void hor_slot_release(ho_replay *r, uint32_t i, bool stored);
@@ -317,8 +320,9 @@ int hor_diverge(ho_replay *r, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* Free the device copy of storage s now (no copy may be in flight). */
 void hor_storage_drop_device(ho_replay *r, hor_storage *s);
-/* Turn the copy log off and free it (ho_replay_free; no copy may be in
- * flight). */
-void hor_log_free(ho_replay *r);
+/* Destroy the embedded copy log r->log: timing off, buffers freed, the log
+ * left off and empty (ho_replay_free, and ho_replay_record_copies before
+ * it arms a new one; no copy may be in flight). */
+void hor_log_done(ho_replay *r);
 
 #endif

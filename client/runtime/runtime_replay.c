@@ -228,7 +228,7 @@ HO_EXPORT int ho_replay_new(ho_client *c, ho_device *dev, const ho_trace *t,
     rc = start_engines(r);
     if (rc < 0)
         goto fail;
-    rc = hor_ctl_setup(r);
+    rc = hor_ctl_init(r);
     if (rc < 0)
         goto fail;
 
@@ -263,17 +263,16 @@ HO_EXPORT ho_replay *ho_replay_free(ho_replay *r)
         return NULL;
     if (r->eng[0].e)
         hor_drain(r);
-    hor_log_free(r);
+    hor_log_done(r);
     if (r->st)
         for (uint32_t i = 0; i < r->n_st; i++)
             if (r->st[i].ptr)
                 hor_storage_drop_device(r, &r->st[i]);
     for (unsigned k = 0; k < 2; k++) {
-        if (r->eng[k].e)
-            r->ops->engine_free(r->eng[k].e);
+        r->eng[k].e = r->ops->engine_free(r->eng[k].e);
         free(r->eng[k].q);
     }
-    hor_ctl_teardown(r);
+    hor_ctl_done(r);
     if (r->dev->owner == r)
         r->dev->owner = NULL;
     free(r->st);
