@@ -286,10 +286,8 @@ int hoctl_cmd_status(const hoctl_globals *g, int argc, char **argv)
     if (argc > 0)
         return hoctl_usage_error_help("status takes no arguments ('%s')",
                                       argv[0]);
-    Hyperoffload__Envelope env = HYPEROFFLOAD__ENVELOPE__INIT;
     Hyperoffload__StatusRequest req = HYPEROFFLOAD__STATUS_REQUEST__INIT;
-    env.body_case = HYPEROFFLOAD__ENVELOPE__BODY_STATUS_REQUEST;
-    env.status_request = &req;
+    HOC_ENVELOPE(env, STATUS_REQUEST, status_request, &req);
     return admin_query(g, &env, HYPEROFFLOAD__ENVELOPE__BODY_STATUS_REPLY,
                        print_status);
 }
@@ -308,7 +306,8 @@ static json_t *runtime_json(const Hyperoffload__RuntimeInfo *rt)
     json_object_set_new(x, "d2h_bytes", hoctl_json_u64(rt->d2h_bytes));
     json_object_set_new(x, "flash_out_bytes",
                         hoctl_json_u64(rt->flash_out_bytes));
-    json_object_set_new(x, "flash_in_bytes", hoctl_json_u64(rt->flash_in_bytes));
+    json_object_set_new(x, "flash_in_bytes",
+                        hoctl_json_u64(rt->flash_in_bytes));
     json_object_set_new(x, "stall_us", json_real(rt->stall_us));
     json_object_set_new(x, "exposed_us", json_real(rt->exposed_us));
     json_object_set_new(x, "host_copies_ddr_bytes",
@@ -452,10 +451,8 @@ int hoctl_cmd_clients(const hoctl_globals *g, int argc, char **argv)
     if (argc > 1)
         return hoctl_usage_error_help("clients list takes no arguments "
                                       "('%s')", argv[1]);
-    Hyperoffload__Envelope env = HYPEROFFLOAD__ENVELOPE__INIT;
     Hyperoffload__ClientsRequest req = HYPEROFFLOAD__CLIENTS_REQUEST__INIT;
-    env.body_case = HYPEROFFLOAD__ENVELOPE__BODY_CLIENTS_REQUEST;
-    env.clients_request = &req;
+    HOC_ENVELOPE(env, CLIENTS_REQUEST, clients_request, &req);
     return admin_query(g, &env, HYPEROFFLOAD__ENVELOPE__BODY_CLIENTS_REPLY,
                        print_clients);
 }
@@ -654,10 +651,9 @@ static void quota_rows(hoctl_table *t, Hyperoffload__QuotaEntry *const *es,
     }
 }
 
-static int quota_call(ho_client *c, const quota_args *q, Hyperoffload__Tier tier,
-                      Hyperoffload__Envelope **reply)
+static int quota_call(ho_client *c, const quota_args *q,
+                      Hyperoffload__Tier tier, Hyperoffload__Envelope **reply)
 {
-    Hyperoffload__Envelope env = HYPEROFFLOAD__ENVELOPE__INIT;
     Hyperoffload__QuotaRequest req = HYPEROFFLOAD__QUOTA_REQUEST__INIT;
     Hyperoffload__QuotaEntry e = HYPEROFFLOAD__QUOTA_ENTRY__INIT;
     if (q->op != HYPEROFFLOAD__QUOTA_OP__QUOTA_LIST) {
@@ -669,8 +665,7 @@ static int quota_call(ho_client *c, const quota_args *q, Hyperoffload__Tier tier
     e.tier = tier;
     req.op = q->op;
     req.entry = &e;
-    env.body_case = HYPEROFFLOAD__ENVELOPE__BODY_QUOTA_REQUEST;
-    env.quota_request = &req;
+    HOC_ENVELOPE(env, QUOTA_REQUEST, quota_request, &req);
     return request(c, &env, HYPEROFFLOAD__ENVELOPE__BODY_QUOTA_REPLY, reply);
 }
 
@@ -785,7 +780,8 @@ int hoctl_cmd_version(const hoctl_globals *g, int argc, char **argv)
         json_object_set_new(o, "library", hoctl_json_str(ho_version()));
         json_object_set_new(o, "protocol_min",
                             hoctl_json_u64(HO_PROTO_MIN_VERSION));
-        json_object_set_new(o, "protocol_max", hoctl_json_u64(HO_PROTO_VERSION));
+        json_object_set_new(o, "protocol_max",
+                            hoctl_json_u64(HO_PROTO_VERSION));
         if (rc == 0) {
             json_t *d = json_object();
             json_object_set_new(d, "server_version",

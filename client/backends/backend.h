@@ -1,5 +1,5 @@
 /*
- * client/backend.h - the interface every device backend implements
+ * client/backends/backend.h - the interface every device backend implements
  * ("host": backend_host.c, "cuda": backend_cuda.c), and what the generic
  * device layer (runtime_device.c) and the replay engine use of it.
  *
@@ -36,10 +36,13 @@
 #ifndef HO_CLIENT_BACKEND_H
 #define HO_CLIENT_BACKEND_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "client/limits.h" /* HOB_ALIGN, HOB_*_DEPTH_MAX, HOB_CUDA_* */
+#include "proto/errfmt.h"
 
 typedef struct hob_engine hob_engine;
 
@@ -143,5 +146,26 @@ typedef struct hob_ops {
 
 extern const hob_ops hob_host_ops;
 extern const hob_ops hob_cuda_ops;
+
+/* CLOCK_MONOTONIC in nanoseconds: the clock of hob_times (and of the
+ * replay's figures, hor_now_ns). */
+static inline uint64_t hob_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The engine_new depth rule of every backend: a power of two in
+ * [2, max] (max a power of two, HOB_*_DEPTH_MAX).  0, or -EINVAL with
+ * the sentence in err. */
+static inline int hob_check_depth(uint32_t depth, uint32_t max, char *err,
+                                  size_t errlen)
+{
+    if (depth < 2 || (depth & (depth - 1)) || depth > max)
+        return ho_errf(err, errlen, -EINVAL, "engine depth %u is not a power "
+                       "of two in [2, 2^%d]", depth, __builtin_ctz(max));
+    return 0;
+}
 
 #endif

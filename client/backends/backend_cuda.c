@@ -1,6 +1,6 @@
 /*
- * client/backend_cuda.c - the "cuda" device backend.  libcudart is loaded
- * with dlopen at run time (libcudart.so, then .so.13, .so.12, .so.11), so
+ * client/backends/backend_cuda.c - the "cuda" device backend.  libcudart is
+ * loaded with dlopen at run time (libcudart.so, then .so.13, .so.12, .so.11), so
  * the library has no build-time CUDA dependency and runs without a GPU
  * (the backend then reports why it is unavailable).
  *
@@ -156,6 +156,19 @@ static int cu_fail(cuerr e, char *err, size_t errlen, const char *what)
                    cu.GetErrorString(e));
 }
 
+/* Create n events without timing (ev[] zeroed, so that the caller's
+ * cleanup destroys exactly those created).  0 or HO_E_DEVICE with the
+ * sentence in err. */
+static int cu_events_new(cuevent *ev, uint32_t n, char *err, size_t errlen)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        cuerr e = cu.EventCreateWithFlags(&ev[i], CU_EVENT_DISABLE_TIMING);
+        if (e != CU_SUCCESS)
+            return cu_fail(e, err, errlen, "cudaEventCreateWithFlags");
+    }
+    return 0;
+}
+
 /* ----------------------------------------------------------- state */
 
 typedef struct cuda_state {
@@ -184,13 +197,6 @@ struct hob_engine {
     cuevent ref;            /* reference event of the epoch, owned */
     uint64_t ref_ns;        /* host clock when ref was recorded */
 };
-
-static uint64_t host_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static uint64_t ref_plus(const hob_engine *e, cuevent ev, bool *ok)
 {
@@ -265,13 +271,9 @@ static int cuda_open(int index, uint64_t region_bytes, void **ret_state,
     }
     st->base = p;
     st->size = region_bytes;
-    for (unsigned i = 0; i < HOB_CUDA_COMPUTE_DEPTH; i++) {
-        e = cu.EventCreateWithFlags(&st->cev[i], CU_EVENT_DISABLE_TIMING);
-        if (e != CU_SUCCESS) {
-            rc = cu_fail(e, err, errlen, "cudaEventCreateWithFlags");
-            goto fail;
-        }
-    }
+    rc = cu_events_new(st->cev, HOB_CUDA_COMPUTE_DEPTH, err, errlen);
+    if (rc < 0)
+        goto fail;
     *ret_state = st;
     return 0;
 fail:
@@ -395,7 +397,7 @@ static int cuda_epoch(hob_engine *e)
 {
     if (!e->timed)
         return 0;
-    e->ref_ns = host_now_ns();
+    e->ref_ns = hob_now_ns();
     return cu.EventRecord(e->ref, e->stream) == CU_SUCCESS ? 0
                                                            : HO_E_DEVICE;
 }
@@ -421,13 +423,12 @@ static int cuda_engine_new(void *state, uint32_t depth, hob_engine **ret,
                            char *err, size_t errlen)
 {
     cuda_state *st = state;
-    if (depth < 2 || (depth & (depth - 1)) || depth > HOB_CUDA_DEPTH_MAX)
-        return ho_errf(err, errlen, -EINVAL, "engine depth %u is not a power "
-                       "of two in [2, 2^20]", depth);
+    int rc = hob_check_depth(depth, HOB_CUDA_DEPTH_MAX, err, errlen);
+    if (rc < 0)
+        return rc;
     hob_engine *e = calloc(1, sizeof(*e));
     if (!e)
         return -ENOMEM;
-    int rc;
     e->st = st;
     e->depth = depth;
     e->mask = depth - 1;
@@ -443,13 +444,9 @@ static int cuda_engine_new(void *state, uint32_t depth, hob_engine **ret,
         rc = cu_fail(r, err, errlen, "cudaStreamCreateWithFlags");
         goto fail;
     }
-    for (uint32_t i = 0; i < depth; i++) {
-        r = cu.EventCreateWithFlags(&e->ev[i], CU_EVENT_DISABLE_TIMING);
-        if (r != CU_SUCCESS) {
-            rc = cu_fail(r, err, errlen, "cudaEventCreateWithFlags");
-            goto fail;
-        }
-    }
+    rc = cu_events_new(e->ev, depth, err, errlen);
+    if (rc < 0)
+        goto fail;
     *ret = e;
     return 0;
 fail:

@@ -1,6 +1,6 @@
 /*
- * client/backend_host.c - the "host" device backend: device memory is a
- * pre-faulted anonymous region of this process, copies are memcpy on copy
+ * client/backends/backend_host.c - the "host" device backend: device
+ * memory is a pre-faulted anonymous region of this process, copies are memcpy on copy
  * threads (one per engine).  Runs anywhere; it is what tests, benchmarks
  * and GPU-less machines use, and it fails exactly where a real device
  * would (the capacity is enforced by the generic layer).
@@ -88,13 +88,6 @@ static inline void cpu_relax(void)
 #elif defined(__aarch64__)
     __asm__ __volatile__("yield");
 #endif
-}
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 static void futex_wait(_Atomic uint32_t *addr, uint32_t val)
@@ -226,10 +219,10 @@ static void *copy_thread(void *arg)
                 host_wait(d->dep, d->dep_ticket);
             hob_times *tm = d->tm;
             if (tm)
-                tm->start_ns = now_ns();
+                tm->start_ns = hob_now_ns();
             memcpy(d->dst, d->src, (size_t)d->n);
             if (tm)
-                tm->end_ns = now_ns();
+                tm->end_ns = hob_now_ns();
             done++;
             atomic_store(&e->done, done);
             if (atomic_load(&e->waiters)) {
@@ -242,13 +235,13 @@ static void *copy_thread(void *arg)
             break;
         /* Copies tend to come in bursts: stay awake a little while. */
         bool more = false;
-        uint64_t t0 = e->spin_idle_ns ? now_ns() : 0;
+        uint64_t t0 = e->spin_idle_ns ? hob_now_ns() : 0;
         for (unsigned i = 1; !more && e->spin_idle_ns; i++) {
             cpu_relax();
             more = atomic_load_explicit(&e->head, memory_order_relaxed) !=
                        done ||
                    atomic_load_explicit(&e->stop, memory_order_relaxed);
-            if (i % 64 == 0 && now_ns() - t0 > e->spin_idle_ns)
+            if (i % 64 == 0 && hob_now_ns() - t0 > e->spin_idle_ns)
                 break;
         }
         if (more)
@@ -273,9 +266,9 @@ static void kick(hob_engine *e)
 static int host_engine_new(void *state, uint32_t depth, hob_engine **ret,
                            char *err, size_t errlen)
 {
-    if (depth < 2 || (depth & (depth - 1)) || depth > HOB_HOST_DEPTH_MAX)
-        return ho_errf(err, errlen, -EINVAL, "engine depth %u is not a power "
-                       "of two in [2, 2^24]", depth);
+    int rc = hob_check_depth(depth, HOB_HOST_DEPTH_MAX, err, errlen);
+    if (rc < 0)
+        return rc;
     hob_engine *e = calloc(1, sizeof(*e));
     if (!e)
         return -ENOMEM;
@@ -291,7 +284,7 @@ static int host_engine_new(void *state, uint32_t depth, hob_engine **ret,
         free(e);
         return -ENOMEM;
     }
-    int rc = pthread_create(&e->thread, NULL, copy_thread, e);
+    rc = pthread_create(&e->thread, NULL, copy_thread, e);
     if (rc != 0) {
         free(e->ring);
         free(e);

@@ -1,5 +1,5 @@
 /*
- * client/runtime_control.c - the client half of the control region
+ * client/runtime/runtime_control.c - the client half of the control region
  * (proto/control.h, docs/runtime.md): installing a replay with the daemon
  * (StageRequest / StageReply with the region's memfd and an eventfd),
  * checking and mapping the region, the local stand-in for replays without
@@ -160,26 +160,20 @@ static int check_region(ho_replay *r, const Hyperoffload__StageReply *sr,
     return 0;
 }
 
-static int daemon_setup(ho_replay *r)
+/* Step 1 of daemon_setup: one StageSlot per host copy, in slot order
+ * (*ret_ss holds them, *ret_ssp points at them; both owned by the
+ * caller).  0 or -ENOMEM. */
+static int stage_slots(const ho_replay *r, Hyperoffload__StageSlot **ret_ss,
+                       Hyperoffload__StageSlot ***ret_ssp)
 {
-    ho_client *c = r->c;
-    hor_ctl *x = &r->ctl;
-    Hyperoffload__Envelope env = HYPEROFFLOAD__ENVELOPE__INIT;
-    Hyperoffload__StageRequest req = HYPEROFFLOAD__STAGE_REQUEST__INIT;
-    Hyperoffload__Envelope *reply = NULL;
-    Hyperoffload__StageSlot *ss = NULL, **ssp = NULL;
-    int fds[2] = {-1, -1};
-    unsigned nfds = 0;
-    int rc;
-
-    if (!ho_pool_base(c))
-        return hor_fail(c, HO_E_NOT_REGISTERED, "a replay with the daemon "
-                        "needs a registered session (ho_register)");
-    ss = calloc(r->n_slots ? r->n_slots : 1, sizeof(*ss));
-    ssp = calloc(r->n_slots ? r->n_slots : 1, sizeof(*ssp));
+    Hyperoffload__StageSlot *ss = calloc(r->n_slots ? r->n_slots : 1,
+                                         sizeof(*ss));
+    Hyperoffload__StageSlot **ssp = calloc(r->n_slots ? r->n_slots : 1,
+                                           sizeof(*ssp));
     if (!ss || !ssp) {
-        rc = -ENOMEM;
-        goto out;
+        free(ss);
+        free(ssp);
+        return -ENOMEM;
     }
     for (uint32_t i = 0; i < r->n_st; i++) {
         const hor_storage *s = &r->st[i];
@@ -190,6 +184,62 @@ static int daemon_setup(ho_replay *r)
         ss[s->slot].bytes = s->bytes;
         ssp[s->slot] = &ss[s->slot];
     }
+    *ret_ss = ss;
+    *ret_ssp = ssp;
+    return 0;
+}
+
+/* Step 2 of daemon_setup: check the StageReply's shape, map its control
+ * region (fds[0]) and check the region against the replay. */
+static int map_region(ho_replay *r, const Hyperoffload__StageReply *sr,
+                      const int *fds, unsigned nfds)
+{
+    ho_client *c = r->c;
+    hor_ctl *x = &r->ctl;
+    if (!sr || nfds != 2 || sr->n_extents != r->n_slots ||
+        sr->control_size < sizeof(ho_ctl_header) ||
+        sr->control_size > HOR_CTL_MAX_BYTES)
+        return hor_fail(c, HO_E_PROTOCOL, "stage reply: %zu extents for %u "
+                        "slots, %u descriptors, control region of %llu bytes",
+                        sr ? sr->n_extents : 0, r->n_slots, nfds,
+                        sr ? (unsigned long long)sr->control_size : 0ull);
+    struct stat stb;
+    if (fstat(fds[0], &stb) != 0 || (uint64_t)stb.st_size < sr->control_size)
+        return hor_fail(c, HO_E_PROTOCOL, "the control region's file is "
+                        "smaller than the %llu bytes announced",
+                        (unsigned long long)sr->control_size);
+    void *p = mmap(NULL, (size_t)sr->control_size, PROT_READ | PROT_WRITE,
+                   MAP_SHARED, fds[0], 0);
+    if (p == MAP_FAILED) {
+        int rc = -errno;
+        return hor_fail(c, rc, "cannot map the control region: %s",
+                        strerror(-rc));
+    }
+    x->h = p;
+    x->map_bytes = sr->control_size;
+    return check_region(r, sr, x->h, sr->control_size);
+}
+
+/* The replay installed with the daemon: StageRequest (the slots, the
+ * plan's key, budget and planner, the DDR limit), StageReply with the
+ * control region's memfd and an eventfd, the region mapped and checked. */
+static int daemon_setup(ho_replay *r)
+{
+    ho_client *c = r->c;
+    hor_ctl *x = &r->ctl;
+    Hyperoffload__StageRequest req = HYPEROFFLOAD__STAGE_REQUEST__INIT;
+    Hyperoffload__Envelope *reply = NULL;
+    Hyperoffload__StageSlot *ss = NULL, **ssp = NULL;
+    int fds[2] = {-1, -1};
+    unsigned nfds = 0;
+    int rc;
+
+    if (!ho_pool_base(c))
+        return hor_fail(c, HO_E_NOT_REGISTERED, "a replay with the daemon "
+                        "needs a registered session (ho_register)");
+    rc = stage_slots(r, &ss, &ssp);
+    if (rc < 0)
+        return rc;
     req.trace_hash = r->p->daemon_hash ? r->p->daemon_hash
                                        : r->p->trace_hash;
     req.budget = r->p->s->budget_bytes;
@@ -197,8 +247,7 @@ static int daemon_setup(ho_replay *r)
     req.n_slots = r->n_slots;
     req.slots = ssp;
     req.ddr_limit = r->opts.ddr_limit;
-    env.body_case = HYPEROFFLOAD__ENVELOPE__BODY_STAGE_REQUEST;
-    env.stage_request = &req;
+    HOC_ENVELOPE(env, STAGE_REQUEST, stage_request, &req);
     rc = hoc_call_expect_fds(c, &env, HYPEROFFLOAD__ENVELOPE__BODY_STAGE_REPLY,
                              &reply, fds, 2, &nfds);
     if (rc < 0) {
@@ -207,32 +256,7 @@ static int daemon_setup(ho_replay *r)
         goto out;
     }
     const Hyperoffload__StageReply *sr = reply->stage_reply;
-    if (!sr || nfds != 2 || sr->n_extents != r->n_slots ||
-        sr->control_size < sizeof(ho_ctl_header) ||
-        sr->control_size > HOR_CTL_MAX_BYTES) {
-        rc = hor_fail(c, HO_E_PROTOCOL, "stage reply: %zu extents for %u "
-                      "slots, %u descriptors, control region of %llu bytes",
-                      sr ? sr->n_extents : 0, r->n_slots, nfds,
-                      sr ? (unsigned long long)sr->control_size : 0ull);
-        goto out;
-    }
-    struct stat stb;
-    if (fstat(fds[0], &stb) != 0 || (uint64_t)stb.st_size < sr->control_size) {
-        rc = hor_fail(c, HO_E_PROTOCOL, "the control region's file is "
-                      "smaller than the %llu bytes announced",
-                      (unsigned long long)sr->control_size);
-        goto out;
-    }
-    void *p = mmap(NULL, (size_t)sr->control_size, PROT_READ | PROT_WRITE,
-                   MAP_SHARED, fds[0], 0);
-    if (p == MAP_FAILED) {
-        rc = -errno;
-        hor_fail(c, rc, "cannot map the control region: %s", strerror(-rc));
-        goto out;
-    }
-    x->h = p;
-    x->map_bytes = sr->control_size;
-    rc = check_region(r, sr, x->h, sr->control_size);
+    rc = map_region(r, sr, fds, nfds);
     if (rc < 0)
         goto out;
     x->slots = ho_ctl_slots(x->h);
@@ -243,7 +267,6 @@ static int daemon_setup(ho_replay *r)
     x->staged_bytes = sr->staged_bytes;
     x->stage_actions = sr->stage_actions;
     x->milestones = sr->milestones;
-    rc = 0;
 out:
     if (fds[0] >= 0)
         close(fds[0]); /* the mapping keeps the region */
@@ -326,7 +349,7 @@ void hor_ctl_done(ho_replay *r)
 
 /* ----------------------------------------------------------- slots */
 
-static void signal_daemon(hor_ctl *x)
+void hor_ctl_signal(hor_ctl *x)
 {
     uint64_t one = 1;
     /* EAGAIN (counter full) still leaves the daemon a wake-up pending. */
@@ -383,7 +406,7 @@ int hor_slot_acquire(ho_replay *r, uint32_t i, uint64_t *ret_stall_ns)
                                   "daemon within 120 s");
         }
         atomic_store(&x->h->urgent, i + 1);
-        signal_daemon(x);
+        hor_ctl_signal(x);
         struct timespec ts = {0, (long)HOR_URGENT_POLL_NS};
         /* Shared futex: the daemon bumps seq in its own mapping. */
         syscall(SYS_futex, (uint32_t *)&x->h->seq, FUTEX_WAIT, seq, &ts,

@@ -1,5 +1,5 @@
 /*
- * client/runtime_device.c - device backends behind one interface
+ * client/runtime/runtime_device.c - device backends behind one interface
  * (ho_device_*): backend selection, the byte accounting that makes the
  * capacity a hard limit, and the allocator that places allocations in the
  * backend's device region.
@@ -364,21 +364,31 @@ static bool in_region(const ho_device *d, const void *ptr, uint64_t n)
            n <= (uint64_t)(d->base + d->region - p);
 }
 
+/* A synchronous copy of `bytes` between host memory and the device range
+ * at `dev_ptr` (dst for HOB_H2D, src for HOB_D2H), after checking that
+ * the range lies in the device's region. */
+static int device_copy(ho_device *d, hob_dir dir, void *dst, const void *src,
+                       const void *dev_ptr, uint64_t bytes)
+{
+    if (!in_region(d, dev_ptr, bytes))
+        return hor_fail(NULL, -EINVAL, "device range %p+%llu is outside "
+                        "the device's memory", dev_ptr,
+                        (unsigned long long)bytes);
+    if (bytes == 0)
+        return 0;
+    int rc = d->ops->copy_sync(d->st, dir, dst, src, bytes);
+    if (rc < 0)
+        return hor_fail(NULL, rc, "synchronous copy %s the device failed",
+                        dir == HOB_H2D ? "to" : "from");
+    return 0;
+}
+
 HO_EXPORT int ho_device_write(ho_device *d, void *dst, const void *src,
                               uint64_t bytes)
 {
     if (!d || (!src && bytes))
         return -EINVAL;
-    if (!in_region(d, dst, bytes))
-        return hor_fail(NULL, -EINVAL, "device range %p+%llu is outside "
-                        "the device's memory", dst,
-                        (unsigned long long)bytes);
-    if (bytes == 0)
-        return 0;
-    int rc = d->ops->copy_sync(d->st, HOB_H2D, dst, src, bytes);
-    if (rc < 0)
-        return hor_fail(NULL, rc, "synchronous copy to the device failed");
-    return 0;
+    return device_copy(d, HOB_H2D, dst, src, dst, bytes);
 }
 
 HO_EXPORT int ho_device_read(ho_device *d, void *dst, const void *src,
@@ -386,16 +396,7 @@ HO_EXPORT int ho_device_read(ho_device *d, void *dst, const void *src,
 {
     if (!d || (!dst && bytes))
         return -EINVAL;
-    if (!in_region(d, src, bytes))
-        return hor_fail(NULL, -EINVAL, "device range %p+%llu is outside "
-                        "the device's memory", src,
-                        (unsigned long long)bytes);
-    if (bytes == 0)
-        return 0;
-    int rc = d->ops->copy_sync(d->st, HOB_D2H, dst, src, bytes);
-    if (rc < 0)
-        return hor_fail(NULL, rc, "synchronous copy from the device failed");
-    return 0;
+    return device_copy(d, HOB_D2H, dst, src, src, bytes);
 }
 
 HO_EXPORT uint64_t ho_device_used(const ho_device *d)

@@ -1,5 +1,5 @@
 /*
- * client/runtime_internal.h - what the runtime files of libhyperoffload
+ * client/runtime/runtime_internal.h - what the runtime files of libhyperoffload
  * share (hyperoffload/runtime.h is the public contract; docs/runtime.md the
  * design).  Hidden symbols carry the prefix hor_.
  *
@@ -18,6 +18,39 @@
  * Errors: every runtime call that fails records one sentence in a
  * thread-local buffer (ho_runtime_last_error()); calls that have a client
  * also record it as the client's last error.
+ *
+ * Host-copy slots (proto/control.h, enum ho_slot_state): the replay side
+ * of the state machine.  The replay thread alone performs these
+ * transitions, each by compare-and-swap on slot.state so that it never
+ * races the daemon; busy[i] (hor_ctl) counts the copies using slot i:
+ *
+ *   DDR    -> CLIENT  [hor_slot_acquire]  the first copy that uses the slot
+ *                      (busy 0 -> 1): issue() for prefetches and stores,
+ *                      and the synchronous copies of bring_back,
+ *                      store_back (runtime_engine.c), ho_storage_write_host
+ *                      and ho_storage_read (runtime_replay.c).  While the
+ *                      slot is in another state the CAS fails: the replay
+ *                      sets header.urgent = i + 1, signals the daemon
+ *                      (hor_ctl_signal) and sleeps on the header.seq futex
+ *                      until the daemon has brought it to DDR (stall);
+ *                      HO_E_STATE after HOR_URGENT_GIVE_UP_NS or when it
+ *                      finds CLIENT, HO_E_DISCONNECTED when the daemon is
+ *                      gone -- the state is unchanged then.
+ *   CLIENT -> DDR     [hor_slot_release]  the last copy is complete
+ *                      (busy 1 -> 0): retire() for asynchronous copies,
+ *                      right after a synchronous one, and in issue() when
+ *                      the submit fails.
+ *   (start)   DDR     [local_setup] for a local replay; with a daemon the
+ *                      daemon creates the region and moves the slots.
+ *
+ * The daemon's transitions (DDR -> SPILLING -> FLASH -> FILLING -> DDR,
+ * and ABSENT) are written down in daemon/; the replay never moves a slot
+ * out of any state but DDR and CLIENT.  The other client-written fields:
+ *   version += 1   [hor_slot_release(stored)] a store completed (retire()
+ *                   of a D2H, store_back, ho_storage_write_host); 1 at
+ *                   start for `initial: host` slots [hor_ctl_init];
+ *   dropped = 0    [act_store when issued, ho_storage_write_host];
+ *   dropped = 1    [act_free_host, drop_host_copy in normalize()].
  */
 #ifndef HO_CLIENT_RUNTIME_INTERNAL_H
 #define HO_CLIENT_RUNTIME_INTERNAL_H
@@ -174,6 +207,9 @@ int hor_slot_acquire(ho_replay *r, uint32_t i, uint64_t *ret_stall_ns);
 /* The copy that used slot i is complete: the last one moves it CLIENT ->
  * DDR; `stored` bumps the slot's version first. */
 void hor_slot_release(ho_replay *r, uint32_t i, bool stored);
+/* Wake the daemon through the eventfd (milestone ops, urgent slots);
+ * a full counter still leaves a wake-up pending.  efd must be open. */
+void hor_ctl_signal(hor_ctl *x);
 /* Address of slot i's host copy in this process. */
 static inline uint8_t *hor_slot_ptr(const ho_replay *r, uint32_t i);
 
@@ -302,11 +338,11 @@ static inline uint8_t *hor_slot_ptr(const ho_replay *r, uint32_t i)
     return r->ctl.pool + r->ctl.slots[i].offset;
 }
 
+/* The runtime's clock: the backends' (CLOCK_MONOTONIC ns), so copy-log
+ * times and step figures compare. */
 static inline uint64_t hor_now_ns(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    return hob_now_ns();
 }
 
 /* runtime_engine.c: wait for every copy and release (step end, teardown,

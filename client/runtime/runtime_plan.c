@@ -1,5 +1,5 @@
 /*
- * client/runtime_plan.c - plans (ho_plan_*): ask the daemon to plan a
+ * client/runtime/runtime_plan.c - plans (ho_plan_*): ask the daemon to plan a
  * trace (PlanRequest), or load a schedule file; save a schedule as JSON.
  *
  * A plan owns its schedule, bound to the trace it was made for (action
@@ -49,7 +49,6 @@ HO_EXPORT int ho_plan_request(ho_client *c, const ho_trace *t,
                               uint64_t budget, const char *planner,
                               ho_plan **ret)
 {
-    Hyperoffload__Envelope env = HYPEROFFLOAD__ENVELOPE__INIT;
     Hyperoffload__PlanRequest req = HYPEROFFLOAD__PLAN_REQUEST__INIT;
     Hyperoffload__Envelope *reply = NULL;
     Hyperoffload__Trace *m = NULL;
@@ -80,8 +79,7 @@ HO_EXPORT int ho_plan_request(ho_client *c, const ho_trace *t,
     req.trace = m;
     req.planner = (char *)(planner ? planner : "");
     req.budget = budget;
-    env.body_case = HYPEROFFLOAD__ENVELOPE__BODY_PLAN_REQUEST;
-    env.plan_request = &req;
+    HOC_ENVELOPE(env, PLAN_REQUEST, plan_request, &req);
     rc = hoc_call_expect(c, &env, HYPEROFFLOAD__ENVELOPE__BODY_PLAN_REPLY,
                          &reply, NULL);
     hyperoffload__trace__free_unpacked(m, NULL);

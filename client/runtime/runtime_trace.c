@@ -1,5 +1,5 @@
 /*
- * client/runtime_trace.c - traces (ho_trace_*): a thin, checked wrapper
+ * client/runtime/runtime_trace.c - traces (ho_trace_*): a thin, checked wrapper
  * around the planner's plan_trace, which keeps storage ids, derives the
  * access lists and reads/writes the JSON and protobuf forms.  Also the
  * runtime's thread-local error sentence.
