@@ -1,8 +1,8 @@
 /*
- * client/backends/backend_cuda.c - the "cuda" device backend.  libcudart is
- * loaded with dlopen at run time (libcudart.so, then .so.13, .so.12, .so.11), so
- * the library has no build-time CUDA dependency and runs without a GPU
- * (the backend then reports why it is unavailable).
+ * client/backends/backend_cuda.c - the "cuda" device backend.  libcudart
+ * is loaded with dlopen at run time (libcudart.so, then .so.13, .so.12,
+ * .so.11), so the library has no build-time CUDA dependency and runs
+ * without a GPU (the backend then reports why it is unavailable).
  *
  * Device memory: one cudaMalloc'ed region, carved by the generic layer
  * (byte accounting and the capacity limit there).  Copies: one

@@ -1,9 +1,9 @@
 /*
  * client/backends/backend_host.c - the "host" device backend: device
- * memory is a pre-faulted anonymous region of this process, copies are memcpy on copy
- * threads (one per engine).  Runs anywhere; it is what tests, benchmarks
- * and GPU-less machines use, and it fails exactly where a real device
- * would (the capacity is enforced by the generic layer).
+ * memory is a pre-faulted anonymous region of this process, copies are
+ * memcpy on copy threads (one per engine).  Runs anywhere; it is what
+ * tests, benchmarks and GPU-less machines use, and it fails exactly where
+ * a real device would (the capacity is enforced by the generic layer).
  *
  * Engine: a ring of `depth` copy descriptors.  The replay thread (single
  * producer) fills the slot of ticket head+1 and publishes head; the copy

@@ -1,7 +1,7 @@
 /*
- * client/runtime/runtime_internal.h - what the runtime files of libhyperoffload
- * share (hyperoffload/runtime.h is the public contract; docs/runtime.md the
- * design).  Hidden symbols carry the prefix hor_.
+ * client/runtime/runtime_internal.h - what the runtime files of
+ * libhyperoffload share (hyperoffload/runtime.h is the public contract;
+ * docs/runtime.md the design).  Hidden symbols carry the prefix hor_.
  *
  * Files:
  *   runtime_trace.c    ho_trace_*: a wrapper around the planner's plan_trace;
