@@ -18,6 +18,7 @@
 
 #include "hyperoffload/errors.h"
 #include "proto/errfmt.h"
+#include "proto/limits.h"
 #include "daemon/log.h"
 
 typedef enum cfg_type {
@@ -92,13 +93,13 @@ typedef struct cfg_row {
 #define NAMELIST_ROW(s, k, fl, field, count, lo, hi, dflt, fls, hlp)      \
     ROW(s, k, fl, T_NAMELIST, field, F(count), lo, hi, dflt, fls, hlp)
 
-_Static_assert(SRV_SOCKET_PATH_MAX ==
+_Static_assert(HO_SOCKET_PATH_MAX + 1 ==
                    sizeof(((struct sockaddr_un *)0)->sun_path),
-               "SRV_SOCKET_PATH_MAX is the size of sun_path");
+               "HO_SOCKET_PATH_MAX is what sun_path holds");
 
 /* The settings.  Sections appear in this order in files and help. */
 static const cfg_row rows[] = {
-    STR_ROW("server", "socket", "socket", socket, 1, SRV_SOCKET_PATH_MAX - 1,
+    STR_ROW("server", "socket", "socket", socket, 1, HO_SOCKET_PATH_MAX,
             HO_SOCKET_LOCAL, RESTART,
             "Unix socket path (ignored when systemd passes a socket)"),
     MODE_ROW("server", "socket_mode", "socket-mode", socket_mode, "0660",
@@ -109,8 +110,8 @@ static const cfg_row rows[] = {
     U32_ROW("server", "max_connections", "max-connections", max_connections,
             1, 65536, "1024", RELOAD,
             "connections served at once; more are refused with an error"),
-    SIZE_ROW("server", "max_frame", "max-frame", max_frame, 64 * KiB, GiB,
-             "64M", RESTART,
+    SIZE_ROW("server", "max_frame", "max-frame", max_frame,
+             HO_FRAME_LIMIT_HANDSHAKE, HO_FRAME_LIMIT_MAX, "64M", RESTART,
              "largest frame accepted after the handshake (announced in "
              "Welcome)"),
     SIZE_ROW("server", "max_output", "max-output", max_output, MiB, 4 * GiB,

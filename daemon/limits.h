@@ -3,7 +3,10 @@
  * place, each with the reason for its number.
  *
  * Bounds an administrator may change are settings (daemon/config.c rows,
- * with their own ranges); what is here is compiled in.  A bound on
+ * with their own ranges); what is here is compiled in.  The bounds of the
+ * wire (frame sizes, control region) are proto/limits.h's, the socket
+ * path's HO_SOCKET_PATH_MAX (hyperoffload/paths.h); they are used, not
+ * repeated, here.  A bound on
  * something a client controls exists so that a misbehaving client fails
  * with a clear error instead of exhausting the daemon (docs/admin.md,
  * "Limits", lists the ones a user meets).
@@ -71,9 +74,6 @@
 /* Descriptors passed with one frame: StageReply passes two (control
  * region, eventfd), RegisterReply one (the arena). */
 #define SRV_SEND_FDS_MAX 4
-/* Bytes of a Unix socket path including the NUL (sizeof sun_path on
- * Linux). */
-#define SRV_SOCKET_PATH_MAX 108
 /* Supplementary groups of a peer looked at for admin membership; a user
  * in more groups is judged by the first ones (getgrouplist order). */
 #define SRV_PEER_GROUPS_MAX 256

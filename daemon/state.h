@@ -63,6 +63,7 @@
 #include "daemon/idmap.h"
 #include "daemon/limits.h"
 #include "daemon/quota.h"
+#include "hyperoffload/paths.h"
 #include "tiers/ddr.h"
 #include "tiers/flash.h"
 #include "tiers/hbm.h"
@@ -104,7 +105,7 @@ struct srv_daemon {
     bool socket_created;         /* we bound it: remove it at exit */
     dev_t socket_dev;
     ino_t socket_ino;
-    char socket_path[SRV_SOCKET_PATH_MAX];
+    char socket_path[HO_SOCKET_PATH_MAX + 1];
     bool admin_gid_valid;
     gid_t admin_gid;
 
