@@ -32,7 +32,7 @@
 #include "proto/frame.h"
 #include "hyperoffload/client.h"
 #include "client/admin_call.h"
-#include "client/limits.h" /* HOC_*: buffers, descriptors, capabilities */
+#include "client/client_limits.h" /* HOC_*: buffers, descriptors, capabilities */
 
 /* One request waiting for its reply; lives on the caller's stack. */
 typedef struct hoc_pending {

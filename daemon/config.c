@@ -18,7 +18,7 @@
 
 #include "hyperoffload/errors.h"
 #include "proto/errfmt.h"
-#include "proto/limits.h"
+#include "proto/proto_limits.h"
 #include "daemon/log.h"
 
 typedef enum cfg_type {

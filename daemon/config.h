@@ -33,7 +33,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "daemon/limits.h"
+#include "daemon/srv_limits.h"
 #include "hyperoffload/size.h"
 
 typedef struct srv_config {

@@ -17,7 +17,7 @@ int main(int argc, char **argv)
     srv_config cfg;
 
     signal(SIGPIPE, SIG_IGN);
-    /* libuv's pool runs flash I/O and planning (daemon/limits.h). */
+    /* libuv's pool runs flash I/O and planning (daemon/srv_limits.h). */
     setenv("UV_THREADPOOL_SIZE", SRV_UV_THREADS, 0);
     if (srv_cmdline_parse(argc, argv, &cl, err, sizeof(err)) < 0) {
         fprintf(stderr, "hyperoffloadd: %s\n", err);

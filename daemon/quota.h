@@ -19,7 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "daemon/limits.h"
+#include "daemon/srv_limits.h"
 
 /* Values are those of hyperoffload.Tier / QuotaSubjectKind. */
 typedef enum srv_tier {

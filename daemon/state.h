@@ -8,7 +8,7 @@
  * tests/daemon/test_layering.c checks that no .c file calls a function
  * declared in the header of a later module.
  *
- *   limits.h        every fixed bound (no code)
+ *   srv_limits.h    every fixed bound (no code)
  *   list.h          intrusive list macros (no functions)
  *   log.h           the log (stderr / journal)               } base: no
  *   idmap.h         id -> pointer map                        } libuv, no
@@ -61,7 +61,7 @@
 
 #include "daemon/config.h"
 #include "daemon/idmap.h"
-#include "daemon/limits.h"
+#include "daemon/srv_limits.h"
 #include "daemon/quota.h"
 #include "hyperoffload/paths.h"
 #include "tiers/ddr.h"

@@ -26,7 +26,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#include "proto/limits.h" /* HO_CTL_MAX_SLOTS, HO_CTL_MAX_OPS */
+#include "proto/proto_limits.h" /* HO_CTL_MAX_SLOTS, HO_CTL_MAX_OPS */
 
 #define HO_CTL_MAGIC 0x31304c5443304f48ull /* "HO0CTL01" little-endian */
 #define HO_CTL_VERSION 1u

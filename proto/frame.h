@@ -13,14 +13,14 @@
 #include <stdint.h>
 
 #include "proto/hyperoffload.pb-c.h"
-#include "proto/limits.h"
+#include "proto/proto_limits.h"
 #include "hyperoffload/errors.h"
 
 #define HO_PROTO_VERSION 1u          /* the version this build speaks */
 #define HO_PROTO_MIN_VERSION 1u      /* oldest version this build accepts */
 #define HO_FRAME_HEADER 4u           /* big-endian payload length */
 /* Frame size limits: HO_FRAME_LIMIT_HANDSHAKE, _DEFAULT, _MAX in
- * proto/limits.h. */
+ * proto/proto_limits.h. */
 
 /* Serialise `env` into a new malloc'ed buffer holding header + payload.
  * On success *ret_buf (owned by the caller, free()) and *ret_len are set.

@@ -37,7 +37,7 @@
 #include "proto/errfmt.h"
 
 /* Limits (arenas, owner names, NUMA nodes, capacity, alignment) are in
- * tiers/limits.h. */
+ * tiers/tier_limits.h. */
 #define DDR_GROW_STEP (2ULL << 20) /* committed granularity; a huge page */
 #define DDR_HUGE_PAGE (2ULL << 20) /* MFD_HUGETLB's default page size */
 #define DDR_TAG_EVICTED 1u         /* extent tag: allocation is evicted */

@@ -40,7 +40,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tiers/limits.h" /* TIER_ARENA_SPACE_MAX, TIER_DDR_*, TIER_DETAIL_LEN */
+#include "tiers/tier_limits.h" /* TIER_ARENA_SPACE_MAX, TIER_DDR_*, TIER_DETAIL_LEN */
 
 typedef struct tier_ddr tier_ddr;
 typedef struct tier_arena tier_arena;

@@ -26,7 +26,7 @@
 #include "proto/errfmt.h"
 
 /* Chunk, bounce-buffer, pipeline, alignment and capacity bounds:
- * TIER_FLASH_* in tiers/limits.h. */
+ * TIER_FLASH_* in tiers/tier_limits.h. */
 
 struct tier_flash {
     char *path;

@@ -22,7 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tiers/limits.h" /* TIER_FLASH_*, TIER_DETAIL_LEN */
+#include "tiers/tier_limits.h" /* TIER_FLASH_*, TIER_DETAIL_LEN */
 
 typedef struct tier_flash tier_flash;
 

@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tiers/limits.h" /* TIER_HBM_DEVICES_MAX, _GRANTS_MAX, _NAME_LEN */
+#include "tiers/tier_limits.h" /* TIER_HBM_DEVICES_MAX, _GRANTS_MAX, _NAME_LEN */
 
 typedef struct tier_hbm tier_hbm;
 

@@ -41,7 +41,7 @@
 #include <stdint.h>
 #include <time.h>
 
-#include "client/limits.h" /* HOB_ALIGN, HOB_*_DEPTH_MAX, HOB_CUDA_* */
+#include "client/client_limits.h" /* HOB_ALIGN, HOB_*_DEPTH_MAX, HOB_CUDA_* */
 #include "proto/errfmt.h"
 
 typedef struct hob_engine hob_engine;
@@ -66,7 +66,7 @@ typedef struct hob_times {
 } hob_times;
 
 /* Every allocation in the device region is aligned to HOB_ALIGN bytes
- * (client/limits.h). */
+ * (client/client_limits.h). */
 
 typedef struct hob_ops {
     const char *name;

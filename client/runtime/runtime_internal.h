@@ -61,7 +61,7 @@
 
 #include "client/backends/backend.h"
 #include "client/client_internal.h"
-#include "client/limits.h" /* HOR_*: sentences, engine depth, waits */
+#include "client/client_limits.h" /* HOR_*: sentences, engine depth, waits */
 #include "proto/control.h"
 #include "hyperoffload/runtime.h"
 #include "planner/plan.h"

@@ -3,7 +3,7 @@
  * and writers (plan_json.c, plan_pb.c).  Private to planner/io/.
  *
  * Both formats carry exactly the same information (PLANNER.md §1-§2) and
- * apply the same bounds (planner/limits.h), so that JSON and protobuf
+ * apply the same bounds (planner/plan_limits.h), so that JSON and protobuf
  * agree on what is acceptable.
  */
 #ifndef HO_PLANNER_IO_IO_PRIVATE_H

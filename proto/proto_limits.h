@@ -1,5 +1,5 @@
 /*
- * proto/limits.h - every bound the wire protocol and the control region
+ * proto/proto_limits.h - every bound the wire protocol and the control region
  * put on a size, in one place.  Both ends check them before they allocate
  * or index anything a peer sent: the daemon (daemon/server.c,
  * daemon/staging.c) and the client library (client/transport.c,
@@ -12,8 +12,8 @@
  * (hyperoffload/client.h: the Hello/Register names and the arena mapping a
  * client accepts), HO_STEP_HISTORY and HO_COPY_LOG_MAX
  * (hyperoffload/runtime.h).  The library's own bounds are in
- * client/limits.h, the tiers' in tiers/limits.h, the planner's in
- * planner/limits.h.
+ * client/client_limits.h, the tiers' in tiers/tier_limits.h, the planner's in
+ * planner/plan_limits.h.
  */
 #ifndef HO_PROTO_LIMITS_H
 #define HO_PROTO_LIMITS_H

@@ -1,12 +1,12 @@
 /*
- * tiers/limits.h - every bound the tiers put on a size or a count, in one
+ * tiers/tier_limits.h - every bound the tiers put on a size or a count, in one
  * place: what a pool, an arena, a flash file, one transfer and the HBM
  * table may hold.  The constructors (tier_ddr_new, tier_arena_new,
  * tier_flash_open, tier_hbm_new) and the transfer calls check them; the
  * daemon's configuration ranges (daemon/config.c) stay inside them.  Each
  * line says why it is that number.
  *
- * Bounds of the wire are in proto/limits.h; the extent allocator
+ * Bounds of the wire are in proto/proto_limits.h; the extent allocator
  * (tiers/extent.h) has none of its own: its offset space is whatever a
  * tier gives it.
  */

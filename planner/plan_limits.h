@@ -1,5 +1,5 @@
 /*
- * planner/limits.h - every bound the planner library puts on a trace, a
+ * planner/plan_limits.h - every bound the planner library puts on a trace, a
  * schedule and the files that carry them, in one place.  The readers
  * (planner/io/) and the builders (planner/ir.c) check them; docs/formats.md
  * lists them for users.  A bound exists so that a hostile or broken input

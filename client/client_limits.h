@@ -1,9 +1,9 @@
 /*
- * client/limits.h - every bound libhyperoffload puts on a size, a count or
+ * client/client_limits.h - every bound libhyperoffload puts on a size, a count or
  * a wait, in one place: the connection (HOC_, client/transport.c,
  * client/connect.c), the replay runtime (HOR_, client/runtime/) and the
  * device backends (HOB_, client/backends/).  Everything a daemon sends is
- * checked against these (or against proto/limits.h) before it is used.
+ * checked against these (or against proto/proto_limits.h) before it is used.
  * Each line says why it is that number.
  *
  * Bounds that are part of the public API stay in the public headers:
@@ -11,8 +11,8 @@
  * (the arena mapping a client accepts) in hyperoffload/client.h,
  * HO_SOCKET_PATH_MAX in hyperoffload/paths.h, HO_STEP_HISTORY and
  * HO_COPY_LOG_MAX in hyperoffload/runtime.h.  Frame and control-region
- * bounds shared with the daemon are in proto/limits.h; a trace's and a
- * schedule's in planner/limits.h.
+ * bounds shared with the daemon are in proto/proto_limits.h; a trace's and a
+ * schedule's in planner/plan_limits.h.
  */
 #ifndef HO_CLIENT_LIMITS_H
 #define HO_CLIENT_LIMITS_H

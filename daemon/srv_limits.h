@@ -1,10 +1,10 @@
 /*
- * daemon/limits.h - every fixed bound and size of hyperoffloadd, in one
+ * daemon/srv_limits.h - every fixed bound and size of hyperoffloadd, in one
  * place, each with the reason for its number.
  *
  * Bounds an administrator may change are settings (daemon/config.c rows,
  * with their own ranges); what is here is compiled in.  The bounds of the
- * wire (frame sizes, control region) are proto/limits.h's, the socket
+ * wire (frame sizes, control region) are proto/proto_limits.h's, the socket
  * path's HO_SOCKET_PATH_MAX (hyperoffload/paths.h); they are used, not
  * repeated, here.  A bound on
  * something a client controls exists so that a misbehaving client fails
