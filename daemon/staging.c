@@ -206,10 +206,34 @@ static void stage_unref(srv_stage *st)
     stage_release_if_idle(st);
 }
 
+static ho_ctl_slot *ctl_slot(srv_stage *st, uint32_t i);
+static void wake(srv_stage *st);
+
+/* Tell the client the replay's host copies are no longer maintained
+ * (header.revoked, then every slot the client does not hold -> ABSENT),
+ * before the caller releases their pages: a client still running finds
+ * out at its next slot or copy instead of reading released pages. */
+static void revoke_region(srv_stage *st)
+{
+    if (!st->hdr)
+        return;
+    atomic_store(&st->hdr->revoked, 1);
+    for (uint32_t i = 0; i < st->n_slots; i++) {
+        ho_ctl_slot *cs = ctl_slot(st, i);
+        uint32_t cur = atomic_load(&cs->state);
+        while (cur != HO_SLOT_CLIENT && cur != HO_SLOT_ABSENT &&
+               !atomic_compare_exchange_weak(&cs->state, &cur,
+                                             HO_SLOT_ABSENT)) {
+        }
+    }
+    wake(st);
+}
+
 /* Stop watching the eventfd and forget the session (its host copies stay
  * where they are: the caller frees them). */
 static void stage_detach(srv_stage *st)
 {
+    revoke_region(st);
     if (st->plan)
         srv_info("session %" PRIu64 ": replay ended: %" PRIu64 " wake-ups, %"
                  PRIu64 " urgent requests, %" PRIu64 " fills, %" PRIu64

@@ -76,7 +76,12 @@ typedef struct ho_ctl_header {
 
     /* daemon -> client */
     _Alignas(64) _Atomic uint32_t seq;   /* futex word */
-    uint32_t pad;
+    /* Nonzero once the daemon has let go of this replay (the session was
+     * dropped, the replay replaced, or the daemon is stopping): from then
+     * on no slot state is maintained and the host copies' pages may be
+     * released at any moment, so a copy from the pool that ends after the
+     * flag is seen cannot be trusted.  Set before any page is dropped. */
+    _Atomic uint32_t revoked;
     _Atomic uint64_t flash_out_bytes, flash_in_bytes;
     _Atomic uint64_t ddr_bytes, flash_bytes; /* staged copies' residency */
 } ho_ctl_header;

@@ -361,6 +361,11 @@ int hor_slot_acquire(ho_replay *r, uint32_t i, uint64_t *ret_stall_ns)
 {
     hor_ctl *x = &r->ctl;
     ho_ctl_slot *sl = &x->slots[i];
+    if (x->h && atomic_load(&x->h->revoked))
+        return hor_fail(r->c, HO_E_DISCONNECTED, "the daemon let go of this "
+                        "replay's host copies (session dropped or daemon "
+                        "stopping): storage %llu (slot %u) cannot be used",
+                        (unsigned long long)sl->storage_id, i);
     if (x->busy[i]++ > 0) {
         *ret_stall_ns = 0;
         return 0;
@@ -417,6 +422,11 @@ int hor_slot_acquire(ho_replay *r, uint32_t i, uint64_t *ret_stall_ns)
     atomic_compare_exchange_strong(&x->h->urgent, &u, 0);
     *ret_stall_ns = hor_now_ns() - t0;
     return 0;
+}
+
+bool hor_ctl_revoked(const ho_replay *r)
+{
+    return r->ctl.h && atomic_load(&r->ctl.h->revoked);
 }
 
 void hor_slot_release(ho_replay *r, uint32_t i, bool stored)

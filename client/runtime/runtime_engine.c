@@ -117,6 +117,15 @@ static void retire(ho_replay *r, hor_engine *x)
         if (f->ticket > x->done)
             break;
         hor_slot_release(r, f->slot, f->store);
+        /* A prefetch that read the pool after the daemon let go of it may
+         * have read released pages: the step fails instead of going on
+         * with them (the caller sees HO_E_DISCONNECTED). */
+        if (!f->store && !r->failed && hor_ctl_revoked(r)) {
+            r->failed = HO_E_DISCONNECTED;
+            hor_fail(r->c, HO_E_DISCONNECTED, "the daemon let go of this "
+                     "replay's host copies while storage %u was being "
+                     "fetched from the pool", f->slot);
+        }
         x->tail++;
     }
 }

@@ -207,6 +207,9 @@ int hor_slot_acquire(ho_replay *r, uint32_t i, uint64_t *ret_stall_ns);
 /* The copy that used slot i is complete: the last one moves it CLIENT ->
  * DDR; `stored` bumps the slot's version first. */
 void hor_slot_release(ho_replay *r, uint32_t i, bool stored);
+/* True once the daemon has revoked the control region (header.revoked):
+ * a prefetch from the pool completed after that cannot be trusted. */
+bool hor_ctl_revoked(const ho_replay *r);
 /* Wake the daemon through the eventfd (milestone ops, urgent slots);
  * a full counter still leaves a wake-up pending.  efd must be open. */
 void hor_ctl_signal(hor_ctl *x);

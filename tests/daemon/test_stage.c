@@ -293,7 +293,10 @@ START_TEST(stage_installs_and_passes_both_fds)
     ck_assert_int_eq(rc_error_code(e2), HO_E_STATE);
     ho_frame_envelope_free(e2);
 
-    /* A second StageRequest replaces the first: one set of copies. */
+    /* A second StageRequest replaces the first: one set of copies, and the
+     * first region is revoked (flag set, no slot left in DDR) before its
+     * copies' pages go, so a client still using it cannot read them. */
+    ck_assert_uint_eq(atomic_load(&hd->revoked), 0);
     int fds2[4], n2 = 0;
     Hyperoffload__Envelope *r2 = NULL;
     ck_assert_int_eq(stage(fd, f.hash, f.budget, "", f.slots, f.n_slots, 0,
@@ -306,6 +309,9 @@ START_TEST(stage_installs_and_passes_both_fds)
     ck_assert_uint_eq(ext, f.n_slots);
     ck_assert_uint_ne(r2->stage_reply->extents[0]->extent_id,
                       sr->extents[0]->extent_id);
+    ck_assert_uint_eq(atomic_load(&hd->revoked), 1);
+    for (uint32_t i = 0; i < hd->n_slots; i++)
+        ck_assert_uint_eq(atomic_load(&cs[i].state), HO_SLOT_ABSENT);
     ho_frame_envelope_free(r2);
     for (int i = 0; i < n2; i++)
         close(fds2[i]);
