@@ -51,7 +51,7 @@ typedef struct plan_gen_train_cfg {
 /* Decoder-only transformer training step (forward, backward per micro-
  * batch, gradient accumulation, optimizer update) with durations from
  * FLOPs and the device profile. */
-int plan_gen_train(const plan_gen_train_cfg *cfg, plan_trace **ret,
+int plan_gen_train(const plan_gen_train_cfg *cfg, plan_trace **ret_trace,
                    char *err, size_t errlen);
 
 typedef struct plan_gen_decode_cfg {
@@ -65,7 +65,7 @@ typedef struct plan_gen_decode_cfg {
 } plan_gen_decode_cfg;
 
 /* Inference decode with a KV cache that grows by blocks. */
-int plan_gen_decode(const plan_gen_decode_cfg *cfg, plan_trace **ret,
+int plan_gen_decode(const plan_gen_decode_cfg *cfg, plan_trace **ret_trace,
                     char *err, size_t errlen);
 
 typedef struct plan_gen_random_cfg {
@@ -78,7 +78,7 @@ typedef struct plan_gen_random_cfg {
 } plan_gen_random_cfg;
 
 /* Random but well-formed trace, for property tests and scale benchmarks. */
-int plan_gen_random(const plan_gen_random_cfg *cfg, plan_trace **ret,
+int plan_gen_random(const plan_gen_random_cfg *cfg, plan_trace **ret_trace,
                     char *err, size_t errlen);
 
 #ifdef __cplusplus
