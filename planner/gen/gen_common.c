@@ -27,8 +27,8 @@ void plan_gen_begin(plan_gen_b *b, const char *name, const plan_link *link,
                 : ho_errf(err, errlen, -ENOMEM, "out of memory");
 }
 
-uint32_t plan_gen_storage(plan_gen_b *b, uint64_t bytes, plan_kind kind,
-                          plan_initial initial, bool retained)
+static uint32_t add_storage(plan_gen_b *b, uint64_t bytes, plan_kind kind,
+                            plan_initial initial, bool retained, bool movable)
 {
     plan_storage s = {0};
     uint32_t ix = 0;
@@ -41,12 +41,26 @@ uint32_t plan_gen_storage(plan_gen_b *b, uint64_t bytes, plan_kind kind,
     s.kind = (uint8_t)kind;
     s.initial = (uint8_t)initial;
     s.retained = retained;
+    s.movable = movable;
     r = plan_trace_add_storage(b->t, &s, &ix, b->err, b->errlen);
     if (r < 0) {
         b->rc = r;
         return 0;
     }
     return ix;
+}
+
+uint32_t plan_gen_storage(plan_gen_b *b, uint64_t bytes, plan_kind kind,
+                          plan_initial initial, bool retained)
+{
+    return add_storage(b, bytes, kind, initial, retained, false);
+}
+
+uint32_t plan_gen_storage_movable(plan_gen_b *b, uint64_t bytes,
+                                  plan_kind kind, plan_initial initial,
+                                  bool movable)
+{
+    return add_storage(b, bytes, kind, initial, true, movable);
 }
 
 /* Queue storage s in list[*n] (the reads or the writes of the next op). */

@@ -298,13 +298,16 @@ int plan_gen_decode(const plan_gen_decode_cfg *cfg, plan_trace **ret_trace,
     /* the next input token of every sequence (int32), kept across steps */
     g.tok = plan_gen_storage(&g.b, (uint64_t)cfg->batch * 4u,
                              PLAN_KIND_OTHER, PLAN_INIT_DEVICE, true);
-    /* the prompt's blocks are on device at the start */
+    /* the prompt's blocks are on device at the start, movable: the plan
+     * may keep old blocks on the host between steps (the blocks this step
+     * creates start as initial: none and cannot be) */
     for (uint32_t l = 0; l < m->layers; l++)
         for (uint32_t i = 0; i < g.max_blocks; i++)
             g.blocks[(size_t)l * g.max_blocks + i] =
                 (uint64_t)i * cfg->kv_block < cfg->prompt
-                    ? plan_gen_storage(&g.b, g.block_bytes, PLAN_KIND_KV,
-                                       PLAN_INIT_DEVICE, true)
+                    ? plan_gen_storage_movable(&g.b, g.block_bytes,
+                                               PLAN_KIND_KV,
+                                               PLAN_INIT_DEVICE, true)
                     : PLAN_NONE;
     for (uint32_t t = 0; t < cfg->tokens && g.b.rc == 0; t++) {
         uint64_t pos = (uint64_t)cfg->prompt + t;

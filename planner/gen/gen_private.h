@@ -43,6 +43,10 @@ void plan_gen_begin(plan_gen_b *b, const char *name, const plan_link *link,
  * error, which is then sticky). */
 uint32_t plan_gen_storage(plan_gen_b *b, uint64_t bytes, plan_kind kind,
                           plan_initial initial, bool retained);
+/* The same, retained, with `movable` set (initial device or host). */
+uint32_t plan_gen_storage_movable(plan_gen_b *b, uint64_t bytes,
+                                  plan_kind kind, plan_initial initial,
+                                  bool movable);
 
 /* Queue a read / write of storage index s for the next op. */
 void plan_gen_read(plan_gen_b *b, uint32_t s);

@@ -110,7 +110,7 @@ static int check_cfg(plan_gen_random_cfg *c, char *err, size_t errlen)
     if (!(c->p_initial_device >= 0 && c->p_initial_host >= 0 &&
           c->p_initial_device + c->p_initial_host <= 1.0 &&
           c->p_retained >= 0 && c->p_retained <= 1.0 && c->p_pinned >= 0 &&
-          c->p_pinned <= 1.0))
+          c->p_pinned <= 1.0 && c->p_movable >= 0 && c->p_movable <= 1.0))
         return ho_errf(err, errlen, -EINVAL, "probabilities must be in "
                              "[0, 1] with p_initial_device + p_initial_host "
                              "<= 1");
@@ -157,6 +157,8 @@ static void random_storage(rgen *x, uint32_t i)
         s.initial = PLAN_INIT_NONE;
     s.retained = chance(&x->r, c->p_retained);
     s.pinned = chance(&x->r, c->p_pinned);
+    if (c->p_movable > 0 && s.retained && s.initial != PLAN_INIT_NONE)
+        s.movable = chance(&x->r, c->p_movable);
     s.kind = x->cls[i] == C_HOT ? PLAN_KIND_PARAM
              : s.initial == PLAN_INIT_HOST ? PLAN_KIND_OPTIMIZER
              : x->cls[i] == C_OTHER

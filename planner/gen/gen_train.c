@@ -132,16 +132,20 @@ static void add_param(tgen *g, const char *name, uint64_t elems)
 
     snprintf(p->name, sizeof p->name, "%s", name);
     p->elems = elems;
-    p->p = plan_gen_storage(&g->b, elems * g->d, PLAN_KIND_PARAM, pi, true);
+    p->p = plan_gen_storage_movable(&g->b, elems * g->d, PLAN_KIND_PARAM,
+                                    pi, c->params_movable);
     /* Gradients are consumed by the optimizer inside the step; without it
      * they are the step's output and stay. */
     p->g = plan_gen_storage(&g->b, elems * g->d, PLAN_KIND_GRAD,
                             PLAN_INIT_NONE, !c->optimizer_step);
-    p->m = plan_gen_storage(&g->b, elems * 4u, PLAN_KIND_OPTIMIZER, oi, true);
-    p->v = plan_gen_storage(&g->b, elems * 4u, PLAN_KIND_OPTIMIZER, oi, true);
+    p->m = plan_gen_storage_movable(&g->b, elems * 4u, PLAN_KIND_OPTIMIZER,
+                                    oi, c->optimizer_movable);
+    p->v = plan_gen_storage_movable(&g->b, elems * 4u, PLAN_KIND_OPTIMIZER,
+                                    oi, c->optimizer_movable);
     /* An fp32 master copy only when the weights are narrower. */
-    p->master = g->d < 4 ? plan_gen_storage(&g->b, elems * 4u,
-                                            PLAN_KIND_OPTIMIZER, oi, true)
+    p->master = g->d < 4 ? plan_gen_storage_movable(&g->b, elems * 4u,
+                                                    PLAN_KIND_OPTIMIZER, oi,
+                                                    c->optimizer_movable)
                          : PLAN_NONE;
 }
 
