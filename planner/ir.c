@@ -112,13 +112,19 @@ PLAN_ENUM_NAMES(plan_home, plan_home_name, plan_home_parse, home_names, 2u)
 
 /* ------------------------------------------------------------------ id index
  *
- * Open addressing with linear probing; slots hold storage indices (or
- * PLAN_NONE) and the key is read back from t->storages[index].id, so a
- * slot costs 4 bytes.  Load factor <= 1/2. */
+ * While the ids are an arithmetic progression (id = base + index * stride,
+ * stride > 0: what every generator and the capture write) an id's index
+ * is computed, with no table and no memory access.  The first id that
+ * breaks the progression builds the table: open addressing with linear
+ * probing; slots hold storage indices (or PLAN_NONE) and the key is read
+ * back from t->storages[index].id, so a slot costs 4 bytes.  Load factor
+ * <= 1/2. */
 
 typedef struct id_index {
-    uint32_t *slot;
-    uint32_t mask; /* capacity - 1, capacity a power of two */
+    bool affine;       /* ids so far are base + i * stride */
+    uint64_t base, stride;
+    uint32_t *slot;    /* the table once !affine */
+    uint32_t mask;     /* capacity - 1, capacity a power of two */
 } id_index;
 
 static uint64_t mix64(uint64_t x)
@@ -134,8 +140,19 @@ static uint64_t mix64(uint64_t x)
 static uint32_t index_lookup(const plan_trace *t, uint64_t id)
 {
     const id_index *ix = t->id_index;
-    if (!ix)
+    if (!ix || t->n_storages == 0)
         return PLAN_NONE;
+    if (ix->affine) {
+        if (id < ix->base)
+            return PLAN_NONE;
+        uint64_t d = id - ix->base;
+        if (ix->stride == 0) /* one storage */
+            return d == 0 ? 0 : PLAN_NONE;
+        uint64_t q = ix->stride == 1 ? d : d / ix->stride;
+        if (q * ix->stride != d || q >= t->n_storages)
+            return PLAN_NONE;
+        return (uint32_t)q;
+    }
     for (uint32_t h = (uint32_t)mix64(id) & ix->mask;; h = (h + 1) & ix->mask) {
         uint32_t v = ix->slot[h];
         if (v == PLAN_NONE || t->storages[v].id == id)
@@ -151,12 +168,33 @@ static void index_put(const plan_trace *t, id_index *ix, uint32_t v)
     ix->slot[h] = v;
 }
 
-/* Make room for one more entry (n_storages + 1); 0 or -ENOMEM. */
-static int index_reserve(plan_trace *t)
+/* Does id extend the progression as storage n_storages? */
+static bool extends(const plan_trace *t, const id_index *ix, uint64_t id)
+{
+    uint32_t n = t->n_storages;
+    if (n == 0)
+        return true;
+    if (n == 1)
+        return id > ix->base;
+    return id > ix->base && (id - ix->base) % ix->stride == 0 &&
+           (id - ix->base) / ix->stride == n;
+}
+
+/* Make room for storage n_storages with id `id`; 0 or -ENOMEM. */
+static int index_reserve(plan_trace *t, uint64_t id)
 {
     id_index *ix = t->id_index;
+    if (!ix) {
+        ix = calloc(1, sizeof(*ix));
+        if (!ix)
+            return -ENOMEM;
+        ix->affine = true;
+        t->id_index = ix;
+    }
+    if (ix->affine && extends(t, ix, id))
+        return 0;
     uint64_t need = ((uint64_t)t->n_storages + 1) * 2;
-    if (ix && need <= (uint64_t)ix->mask + 1)
+    if (!ix->affine && need <= (uint64_t)ix->mask + 1)
         return 0;
     uint64_t cap = 64;
     while (cap < need)
@@ -164,21 +202,28 @@ static int index_reserve(plan_trace *t)
     uint32_t *slot = malloc(cap * sizeof(*slot));
     if (!slot)
         return -ENOMEM;
-    if (!ix) {
-        ix = calloc(1, sizeof(*ix));
-        if (!ix) {
-            free(slot);
-            return -ENOMEM;
-        }
-        t->id_index = ix;
-    }
     free(ix->slot);
     ix->slot = slot;
     ix->mask = (uint32_t)(cap - 1);
+    ix->affine = false;
     memset(slot, 0xff, cap * sizeof(*slot));
     for (uint32_t i = 0; i < t->n_storages; i++)
         index_put(t, ix, i);
     return 0;
+}
+
+/* Storage idx (the last added) joins the index. */
+static void index_add(plan_trace *t, uint32_t idx)
+{
+    id_index *ix = t->id_index;
+    if (!ix->affine) {
+        index_put(t, ix, idx);
+        return;
+    }
+    if (idx == 0)
+        ix->base = t->storages[0].id;
+    else if (idx == 1)
+        ix->stride = t->storages[1].id - ix->base;
 }
 
 /* ------------------------------------------------------------------ trace */
@@ -278,12 +323,12 @@ int plan_trace_add_storage(plan_trace *t, const plan_storage *s,
                  sizeof(*t->storages), PLAN_MAX_STORAGES);
     t->cap_storages = (uint32_t)cap;
     if (r == 0)
-        r = index_reserve(t);
+        r = index_reserve(t, s->id);
     if (r < 0)
         return ho_errf(err, errlen, r, "out of memory adding storage");
     uint32_t idx = t->n_storages++;
     t->storages[idx] = *s;
-    index_put(t, t->id_index, idx);
+    index_add(t, idx);
     if (ret_index)
         *ret_index = idx;
     return 0;

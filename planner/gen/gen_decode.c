@@ -42,6 +42,8 @@ static int check_cfg(const plan_gen_decode_cfg *c, char *err, size_t errlen)
 {
     int r;
 
+    if (err && errlen)
+        err[0] = '\0';
     if ((r = plan_gen_check_model(&c->model, err, errlen)) < 0 ||
         (r = plan_gen_check_device(&c->device, err, errlen)) < 0)
         return r;
@@ -266,16 +268,12 @@ int plan_gen_decode(const plan_gen_decode_cfg *cfg, plan_trace **ret_trace,
                     char *err, size_t errlen)
 {
     const plan_model *m = &cfg->model;
-    dgen g;
+    dgen g = {.c = cfg};
     plan_link link;
     char name[PLAN_MAX_NAME];
     size_t nw, nb;
     int r;
 
-    if (err && errlen)
-        err[0] = '\0';
-    memset(&g, 0, sizeof g);
-    g.c = cfg;
     if ((r = check_cfg(cfg, err, errlen)) < 0 ||
         (r = sizes(&g, err, errlen)) < 0)
         return r;

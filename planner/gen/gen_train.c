@@ -67,6 +67,8 @@ static int check_cfg(const plan_gen_train_cfg *c, char *err, size_t errlen)
 {
     int r;
 
+    if (err && errlen)
+        err[0] = '\0';
     if ((r = plan_gen_check_model(&c->model, err, errlen)) < 0)
         return r;
     if (c->seq < 1 || c->seq > (1u << 22))
@@ -650,16 +652,12 @@ static void optimizer(tgen *g)
 int plan_gen_train(const plan_gen_train_cfg *cfg, plan_trace **ret_trace,
                    char *err, size_t errlen)
 {
-    tgen g;
+    tgen g = {.c = cfg};
     plan_link link;
     char name[PLAN_MAX_NAME];
     uint32_t n_params;
     int r;
 
-    if (err && errlen)
-        err[0] = '\0';
-    memset(&g, 0, sizeof g);
-    g.c = cfg;
     if ((r = check_cfg(cfg, err, errlen)) < 0 ||
         (r = sizes(&g, err, errlen)) < 0)
         return r;

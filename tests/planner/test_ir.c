@@ -131,6 +131,45 @@ START_TEST(test_find_and_limits)
 }
 END_TEST
 
+/* The id index computes indices while the ids are an arithmetic
+ * progression and falls back to its table when one breaks it; both find
+ * every id and nothing else. */
+START_TEST(test_find_affine_and_not)
+{
+    for (int c = 0; c < 4; c++) {
+        plan_trace *t = tu_trace(NULL);
+        uint64_t ids[3000];
+        for (uint32_t i = 0; i < 3000; i++) {
+            ids[i] = 1000 + 3ull * i;
+            if (c == 1 && i == 2000)
+                ids[i] = 7; /* below the base */
+            if (c == 2 && i >= 1)
+                ids[i] = tu_rand() >> 1;
+            if (c == 3 && i == 1)
+                ids[i] = 999; /* a negative stride */
+            if (plan_trace_find(t, ids[i]) != PLAN_NONE) {
+                ids[i] = ids[i] * 2 + 1; /* a random repeat: avoid it */
+                ck_assert_uint_eq(plan_trace_find(t, ids[i]), PLAN_NONE);
+            }
+            ck_assert_uint_eq(tu_st(t, ids[i], 8, PLAN_INIT_NONE, false,
+                                    false), i);
+        }
+        for (uint32_t i = 0; i < 3000; i++)
+            ck_assert_uint_eq(plan_trace_find(t, ids[i]), i);
+        if (c == 0) {
+            ck_assert_uint_eq(plan_trace_find(t, 1001), PLAN_NONE);
+            ck_assert_uint_eq(plan_trace_find(t, 997), PLAN_NONE);
+            ck_assert_uint_eq(plan_trace_find(t, 1000 + 3ull * 3000),
+                              PLAN_NONE);
+        }
+        plan_storage dup = {ids[1500], 1, 0, 0, false, false, false};
+        ck_assert_int_eq(plan_trace_add_storage(t, &dup, NULL, NULL, 0),
+                         HO_E_BAD_TRACE);
+        plan_trace_free(t);
+    }
+}
+END_TEST
+
 START_TEST(test_finish_validation_messages)
 {
     plan_trace *t = tu_trace(NULL);
@@ -364,6 +403,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_names_and_parsers);
     tcase_add_test(tc, test_find_and_limits);
     tcase_add_test(tc, test_movable);
+    tcase_add_test(tc, test_find_affine_and_not);
     tcase_add_test(tc, test_finish_validation_messages);
     tcase_add_test(tc, test_access_lists_and_dedup);
     tcase_add_test(tc, test_hash);
