@@ -1,9 +1,7 @@
-/*
- * daemon/admin.c - admin requests: Status, Clients, Quota.  The caller
- * (handlers.c) has checked that the peer is admin.
- */
+/* daemon/admin.c - Status, Clients, Quota (see admin.h). */
+#include "daemon/admin.h"
+
 #include "hyperoffload/version.h"
-#include "daemon/daemon.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -12,7 +10,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "daemon/connection.h"
+#include "daemon/handlers.h"
 #include "daemon/log.h"
+#include "daemon/sessions.h"
+#include "daemon/staging.h"
+#include "proto/errfmt.h"
 
 static srv_session *session_by_id(srv_daemon *d, uint64_t id)
 {
@@ -22,60 +25,98 @@ static srv_session *session_by_id(srv_daemon *d, uint64_t id)
     return NULL;
 }
 
+/* The device part of a StatusReply and the storage behind it. */
+typedef struct device_table {
+    uint32_t n_dev;
+    size_t n_grants;
+    Hyperoffload__DeviceStats *devs;
+    Hyperoffload__DeviceStats **devp;
+    Hyperoffload__DeviceGrant *grants;
+    Hyperoffload__DeviceGrant **grantp;
+    tier_hbm_grant_info *raw;
+    char (*names)[SRV_DEVICE_NAME];
+} device_table;
+
+static void device_table_done(device_table *t)
+{
+    free(t->devs);
+    free(t->devp);
+    free(t->names);
+    free(t->grants);
+    free(t->grantp);
+    free(t->raw);
+    memset(t, 0, sizeof(*t));
+}
+
+/* One entry per allocation, at least one element each.  0 or -ENOMEM. */
+static int device_table_init(srv_daemon *d, device_table *t)
+{
+    memset(t, 0, sizeof(*t));
+    t->n_dev = tier_hbm_count(d->hbm);
+    for (uint32_t i = 0; i < t->n_dev; i++)
+        t->n_grants += tier_hbm_grants(d->hbm, i, NULL, 0);
+    size_t nd = t->n_dev ? t->n_dev : 1;
+    size_t ng = t->n_grants ? t->n_grants : 1;
+    t->devs = calloc(nd, sizeof(*t->devs));
+    t->devp = calloc(nd, sizeof(*t->devp));
+    t->names = calloc(nd, sizeof(*t->names));
+    t->grants = calloc(ng, sizeof(*t->grants));
+    t->grantp = calloc(ng, sizeof(*t->grantp));
+    t->raw = calloc(ng, sizeof(*t->raw));
+    if (!t->devs || !t->devp || !t->names || !t->grants || !t->grantp ||
+        !t->raw) {
+        device_table_done(t);
+        return -ENOMEM;
+    }
+    return 0;
+}
+
+/* Device i's stats and its grants from index *g on (advanced). */
+static void device_fill(srv_daemon *d, device_table *t, uint32_t i,
+                        size_t *g)
+{
+    const tier_hbm_device *dev = tier_hbm_device_get(d->hbm, i);
+    Hyperoffload__DeviceStats *ds = &t->devs[i];
+    hyperoffload__device_stats__init(ds);
+    snprintf(t->names[i], SRV_DEVICE_NAME, "%s", dev->name);
+    ds->index = (int32_t)i;
+    ds->name = t->names[i];
+    ds->capacity = dev->capacity;
+    ds->reserved = dev->reserve;
+    ds->granted = tier_hbm_granted(d->hbm, i);
+    uint32_t want = (uint32_t)(t->n_grants - *g);
+    uint32_t got = tier_hbm_grants(d->hbm, i, t->raw + *g, want);
+    if (got > want)
+        got = want;
+    ds->grants = t->grantp + *g;
+    ds->n_grants = got;
+    for (uint32_t k = 0; k < got; k++, (*g)++) {
+        Hyperoffload__DeviceGrant *gr = &t->grants[*g];
+        hyperoffload__device_grant__init(gr);
+        gr->session_id = t->raw[*g].owner;
+        gr->bytes = t->raw[*g].bytes;
+        srv_session *s = session_by_id(d, t->raw[*g].owner);
+        gr->client_name = s ? s->name : "";
+        t->grantp[*g] = gr;
+    }
+    t->devp[i] = ds;
+}
+
 void srv_handle_status(srv_daemon *d, srv_conn *c, uint64_t rid)
 {
     Hyperoffload__TierStats **tiers = NULL;
     size_t n_tiers = 0;
-    uint32_t n_dev = tier_hbm_count(d->hbm);
-    Hyperoffload__DeviceStats *devs = NULL;
-    Hyperoffload__DeviceStats **devp = NULL;
-    Hyperoffload__DeviceGrant *grants = NULL;
-    Hyperoffload__DeviceGrant **grantp = NULL;
-    tier_hbm_grant_info *raw = NULL;
-    char(*dev_names)[SRV_DEVICE_NAME] = NULL;
-
-    if (srv_tier_stats(d, &tiers, &n_tiers) < 0)
-        goto oom;
-    size_t total_grants = 0;
-    for (uint32_t i = 0; i < n_dev; i++)
-        total_grants += tier_hbm_grants(d->hbm, i, NULL, 0);
-    devs = calloc(n_dev ? n_dev : 1, sizeof(*devs));
-    devp = calloc(n_dev ? n_dev : 1, sizeof(*devp));
-    dev_names = calloc(n_dev ? n_dev : 1, sizeof(*dev_names));
-    grants = calloc(total_grants ? total_grants : 1, sizeof(*grants));
-    grantp = calloc(total_grants ? total_grants : 1, sizeof(*grantp));
-    raw = calloc(total_grants ? total_grants : 1, sizeof(*raw));
-    if (!devs || !devp || !dev_names || !grants || !grantp || !raw)
-        goto oom;
-    size_t g = 0;
-    for (uint32_t i = 0; i < n_dev; i++) {
-        const tier_hbm_device *dev = tier_hbm_device_get(d->hbm, i);
-        Hyperoffload__DeviceStats *ds = &devs[i];
-        hyperoffload__device_stats__init(ds);
-        snprintf(dev_names[i], SRV_DEVICE_NAME, "%s", dev->name);
-        ds->index = (int32_t)i;
-        ds->name = dev_names[i];
-        ds->capacity = dev->capacity;
-        ds->reserved = dev->reserve;
-        ds->granted = tier_hbm_granted(d->hbm, i);
-        uint32_t want = (uint32_t)(total_grants - g);
-        uint32_t got = tier_hbm_grants(d->hbm, i, raw + g, want);
-        if (got > want)
-            got = want;
-        ds->grants = grantp + g;
-        ds->n_grants = got;
-        for (uint32_t k = 0; k < got; k++, g++) {
-            hyperoffload__device_grant__init(&grants[g]);
-            grants[g].session_id = raw[g].owner;
-            grants[g].bytes = raw[g].bytes;
-            srv_session *s = session_by_id(d, raw[g].owner);
-            grants[g].client_name = s ? s->name : "";
-            grantp[g] = &grants[g];
-        }
-        devp[i] = ds;
+    device_table t;
+    if (srv_tier_stats(d, &tiers, &n_tiers) < 0 ||
+        device_table_init(d, &t) < 0) {
+        free(tiers);
+        srv_reply_error(c, rid, -ENOMEM, "out of memory");
+        return;
     }
+    size_t g = 0;
+    for (uint32_t i = 0; i < t.n_dev; i++)
+        device_fill(d, &t, i, &g);
 
-    Hyperoffload__Envelope env = HYPEROFFLOAD__ENVELOPE__INIT;
     Hyperoffload__StatusReply sr = HYPEROFFLOAD__STATUS_REPLY__INIT;
     sr.server_version = HO_VERSION_STRING;
     sr.protocol_version = HO_PROTO_VERSION;
@@ -83,28 +124,42 @@ void srv_handle_status(srv_daemon *d, srv_conn *c, uint64_t rid)
     sr.uptime_s = (double)(uv_now(&d->loop) - d->start_ms) / 1000.0;
     sr.n_tiers = n_tiers;
     sr.tiers = tiers;
-    sr.n_devices = n_dev;
-    sr.devices = devp;
+    sr.n_devices = t.n_dev;
+    sr.devices = t.devp;
     sr.clients = d->n_sessions;
     sr.connections = d->n_conns;
     sr.socket_path = d->socket_path;
     sr.config_path = d->cfg.config_path ? d->cfg.config_path : "";
     sr.state_dir = d->cfg.state_dir;
-    env.request_id = rid;
-    env.body_case = HYPEROFFLOAD__ENVELOPE__BODY_STATUS_REPLY;
-    env.status_reply = &sr;
-    srv_conn_send(c, &env, -1);
-    goto out;
-oom:
-    srv_reply_error(c, rid, -ENOMEM, "out of memory");
-out:
+    srv_conn_reply(c, rid, HYPEROFFLOAD__ENVELOPE__BODY_STATUS_REPLY, &sr,
+                   NULL, 0);
     free(tiers);
-    free(devs);
-    free(devp);
-    free(dev_names);
-    free(grants);
-    free(grantp);
-    free(raw);
+    device_table_done(&t);
+}
+
+/* Session s as a ClientInfo (strings point into s; usage and runtime
+ * into the caller's storage). */
+static void client_fill(srv_session *s, uint64_t now,
+                        Hyperoffload__ClientInfo *ci,
+                        Hyperoffload__SessionUsage *u,
+                        Hyperoffload__RuntimeInfo *rt)
+{
+    hyperoffload__client_info__init(ci);
+    srv_session_usage_fill(s, u);
+    ci->session_id = s->id;
+    ci->name = s->name;
+    ci->pid = s->pid;
+    ci->uid = s->uid;
+    ci->gid = s->gid;
+    ci->job = s->job;
+    ci->device = s->device;
+    ci->hbm_budget = s->hbm_granted;
+    ci->usage = u;
+    ci->connected_s = (double)(now - s->registered_ms) / 1000.0;
+    ci->requests = s->conn ? s->conn->requests : 0;
+    hyperoffload__runtime_info__init(rt);
+    if (srv_stage_runtime_info(s, rt))
+        ci->runtime = rt;
 }
 
 void srv_handle_clients(srv_daemon *d, srv_conn *c, uint64_t rid)
@@ -125,37 +180,14 @@ void srv_handle_clients(srv_daemon *d, srv_conn *c, uint64_t rid)
     while (last && last->next)
         last = last->next;
     for (srv_session *s = last; s && i < n; s = s->prev, i++) {
-        Hyperoffload__ClientInfo *ci = &infos[i];
-        hyperoffload__client_info__init(ci);
-        hyperoffload__session_usage__init(&us[i]);
-        us[i].ddr_bytes = s->usage.ddr;
-        us[i].flash_bytes = s->usage.flash;
-        us[i].extents = s->usage.extents;
-        us[i].hbm_granted = s->hbm_granted;
-        ci->session_id = s->id;
-        ci->name = s->name;
-        ci->pid = s->pid;
-        ci->uid = s->uid;
-        ci->gid = s->gid;
-        ci->job = s->job;
-        ci->device = s->device;
-        ci->hbm_budget = s->hbm_granted;
-        ci->usage = &us[i];
-        ci->connected_s = (double)(now - s->registered_ms) / 1000.0;
-        ci->requests = s->conn ? s->conn->requests : 0;
-        hyperoffload__runtime_info__init(&rt[i]);
-        if (srv_stage_runtime_info(s, &rt[i]))
-            ci->runtime = &rt[i];
-        ptrs[i] = ci;
+        client_fill(s, now, &infos[i], &us[i], &rt[i]);
+        ptrs[i] = &infos[i];
     }
-    Hyperoffload__Envelope env = HYPEROFFLOAD__ENVELOPE__INIT;
     Hyperoffload__ClientsReply cr = HYPEROFFLOAD__CLIENTS_REPLY__INIT;
     cr.n_clients = i;
     cr.clients = ptrs;
-    env.request_id = rid;
-    env.body_case = HYPEROFFLOAD__ENVELOPE__BODY_CLIENTS_REPLY;
-    env.clients_reply = &cr;
-    srv_conn_send(c, &env, -1);
+    srv_conn_reply(c, rid, HYPEROFFLOAD__ENVELOPE__BODY_CLIENTS_REPLY, &cr,
+                   NULL, 0);
 out:
     free(infos);
     free(ptrs);
@@ -179,14 +211,6 @@ static void fill_entry(srv_daemon *d, Hyperoffload__QuotaEntry *qe,
     qe->used = srv_subject_usage(d, e->kind, e->uid, e->job, e->tier);
 }
 
-static void subject_text(const srv_quota_entry *e, char *buf, size_t len)
-{
-    if (e->kind == SRV_SUBJECT_UID)
-        snprintf(buf, len, "uid %u", e->uid);
-    else
-        snprintf(buf, len, "job %s", e->job);
-}
-
 /* Tell every session the change applies to. */
 static void quota_event(srv_daemon *d, const srv_quota_entry *e,
                         const char *what)
@@ -204,35 +228,118 @@ static void quota_event(srv_daemon *d, const srv_quota_entry *e,
 static void reply_entries(srv_conn *c, uint64_t rid,
                           Hyperoffload__QuotaEntry **ptrs, size_t n)
 {
-    Hyperoffload__Envelope env = HYPEROFFLOAD__ENVELOPE__INIT;
     Hyperoffload__QuotaReply qr = HYPEROFFLOAD__QUOTA_REPLY__INIT;
     qr.n_entries = n;
     qr.entries = ptrs;
-    env.request_id = rid;
-    env.body_case = HYPEROFFLOAD__ENVELOPE__BODY_QUOTA_REPLY;
-    env.quota_reply = &qr;
-    srv_conn_send(c, &env, -1);
+    srv_conn_reply(c, rid, HYPEROFFLOAD__ENVELOPE__BODY_QUOTA_REPLY, &qr,
+                   NULL, 0);
+}
+
+static void quota_list(srv_daemon *d, srv_conn *c, uint64_t rid)
+{
+    size_t n = srv_quota_count(d->quota);
+    Hyperoffload__QuotaEntry *qes = calloc(n ? n : 1, sizeof(*qes));
+    Hyperoffload__QuotaEntry **ptrs = calloc(n ? n : 1, sizeof(*ptrs));
+    if (!qes || !ptrs) {
+        srv_reply_error(c, rid, -ENOMEM, "out of memory");
+    } else {
+        for (size_t i = 0; i < n; i++) {
+            fill_entry(d, &qes[i], srv_quota_at(d->quota, i));
+            ptrs[i] = &qes[i];
+        }
+        reply_entries(c, rid, ptrs, n);
+    }
+    free(qes);
+    free(ptrs);
+}
+
+/* The subject and tier of a GET/SET/CLEAR (limit not read).  0 or -EINVAL
+ * with err. */
+static int entry_from_request(const Hyperoffload__QuotaEntry *in,
+                              srv_quota_entry *ret_e, char *err,
+                              size_t errlen)
+{
+    srv_quota_entry e;
+    memset(&e, 0, sizeof(e));
+    if (!in)
+        return ho_errf(err, errlen, -EINVAL, "the QuotaRequest has no entry");
+    if (in->kind == HYPEROFFLOAD__QUOTA_SUBJECT_KIND__QUOTA_SUBJECT_UID) {
+        e.kind = SRV_SUBJECT_UID;
+        e.uid = in->uid;
+    } else if (in->kind ==
+               HYPEROFFLOAD__QUOTA_SUBJECT_KIND__QUOTA_SUBJECT_JOB) {
+        e.kind = SRV_SUBJECT_JOB;
+        const char *job = in->job ? in->job : "";
+        if (!srv_quota_job_valid(job))
+            return ho_errf(err, errlen, -EINVAL,
+                           "job name '%.40s' is not 1..%d printable "
+                           "characters without spaces", job, SRV_JOB_MAX);
+        snprintf(e.job, sizeof(e.job), "%s", job);
+    } else {
+        return ho_errf(err, errlen, -EINVAL,
+                       "quota subject kind %d is neither UID nor JOB",
+                       (int)in->kind);
+    }
+    if (in->tier != HYPEROFFLOAD__TIER__TIER_DDR &&
+        in->tier != HYPEROFFLOAD__TIER__TIER_FLASH &&
+        in->tier != HYPEROFFLOAD__TIER__TIER_HBM)
+        return ho_errf(err, errlen, -EINVAL,
+                       "quota tier %d is not DDR, FLASH or HBM",
+                       (int)in->tier);
+    e.tier = (srv_tier)in->tier;
+    *ret_e = e;
+    return 0;
+}
+
+/* SET e (limit in e->limit), tell the sessions concerned.  0 or the code
+ * with err. */
+static int quota_set(srv_daemon *d, srv_conn *c, const srv_quota_entry *e,
+                     const char *who, char *err, size_t errlen)
+{
+    char a[32], what[SRV_JOB_MAX + 128];
+    int rc = srv_quota_set(d->quota, e, err, errlen);
+    if (rc < 0) {
+        if (rc != HO_E_INVALID_SIZE && rc != -EINVAL && rc != -E2BIG)
+            srv_err("quota set for %s failed: %s", who, err);
+        return rc;
+    }
+    srv_notice("quota: %s %s limit set to %s by uid %u", who,
+               srv_tier_name(e->tier), ho_size_format(e->limit, a, 32),
+               (unsigned)c->uid);
+    snprintf(what, sizeof(what), "%s quota of %s set to %" PRIu64 " bytes",
+             srv_tier_name(e->tier), who, e->limit);
+    quota_event(d, e, what);
+    return 0;
+}
+
+/* CLEAR e, tell the sessions concerned when there was a limit.  0 or the
+ * code with err. */
+static int quota_clear(srv_daemon *d, srv_conn *c, const srv_quota_entry *e,
+                       const char *who, char *err, size_t errlen)
+{
+    char what[SRV_JOB_MAX + 128];
+    int rc = srv_quota_clear(d->quota, e->kind, e->uid, e->job, e->tier, err,
+                             errlen);
+    if (rc < 0) {
+        srv_err("quota clear for %s failed: %s", who, err);
+        return rc;
+    }
+    if (rc == 1) {
+        srv_notice("quota: %s %s limit cleared by uid %u", who,
+                   srv_tier_name(e->tier), (unsigned)c->uid);
+        snprintf(what, sizeof(what), "%s quota of %s cleared",
+                 srv_tier_name(e->tier), who);
+        quota_event(d, e, what);
+    }
+    return 0;
 }
 
 void srv_handle_quota(srv_daemon *d, srv_conn *c, uint64_t rid,
                       const Hyperoffload__QuotaRequest *req)
 {
-    char err[512], a[32], who[SRV_JOB_MAX + 16], what[SRV_JOB_MAX + 128];
+    char err[SRV_ERR_MAX], who[SRV_JOB_MAX + 16];
     if (req->op == HYPEROFFLOAD__QUOTA_OP__QUOTA_LIST) {
-        size_t n = srv_quota_count(d->quota);
-        Hyperoffload__QuotaEntry *qes = calloc(n ? n : 1, sizeof(*qes));
-        Hyperoffload__QuotaEntry **ptrs = calloc(n ? n : 1, sizeof(*ptrs));
-        if (!qes || !ptrs) {
-            srv_reply_error(c, rid, -ENOMEM, "out of memory");
-        } else {
-            for (size_t i = 0; i < n; i++) {
-                fill_entry(d, &qes[i], srv_quota_at(d->quota, i));
-                ptrs[i] = &qes[i];
-            }
-            reply_entries(c, rid, ptrs, n);
-        }
-        free(qes);
-        free(ptrs);
+        quota_list(d, c, rid);
         return;
     }
     if (req->op != HYPEROFFLOAD__QUOTA_OP__QUOTA_GET &&
@@ -242,74 +349,23 @@ void srv_handle_quota(srv_daemon *d, srv_conn *c, uint64_t rid,
                         "or CLEAR", (int)req->op);
         return;
     }
-    const Hyperoffload__QuotaEntry *in = req->entry;
-    if (!in) {
-        srv_reply_error(c, rid, -EINVAL, "the QuotaRequest has no entry");
-        return;
-    }
     srv_quota_entry e;
-    memset(&e, 0, sizeof(e));
-    if (in->kind == HYPEROFFLOAD__QUOTA_SUBJECT_KIND__QUOTA_SUBJECT_UID) {
-        e.kind = SRV_SUBJECT_UID;
-        e.uid = in->uid;
-    } else if (in->kind == HYPEROFFLOAD__QUOTA_SUBJECT_KIND__QUOTA_SUBJECT_JOB) {
-        e.kind = SRV_SUBJECT_JOB;
-        const char *job = in->job ? in->job : "";
-        if (!srv_quota_job_valid(job)) {
-            srv_reply_error(c, rid, -EINVAL, "job name '%.40s' is not 1..%d "
-                            "printable characters without spaces", job,
-                            SRV_JOB_MAX);
-            return;
+    int rc = entry_from_request(req->entry, &e, err, sizeof(err));
+    if (rc == 0) {
+        srv_quota_subject_name(e.kind, e.uid, e.job, who, sizeof(who));
+        if (req->op == HYPEROFFLOAD__QUOTA_OP__QUOTA_SET) {
+            e.limit = req->entry->limit;
+            rc = quota_set(d, c, &e, who, err, sizeof(err));
+        } else if (req->op == HYPEROFFLOAD__QUOTA_OP__QUOTA_CLEAR) {
+            rc = quota_clear(d, c, &e, who, err, sizeof(err));
+            e.limit = 0;
+        } else {
+            e.limit = srv_quota_limit(d->quota, e.kind, e.uid, e.job, e.tier);
         }
-        snprintf(e.job, sizeof(e.job), "%s", job);
-    } else {
-        srv_reply_error(c, rid, -EINVAL, "quota subject kind %d is neither "
-                        "UID nor JOB", (int)in->kind);
-        return;
     }
-    if (in->tier != HYPEROFFLOAD__TIER__TIER_DDR &&
-        in->tier != HYPEROFFLOAD__TIER__TIER_FLASH &&
-        in->tier != HYPEROFFLOAD__TIER__TIER_HBM) {
-        srv_reply_error(c, rid, -EINVAL, "quota tier %d is not DDR, FLASH or "
-                        "HBM", (int)in->tier);
+    if (rc < 0) {
+        srv_reply_error(c, rid, rc, "%s", err);
         return;
-    }
-    e.tier = (srv_tier)in->tier;
-    subject_text(&e, who, sizeof(who));
-
-    if (req->op == HYPEROFFLOAD__QUOTA_OP__QUOTA_SET) {
-        e.limit = in->limit;
-        int rc = srv_quota_set(d->quota, &e, err, sizeof(err));
-        if (rc < 0) {
-            if (rc != HO_E_INVALID_SIZE && rc != -EINVAL && rc != -E2BIG)
-                srv_err("quota set for %s failed: %s", who, err);
-            srv_reply_error(c, rid, rc, "%s", err);
-            return;
-        }
-        srv_notice("quota: %s %s limit set to %s by uid %u", who,
-                   srv_tier_name(e.tier), ho_size_format(e.limit, a, 32),
-                   (unsigned)c->uid);
-        snprintf(what, sizeof(what), "%s quota of %s set to %" PRIu64
-                 " bytes", srv_tier_name(e.tier), who, e.limit);
-        quota_event(d, &e, what);
-    } else if (req->op == HYPEROFFLOAD__QUOTA_OP__QUOTA_CLEAR) {
-        int rc = srv_quota_clear(d->quota, e.kind, e.uid, e.job, e.tier, err,
-                                 sizeof(err));
-        if (rc < 0) {
-            srv_err("quota clear for %s failed: %s", who, err);
-            srv_reply_error(c, rid, rc, "%s", err);
-            return;
-        }
-        if (rc == 1) {
-            srv_notice("quota: %s %s limit cleared by uid %u", who,
-                       srv_tier_name(e.tier), (unsigned)c->uid);
-            snprintf(what, sizeof(what), "%s quota of %s cleared",
-                     srv_tier_name(e.tier), who);
-            quota_event(d, &e, what);
-        }
-        e.limit = 0;
-    } else {
-        e.limit = srv_quota_limit(d->quota, e.kind, e.uid, e.job, e.tier);
     }
     Hyperoffload__QuotaEntry qe;
     Hyperoffload__QuotaEntry *ptr = &qe;

@@ -18,6 +18,7 @@
 
 #include "hyperoffload/errors.h"
 #include "proto/errfmt.h"
+#include "proto/proto_limits.h"
 #include "daemon/log.h"
 
 typedef enum cfg_type {
@@ -33,6 +34,12 @@ typedef enum cfg_type {
     T_NAMELIST,  /* char [SRV_MAX_DEVICES][SRV_DEVICE_NAME] + count */
 } cfg_type;
 
+/* Row flags. */
+#define RELOAD 1u     /* applied by SIGHUP without a restart */
+#define RESTART 0u
+#define HIDDEN 2u     /* a debug knob: settable (file, flag), but not in
+                         --help, the example config or --print-config */
+
 typedef struct cfg_row {
     const char *section;
     const char *key;
@@ -42,7 +49,7 @@ typedef struct cfg_row {
     size_t count_off;      /* list types: uint32_t count field */
     int64_t min, max;      /* value bounds (strings, lists: lengths/items) */
     const char *def;       /* default, as config text */
-    bool runtime;          /* applied by SIGHUP without a restart */
+    unsigned flags;        /* RELOAD, HIDDEN */
     const char *help;
 } cfg_row;
 
@@ -53,80 +60,129 @@ typedef struct cfg_row {
 #define TiB (1ll << 40)
 #define PiB (1ll << 50)
 
+/* One row per setting type: (section, key, flag, field, [bounds,]
+ * default, RELOAD/RESTART [| HIDDEN], help). */
+#define ROW(sec, k, fl, t, field, cnt, lo, hi, dflt, fls, hlp)             \
+    {                                                                     \
+        .section = sec, .key = k, .flag = fl, .type = t, .off = F(field), \
+        .count_off = cnt, .min = lo, .max = hi, .def = dflt,              \
+        .flags = fls, .help = hlp,                                        \
+    }
+#define SIZE_ROW(s, k, fl, field, lo, hi, dflt, fls, hlp)                 \
+    ROW(s, k, fl, T_SIZE, field, 0, lo, hi, dflt, fls, hlp)
+#define U32_ROW(s, k, fl, field, lo, hi, dflt, fls, hlp)                  \
+    ROW(s, k, fl, T_U32, field, 0, lo, hi, dflt, fls, hlp)
+#define I32_ROW(s, k, fl, field, lo, hi, dflt, fls, hlp)                  \
+    ROW(s, k, fl, T_I32, field, 0, lo, hi, dflt, fls, hlp)
+#define BOOL_ROW(s, k, fl, field, dflt, fls, hlp)                         \
+    ROW(s, k, fl, T_BOOL, field, 0, 0, 1, dflt, fls, hlp)
+/* lo..hi: length in bytes */
+#define STR_ROW(s, k, fl, field, lo, hi, dflt, fls, hlp)                  \
+    ROW(s, k, fl, T_STR, field, 0, lo, hi, dflt, fls, hlp)
+#define MODE_ROW(s, k, fl, field, dflt, fls, hlp)                         \
+    ROW(s, k, fl, T_MODE, field, 0, 0, 0777, dflt, fls, hlp)
+#define LEVEL_ROW(s, k, fl, field, dflt, fls, hlp)                        \
+    ROW(s, k, fl, T_LEVEL, field, 0, 0, 0, dflt, fls, hlp)
+/* lo..hi: number of paths */
+#define PATHLIST_ROW(s, k, fl, field, count, lo, hi, dflt, fls, hlp)      \
+    ROW(s, k, fl, T_PATHLIST, field, F(count), lo, hi, dflt, fls, hlp)
+/* lo..hi: each size; at most SRV_MAX_DEVICES of them */
+#define SIZELIST_ROW(s, k, fl, field, count, lo, hi, dflt, fls, hlp)      \
+    ROW(s, k, fl, T_SIZELIST, field, F(count), lo, hi, dflt, fls, hlp)
+/* lo..hi: number of names (each below SRV_DEVICE_NAME bytes) */
+#define NAMELIST_ROW(s, k, fl, field, count, lo, hi, dflt, fls, hlp)      \
+    ROW(s, k, fl, T_NAMELIST, field, F(count), lo, hi, dflt, fls, hlp)
+
+_Static_assert(HO_SOCKET_PATH_MAX + 1 ==
+                   sizeof(((struct sockaddr_un *)0)->sun_path),
+               "HO_SOCKET_PATH_MAX is what sun_path holds");
+
 /* The settings.  Sections appear in this order in files and help. */
 static const cfg_row rows[] = {
-    {"server", "socket", "socket", T_STR, F(socket), 0, 1,
-     sizeof(((struct sockaddr_un *)0)->sun_path) - 1,
-     HO_SOCKET_LOCAL, false,
-     "Unix socket path (ignored when systemd passes a socket)"},
-    {"server", "socket_mode", "socket-mode", T_MODE, F(socket_mode), 0, 0,
-     0777, "0660", false,
-     "permission bits of the socket file the daemon creates"},
-    {"server", "state_dir", "state-dir", T_STR, F(state_dir), 0, 1,
-     PATH_MAX - 64, HO_LOCAL_DIR "/state", false,
-     "directory for persistent state (quotas)"},
-    {"server", "max_connections", "max-connections", T_U32,
-     F(max_connections), 0, 1, 65536, "1024", true,
-     "connections served at once; more are refused with an error"},
-    {"server", "max_frame", "max-frame", T_SIZE, F(max_frame), 0, 64 * KiB,
-     GiB, "64M", false,
-     "largest frame accepted after the handshake (announced in Welcome)"},
-    {"server", "max_output", "max-output", T_SIZE, F(max_output), 0, MiB,
-     4 * GiB, "128M", true,
-     "replies queued for one connection before it is dropped as too slow"},
-    {"server", "max_extents_per_session", "max-extents", T_U32,
-     F(max_extents), 0, 1, 1 << 24, "65536", true,
-     "extents one session may hold at once"},
-    {"server", "admin_group", "admin-group", T_STR, F(admin_group), 0, 0, 255,
-     "hyperoffload", true,
-     "members of this group (and root) may use admin requests; empty: root "
-     "only"},
-    {"server", "watchdog", "watchdog", T_BOOL, F(watchdog), 0, 0, 1, "yes",
-     true, "send WATCHDOG=1 pings when systemd asks for them"},
-    {"server", "drain_timeout", "drain-timeout", T_U32, F(drain_timeout_s), 0,
-     0, 3600, "10", true,
-     "seconds SIGTERM waits for moves and plans in flight"},
-    {"log", "level", "log-level", T_LEVEL, F(log_level), 0, 0, 0, "info",
-     true, "error, warning, notice, info or debug"},
-    {"ddr", "capacity", "ddr-capacity", T_SIZE, F(ddr_capacity), 0, 4 * MiB,
-     64 * TiB, "1G", false, "bytes of host DDR the pool may hold"},
-    {"ddr", "numa_node", "ddr-numa-node", T_I32, F(ddr_numa_node), 0, -1, 1023,
-     "-1", false, "NUMA node the pool's pages are bound to; -1: no binding"},
-    {"ddr", "lock", "ddr-lock", T_BOOL, F(ddr_lock), 0, 0, 1, "yes", false,
-     "mlock pool pages (needs CAP_IPC_LOCK or LimitMEMLOCK)"},
-    {"ddr", "hugepages", "ddr-hugepages", T_BOOL, F(ddr_hugepages), 0, 0, 1,
-     "no", false, "back arenas with 2 MiB huge pages (MFD_HUGETLB)"},
-    {"ddr", "alignment", "ddr-alignment", T_SIZE, F(ddr_alignment), 0, 4 * KiB,
-     GiB, "4K", false, "extent alignment, a power of two"},
-    {"flash", "paths", "flash-paths", T_PATHLIST, F(flash_paths), F(n_flash),
-     1, SRV_MAX_FLASH, HO_LOCAL_DIR "/flash0", false,
-     "comma-separated flash files, one preallocated file each"},
-    {"flash", "capacity", "flash-capacity", T_SIZE, F(flash_capacity), 0, MiB,
-     PiB, "4G", false, "bytes of each flash file"},
-    {"flash", "direct", "flash-direct", T_BOOL, F(flash_direct), 0, 0, 1,
-     "yes", false, "use O_DIRECT (buffered I/O when the filesystem refuses)"},
-    {"devices", "count", "devices", T_U32, F(n_devices), 0, 0,
-     SRV_MAX_DEVICES, "2", false, "accelerator devices whose HBM is budgeted"},
-    {"devices", "names", "device-names", T_NAMELIST, F(device_names),
-     F(n_device_names), 0, SRV_MAX_DEVICES, "", false,
-     "comma-separated device names; empty: emu0, emu1, ..."},
-    {"devices", "hbm_capacity", "hbm-capacity", T_SIZELIST, F(hbm_capacity),
-     F(n_hbm_capacity), MiB, PiB, "1G", false,
-     "HBM bytes per device: one value for all, or one per device"},
-    {"devices", "hbm_reserve", "hbm-reserve", T_SIZELIST, F(hbm_reserve),
-     F(n_hbm_reserve), 0, PiB, "0", false,
-     "HBM bytes per device kept back from grants: one value or one per "
-     "device"},
-    {"planning", "planner", "planner", T_STR, F(planner), 0, 1, 31, "hoplan",
-     true, "planner used when a PlanRequest names none"},
-    {"planning", "cache_entries", "plan-cache", T_U32, F(plan_cache), 0, 0,
-     4096, "64", true, "plans kept in the cache (0 disables caching)"},
+    STR_ROW("server", "socket", "socket", socket, 1, HO_SOCKET_PATH_MAX,
+            HO_SOCKET_LOCAL, RESTART,
+            "Unix socket path (ignored when systemd passes a socket)"),
+    MODE_ROW("server", "socket_mode", "socket-mode", socket_mode, "0660",
+             RESTART, "permission bits of the socket file the daemon creates"),
+    STR_ROW("server", "state_dir", "state-dir", state_dir, 1, PATH_MAX - 64,
+            HO_LOCAL_DIR "/state", RESTART,
+            "directory for persistent state (quotas)"),
+    U32_ROW("server", "max_connections", "max-connections", max_connections,
+            1, 65536, "1024", RELOAD,
+            "connections served at once; more are refused with an error"),
+    SIZE_ROW("server", "max_frame", "max-frame", max_frame,
+             HO_FRAME_LIMIT_HANDSHAKE, HO_FRAME_LIMIT_MAX, "64M", RESTART,
+             "largest frame accepted after the handshake (announced in "
+             "Welcome)"),
+    SIZE_ROW("server", "max_output", "max-output", max_output, MiB, 4 * GiB,
+             "128M", RELOAD,
+             "replies queued for one connection before it is dropped as too "
+             "slow"),
+    U32_ROW("server", "max_extents_per_session", "max-extents", max_extents,
+            1, 1 << 24, "65536", RELOAD,
+            "extents one session may hold at once"),
+    STR_ROW("server", "admin_group", "admin-group", admin_group, 0, 255,
+            "hyperoffload", RELOAD,
+            "members of this group (and root) may use admin requests; "
+            "empty: root only"),
+    BOOL_ROW("server", "watchdog", "watchdog", watchdog, "yes", RELOAD,
+             "send WATCHDOG=1 pings when systemd asks for them"),
+    U32_ROW("server", "drain_timeout", "drain-timeout", drain_timeout_s, 0,
+            3600, "10", RELOAD,
+            "seconds SIGTERM waits for moves and plans in flight"),
+    LEVEL_ROW("log", "level", "log-level", log_level, "info", RELOAD,
+              "error, warning, notice, info or debug"),
+    SIZE_ROW("ddr", "capacity", "ddr-capacity", ddr_capacity, 4 * MiB,
+             64 * TiB, "1G", RESTART, "bytes of host DDR the pool may hold"),
+    I32_ROW("ddr", "numa_node", "ddr-numa-node", ddr_numa_node, -1, 1023,
+            "-1", RESTART,
+            "NUMA node the pool's pages are bound to; -1: no binding"),
+    BOOL_ROW("ddr", "lock", "ddr-lock", ddr_lock, "yes", RESTART,
+             "mlock pool pages (needs CAP_IPC_LOCK or LimitMEMLOCK)"),
+    BOOL_ROW("ddr", "hugepages", "ddr-hugepages", ddr_hugepages, "no",
+             RESTART, "back arenas with 2 MiB huge pages (MFD_HUGETLB)"),
+    SIZE_ROW("ddr", "alignment", "ddr-alignment", ddr_alignment, 4 * KiB, GiB,
+             "4K", RESTART, "extent alignment, a power of two"),
+    PATHLIST_ROW("flash", "paths", "flash-paths", flash_paths, n_flash, 1,
+                 SRV_MAX_FLASH, HO_LOCAL_DIR "/flash0", RESTART,
+                 "comma-separated flash files, one preallocated file each"),
+    SIZE_ROW("flash", "capacity", "flash-capacity", flash_capacity, MiB, PiB,
+             "4G", RESTART, "bytes of each flash file"),
+    BOOL_ROW("flash", "direct", "flash-direct", flash_direct, "yes", RESTART,
+             "use O_DIRECT (buffered I/O when the filesystem refuses)"),
+    U32_ROW("devices", "count", "devices", n_devices, 0, SRV_MAX_DEVICES, "2",
+            RESTART, "accelerator devices whose HBM is budgeted"),
+    NAMELIST_ROW("devices", "names", "device-names", device_names,
+                 n_device_names, 0, SRV_MAX_DEVICES, "", RESTART,
+                 "comma-separated device names; empty: emu0, emu1, ..."),
+    SIZELIST_ROW("devices", "hbm_capacity", "hbm-capacity", hbm_capacity,
+                 n_hbm_capacity, MiB, PiB, "1G", RESTART,
+                 "HBM bytes per device: one value for all, or one per "
+                 "device"),
+    SIZELIST_ROW("devices", "hbm_reserve", "hbm-reserve", hbm_reserve,
+                 n_hbm_reserve, 0, PiB, "0", RESTART,
+                 "HBM bytes per device kept back from grants: one value or "
+                 "one per device"),
+    STR_ROW("planning", "planner", "planner", planner, 1,
+            SRV_PLANNER_NAME_MAX - 1, "hoplan", RELOAD,
+            "planner used when a PlanRequest names none"),
+    U32_ROW("planning", "cache_entries", "plan-cache", plan_cache, 0, 4096,
+            "64", RELOAD, "plans kept in the cache (0 disables caching)"),
+    /* Debug knobs, for measurements (bench/, docs/admin.md). */
+    BOOL_ROW("debug", "spill_via_fd", "debug-spill-via-fd",
+             debug_spill_via_fd, "no", RESTART | HIDDEN,
+             "spill through the arena's memfd with bounce buffers instead of "
+             "O_DIRECT from its mapping"),
+    U32_ROW("debug", "move_parts", "debug-move-parts", debug_move_parts, 0,
+            SRV_MOVE_PARTS_MAX, "0", RESTART | HIDDEN,
+            "worker parts per move, below the built-in maximum (0: the "
+            "maximum)"),
 };
 
 #define N_ROWS ((int)(sizeof(rows) / sizeof(rows[0])))
 
 static const char *const sections[] = {"server", "log", "ddr", "flash",
-                                       "devices", "planning"};
+                                       "devices", "planning", "debug"};
 #define N_SECTIONS ((int)(sizeof(sections) / sizeof(sections[0])))
 
 /* Planner names of planner/plan.h (plan_planner_names); kept here so the
@@ -135,7 +191,8 @@ static const char *const planner_names[] = {
     "hoplan", "none", "seed-greedy", "ms-distance", "reactive-lru", "oracle"};
 
 int srv_config_rows(void) { return N_ROWS; }
-bool srv_config_row_runtime(int row) { return rows[row].runtime; }
+bool srv_config_row_runtime(int row) { return rows[row].flags & RELOAD; }
+bool srv_config_row_hidden(int row) { return rows[row].flags & HIDDEN; }
 const char *srv_config_row_flag(int row) { return rows[row].flag; }
 
 const char *srv_config_row_name(int row)
@@ -184,7 +241,7 @@ static void bound_text(cfg_type t, int64_t v, char *buf, size_t len)
 
 /* ------------------------------------------------------------------ values */
 
-static int parse_uint(const char *s, uint64_t *ret)
+static int parse_uint(const char *s, uint64_t *ret_v)
 {
     if (!isdigit((unsigned char)*s))
         return -EINVAL;
@@ -195,11 +252,11 @@ static int parse_uint(const char *s, uint64_t *ret)
         return -ERANGE;
     if (*end)
         return -EINVAL;
-    *ret = v;
+    *ret_v = v;
     return 0;
 }
 
-static int parse_int(const char *s, int64_t *ret)
+static int parse_int(const char *s, int64_t *ret_v)
 {
     const char *p = s;
     if (*p == '-' || *p == '+')
@@ -213,52 +270,25 @@ static int parse_int(const char *s, int64_t *ret)
         return -ERANGE;
     if (*end)
         return -EINVAL;
-    *ret = v;
+    *ret_v = v;
     return 0;
 }
 
-static int parse_bool(const char *s, bool *ret)
+static int parse_bool(const char *s, bool *ret_v)
 {
     static const char *const yes[] = {"yes", "true", "on", "1"};
     static const char *const no[] = {"no", "false", "off", "0"};
     for (int i = 0; i < 4; i++) {
         if (strcasecmp(s, yes[i]) == 0) {
-            *ret = true;
+            *ret_v = true;
             return 0;
         }
         if (strcasecmp(s, no[i]) == 0) {
-            *ret = false;
+            *ret_v = false;
             return 0;
         }
     }
     return -EINVAL;
-}
-
-/* Parse one size against the row's bounds; err gets the reason only. */
-static int parse_bounded_size(const cfg_row *r, const char *s, uint64_t *ret,
-                              char *err, size_t errlen)
-{
-    uint64_t v;
-    int rc = ho_size_parse(s, &v);
-    if (rc == -ERANGE) {
-        return ho_errf(err, errlen, HO_E_BAD_CONFIG, "'%s' is too large", s);
-    }
-    if (rc < 0) {
-        return ho_errf(err, errlen, HO_E_BAD_CONFIG,
-             "'%s' is not a size (a number with an optional K, M, G, T or P "
-             "suffix)", s);
-    }
-    char b[80];
-    if (v < (uint64_t)r->min) {
-        bound_text(r->type, r->min, b, sizeof(b));
-        return ho_errf(err, errlen, HO_E_BAD_CONFIG, "'%s' is below the minimum %s", s, b);
-    }
-    if (v > (uint64_t)r->max) {
-        bound_text(r->type, r->max, b, sizeof(b));
-        return ho_errf(err, errlen, HO_E_BAD_CONFIG, "'%s' is above the maximum %s", s, b);
-    }
-    *ret = v;
-    return 0;
 }
 
 static void trim(char **s)
@@ -297,8 +327,8 @@ static int split_list(const char *s, char **items, uint32_t max,
                 return HO_E_BAD_CONFIG;
             }
             if (n >= max) {
-                ho_errf(err, errlen, 0, "'%s' has more than the maximum %u items",
-                     s, max);
+                ho_errf(err, errlen, 0,
+                        "'%s' has more than the maximum %u items", s, max);
                 free(copy);
                 return HO_E_BAD_CONFIG;
             }
@@ -313,204 +343,338 @@ static int split_list(const char *s, char **items, uint32_t max,
     return 0;
 }
 
-/* Set row r of c from text; on failure err gets the reason (no place). */
-static int set_row(srv_config *c, const cfg_row *r, const char *value,
-                   char *err, size_t errlen)
-{
-    char *field = (char *)c + r->off;
-    char b[80];
-    int rc;
+/* ------------------------------------------------------------ setting a row
+ *
+ * set_row runs three steps on the text of a value:
+ *   parse_value  the syntax of the row's type: a number, a size, a boolean,
+ *                an octal mode, a level name, a comma list (the items of a
+ *                size list are each read and bound-checked in turn, so the
+ *                first bad item is the one named);
+ *   check_value  the row's bounds: numeric range, string length and
+ *                characters, number of list items, path and name rules;
+ *   apply_value  write the field (strings and paths are copied).
+ * A failure at any step leaves the setting unchanged; err gets the reason
+ * without the place (the callers add "FILE:LINE: " or "--flag: "). */
 
-    switch (r->type) {
-    case T_SIZE: {
-        uint64_t v;
-        rc = parse_bounded_size(r, value, &v, err, errlen);
+/* A value between the steps. */
+typedef struct cfg_value {
+    int64_t num;                   /* U32, I32, BOOL (0/1), MODE, LEVEL */
+    uint64_t size;                 /* SIZE */
+    uint32_t n;                    /* lists: items */
+    char *items[SRV_MAX_DEVICES];  /* lists: into copy */
+    uint64_t sizes[SRV_MAX_DEVICES]; /* SIZELIST */
+    char *copy;                    /* lists: the split text, owned */
+} cfg_value;
+
+/* "'text' is below the minimum B" / "... above the maximum B". */
+static int out_of_bounds(const cfg_row *r, const char *text, bool below,
+                         char *err, size_t errlen)
+{
+    char b[80];
+    bound_text(r->type, below ? r->min : r->max, b, sizeof(b));
+    return ho_errf(err, errlen, HO_E_BAD_CONFIG, "'%s' is %s the %s %s", text,
+                   below ? "below" : "above", below ? "minimum" : "maximum",
+                   b);
+}
+
+static int parse_size_text(const char *s, uint64_t *ret_v, char *err,
+                           size_t errlen)
+{
+    int rc = ho_size_parse(s, ret_v);
+    if (rc == -ERANGE)
+        return ho_errf(err, errlen, HO_E_BAD_CONFIG, "'%s' is too large", s);
+    if (rc < 0)
+        return ho_errf(err, errlen, HO_E_BAD_CONFIG,
+                       "'%s' is not a size (a number with an optional K, M, "
+                       "G, T or P suffix)", s);
+    return 0;
+}
+
+static int check_size(const cfg_row *r, const char *s, uint64_t v, char *err,
+                      size_t errlen)
+{
+    if (v < (uint64_t)r->min)
+        return out_of_bounds(r, s, true, err, errlen);
+    if (v > (uint64_t)r->max)
+        return out_of_bounds(r, s, false, err, errlen);
+    return 0;
+}
+
+static int parse_integer(const cfg_row *r, const char *s, int64_t *ret_v,
+                         char *err, size_t errlen)
+{
+    int64_t v = 0;
+    int rc;
+    if (r->type == T_U32) {
+        uint64_t u = 0;
+        rc = parse_uint(s, &u);
+        v = rc == 0 && u > INT64_MAX ? INT64_MAX : (int64_t)u;
+    } else {
+        rc = parse_int(s, &v);
+    }
+    if (rc == -ERANGE)
+        return ho_errf(err, errlen, HO_E_BAD_CONFIG,
+                       "'%s' is out of range (%lld..%lld)", s,
+                       (long long)r->min, (long long)r->max);
+    if (rc < 0)
+        return ho_errf(err, errlen, HO_E_BAD_CONFIG, "'%s' is not %s", s,
+                       r->type == T_U32 ? "a non-negative integer"
+                                        : "an integer");
+    *ret_v = v;
+    return 0;
+}
+
+static int parse_mode(const char *s, int64_t *ret_v, char *err,
+                      size_t errlen)
+{
+    char *end = NULL;
+    unsigned long v = 0;
+    errno = 0;
+    if (isdigit((unsigned char)*s))
+        v = strtoul(s, &end, 8);
+    if (!end || *end || errno)
+        return ho_errf(err, errlen, HO_E_BAD_CONFIG,
+                       "'%s' is not an octal mode such as 0660", s);
+    *ret_v = (int64_t)v;
+    return 0;
+}
+
+static int parse_boolean(const char *s, int64_t *ret_v, char *err,
+                         size_t errlen)
+{
+    bool b;
+    if (parse_bool(s, &b) < 0)
+        return ho_errf(err, errlen, HO_E_BAD_CONFIG, "'%s' is not a boolean "
+                       "(yes/no, true/false, on/off, 1/0)", s);
+    *ret_v = b;
+    return 0;
+}
+
+static int parse_level(const char *s, int64_t *ret_v, char *err,
+                       size_t errlen)
+{
+    int lv;
+    if (srv_log_level_parse(s, &lv) < 0)
+        return ho_errf(err, errlen, HO_E_BAD_CONFIG, "'%s' is not a log level "
+                       "(error, warning, notice, info, debug)", s);
+    *ret_v = lv;
+    return 0;
+}
+
+/* Split a list and, for a size list, read and bound-check its items. */
+static int parse_list(const cfg_row *r, const char *s, cfg_value *v,
+                      char *err, size_t errlen)
+{
+    uint32_t max = (uint32_t)(r->type == T_PATHLIST ? r->max
+                                                    : SRV_MAX_DEVICES);
+    int rc = split_list(s, v->items, max, &v->n, &v->copy, err, errlen);
+    if (rc < 0 || r->type != T_SIZELIST)
+        return rc;
+    if (v->n == 0)
+        return ho_errf(err, errlen, HO_E_BAD_CONFIG,
+                       "at least one size is required");
+    for (uint32_t i = 0; i < v->n; i++) {
+        rc = parse_size_text(v->items[i], &v->sizes[i], err, errlen);
+        if (rc == 0)
+            rc = check_size(r, v->items[i], v->sizes[i], err, errlen);
         if (rc < 0)
             return rc;
-        *(uint64_t *)(void *)field = v;
-        return 0;
     }
+    return 0;
+}
+
+static int parse_value(const cfg_row *r, const char *s, cfg_value *v,
+                       char *err, size_t errlen)
+{
+    switch (r->type) {
+    case T_SIZE:
+        return parse_size_text(s, &v->size, err, errlen);
     case T_U32:
-    case T_I32: {
-        int64_t v;
-        if (r->type == T_U32) {
-            uint64_t u;
-            rc = parse_uint(value, &u);
-            v = rc == 0 && u > INT64_MAX ? INT64_MAX : (int64_t)u;
-        } else {
-            rc = parse_int(value, &v);
-        }
-        if (rc == -ERANGE) {
-            return ho_errf(err, errlen, HO_E_BAD_CONFIG, "'%s' is out of range (%lld..%lld)", value,
-                 (long long)r->min, (long long)r->max);
-        }
-        if (rc < 0) {
-            return ho_errf(err, errlen, HO_E_BAD_CONFIG, "'%s' is not %s", value,
-                 r->type == T_U32 ? "a non-negative integer" : "an integer");
-        }
-        if (v < r->min) {
-            bound_text(r->type, r->min, b, sizeof(b));
-            return ho_errf(err, errlen, HO_E_BAD_CONFIG, "'%s' is below the minimum %s", value, b);
-        }
-        if (v > r->max) {
-            bound_text(r->type, r->max, b, sizeof(b));
-            return ho_errf(err, errlen, HO_E_BAD_CONFIG, "'%s' is above the maximum %s", value, b);
-        }
-        if (r->type == T_U32)
-            *(uint32_t *)(void *)field = (uint32_t)v;
-        else
-            *(int32_t *)(void *)field = (int32_t)v;
-        return 0;
-    }
-    case T_BOOL: {
-        bool v;
-        if (parse_bool(value, &v) < 0) {
-            return ho_errf(err, errlen, HO_E_BAD_CONFIG, "'%s' is not a boolean (yes/no, true/false, "
-                 "on/off, 1/0)", value);
-        }
-        *(bool *)field = v;
-        return 0;
-    }
-    case T_MODE: {
-        char *end;
-        errno = 0;
-        if (!*value || !isdigit((unsigned char)*value)) {
-            return ho_errf(err, errlen, HO_E_BAD_CONFIG, "'%s' is not an octal mode such as 0660",
-                 value);
-        }
-        unsigned long v = strtoul(value, &end, 8);
-        if (*end || errno) {
-            return ho_errf(err, errlen, HO_E_BAD_CONFIG, "'%s' is not an octal mode such as 0660",
-                 value);
-        }
-        if (v > (unsigned long)r->max) {
-            return ho_errf(err, errlen, HO_E_BAD_CONFIG, "'%s' is above the maximum 0777", value);
-        }
-        *(uint32_t *)(void *)field = (uint32_t)v;
-        return 0;
-    }
-    case T_LEVEL: {
-        int lv;
-        if (srv_log_level_parse(value, &lv) < 0) {
-            return ho_errf(err, errlen, HO_E_BAD_CONFIG, "'%s' is not a log level (error, warning, "
-                 "notice, info, debug)", value);
-        }
-        *(int *)(void *)field = lv;
-        return 0;
-    }
-    case T_STR: {
-        size_t n = strlen(value);
-        if ((int64_t)n < r->min) {
-            return ho_errf(err, errlen, HO_E_BAD_CONFIG, "an empty value is not allowed");
-        }
-        if ((int64_t)n > r->max) {
-            return ho_errf(err, errlen, HO_E_BAD_CONFIG, "'%.40s...' is %zu bytes, above the maximum "
-                 "%lld", value, n, (long long)r->max);
-        }
-        for (size_t i = 0; i < n; i++)
-            if (iscntrl((unsigned char)value[i])) {
-                return ho_errf(err, errlen, HO_E_BAD_CONFIG, "control characters are not allowed");
-            }
-        char *s = strdup(value);
-        if (!s)
-            return -ENOMEM;
-        char **slot = (char **)(void *)field;
-        free(*slot);
-        *slot = s;
-        return 0;
-    }
+    case T_I32:
+        return parse_integer(r, s, &v->num, err, errlen);
+    case T_BOOL:
+        return parse_boolean(s, &v->num, err, errlen);
+    case T_MODE:
+        return parse_mode(s, &v->num, err, errlen);
+    case T_LEVEL:
+        return parse_level(s, &v->num, err, errlen);
+    case T_STR:
+        return 0;   /* the text itself */
     case T_PATHLIST:
     case T_SIZELIST:
+    case T_NAMELIST:
+        return parse_list(r, s, v, err, errlen);
+    }
+    return HO_E_INTERNAL;
+}
+
+static int check_string(const cfg_row *r, const char *s, char *err,
+                        size_t errlen)
+{
+    size_t n = strlen(s);
+    if ((int64_t)n < r->min)
+        return ho_errf(err, errlen, HO_E_BAD_CONFIG,
+                       "an empty value is not allowed");
+    if ((int64_t)n > r->max)
+        return ho_errf(err, errlen, HO_E_BAD_CONFIG,
+                       "'%.40s...' is %zu bytes, above the maximum %lld", s,
+                       n, (long long)r->max);
+    for (size_t i = 0; i < n; i++)
+        if (iscntrl((unsigned char)s[i]))
+            return ho_errf(err, errlen, HO_E_BAD_CONFIG,
+                           "control characters are not allowed");
+    return 0;
+}
+
+static int check_paths(const cfg_row *r, const cfg_value *v, char *err,
+                       size_t errlen)
+{
+    if (v->n < (uint32_t)r->min)
+        return ho_errf(err, errlen, HO_E_BAD_CONFIG,
+                       "at least %lld path is required", (long long)r->min);
+    for (uint32_t i = 0; i < v->n; i++)
+        if (strlen(v->items[i]) > PATH_MAX - 64)
+            return ho_errf(err, errlen, HO_E_BAD_CONFIG,
+                           "path %u is longer than %d bytes", i,
+                           PATH_MAX - 64);
+    return 0;
+}
+
+static int check_names(const cfg_value *v, char *err, size_t errlen)
+{
+    for (uint32_t i = 0; i < v->n; i++) {
+        const char *name = v->items[i];
+        size_t len = strlen(name);
+        if (len >= SRV_DEVICE_NAME)
+            return ho_errf(err, errlen, HO_E_BAD_CONFIG,
+                           "name '%s' is longer than %d bytes", name,
+                           SRV_DEVICE_NAME - 1);
+        for (size_t k = 0; k < len; k++)
+            if (!isgraph((unsigned char)name[k]))
+                return ho_errf(err, errlen, HO_E_BAD_CONFIG,
+                               "name '%s' has a space or control character",
+                               name);
+    }
+    return 0;
+}
+
+static int check_value(const cfg_row *r, const char *s, const cfg_value *v,
+                       char *err, size_t errlen)
+{
+    switch (r->type) {
+    case T_SIZE:
+        return check_size(r, s, v->size, err, errlen);
+    case T_U32:
+    case T_I32:
+        if (v->num < r->min)
+            return out_of_bounds(r, s, true, err, errlen);
+        if (v->num > r->max)
+            return out_of_bounds(r, s, false, err, errlen);
+        return 0;
+    case T_MODE:
+        if (v->num > r->max)
+            return ho_errf(err, errlen, HO_E_BAD_CONFIG,
+                           "'%s' is above the maximum 0777", s);
+        return 0;
+    case T_STR:
+        return check_string(r, s, err, errlen);
+    case T_PATHLIST:
+        return check_paths(r, v, err, errlen);
+    case T_NAMELIST:
+        return check_names(v, err, errlen);
+    case T_BOOL:
+    case T_LEVEL:
+    case T_SIZELIST:   /* items checked as they were read */
+        return 0;
+    }
+    return HO_E_INTERNAL;
+}
+
+/* Replace a string field by a copy of s.  0 or -ENOMEM (field unchanged). */
+static int apply_string(char **field, const char *s)
+{
+    char *copy = strdup(s);
+    if (!copy)
+        return -ENOMEM;
+    free(*field);
+    *field = copy;
+    return 0;
+}
+
+/* Replace the path list by copies of the items.  0 or -ENOMEM (unchanged). */
+static int apply_paths(char **slots, uint32_t *count, const cfg_value *v)
+{
+    char *paths[SRV_MAX_FLASH] = {0};
+    for (uint32_t i = 0; i < v->n; i++) {
+        paths[i] = strdup(v->items[i]);
+        if (!paths[i]) {
+            for (uint32_t k = 0; k < i; k++)
+                free(paths[k]);
+            return -ENOMEM;
+        }
+    }
+    for (uint32_t i = 0; i < SRV_MAX_FLASH; i++) {
+        free(slots[i]);
+        slots[i] = paths[i];
+    }
+    *count = v->n;
+    return 0;
+}
+
+static int apply_value(srv_config *c, const cfg_row *r, const char *s,
+                       const cfg_value *v)
+{
+    void *field = (char *)c + r->off;
+    uint32_t *count = (uint32_t *)(void *)((char *)c + r->count_off);
+    switch (r->type) {
+    case T_SIZE:
+        *(uint64_t *)field = v->size;
+        return 0;
+    case T_U32:
+    case T_MODE:
+        *(uint32_t *)field = (uint32_t)v->num;
+        return 0;
+    case T_I32:
+        *(int32_t *)field = (int32_t)v->num;
+        return 0;
+    case T_BOOL:
+        *(bool *)field = v->num != 0;
+        return 0;
+    case T_LEVEL:
+        *(int *)field = (int)v->num;
+        return 0;
+    case T_STR:
+        return apply_string((char **)field, s);
+    case T_PATHLIST:
+        return apply_paths((char **)field, count, v);
+    case T_SIZELIST:
+        memcpy(field, v->sizes, v->n * sizeof(uint64_t));
+        *count = v->n;
+        return 0;
     case T_NAMELIST: {
-        char *items[SRV_MAX_DEVICES];
-        uint32_t n, max = (uint32_t)(r->type == T_PATHLIST ? r->max
-                                                           : SRV_MAX_DEVICES);
-        char *copy = NULL;
-        rc = split_list(value, items, max, &n, &copy, err, errlen);
-        if (rc < 0)
-            return rc;
-        uint32_t *count = (uint32_t *)(void *)((char *)c + r->count_off);
-        if (r->type == T_PATHLIST) {
-            char *paths[SRV_MAX_FLASH] = {0};
-            if (n < (uint32_t)r->min) {
-                ho_errf(err, errlen, 0, "at least %lld path is required",
-                     (long long)r->min);
-                rc = HO_E_BAD_CONFIG;
-                goto list_out;
-            }
-            for (uint32_t i = 0; i < n; i++) {
-                if (strlen(items[i]) > PATH_MAX - 64) {
-                    ho_errf(err, errlen, 0, "path %u is longer than %d bytes", i,
-                         PATH_MAX - 64);
-                    rc = HO_E_BAD_CONFIG;
-                    goto paths_fail;
-                }
-                paths[i] = strdup(items[i]);
-                if (!paths[i]) {
-                    rc = -ENOMEM;
-                    goto paths_fail;
-                }
-            }
-            char **slots = (char **)(void *)field;
-            for (uint32_t i = 0; i < SRV_MAX_FLASH; i++) {
-                free(slots[i]);
-                slots[i] = paths[i];
-            }
-            *count = n;
-            rc = 0;
-            goto list_out;
-        paths_fail:
-            for (uint32_t i = 0; i < n; i++)
-                free(paths[i]);
-            goto list_out;
-        }
-        if (r->type == T_SIZELIST) {
-            uint64_t vals[SRV_MAX_DEVICES];
-            if (n == 0) {
-                ho_errf(err, errlen, 0, "at least one size is required");
-                rc = HO_E_BAD_CONFIG;
-                goto list_out;
-            }
-            for (uint32_t i = 0; i < n; i++) {
-                rc = parse_bounded_size(r, items[i], &vals[i], err, errlen);
-                if (rc < 0)
-                    goto list_out;
-            }
-            memcpy(field, vals, n * sizeof(uint64_t));
-            *count = n;
-            rc = 0;
-            goto list_out;
-        }
-        /* T_NAMELIST */
-        for (uint32_t i = 0; i < n; i++) {
-            size_t len = strlen(items[i]);
-            if (len >= SRV_DEVICE_NAME) {
-                ho_errf(err, errlen, 0, "name '%s' is longer than %d bytes",
-                     items[i], SRV_DEVICE_NAME - 1);
-                rc = HO_E_BAD_CONFIG;
-                goto list_out;
-            }
-            for (size_t k = 0; k < len; k++)
-                if (!isgraph((unsigned char)items[i][k])) {
-                    ho_errf(err, errlen, 0, "name '%s' has a space or control "
-                         "character", items[i]);
-                    rc = HO_E_BAD_CONFIG;
-                    goto list_out;
-                }
-        }
-        {
-            char(*names)[SRV_DEVICE_NAME] = (char(*)[SRV_DEVICE_NAME])(void *)field;
-            for (uint32_t i = 0; i < n; i++)
-                snprintf(names[i], SRV_DEVICE_NAME, "%s", items[i]);
-            *count = n;
-        }
-        rc = 0;
-    list_out:
-        free(copy);
-        return rc;
+        char(*names)[SRV_DEVICE_NAME] = field;
+        for (uint32_t i = 0; i < v->n; i++)
+            snprintf(names[i], SRV_DEVICE_NAME, "%s", v->items[i]);
+        *count = v->n;
+        return 0;
     }
     }
     return HO_E_INTERNAL;
+}
+
+/* Set row r of c from text (the three steps above). */
+static int set_row(srv_config *c, const cfg_row *r, const char *value,
+                   char *err, size_t errlen)
+{
+    cfg_value v;
+    memset(&v, 0, sizeof(v));
+    int rc = parse_value(r, value, &v, err, errlen);
+    if (rc == 0)
+        rc = check_value(r, value, &v, err, errlen);
+    if (rc == 0)
+        rc = apply_value(c, r, value, &v);
+    free(v.copy);
+    return rc;
 }
 
 void srv_config_format(const srv_config *c, int row, char *buf, size_t len)
@@ -558,8 +722,9 @@ void srv_config_format(const srv_config *c, int row, char *buf, size_t len)
                 size_text(((const uint64_t *)(const void *)field)[i], item,
                           sizeof(item));
             else
-                snprintf(item, sizeof(item), "%s",
-                         ((const char(*)[SRV_DEVICE_NAME])(const void *)field)[i]);
+                snprintf(
+                    item, sizeof(item), "%s",
+                    ((const char(*)[SRV_DEVICE_NAME])(const void *)field)[i]);
             int w = snprintf(buf + off, len - off, "%s%s", i ? "," : "", item);
             if (w < 0)
                 break;
@@ -591,13 +756,12 @@ static bool known_section(const char *s)
 int srv_config_set(srv_config *c, const char *section, const char *key,
                    const char *value, char *err, size_t errlen)
 {
-    if (!known_section(section)) {
+    if (!known_section(section))
         return ho_errf(err, errlen, -ENOENT, "unknown section [%s]", section);
-    }
     int row = find_row(section, key);
-    if (row < 0) {
-        return ho_errf(err, errlen, -ENOENT, "unknown key '%s' in section [%s]", key, section);
-    }
+    if (row < 0)
+        return ho_errf(err, errlen, -ENOENT,
+                       "unknown key '%s' in section [%s]", key, section);
     char why[512];
     int rc = set_row(c, &rows[row], value, why, sizeof(why));
     if (rc < 0)
@@ -647,147 +811,169 @@ int srv_config_init(srv_config *c)
 
 /* ------------------------------------------------------------------ files */
 
+/* Where a file is being read. */
+typedef struct ini_reader {
+    const char *path;
+    unsigned lineno;
+    char section[64];            /* current [section], "" before one */
+    int first_line[N_ROWS];      /* line that set each row, 0 none */
+} ini_reader;
+
+/* "FILE:LINE: " + the sentence; returns HO_E_BAD_CONFIG. */
+static int ini_fail(const ini_reader *r, char *err, size_t errlen,
+                    const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int ini_fail(const ini_reader *r, char *err, size_t errlen,
+                    const char *fmt, ...)
+{
+    char msg[SRV_MAX_CONFIG_LINE + 256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    return ho_errf(err, errlen, HO_E_BAD_CONFIG, "%s:%u: %s", r->path,
+                   r->lineno, msg);
+}
+
+/* A "[section]" line (p starts with '['; trailing comment allowed). */
+static int ini_section(ini_reader *r, char *p, char *err, size_t errlen)
+{
+    char *end = strchr(p, ']');
+    char *tail = end ? end + 1 : NULL;
+    if (tail)
+        trim(&tail);
+    if (!end || (tail && *tail && *tail != '#' && *tail != ';'))
+        return ini_fail(r, err, errlen, "malformed section header '%s'", p);
+    *end = '\0';
+    char *name = p + 1;
+    trim(&name);
+    if (!known_section(name))
+        return ini_fail(r, err, errlen, "unknown section [%s] (known: "
+                        "server, log, ddr, flash, devices, planning)", name);
+    snprintf(r->section, sizeof(r->section), "%s", name);
+    return 0;
+}
+
+/* Split "key = value" in place: the value unquoted, or cut at a comment
+ * that follows whitespace. */
+static int ini_key_value(const ini_reader *r, char *p, char **ret_key,
+                         char **ret_value, char *err, size_t errlen)
+{
+    char *eq = strchr(p, '=');
+    if (!eq)
+        return ini_fail(r, err, errlen, "expected 'key = value', got '%s'",
+                        p);
+    *eq = '\0';
+    char *key = p, *value = eq + 1;
+    trim(&key);
+    trim(&value);
+    if (*value == '"') {
+        char *close = strchr(value + 1, '"');
+        char *tail = close ? close + 1 : NULL;
+        if (tail)
+            trim(&tail);
+        if (!close || (*tail && *tail != '#' && *tail != ';'))
+            return ini_fail(r, err, errlen,
+                            "unterminated quoted value for '%s'", key);
+        *close = '\0';
+        value++;
+    } else {
+        /* A comment after the value needs whitespace before it. */
+        for (char *q = value; *q; q++)
+            if ((*q == '#' || *q == ';') && q > value &&
+                isspace((unsigned char)q[-1])) {
+                *q = '\0';
+                trim(&value);
+                break;
+            }
+    }
+    *ret_key = key;
+    *ret_value = value;
+    return 0;
+}
+
+/* Set key of the current section to value, once per file. */
+static int ini_assign(srv_config *c, ini_reader *r, const char *key,
+                      const char *value, char *err, size_t errlen)
+{
+    if (!*r->section)
+        return ini_fail(r, err, errlen,
+                        "key '%s' is outside of any [section]", key);
+    int row = find_row(r->section, key);
+    if (row < 0)
+        return ini_fail(r, err, errlen, "unknown key '%s' in section [%s]",
+                        key, r->section);
+    if (r->first_line[row])
+        return ini_fail(r, err, errlen, "[%s] %s is set twice (first at "
+                        "line %d)", r->section, key, r->first_line[row]);
+    r->first_line[row] = (int)r->lineno;
+    char why[512];
+    int rc = set_row(c, &rows[row], value, why, sizeof(why));
+    if (rc == -ENOMEM)
+        return ho_errf(err, errlen, rc, "%s:%u: out of memory", r->path,
+                       r->lineno);
+    if (rc < 0)
+        return ini_fail(r, err, errlen, "[%s] %s: %s", r->section, key, why);
+    return 0;
+}
+
+/* One line of the file (its newline included). */
+static int ini_line(srv_config *c, ini_reader *r, char *line, char *err,
+                    size_t errlen)
+{
+    char *p = line;
+    trim(&p);
+    if (!*p || *p == '#' || *p == ';')
+        return 0;
+    if (*p == '[')
+        return ini_section(r, p, err, errlen);
+    char *key = NULL, *value = NULL;
+    int rc = ini_key_value(r, p, &key, &value, err, errlen);
+    if (rc == 0)
+        rc = ini_assign(c, r, key, value, err, errlen);
+    return rc;
+}
+
 int srv_config_load_file(srv_config *c, const char *path, char *err,
                          size_t errlen)
 {
     int rc = 0;
-    char *buf = NULL;
-    int first_line[N_ROWS] = {0};
     FILE *f = fopen(path, "r");
     if (!f) {
         rc = -errno;
         return ho_errf(err, errlen, rc, "%s: %s", path, strerror(errno));
     }
+    ini_reader *r = calloc(1, sizeof(*r));
+    char *buf = malloc(SRV_MAX_CONFIG_LINE + 2);
     struct stat st;
     if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
-        ho_errf(err, errlen, 0, "%s: is a directory", path);
-        rc = -EISDIR;
+        rc = ho_errf(err, errlen, -EISDIR, "%s: is a directory", path);
         goto out;
     }
-    buf = malloc(SRV_MAX_CONFIG_LINE + 2);
-    if (!buf) {
+    if (!r || !buf) {
         rc = -ENOMEM;
         goto out;
     }
-    char section[64] = "";
-    unsigned lineno = 0;
+    r->path = path;
     size_t total = 0;
-    while (fgets(buf, SRV_MAX_CONFIG_LINE + 2, f)) {
-        lineno++;
+    while (rc == 0 && fgets(buf, SRV_MAX_CONFIG_LINE + 2, f)) {
+        r->lineno++;
         size_t n = strlen(buf);
         total += n;
-        if (total > SRV_MAX_CONFIG_FILE) {
-            ho_errf(err, errlen, 0, "%s: file is larger than %u bytes", path,
-                 SRV_MAX_CONFIG_FILE);
-            rc = HO_E_BAD_CONFIG;
-            goto out;
-        }
-        if (n && buf[n - 1] != '\n' && !feof(f)) {
-            ho_errf(err, errlen, 0, "%s:%u: line is longer than %u bytes", path,
-                 lineno, SRV_MAX_CONFIG_LINE);
-            rc = HO_E_BAD_CONFIG;
-            goto out;
-        }
-        char *p = buf;
-        trim(&p);
-        if (!*p || *p == '#' || *p == ';')
-            continue;
-        if (*p == '[') {
-            char *end = strchr(p, ']');
-            char *tail = end ? end + 1 : NULL;
-            if (tail)
-                trim(&tail);
-            if (!end || (tail && *tail && *tail != '#' && *tail != ';')) {
-                ho_errf(err, errlen, 0, "%s:%u: malformed section header '%s'",
-                     path, lineno, p);
-                rc = HO_E_BAD_CONFIG;
-                goto out;
-            }
-            *end = '\0';
-            char *name = p + 1;
-            trim(&name);
-            if (!known_section(name)) {
-                ho_errf(err, errlen, 0, "%s:%u: unknown section [%s] (known: "
-                     "server, log, ddr, flash, devices, planning)", path,
-                     lineno, name);
-                rc = HO_E_BAD_CONFIG;
-                goto out;
-            }
-            snprintf(section, sizeof(section), "%s", name);
-            continue;
-        }
-        char *eq = strchr(p, '=');
-        if (!eq) {
-            ho_errf(err, errlen, 0, "%s:%u: expected 'key = value', got '%s'", path,
-                 lineno, p);
-            rc = HO_E_BAD_CONFIG;
-            goto out;
-        }
-        *eq = '\0';
-        char *key = p, *value = eq + 1;
-        trim(&key);
-        trim(&value);
-        if (*value == '"') {
-            char *close = strchr(value + 1, '"');
-            char *tail = close ? close + 1 : NULL;
-            if (tail)
-                trim(&tail);
-            if (!close || (*tail && *tail != '#' && *tail != ';')) {
-                ho_errf(err, errlen, 0, "%s:%u: unterminated quoted value for '%s'",
-                     path, lineno, key);
-                rc = HO_E_BAD_CONFIG;
-                goto out;
-            }
-            *close = '\0';
-            value++;
-        } else {
-            /* A comment after the value needs whitespace before it. */
-            for (char *q = value; *q; q++)
-                if ((*q == '#' || *q == ';') && q > value &&
-                    isspace((unsigned char)q[-1])) {
-                    *q = '\0';
-                    trim(&value);
-                    break;
-                }
-        }
-        if (!*section) {
-            ho_errf(err, errlen, 0, "%s:%u: key '%s' is outside of any [section]",
-                 path, lineno, key);
-            rc = HO_E_BAD_CONFIG;
-            goto out;
-        }
-        int row = find_row(section, key);
-        if (row < 0) {
-            ho_errf(err, errlen, 0, "%s:%u: unknown key '%s' in section [%s]", path,
-                 lineno, key, section);
-            rc = HO_E_BAD_CONFIG;
-            goto out;
-        }
-        if (first_line[row]) {
-            ho_errf(err, errlen, 0, "%s:%u: [%s] %s is set twice (first at line "
-                 "%d)", path, lineno, section, key, first_line[row]);
-            rc = HO_E_BAD_CONFIG;
-            goto out;
-        }
-        first_line[row] = (int)lineno;
-        char why[512];
-        rc = set_row(c, &rows[row], value, why, sizeof(why));
-        if (rc < 0) {
-            if (rc != -ENOMEM) {
-                ho_errf(err, errlen, 0, "%s:%u: [%s] %s: %s", path, lineno, section,
-                     key, why);
-                rc = HO_E_BAD_CONFIG;
-            } else {
-                ho_errf(err, errlen, 0, "%s:%u: out of memory", path, lineno);
-            }
-            goto out;
-        }
+        if (total > SRV_MAX_CONFIG_FILE)
+            rc = ho_errf(err, errlen, HO_E_BAD_CONFIG,
+                         "%s: file is larger than %u bytes", path,
+                         SRV_MAX_CONFIG_FILE);
+        else if (n && buf[n - 1] != '\n' && !feof(f))
+            rc = ini_fail(r, err, errlen, "line is longer than %u bytes",
+                          SRV_MAX_CONFIG_LINE);
+        else
+            rc = ini_line(c, r, buf, err, errlen);
     }
-    if (ferror(f)) {
-        rc = -EIO;
-        ho_errf(err, errlen, 0, "%s: read error", path);
-    }
+    if (rc == 0 && ferror(f))
+        rc = ho_errf(err, errlen, -EIO, "%s: read error", path);
 out:
+    free(r);
     free(buf);
     fclose(f);
     return rc;
@@ -820,82 +1006,118 @@ void srv_config_device_name(const srv_config *c, uint32_t i, char *buf,
         snprintf(buf, len, "emu%u", i);
 }
 
-int srv_config_validate(const srv_config *c, char *err, size_t errlen)
+/* [ddr]: alignment a power of two within the capacity; huge pages need
+ * both to be multiples of 2 MiB. */
+static int validate_ddr(const srv_config *c, char *err, size_t errlen)
 {
-    char a[64], b[64];
+    char a[64];
     if (c->ddr_alignment & (c->ddr_alignment - 1)) {
         size_text(c->ddr_alignment, a, sizeof(a));
-        return ho_errf(err, errlen, HO_E_BAD_CONFIG, "[ddr] alignment %s is not a power of two", a);
+        return ho_errf(err, errlen, HO_E_BAD_CONFIG,
+                       "[ddr] alignment %s is not a power of two", a);
     }
-    if (c->ddr_capacity < c->ddr_alignment) {
-        return ho_errf(err, errlen, HO_E_BAD_CONFIG, "[ddr] capacity is smaller than [ddr] alignment");
+    if (c->ddr_capacity < c->ddr_alignment)
+        return ho_errf(err, errlen, HO_E_BAD_CONFIG,
+                       "[ddr] capacity is smaller than [ddr] alignment");
+    if (!c->ddr_hugepages)
+        return 0;
+    if (c->ddr_alignment < 2 * MiB) {
+        size_text(c->ddr_alignment, a, sizeof(a));
+        return ho_errf(err, errlen, HO_E_BAD_CONFIG, "[ddr] hugepages = yes "
+                       "needs [ddr] alignment of at least 2M (it is %s)", a);
     }
-    if (c->ddr_hugepages) {
-        if (c->ddr_alignment < 2 * MiB) {
-            size_text(c->ddr_alignment, a, sizeof(a));
-            return ho_errf(err, errlen, HO_E_BAD_CONFIG, "[ddr] hugepages = yes needs [ddr] alignment of "
-                 "at least 2M (it is %s)", a);
-        }
-        if (c->ddr_capacity % (2 * MiB)) {
-            size_text(c->ddr_capacity, a, sizeof(a));
-            return ho_errf(err, errlen, HO_E_BAD_CONFIG, "[ddr] hugepages = yes needs [ddr] capacity to "
-                 "be a multiple of 2M (it is %s)", a);
-        }
+    if (c->ddr_capacity % (2 * MiB)) {
+        size_text(c->ddr_capacity, a, sizeof(a));
+        return ho_errf(err, errlen, HO_E_BAD_CONFIG, "[ddr] hugepages = yes "
+                       "needs [ddr] capacity to be a multiple of 2M (it is "
+                       "%s)", a);
     }
+    return 0;
+}
+
+/* [server] output above the frame size, a socket path that fits; [flash]
+ * paths distinct. */
+static int validate_server_flash(const srv_config *c, char *err,
+                                 size_t errlen)
+{
+    char a[64], b[64];
     if (c->max_output < c->max_frame) {
         size_text(c->max_output, a, sizeof(a));
         size_text(c->max_frame, b, sizeof(b));
-        return ho_errf(err, errlen, HO_E_BAD_CONFIG, "[server] max_output %s is below [server] max_frame "
-             "%s", a, b);
+        return ho_errf(err, errlen, HO_E_BAD_CONFIG, "[server] max_output %s "
+                       "is below [server] max_frame %s", a, b);
     }
-    if (strlen(c->socket) >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
-        return ho_errf(err, errlen, HO_E_BAD_CONFIG, "[server] socket path is too long");
-    }
+    if (strlen(c->socket) >= sizeof(((struct sockaddr_un *)0)->sun_path))
+        return ho_errf(err, errlen, HO_E_BAD_CONFIG,
+                       "[server] socket path is too long");
     for (uint32_t i = 0; i < c->n_flash; i++)
         for (uint32_t j = i + 1; j < c->n_flash; j++)
-            if (strcmp(c->flash_paths[i], c->flash_paths[j]) == 0) {
-                return ho_errf(err, errlen, HO_E_BAD_CONFIG, "[flash] paths lists '%s' twice",
-                     c->flash_paths[i]);
-            }
-    if (c->n_hbm_capacity != 1 && c->n_hbm_capacity != c->n_devices) {
-        return ho_errf(err, errlen, HO_E_BAD_CONFIG, "[devices] hbm_capacity has %u values but [devices] "
-             "count is %u (give one value for all or one per device)",
-             c->n_hbm_capacity, c->n_devices);
-    }
-    if (c->n_hbm_reserve != 1 && c->n_hbm_reserve != c->n_devices) {
-        return ho_errf(err, errlen, HO_E_BAD_CONFIG, "[devices] hbm_reserve has %u values but [devices] "
-             "count is %u (give one value for all or one per device)",
-             c->n_hbm_reserve, c->n_devices);
-    }
-    if (c->n_device_names != 0 && c->n_device_names != c->n_devices) {
-        return ho_errf(err, errlen, HO_E_BAD_CONFIG, "[devices] names has %u names but [devices] count "
-             "is %u", c->n_device_names, c->n_devices);
-    }
+            if (strcmp(c->flash_paths[i], c->flash_paths[j]) == 0)
+                return ho_errf(err, errlen, HO_E_BAD_CONFIG,
+                               "[flash] paths lists '%s' twice",
+                               c->flash_paths[i]);
+    return 0;
+}
+
+/* [devices]: list lengths matching the count, reserves below capacities,
+ * distinct names. */
+static int validate_devices(const srv_config *c, char *err, size_t errlen)
+{
+    char a[64], b[64];
+    if (c->n_hbm_capacity != 1 && c->n_hbm_capacity != c->n_devices)
+        return ho_errf(err, errlen, HO_E_BAD_CONFIG, "[devices] hbm_capacity "
+                       "has %u values but [devices] count is %u (give one "
+                       "value for all or one per device)", c->n_hbm_capacity,
+                       c->n_devices);
+    if (c->n_hbm_reserve != 1 && c->n_hbm_reserve != c->n_devices)
+        return ho_errf(err, errlen, HO_E_BAD_CONFIG, "[devices] hbm_reserve "
+                       "has %u values but [devices] count is %u (give one "
+                       "value for all or one per device)", c->n_hbm_reserve,
+                       c->n_devices);
+    if (c->n_device_names != 0 && c->n_device_names != c->n_devices)
+        return ho_errf(err, errlen, HO_E_BAD_CONFIG, "[devices] names has %u "
+                       "names but [devices] count is %u", c->n_device_names,
+                       c->n_devices);
     for (uint32_t i = 0; i < c->n_devices; i++) {
         uint64_t cap = srv_config_hbm_capacity(c, i);
         uint64_t res = srv_config_hbm_reserve(c, i);
         if (res >= cap) {
             size_text(res, a, sizeof(a));
             size_text(cap, b, sizeof(b));
-            return ho_errf(err, errlen, HO_E_BAD_CONFIG, "[devices] hbm_reserve %s of device %u is not "
-                 "below its hbm_capacity %s", a, i, b);
+            return ho_errf(err, errlen, HO_E_BAD_CONFIG, "[devices] "
+                           "hbm_reserve %s of device %u is not below its "
+                           "hbm_capacity %s", a, i, b);
         }
         for (uint32_t j = i + 1; j < c->n_device_names; j++)
-            if (strcmp(c->device_names[i], c->device_names[j]) == 0) {
-                return ho_errf(err, errlen, HO_E_BAD_CONFIG, "[devices] names lists '%s' twice",
-                     c->device_names[i]);
-            }
-    }
-    bool known = false;
-    for (size_t i = 0; i < sizeof(planner_names) / sizeof(planner_names[0]); i++)
-        if (strcmp(c->planner, planner_names[i]) == 0)
-            known = true;
-    if (!known) {
-        return ho_errf(err, errlen, HO_E_BAD_CONFIG, "[planning] planner '%s' is not one of hoplan, "
-             "none, seed-greedy, ms-distance, reactive-lru, oracle",
-             c->planner);
+            if (strcmp(c->device_names[i], c->device_names[j]) == 0)
+                return ho_errf(err, errlen, HO_E_BAD_CONFIG,
+                               "[devices] names lists '%s' twice",
+                               c->device_names[i]);
     }
     return 0;
+}
+
+static int validate_planner(const srv_config *c, char *err, size_t errlen)
+{
+    for (size_t i = 0; i < sizeof(planner_names) / sizeof(planner_names[0]);
+         i++)
+        if (strcmp(c->planner, planner_names[i]) == 0)
+            return 0;
+    return ho_errf(err, errlen, HO_E_BAD_CONFIG, "[planning] planner '%s' is "
+                   "not one of hoplan, none, seed-greedy, ms-distance, "
+                   "reactive-lru, oracle", c->planner);
+}
+
+int srv_config_validate(const srv_config *c, char *err, size_t errlen)
+{
+    int rc = validate_ddr(c, err, errlen);
+    if (rc == 0)
+        rc = validate_server_flash(c, err, errlen);
+    if (rc == 0)
+        rc = validate_devices(c, err, errlen);
+    if (rc == 0)
+        rc = validate_planner(c, err, errlen);
+    return rc;
 }
 
 /* ------------------------------------------------------------------ argv */
@@ -903,72 +1125,76 @@ int srv_config_validate(const srv_config *c, char *err, size_t errlen)
 static int find_flag(const char *name, size_t len)
 {
     for (int i = 0; i < N_ROWS; i++)
-        if (strlen(rows[i].flag) == len && strncmp(rows[i].flag, name, len) == 0)
+        if (strlen(rows[i].flag) == len &&
+            strncmp(rows[i].flag, name, len) == 0)
             return i;
     return -1;
 }
 
-int srv_cmdline_parse(int argc, char **argv, srv_cmdline *ret, char *err,
+int srv_cmdline_parse(int argc, char **argv, srv_cmdline *ret_cl, char *err,
                       size_t errlen)
 {
-    memset(ret, 0, sizeof(*ret));
+    srv_cmdline cl;
+    memset(&cl, 0, sizeof(cl));
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            ret->help = true;
+            cl.help = true;
             continue;
         }
         if (strcmp(a, "-V") == 0 || strcmp(a, "--version") == 0) {
-            ret->version = true;
+            cl.version = true;
             continue;
         }
         if (strcmp(a, "--check-config") == 0) {
-            ret->check_config = true;
+            cl.check_config = true;
             continue;
         }
         if (strcmp(a, "--print-config") == 0) {
-            ret->print_config = true;
+            cl.print_config = true;
             continue;
         }
-        if (strncmp(a, "--", 2) != 0 || !a[2]) {
-            return ho_errf(err, errlen, HO_E_BAD_CONFIG, "unexpected argument '%s' (see --help)", a);
-        }
+        if (strncmp(a, "--", 2) != 0 || !a[2])
+            return ho_errf(err, errlen, HO_E_BAD_CONFIG,
+                           "unexpected argument '%s' (see --help)", a);
         const char *name = a + 2;
         const char *eq = strchr(name, '=');
         size_t len = eq ? (size_t)(eq - name) : strlen(name);
         const char *value = eq ? eq + 1 : NULL;
         bool is_config = len == 6 && strncmp(name, "config", 6) == 0;
         int row = is_config ? -1 : find_flag(name, len);
-        if (!is_config && row < 0) {
-            return ho_errf(err, errlen, HO_E_BAD_CONFIG, "unknown option '--%.*s' (see --help)",
-                 (int)len, name);
-        }
+        if (!is_config && row < 0)
+            return ho_errf(err, errlen, HO_E_BAD_CONFIG,
+                           "unknown option '--%.*s' (see --help)", (int)len,
+                           name);
         if (!value) {
             bool is_bool = row >= 0 && rows[row].type == T_BOOL;
-            if (is_bool && (i + 1 >= argc || strncmp(argv[i + 1], "--", 2) == 0))
+            if (is_bool &&
+                (i + 1 >= argc || strncmp(argv[i + 1], "--", 2) == 0))
                 value = "yes";
             else if (i + 1 < argc)
                 value = argv[++i];
             else {
-                return ho_errf(err, errlen, HO_E_BAD_CONFIG, "option '%s' needs a value", a);
+                return ho_errf(err, errlen, HO_E_BAD_CONFIG,
+                               "option '%s' needs a value", a);
             }
         }
         if (is_config) {
-            if (!*value) {
-                return ho_errf(err, errlen, HO_E_BAD_CONFIG, "option '--config' needs a file name");
-            }
-            ret->config_path = value;
+            if (!*value)
+                return ho_errf(err, errlen, HO_E_BAD_CONFIG,
+                               "option '--config' needs a file name");
+            cl.config_path = value;
             continue;
         }
-        if (ret->n_settings >= (int)(sizeof(ret->settings) /
-                                     sizeof(ret->settings[0]))) {
+        if (cl.n_settings >= (int)(sizeof(cl.settings) /
+                                     sizeof(cl.settings[0])))
             return ho_errf(err, errlen, HO_E_BAD_CONFIG, "too many options");
-        }
-        ret->settings[ret->n_settings].row = row;
-        ret->settings[ret->n_settings].value = value;
-        ret->settings[ret->n_settings].flag = rows[row].flag;
-        ret->n_settings++;
+        cl.settings[cl.n_settings].row = row;
+        cl.settings[cl.n_settings].value = value;
+        cl.settings[cl.n_settings].flag = rows[row].flag;
+        cl.n_settings++;
     }
+    *ret_cl = cl;
     return 0;
 }
 
@@ -985,10 +1211,11 @@ static int absolute_flash_paths(srv_config *c, char *err, size_t errlen)
         const char *p = c->flash_paths[i];
         if (p[0] == '/')
             continue;
-        if (!have_cwd && !getcwd(cwd, sizeof(cwd))) {
-            return ho_errf(err, errlen, HO_E_BAD_CONFIG, "[flash] path '%s' is relative and the working "
-                 "directory is unknown: %s", p, strerror(errno));
-        }
+        if (!have_cwd && !getcwd(cwd, sizeof(cwd)))
+            return ho_errf(err, errlen, HO_E_BAD_CONFIG,
+                           "[flash] path '%s' is relative and the working "
+                           "directory is unknown: %s",
+                           p, strerror(errno));
         have_cwd = true;
         while (p[0] == '.' && p[1] == '/') {
             p += 2;
@@ -996,14 +1223,14 @@ static int absolute_flash_paths(srv_config *c, char *err, size_t errlen)
                 p++;
         }
         size_t need = strlen(cwd) + 1 + strlen(p) + 1;
-        if (need > PATH_MAX) {
-            return ho_errf(err, errlen, HO_E_BAD_CONFIG, "[flash] path '%s' is too long once made "
-                 "absolute", c->flash_paths[i]);
-        }
+        if (need > PATH_MAX)
+            return ho_errf(err, errlen, HO_E_BAD_CONFIG,
+                           "[flash] path '%s' is too long once made "
+                           "absolute",
+                           c->flash_paths[i]);
         char *abs = malloc(need);
-        if (!abs) {
+        if (!abs)
             return ho_errf(err, errlen, -ENOMEM, "out of memory");
-        }
         size_t cl = strlen(cwd), pl = strlen(p);
         memcpy(abs, cwd, cl);
         if (cl == 0 || cwd[cl - 1] != '/')
@@ -1015,14 +1242,13 @@ static int absolute_flash_paths(srv_config *c, char *err, size_t errlen)
     return 0;
 }
 
-int srv_config_build(const srv_cmdline *cl, srv_config *ret, char *err,
+int srv_config_build(const srv_cmdline *cl, srv_config *ret_cfg, char *err,
                      size_t errlen)
 {
     srv_config c;
     int rc = srv_config_init(&c);
-    if (rc < 0) {
+    if (rc < 0)
         return ho_errf(err, errlen, rc, "out of memory");
-    }
     if (cl->config_path) {
         rc = srv_config_load_file(&c, cl->config_path, err, errlen);
         if (rc < 0)
@@ -1049,7 +1275,7 @@ int srv_config_build(const srv_cmdline *cl, srv_config *ret, char *err,
     rc = srv_config_validate(&c, err, errlen);
     if (rc < 0)
         goto fail;
-    *ret = c;
+    *ret_cfg = c;
     return 0;
 fail:
     srv_config_done(&c);
@@ -1130,9 +1356,12 @@ void srv_config_write_help(const char *prog, FILE *out)
     for (int i = 0; i < N_ROWS; i++) {
         const cfg_row *r = &rows[i];
         char opt[64], bounds[160];
+        if (r->flags & HIDDEN)
+            continue;
         snprintf(opt, sizeof(opt), "--%s %s", r->flag, type_word(r->type));
         bounds_line(r, bounds, sizeof(bounds));
-        fprintf(out, "  %-34s %s%s\n", opt, r->runtime ? "* " : "  ", r->help);
+        fprintf(out, "  %-34s %s%s\n", opt, (r->flags & RELOAD) ? "* " : "  ",
+                r->help);
         fprintf(out, "  %-34s   [%s] %s, default '%s'%s%s\n", "", r->section,
                 r->key, r->def, bounds[0] ? ", " : "", bounds);
     }
@@ -1146,17 +1375,20 @@ void srv_config_write_ini(const srv_config *c, bool commented, FILE *out)
                  "# Settings marked 'reload' are applied on SIGHUP, the "
                  "others need a restart.\n");
     for (int s = 0; s < N_SECTIONS; s++) {
-        fprintf(out, "\n[%s]\n", sections[s]);
+        bool header = false;
         for (int i = 0; i < N_ROWS; i++) {
             const cfg_row *r = &rows[i];
-            if (strcmp(r->section, sections[s]) != 0)
+            if (strcmp(r->section, sections[s]) != 0 || (r->flags & HIDDEN))
                 continue;
+            if (!header)
+                fprintf(out, "\n[%s]\n", sections[s]);
+            header = true;
             char bounds[160], val[SRV_MAX_FLASH * 256];
             bounds_line(r, bounds, sizeof(bounds));
             srv_config_format(c, i, val, sizeof(val));
             fprintf(out, "# %s.\n# flag --%s%s%s; %s\n", r->help, r->flag,
                     bounds[0] ? "; range " : "", bounds,
-                    r->runtime ? "reload" : "restart");
+                    (r->flags & RELOAD) ? "reload" : "restart");
             fprintf(out, "%s%s = %s\n", commented ? "#" : "", r->key, val);
         }
     }

@@ -1,11 +1,15 @@
 /*
  * daemon/config.h - hyperoffloadd's settings.
  *
- * Every setting is one row of a table (config.c): section, key, flag, type,
+ * Every setting is one row of a table (config.c), built by a macro per
+ * type (SIZE_ROW, U32_ROW, BOOL_ROW, ...): section, key, flag, field,
  * bounds, default (as text, parsed by the same code as a file value),
- * whether a running daemon can apply a new value on SIGHUP, and a help
- * sentence.  The help text (--help), the example config and the docs are
- * generated from / checked against that table.
+ * whether a running daemon can apply a new value on SIGHUP, whether the
+ * row is hidden, and a help sentence.  The help text (--help), the example
+ * config and the docs are generated from / checked against that table.
+ * Hidden rows ([debug]: knobs for measurements) are settable in a file
+ * and as flags like any other but are left out of --help, the example
+ * config and --print-config.
  *
  * Sources, later ones win: the embedded defaults, the INI file given with
  * --config, then the command-line flags.  A setting given twice in the same
@@ -29,13 +33,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "daemon/srv_limits.h"
 #include "hyperoffload/size.h"
-
-#define SRV_MAX_FLASH 16        /* flash paths */
-#define SRV_MAX_DEVICES 64      /* emulated / real devices */
-#define SRV_DEVICE_NAME 32      /* bytes incl. NUL (tier_hbm_device.name) */
-#define SRV_MAX_CONFIG_FILE (1u << 20) /* bytes of a config file */
-#define SRV_MAX_CONFIG_LINE 4096
 
 typedef struct srv_config {
     /* [server] */
@@ -73,6 +72,9 @@ typedef struct srv_config {
     /* [planning] */
     char *planner;                /* owned */
     uint32_t plan_cache;          /* entries */
+    /* [debug]: hidden rows, for measurements */
+    bool debug_spill_via_fd;      /* spills write through the memfd */
+    uint32_t debug_move_parts;    /* 0, or parts per move below the max */
 
     char *config_path;            /* owned; NULL: embedded default */
 } srv_config;
@@ -89,7 +91,7 @@ typedef struct srv_cmdline {
         int row;                  /* index in the table */
         const char *value;        /* points into argv */
         const char *flag;         /* as written, for messages */
-    } settings[128];
+    } settings[SRV_CMDLINE_SETTINGS_MAX];
 } srv_cmdline;
 
 /* Fill *c with the embedded defaults.  0 or -ENOMEM (then *c holds no
@@ -124,17 +126,17 @@ int srv_config_validate(const srv_config *c, char *err, size_t errlen);
  * "--flag VALUE" or "--flag=VALUE" (booleans also bare "--flag"), and
  * --config FILE, --check-config, --print-config, --help, --version.
  * Unknown flags, missing values and stray arguments are HO_E_BAD_CONFIG
- * with err.  Values are not parsed here (srv_config_build does). */
-int srv_cmdline_parse(int argc, char **argv, srv_cmdline *ret, char *err,
+ * with err (*ret_cl untouched).  Values are not parsed here
+ * (srv_config_build does). */
+int srv_cmdline_parse(int argc, char **argv, srv_cmdline *ret_cl, char *err,
                       size_t errlen);
 
 /* Build the effective config: defaults, then cl->config_path (if any),
  * then cl's settings; relative flash paths are made absolute (relative to
  * the working directory, leading "./" dropped); then srv_config_validate().
- * On success *ret is set
- * (release with srv_config_done) and 0 is returned; on failure *ret holds
- * nothing and err says why. */
-int srv_config_build(const srv_cmdline *cl, srv_config *ret, char *err,
+ * On success *ret_cfg is set (release with srv_config_done) and 0 is
+ * returned; on failure *ret_cfg is untouched and err says why. */
+int srv_config_build(const srv_cmdline *cl, srv_config *ret_cfg, char *err,
                      size_t errlen);
 
 /* Number of rows and their names ("ddr.capacity"). */
@@ -142,6 +144,8 @@ int srv_config_rows(void);
 const char *srv_config_row_name(int row);
 const char *srv_config_row_flag(int row);
 bool srv_config_row_runtime(int row);
+/* A debug knob left out of the help and the generated config. */
+bool srv_config_row_hidden(int row);
 const char *srv_config_row_help(int row);
 /* Value type word ("SIZE", "N", "BOOL", ...) and range ("4M..64T", "" when
  * unbounded) of a row, for documentation. */
@@ -157,12 +161,13 @@ void srv_config_format(const srv_config *c, int row, char *buf, size_t len);
  * settings at their running value on reload).  0 or -ENOMEM. */
 int srv_config_copy_row(srv_config *dst, const srv_config *src, int row);
 
-/* Write c as an INI file (every setting with its help as a comment; with
- * `commented` every assignment is commented out, which is the form of the
- * example config). */
+/* Write c as an INI file (every setting but the hidden ones, with its help
+ * as a comment; with `commented` every assignment is commented out, which
+ * is the form of the example config). */
 void srv_config_write_ini(const srv_config *c, bool commented, FILE *out);
 
-/* Write the --help text (usage + one line per setting from the table). */
+/* Write the --help text (usage + one line per setting from the table,
+ * hidden rows left out). */
 void srv_config_write_help(const char *prog, FILE *out);
 
 /* Sizes in settings and messages follow hyperoffload/size.h

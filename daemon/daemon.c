@@ -1,93 +1,29 @@
 /*
  * daemon/daemon.c - startup (state dir, quotas, tiers, socket), signals
- * (SIGTERM/SIGINT drain, SIGHUP reload) and teardown.
+ * (SIGTERM/SIGINT drain, SIGHUP reload) and teardown (see daemon.h).
  */
-#include "hyperoffload/version.h"
 #include "daemon/daemon.h"
 
+#include "hyperoffload/version.h"
+
 #include <errno.h>
-#include <grp.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "daemon/connection.h"
+#include "daemon/dirs.h"
 #include "daemon/log.h"
-
-/* ------------------------------------------------------------ helpers */
-
-static int mkdir_p(const char *path, mode_t mode)
-{
-    char dir[PATH_MAX];
-    if (snprintf(dir, sizeof(dir), "%s", path) >= (int)sizeof(dir))
-        return -ENAMETOOLONG;
-    for (char *p = dir + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        /* Parents stay traversable: the socket may live beside. */
-        if (mkdir(dir, 0755) < 0 && errno != EEXIST)
-            return -errno;
-        *p = '/';
-    }
-    if (mkdir(dir, mode) < 0 && errno != EEXIST)
-        return -errno;
-    return 0;
-}
-
-static int mkdir_parent(const char *path, mode_t mode)
-{
-    char dir[PATH_MAX];
-    snprintf(dir, sizeof(dir), "%s", path);
-    char *slash = strrchr(dir, '/');
-    if (!slash || slash == dir)
-        return 0;
-    *slash = '\0';
-    return mkdir_p(dir, mode);
-}
-
-void srv_daemon_resolve_admin_group(srv_daemon *d)
-{
-    d->admin_gid_valid = false;
-    const char *name = d->cfg.admin_group;
-    if (!name || !*name)
-        return;
-    struct group gr, *res = NULL;
-    char buf[16384];
-    int rc = getgrnam_r(name, &gr, buf, sizeof(buf), &res);
-    if (rc != 0 || !res) {
-        srv_warn("admin group '%s' does not exist: only root is admin", name);
-        return;
-    }
-    d->admin_gid = res->gr_gid;
-    d->admin_gid_valid = true;
-}
-
-bool srv_daemon_is_admin(srv_daemon *d, uid_t uid, gid_t gid)
-{
-    if (uid == 0)
-        return true;
-    if (!d->admin_gid_valid)
-        return false;
-    if (gid == d->admin_gid)
-        return true;
-    struct passwd pw, *res = NULL;
-    char buf[16384];
-    if (getpwuid_r(uid, &pw, buf, sizeof(buf), &res) != 0 || !res)
-        return false;
-    gid_t groups[256];
-    int n = (int)(sizeof(groups) / sizeof(groups[0]));
-    if (getgrouplist(res->pw_name, res->pw_gid, groups, &n) < 0)
-        n = (int)(sizeof(groups) / sizeof(groups[0])); /* first 256 */
-    for (int i = 0; i < n; i++)
-        if (groups[i] == d->admin_gid)
-            return true;
-    return false;
-}
+#include "daemon/mover.h"
+#include "daemon/notify.h"
+#include "daemon/planning.h"
+#include "daemon/server.h"
+#include "daemon/staging.h"
+#include "proto/errfmt.h"
 
 /* ------------------------------------------------------------ shutdown */
 
@@ -122,12 +58,6 @@ static void on_drain_timeout(uv_timer_t *t)
     _exit(1);
 }
 
-void srv_daemon_work_done(srv_daemon *d)
-{
-    d->works_in_flight--;
-    if (d->draining && d->works_in_flight == 0)
-        finish(d);
-}
 
 static void begin_drain(srv_daemon *d, const char *why)
 {
@@ -154,58 +84,69 @@ static void begin_drain(srv_daemon *d, const char *why)
 
 /* ------------------------------------------------------------ reload */
 
-static void reload(srv_daemon *d)
+/* Compare the running config with the new one, row by row: a changed
+ * runtime row counts as applied, a changed restart-only row is logged and
+ * kept at its running value in nc.  -ENOMEM when a row cannot be kept. */
+static int reload_rows(srv_daemon *d, srv_config *nc, int *ret_changed,
+                       int *ret_restart)
 {
-    char err[1024];
-    srv_config nc;
-    srv_notify_reloading(true);
-    if (!d->cmdline.config_path) {
-        srv_notice("SIGHUP: no config file (embedded default and flags); "
-                   "nothing to reload");
-        srv_notify_reloading(false);
-        return;
-    }
-    int rc = srv_config_build(&d->cmdline, &nc, err, sizeof(err));
-    if (rc < 0) {
-        srv_err("SIGHUP: reload failed, keeping the running configuration: "
-                "%s", err);
-        srv_notify_reloading(false);
-        return;
-    }
     int changed = 0, restart = 0;
     for (int i = 0; i < srv_config_rows(); i++) {
         char oldv[4096], newv[4096];
         srv_config_format(&d->cfg, i, oldv, sizeof(oldv));
-        srv_config_format(&nc, i, newv, sizeof(newv));
+        srv_config_format(nc, i, newv, sizeof(newv));
         if (strcmp(oldv, newv) == 0)
             continue;
         if (srv_config_row_runtime(i)) {
             srv_notice("SIGHUP: %s changed from '%s' to '%s'",
                        srv_config_row_name(i), oldv, newv);
             changed++;
-        } else {
-            srv_warn("SIGHUP: %s changed from '%s' to '%s': needs a restart; "
-                     "keeping '%s'", srv_config_row_name(i), oldv, newv, oldv);
-            if (srv_config_copy_row(&nc, &d->cfg, i) < 0) {
-                srv_err("SIGHUP: out of memory; keeping the running "
-                        "configuration");
-                srv_config_done(&nc);
-                srv_notify_reloading(false);
-                return;
-            }
-            restart++;
+            continue;
         }
+        srv_warn("SIGHUP: %s changed from '%s' to '%s': needs a restart; "
+                 "keeping '%s'", srv_config_row_name(i), oldv, newv, oldv);
+        if (srv_config_copy_row(nc, &d->cfg, i) < 0)
+            return -ENOMEM;
+        restart++;
     }
+    *ret_changed = changed;
+    *ret_restart = restart;
+    return 0;
+}
+
+/* Make nc the running config and apply what changes at runtime. */
+static void reload_apply(srv_daemon *d, srv_config *nc)
+{
     srv_config old = d->cfg;
-    d->cfg = nc;
+    d->cfg = *nc;
     srv_config_done(&old);
     srv_log_set_level(d->cfg.log_level);
-    srv_daemon_resolve_admin_group(d);
+    srv_server_resolve_admin_group(d);
     srv_planning_configure(d->planning, d->cfg.plan_cache);
     srv_notify_apply(d);
-    srv_notice("SIGHUP: configuration reloaded from %s: %d setting(s) "
-               "applied, %d need a restart", d->cfg.config_path, changed,
-               restart);
+}
+
+static void reload(srv_daemon *d)
+{
+    char err[1024];
+    srv_config nc;
+    int changed = 0, restart = 0;
+    srv_notify_reloading(true);
+    if (!d->cmdline.config_path) {
+        srv_notice("SIGHUP: no config file (embedded default and flags); "
+                   "nothing to reload");
+    } else if (srv_config_build(&d->cmdline, &nc, err, sizeof(err)) < 0) {
+        srv_err("SIGHUP: reload failed, keeping the running configuration: "
+                "%s", err);
+    } else if (reload_rows(d, &nc, &changed, &restart) < 0) {
+        srv_err("SIGHUP: out of memory; keeping the running configuration");
+        srv_config_done(&nc);
+    } else {
+        reload_apply(d, &nc);
+        srv_notice("SIGHUP: configuration reloaded from %s: %d setting(s) "
+                   "applied, %d need a restart", d->cfg.config_path, changed,
+                   restart);
+    }
     srv_notify_reloading(false);
 }
 
@@ -220,9 +161,9 @@ static void on_signal(uv_signal_t *s, int signum)
 
 /* ------------------------------------------------------------ startup */
 
-static int open_tiers(srv_daemon *d, char *err, size_t errlen)
+static int open_ddr(srv_daemon *d, char *err, size_t errlen)
 {
-    char why[512], a[32];
+    char why[512] = "", a[32];
     const srv_config *c = &d->cfg;
     /* An arena's offset space covers what its owner may hold in DDR and
      * on flash together: host copies staged to flash keep their offsets,
@@ -240,14 +181,11 @@ static int open_tiers(srv_daemon *d, char *err, size_t errlen)
         .hugepages = c->ddr_hugepages,
         .arena_space = space,
     };
-    why[0] = '\0';
     int rc = tier_ddr_new(&dc, &d->ddr, why, sizeof(why));
-    if (rc < 0) {
-        snprintf(err, errlen, "DDR pool of %s: %s",
-                 ho_size_format(c->ddr_capacity, a, sizeof(a)),
-                 why[0] ? why : ho_strerror(rc));
-        return rc;
-    }
+    if (rc < 0)
+        return ho_errf(err, errlen, rc, "DDR pool of %s: %s",
+                       ho_size_format(c->ddr_capacity, a, sizeof(a)),
+                       why[0] ? why : ho_strerror(rc));
     tier_ddr_stats ds;
     tier_ddr_stats_get(d->ddr, &ds);
     srv_info("DDR pool: %s, alignment %" PRIu64 "%s%s",
@@ -255,34 +193,39 @@ static int open_tiers(srv_daemon *d, char *err, size_t errlen)
              ds.detail[0] ? ", " : "", ds.detail);
     if (c->ddr_lock && !ds.locked)
         srv_warn("DDR pool pages are not locked: %s", ds.detail);
+    return 0;
+}
 
-    for (uint32_t i = 0; i < c->n_flash; i++) {
-        rc = mkdir_parent(c->flash_paths[i], 0750);
-        if (rc < 0) {
-            snprintf(err, errlen, "cannot create the directory of flash "
-                     "file %s: %s", c->flash_paths[i], strerror(-rc));
-            return rc;
-        }
-        tier_flash_config fc = {.path = c->flash_paths[i],
-                                .capacity = c->flash_capacity,
-                                .direct = c->flash_direct};
-        why[0] = '\0';
-        rc = tier_flash_open(&fc, &d->flash[i], why, sizeof(why));
-        if (rc < 0) {
-            snprintf(err, errlen, "flash file %s: %s", c->flash_paths[i],
-                     why[0] ? why : ho_strerror(rc));
-            return rc;
-        }
-        d->n_flash = i + 1;
-        tier_flash_stats fs;
-        tier_flash_stats_get(d->flash[i], &fs);
-        srv_info("flash %s: %s, %s", c->flash_paths[i],
-                 ho_size_format(fs.capacity, a, sizeof(a)), fs.detail);
-        if (c->flash_direct && !fs.direct_io)
-            srv_notice("flash %s uses buffered I/O: %s", c->flash_paths[i],
-                       fs.detail);
-    }
+/* Flash file i (its directory created first); d->n_flash counts it. */
+static int open_flash(srv_daemon *d, uint32_t i, char *err, size_t errlen)
+{
+    char why[512] = "", a[32];
+    const srv_config *c = &d->cfg;
+    const char *path = c->flash_paths[i];
+    int rc = srv_mkdir_parent(path, 0750);
+    if (rc < 0)
+        return ho_errf(err, errlen, rc, "cannot create the directory of "
+                       "flash file %s: %s", path, strerror(-rc));
+    tier_flash_config fc = {.path = path,
+                            .capacity = c->flash_capacity,
+                            .direct = c->flash_direct};
+    rc = tier_flash_open(&fc, &d->flash[i], why, sizeof(why));
+    if (rc < 0)
+        return ho_errf(err, errlen, rc, "flash file %s: %s", path,
+                       why[0] ? why : ho_strerror(rc));
+    d->n_flash = i + 1;
+    tier_flash_stats fs;
+    tier_flash_stats_get(d->flash[i], &fs);
+    srv_info("flash %s: %s, %s", path,
+             ho_size_format(fs.capacity, a, sizeof(a)), fs.detail);
+    if (c->flash_direct && !fs.direct_io)
+        srv_notice("flash %s uses buffered I/O: %s", path, fs.detail);
+    return 0;
+}
 
+static int open_hbm(srv_daemon *d, char *err, size_t errlen)
+{
+    const srv_config *c = &d->cfg;
     tier_hbm_device devs[SRV_MAX_DEVICES];
     memset(devs, 0, sizeof(devs));
     for (uint32_t i = 0; i < c->n_devices; i++) {
@@ -291,12 +234,10 @@ static int open_tiers(srv_daemon *d, char *err, size_t errlen)
         devs[i].reserve = srv_config_hbm_reserve(c, i);
     }
     d->hbm = tier_hbm_new(devs, c->n_devices);
-    if (!d->hbm) {
-        snprintf(err, errlen, "cannot create the HBM table");
-        return -ENOMEM;
-    }
+    if (!d->hbm)
+        return ho_errf(err, errlen, -ENOMEM, "cannot create the HBM table");
     for (uint32_t i = 0; i < c->n_devices; i++) {
-        char b[32];
+        char a[32], b[32];
         srv_info("device %u (%s): HBM %s, reserve %s", i, devs[i].name,
                  ho_size_format(devs[i].capacity, a, sizeof(a)),
                  ho_size_format(devs[i].reserve, b, sizeof(b)));
@@ -304,35 +245,23 @@ static int open_tiers(srv_daemon *d, char *err, size_t errlen)
     return 0;
 }
 
-int srv_daemon_new(srv_config *cfg, const srv_cmdline *cl, srv_daemon **ret,
-                   char *err, size_t errlen)
+static int open_tiers(srv_daemon *d, char *err, size_t errlen)
 {
-    char path[PATH_MAX + 16];
-    srv_daemon *d = calloc(1, sizeof(*d));
-    if (!d) {
-        snprintf(err, errlen, "out of memory");
-        srv_config_done(cfg);
-        return -ENOMEM;
-    }
-    d->cfg = *cfg;
-    memset(cfg, 0, sizeof(*cfg));
-    d->cmdline = *cl;
-    d->flash_read_gbps = SRV_FLASH_READ_GBPS;
-    d->flash_write_gbps = SRV_FLASH_WRITE_GBPS;
-    const char *via_fd = getenv("HO_SPILL_VIA_FD");
-    srv_move_spill_via_fd = via_fd && strcmp(via_fd, "1") == 0;
-    const char *parts = getenv("HO_MOVE_PARTS");
-    if (parts && atoi(parts) > 0 && atoi(parts) <= SRV_MOVE_PARTS_MAX)
-        srv_move_parts_max = (uint32_t)atoi(parts);
-    srv_idmap_init(&d->conn_ids);
-    srv_idmap_init(&d->extents);
+    int rc = open_ddr(d, err, errlen);
+    for (uint32_t i = 0; rc == 0 && i < d->cfg.n_flash; i++)
+        rc = open_flash(d, i, err, errlen);
+    if (rc == 0)
+        rc = open_hbm(d, err, errlen);
+    return rc;
+}
+
+/* The loop and its daemon-wide handles (signals, timers). */
+static int init_loop(srv_daemon *d, char *err, size_t errlen)
+{
     int rc = uv_loop_init(&d->loop);
-    if (rc < 0) {
-        snprintf(err, errlen, "uv_loop_init: %s", uv_strerror(rc));
-        srv_config_done(&d->cfg);
-        free(d);
-        return HO_E_INTERNAL;
-    }
+    if (rc < 0)
+        return ho_errf(err, errlen, HO_E_INTERNAL, "uv_loop_init: %s",
+                       uv_strerror(rc));
     d->loop.data = d;
     uv_signal_init(&d->loop, &d->sig_term);
     uv_signal_init(&d->loop, &d->sig_int);
@@ -343,35 +272,63 @@ int srv_daemon_new(srv_config *cfg, const srv_cmdline *cl, srv_daemon **ret,
     d->sig_term.data = d->sig_int.data = d->sig_hup.data = d;
     d->drain_timer.data = d->status_timer.data = d->watchdog_timer.data = d;
     d->start_ms = uv_now(&d->loop);
+    return 0;
+}
 
-    srv_info("hyperoffloadd %s starting (pid %d, config %s)", HO_VERSION_STRING,
-             (int)getpid(),
-             d->cfg.config_path ? d->cfg.config_path : "embedded default");
-    srv_daemon_resolve_admin_group(d);
-
-    rc = mkdir_p(d->cfg.state_dir, 0750);
-    if (rc < 0) {
-        snprintf(err, errlen, "cannot create state directory %s: %s",
-                 d->cfg.state_dir, strerror(-rc));
-        goto fail;
-    }
+/* The state directory and the quota store in it. */
+static int open_state(srv_daemon *d, char *err, size_t errlen)
+{
+    char path[PATH_MAX + 16];
+    int rc = srv_mkdir_p(d->cfg.state_dir, 0750);
+    if (rc < 0)
+        return ho_errf(err, errlen, rc, "cannot create state directory %s: "
+                       "%s", d->cfg.state_dir, strerror(-rc));
     snprintf(path, sizeof(path), "%s/quotas", d->cfg.state_dir);
     rc = srv_quota_open(path, &d->quota, err, errlen);
     if (rc < 0)
-        goto fail;
+        return rc;
     srv_info("quotas: %zu entries from %s", srv_quota_count(d->quota), path);
+    return 0;
+}
 
-    rc = open_tiers(d, err, errlen);
+int srv_daemon_new(srv_config *cfg, const srv_cmdline *cl,
+                   srv_daemon **ret_d, char *err, size_t errlen)
+{
+    srv_daemon *d = calloc(1, sizeof(*d));
+    if (!d) {
+        srv_config_done(cfg);
+        return ho_errf(err, errlen, -ENOMEM, "out of memory");
+    }
+    d->cfg = *cfg;
+    memset(cfg, 0, sizeof(*cfg));
+    d->cmdline = *cl;
+    d->on_session_drop = srv_stage_session_gone;
+    d->on_works_drained = finish;
+    d->flash_read_gbps = SRV_FLASH_READ_GBPS;
+    d->flash_write_gbps = SRV_FLASH_WRITE_GBPS;
+    srv_idmap_init(&d->conn_ids);
+    srv_idmap_init(&d->extents);
+    int rc = init_loop(d, err, errlen);
+    if (rc < 0) {
+        srv_config_done(&d->cfg);
+        free(d);
+        return rc;
+    }
+    srv_info("hyperoffloadd %s starting (pid %d, config %s)",
+             HO_VERSION_STRING, (int)getpid(),
+             d->cfg.config_path ? d->cfg.config_path : "embedded default");
+    srv_server_resolve_admin_group(d);
+    rc = open_state(d, err, errlen);
+    if (rc == 0)
+        rc = open_tiers(d, err, errlen);
+    if (rc == 0)
+        rc = srv_planning_new(d, srv_stage_remember_plan, &d->planning, err,
+                              errlen);
     if (rc < 0)
         goto fail;
-    rc = srv_planning_new(d, &d->planning, err, errlen);
-    if (rc < 0)
-        goto fail;
-
     uv_signal_start(&d->sig_term, on_signal, SIGTERM);
     uv_signal_start(&d->sig_int, on_signal, SIGINT);
     uv_signal_start(&d->sig_hup, on_signal, SIGHUP);
-
     /* Last: clients only connect once everything behind the socket is. */
     rc = srv_server_listen(d, err, errlen);
     if (rc < 0)
@@ -380,7 +337,7 @@ int srv_daemon_new(srv_config *cfg, const srv_cmdline *cl, srv_daemon **ret,
     srv_notify_ready(d);
     srv_notice("ready: %u devices, %u flash file(s), %s", d->cfg.n_devices,
                d->n_flash, d->socket_path);
-    *ret = d;
+    *ret_d = d;
     return 0;
 fail:
     srv_daemon_free(d);

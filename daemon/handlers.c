@@ -1,10 +1,5 @@
-/*
- * daemon/handlers.c - requests of a READY connection: dispatch, register,
- * alloc, free, move, stats.  Validation and state changes live in
- * session.c; this file turns protobuf requests into calls and results
- * into replies.
- */
-#include "daemon/daemon.h"
+/* daemon/handlers.c - Register, Alloc, Free, Move, Stats (see handlers.h). */
+#include "daemon/handlers.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -12,32 +7,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "daemon/connection.h"
 #include "daemon/log.h"
+#include "daemon/sessions.h"
 
-static bool need_session(srv_conn *c, uint64_t rid, const char *what)
+void srv_handle_register(srv_daemon *d, srv_conn *c, uint64_t rid,
+                         const Hyperoffload__RegisterRequest *req)
 {
-    if (c->session)
-        return true;
-    srv_reply_error(c, rid, HO_E_NOT_REGISTERED,
-                    "%s needs a registered session (send RegisterRequest "
-                    "first)", what);
-    return false;
-}
-
-static void handle_register(srv_daemon *d, srv_conn *c, uint64_t rid,
-                            const Hyperoffload__RegisterRequest *req)
-{
-    srv_errbuf e;
+    char err[SRV_ERR_MAX];
     srv_session *s = NULL;
-    int rc = srv_session_register(d, c, req, &s, &e);
+    int rc = srv_session_register(d, c, req, &s, err, sizeof(err));
     if (rc < 0) {
-        srv_reply_error(c, rid, rc, "%s", e.msg);
+        srv_reply_error(c, rid, rc, "%s", err);
         return;
     }
     tier_ddr_stats st;
     tier_ddr_stats_get(d->ddr, &st);
     tier_arena *a = s->arena->arena;
-    Hyperoffload__Envelope env = HYPEROFFLOAD__ENVELOPE__INIT;
     Hyperoffload__RegisterReply rr = HYPEROFFLOAD__REGISTER_REPLY__INIT;
     Hyperoffload__ArenaInfo ai = HYPEROFFLOAD__ARENA_INFO__INIT;
     ai.arena_id = tier_arena_id(a);
@@ -50,59 +36,50 @@ static void handle_register(srv_daemon *d, srv_conn *c, uint64_t rid,
     rr.hbm_granted = s->hbm_granted;
     rr.arena = &ai;
     rr.ddr_alignment = d->cfg.ddr_alignment;
-    env.request_id = rid;
-    env.body_case = HYPEROFFLOAD__ENVELOPE__BODY_REGISTER_REPLY;
-    env.register_reply = &rr;
-    srv_conn_send(c, &env, tier_arena_fd(a));
+    int fd = tier_arena_fd(a);
+    srv_conn_reply(c, rid, HYPEROFFLOAD__ENVELOPE__BODY_REGISTER_REPLY, &rr,
+                   &fd, fd >= 0 ? 1 : 0);
 }
 
-static void handle_alloc(srv_daemon *d, srv_conn *c, uint64_t rid,
-                         const Hyperoffload__AllocRequest *req)
+void srv_handle_alloc(srv_daemon *d, srv_conn *c, uint64_t rid,
+                      const Hyperoffload__AllocRequest *req)
 {
-    if (!need_session(c, rid, "alloc"))
-        return;
-    srv_errbuf e;
+    char err[SRV_ERR_MAX];
     srv_extent *x = NULL;
-    int rc = srv_extent_alloc(d, c->session, req->bytes, &x, &e);
+    int rc = srv_extent_alloc(d, c->session, req->bytes, &x, err, sizeof(err));
     if (rc < 0) {
-        srv_reply_error(c, rid, rc, "%s", e.msg);
+        srv_reply_error(c, rid, rc, "%s", err);
         return;
     }
-    Hyperoffload__Envelope env = HYPEROFFLOAD__ENVELOPE__INIT;
     Hyperoffload__AllocReply ar = HYPEROFFLOAD__ALLOC_REPLY__INIT;
     ar.extent_id = x->id;
     ar.arena_id = tier_arena_id(x->arena->arena);
     ar.offset = x->off;
     ar.length = x->len;
-    env.request_id = rid;
-    env.body_case = HYPEROFFLOAD__ENVELOPE__BODY_ALLOC_REPLY;
-    env.alloc_reply = &ar;
-    srv_conn_send(c, &env, -1);
+    srv_conn_reply(c, rid, HYPEROFFLOAD__ENVELOPE__BODY_ALLOC_REPLY, &ar, NULL,
+                   0);
 }
 
-static void handle_free(srv_daemon *d, srv_conn *c, uint64_t rid,
-                        const Hyperoffload__FreeRequest *req)
+void srv_handle_free_request(srv_daemon *d, srv_conn *c, uint64_t rid,
+                             const Hyperoffload__FreeRequest *req)
 {
-    if (!need_session(c, rid, "free"))
-        return;
-    srv_errbuf e;
-    int rc = srv_extent_free(d, c->session, req->extent_id, rid, &e);
+    char err[SRV_ERR_MAX];
+    int rc = srv_extent_free_by_id(d, c->session, req->extent_id, rid, err,
+                                   sizeof(err));
     if (rc < 0)
-        srv_reply_error(c, rid, rc, "%s", e.msg);
+        srv_reply_error(c, rid, rc, "%s", err);
     else if (rc == 0)
         srv_reply_ok(c, rid);
 }
 
-static void handle_move(srv_daemon *d, srv_conn *c, uint64_t rid,
-                        const Hyperoffload__MoveRequest *req)
+void srv_handle_move(srv_daemon *d, srv_conn *c, uint64_t rid,
+                     const Hyperoffload__MoveRequest *req)
 {
-    if (!need_session(c, rid, "move"))
-        return;
-    srv_errbuf e;
+    char err[SRV_ERR_MAX];
     int rc = srv_extent_move(d, c->session, req->extent_id,
-                             (int)req->direction, rid, &e);
+                             (int)req->direction, rid, err, sizeof(err));
     if (rc < 0)
-        srv_reply_error(c, rid, rc, "%s", e.msg);
+        srv_reply_error(c, rid, rc, "%s", err);
     /* else the reply comes when the I/O completes */
 }
 
@@ -112,6 +89,58 @@ typedef struct tier_slot {
     char name[300];
     char detail[200];
 } tier_slot;
+
+static void ddr_stats(srv_daemon *d, tier_slot *t)
+{
+    tier_ddr_stats ds;
+    tier_ddr_stats_get(d->ddr, &ds);
+    t->ts.tier = HYPEROFFLOAD__TIER__TIER_DDR;
+    snprintf(t->name, sizeof(t->name), "ddr");
+    snprintf(t->detail, sizeof(t->detail), "%s", ds.detail);
+    t->ts.capacity = ds.capacity;
+    t->ts.used = ds.used;
+    t->ts.free = ds.capacity > ds.used ? ds.capacity - ds.used : 0;
+    t->ts.largest_free = ds.largest_free;
+    t->ts.fragmentation = ds.fragmentation;
+    t->ts.extents = ds.extents;
+    t->ts.committed = ds.committed;
+}
+
+static void flash_stats(srv_daemon *d, uint32_t i, tier_slot *t)
+{
+    tier_flash_stats fs;
+    tier_flash_stats_get(d->flash[i], &fs);
+    t->ts.tier = HYPEROFFLOAD__TIER__TIER_FLASH;
+    snprintf(t->name, sizeof(t->name), "flash:%s", d->cfg.flash_paths[i]);
+    snprintf(t->detail, sizeof(t->detail), "%s", fs.detail);
+    t->ts.capacity = fs.capacity;
+    t->ts.used = fs.used;
+    t->ts.free = fs.free;
+    t->ts.largest_free = fs.largest_free;
+    t->ts.fragmentation = fs.fragmentation;
+    t->ts.extents = fs.extents;
+    t->ts.committed = fs.capacity;
+}
+
+static void hbm_stats(srv_daemon *d, uint32_t i, tier_slot *t)
+{
+    const tier_hbm_device *dev = tier_hbm_device_get(d->hbm, i);
+    uint64_t granted = tier_hbm_granted(d->hbm, i);
+    uint64_t avail = dev->capacity > dev->reserve
+                         ? dev->capacity - dev->reserve : 0;
+    char r[32];
+    t->ts.tier = HYPEROFFLOAD__TIER__TIER_HBM;
+    snprintf(t->name, sizeof(t->name), "hbm:%s", dev->name);
+    snprintf(t->detail, sizeof(t->detail), "device %u, reserve %s", i,
+             ho_size_format(dev->reserve, r, sizeof(r)));
+    t->ts.capacity = dev->capacity;
+    t->ts.used = granted;
+    t->ts.free = avail > granted ? avail - granted : 0;
+    t->ts.largest_free = t->ts.free;
+    t->ts.fragmentation = 0;
+    t->ts.extents = tier_hbm_grants(d->hbm, i, NULL, 0);
+    t->ts.committed = granted;
+}
 
 int srv_tier_stats(srv_daemon *d, Hyperoffload__TierStats ***ret_tiers,
                    size_t *ret_n)
@@ -124,72 +153,35 @@ int srv_tier_stats(srv_daemon *d, Hyperoffload__TierStats ***ret_tiers,
         return -ENOMEM;
     Hyperoffload__TierStats **ptrs = block;
     tier_slot *slots = (tier_slot *)(void *)(ptrs + n);
+    for (size_t k = 0; k < n; k++)
+        hyperoffload__tier_stats__init(&slots[k].ts);
     size_t k = 0;
-
-    tier_ddr_stats ds;
-    tier_ddr_stats_get(d->ddr, &ds);
-    tier_slot *t = &slots[k];
-    hyperoffload__tier_stats__init(&t->ts);
-    t->ts.tier = HYPEROFFLOAD__TIER__TIER_DDR;
-    snprintf(t->name, sizeof(t->name), "ddr");
-    snprintf(t->detail, sizeof(t->detail), "%s", ds.detail);
-    t->ts.capacity = ds.capacity;
-    t->ts.used = ds.used;
-    t->ts.free = ds.capacity > ds.used ? ds.capacity - ds.used : 0;
-    t->ts.largest_free = ds.largest_free;
-    t->ts.fragmentation = ds.fragmentation;
-    t->ts.extents = ds.extents;
-    t->ts.committed = ds.committed;
-    ptrs[k++] = &t->ts;
-
-    for (uint32_t i = 0; i < d->n_flash; i++) {
-        tier_flash_stats fs;
-        tier_flash_stats_get(d->flash[i], &fs);
-        t = &slots[k];
-        hyperoffload__tier_stats__init(&t->ts);
-        t->ts.tier = HYPEROFFLOAD__TIER__TIER_FLASH;
-        snprintf(t->name, sizeof(t->name), "flash:%s", d->cfg.flash_paths[i]);
-        snprintf(t->detail, sizeof(t->detail), "%s", fs.detail);
-        t->ts.capacity = fs.capacity;
-        t->ts.used = fs.used;
-        t->ts.free = fs.free;
-        t->ts.largest_free = fs.largest_free;
-        t->ts.fragmentation = fs.fragmentation;
-        t->ts.extents = fs.extents;
-        t->ts.committed = fs.capacity;
-        ptrs[k++] = &t->ts;
-    }
-    for (uint32_t i = 0; i < n_dev; i++) {
-        const tier_hbm_device *dev = tier_hbm_device_get(d->hbm, i);
-        uint64_t granted = tier_hbm_granted(d->hbm, i);
-        uint64_t avail = dev->capacity > dev->reserve
-                             ? dev->capacity - dev->reserve : 0;
-        char r[32];
-        t = &slots[k];
-        hyperoffload__tier_stats__init(&t->ts);
-        t->ts.tier = HYPEROFFLOAD__TIER__TIER_HBM;
-        snprintf(t->name, sizeof(t->name), "hbm:%s", dev->name);
-        snprintf(t->detail, sizeof(t->detail), "device %u, reserve %s", i,
-                 ho_size_format(dev->reserve, r, sizeof(r)));
-        t->ts.capacity = dev->capacity;
-        t->ts.used = granted;
-        t->ts.free = avail > granted ? avail - granted : 0;
-        t->ts.largest_free = t->ts.free;
-        t->ts.fragmentation = 0;
-        t->ts.extents = tier_hbm_grants(d->hbm, i, NULL, 0);
-        t->ts.committed = granted;
-        ptrs[k++] = &t->ts;
-    }
+    ddr_stats(d, &slots[k++]);
+    for (uint32_t i = 0; i < d->n_flash; i++)
+        flash_stats(d, i, &slots[k++]);
+    for (uint32_t i = 0; i < n_dev; i++)
+        hbm_stats(d, i, &slots[k++]);
     for (size_t i = 0; i < k; i++) {
         slots[i].ts.name = slots[i].name;
         slots[i].ts.detail = slots[i].detail;
+        ptrs[i] = &slots[i].ts;
     }
     *ret_tiers = ptrs;
     *ret_n = k;
     return 0;
 }
 
-static void handle_stats(srv_daemon *d, srv_conn *c, uint64_t rid)
+void srv_session_usage_fill(const srv_session *s,
+                            Hyperoffload__SessionUsage *ret_u)
+{
+    hyperoffload__session_usage__init(ret_u);
+    ret_u->ddr_bytes = s->usage.ddr;
+    ret_u->flash_bytes = s->usage.flash;
+    ret_u->extents = s->usage.extents;
+    ret_u->hbm_granted = s->hbm_granted;
+}
+
+void srv_handle_stats(srv_daemon *d, srv_conn *c, uint64_t rid)
 {
     Hyperoffload__TierStats **tiers = NULL;
     size_t n = 0;
@@ -197,94 +189,15 @@ static void handle_stats(srv_daemon *d, srv_conn *c, uint64_t rid)
         srv_reply_error(c, rid, -ENOMEM, "out of memory");
         return;
     }
-    Hyperoffload__Envelope env = HYPEROFFLOAD__ENVELOPE__INIT;
     Hyperoffload__StatsReply sr = HYPEROFFLOAD__STATS_REPLY__INIT;
-    Hyperoffload__SessionUsage u = HYPEROFFLOAD__SESSION_USAGE__INIT;
+    Hyperoffload__SessionUsage u;
     sr.n_tiers = n;
     sr.tiers = tiers;
     if (c->session) {
-        u.ddr_bytes = c->session->usage.ddr;
-        u.flash_bytes = c->session->usage.flash;
-        u.extents = c->session->usage.extents;
-        u.hbm_granted = c->session->hbm_granted;
+        srv_session_usage_fill(c->session, &u);
         sr.session = &u;
     }
-    env.request_id = rid;
-    env.body_case = HYPEROFFLOAD__ENVELOPE__BODY_STATS_REPLY;
-    env.stats_reply = &sr;
-    srv_conn_send(c, &env, -1);
+    srv_conn_reply(c, rid, HYPEROFFLOAD__ENVELOPE__BODY_STATS_REPLY, &sr, NULL,
+                   0);
     free(tiers);
-}
-
-static bool need_admin(srv_daemon *d, srv_conn *c, uint64_t rid,
-                       const char *what)
-{
-    if (c->admin)
-        return true;
-    if (d->cfg.admin_group[0])
-        srv_reply_error(c, rid, HO_E_PERMISSION,
-                        "%s needs an admin peer (uid 0 or group %s); uid %u "
-                        "is neither", what, d->cfg.admin_group,
-                        (unsigned)c->uid);
-    else
-        srv_reply_error(c, rid, HO_E_PERMISSION,
-                        "%s needs an admin peer (uid 0); uid %u is not",
-                        what, (unsigned)c->uid);
-    return false;
-}
-
-void srv_handle_request(srv_daemon *d, srv_conn *c,
-                        const Hyperoffload__Envelope *env)
-{
-    uint64_t rid = env->request_id;
-    switch (env->body_case) {
-    case HYPEROFFLOAD__ENVELOPE__BODY_REGISTER_REQUEST:
-        if (env->register_request)
-            handle_register(d, c, rid, env->register_request);
-        return;
-    case HYPEROFFLOAD__ENVELOPE__BODY_ALLOC_REQUEST:
-        if (env->alloc_request)
-            handle_alloc(d, c, rid, env->alloc_request);
-        return;
-    case HYPEROFFLOAD__ENVELOPE__BODY_FREE_REQUEST:
-        if (env->free_request)
-            handle_free(d, c, rid, env->free_request);
-        return;
-    case HYPEROFFLOAD__ENVELOPE__BODY_MOVE_REQUEST:
-        if (env->move_request)
-            handle_move(d, c, rid, env->move_request);
-        return;
-    case HYPEROFFLOAD__ENVELOPE__BODY_STATS_REQUEST:
-        handle_stats(d, c, rid);
-        return;
-    case HYPEROFFLOAD__ENVELOPE__BODY_STATUS_REQUEST:
-        if (need_admin(d, c, rid, "StatusRequest"))
-            srv_handle_status(d, c, rid);
-        return;
-    case HYPEROFFLOAD__ENVELOPE__BODY_CLIENTS_REQUEST:
-        if (need_admin(d, c, rid, "ClientsRequest"))
-            srv_handle_clients(d, c, rid);
-        return;
-    case HYPEROFFLOAD__ENVELOPE__BODY_QUOTA_REQUEST:
-        if (need_admin(d, c, rid, "QuotaRequest") && env->quota_request)
-            srv_handle_quota(d, c, rid, env->quota_request);
-        return;
-    case HYPEROFFLOAD__ENVELOPE__BODY_PLAN_REQUEST:
-        if (!need_session(c, rid, "PlanRequest"))
-            return;
-        if (env->plan_request)
-            srv_handle_plan(d, c, rid, env->plan_request);
-        return;
-    case HYPEROFFLOAD__ENVELOPE__BODY_STAGE_REQUEST:
-        if (!need_session(c, rid, "StageRequest"))
-            return;
-        if (env->stage_request)
-            srv_handle_stage(d, c, rid, env->stage_request);
-        return;
-    default:
-        srv_reply_error(c, rid, HO_E_UNSUPPORTED,
-                        "request type %d is not supported by this daemon",
-                        (int)env->body_case);
-        return;
-    }
 }

@@ -67,7 +67,7 @@ const char *srv_log_level_name(int level)
     return level_names[level];
 }
 
-int srv_log_level_parse(const char *s, int *ret)
+int srv_log_level_parse(const char *s, int *ret_level)
 {
     static const struct {
         const char *name;
@@ -78,7 +78,7 @@ int srv_log_level_parse(const char *s, int *ret)
                  {"debug", SRV_LOG_DEBUG}};
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
         if (strcasecmp(s, names[i].name) == 0) {
-            *ret = names[i].level;
+            *ret_level = names[i].level;
             return 0;
         }
     return -EINVAL;
@@ -98,8 +98,9 @@ void srv_log(int level, const char *fmt, ...)
         clock_gettime(CLOCK_REALTIME, &ts);
         localtime_r(&ts.tv_sec, &tm);
         n = strftime(line, sizeof(line), "%Y-%m-%dT%H:%M:%S", &tm);
-        n += (size_t)snprintf(line + n, sizeof(line) - n, ".%03ld %s: ",
-                              ts.tv_nsec / 1000000L, srv_log_level_name(level));
+        n += (size_t)snprintf(line + n, sizeof(line) - n,
+                              ".%03ld %s: ", ts.tv_nsec / 1000000L,
+                              srv_log_level_name(level));
     }
     va_list ap;
     va_start(ap, fmt);

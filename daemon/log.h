@@ -33,7 +33,7 @@ bool srv_log_journal(void);
 /* Name of a level ("error", "warning", "notice", "info", "debug"). */
 const char *srv_log_level_name(int level);
 /* Parse a level name (also "err", "warn"); 0 or -EINVAL. */
-int srv_log_level_parse(const char *s, int *ret);
+int srv_log_level_parse(const char *s, int *ret_level);
 
 /* Log one line (a trailing newline is added) when level <= the current. */
 void srv_log(int level, const char *fmt, ...)

@@ -8,6 +8,7 @@
 #include "daemon/config.h"
 #include "daemon/daemon.h"
 #include "daemon/log.h"
+#include "proto/frame.h"
 
 int main(int argc, char **argv)
 {
@@ -16,9 +17,8 @@ int main(int argc, char **argv)
     srv_config cfg;
 
     signal(SIGPIPE, SIG_IGN);
-    /* libuv's pool runs flash I/O and planning: more than its default of 4
-     * threads keeps moves flowing while plans run. */
-    setenv("UV_THREADPOOL_SIZE", "8", 0);
+    /* libuv's pool runs flash I/O and planning (daemon/srv_limits.h). */
+    setenv("UV_THREADPOOL_SIZE", SRV_UV_THREADS, 0);
     if (srv_cmdline_parse(argc, argv, &cl, err, sizeof(err)) < 0) {
         fprintf(stderr, "hyperoffloadd: %s\n", err);
         return 2;

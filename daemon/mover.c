@@ -1,6 +1,7 @@
 /*
- * daemon/mover.c - moves of arena ranges between DDR and flash on worker
- * threads, page work included (see srv_move_start in daemon.h).
+ * daemon/mover.c - worker-job accounting, and moves of arena ranges
+ * between DDR and flash on worker threads, page work included (see
+ * mover.h).
  *
  * A move is cut into chunks of SRV_MOVE_CHUNK bytes, served by up to
  * SRV_MOVE_PARTS_MAX parts (each a uv_work_t on a libuv worker; part k
@@ -20,10 +21,10 @@
  * The loop only starts phases and reports the result; bookkeeping (pool
  * charge, extent state) stays with the caller on the loop thread.
  *
- * Ownership: the move object is allocated here and freed after the done
- * callback; it holds one reference on the arena for its whole life.
+ * Ownership: the move object is allocated here and freed after the
+ * completion callback; the caller keeps the arena alive until then.
  */
-#include "daemon/daemon.h"
+#include "daemon/mover.h"
 
 #include <errno.h>
 #include <stdatomic.h>
@@ -32,8 +33,6 @@
 #include <time.h>
 
 #include "daemon/log.h"
-
-#define SRV_MOVE_CHUNK (16ull << 20)  /* multiple of any O_DIRECT alignment */
 
 typedef struct move_part {
     uv_work_t req;
@@ -50,7 +49,7 @@ typedef enum move_phase { PHASE_MAIN, PHASE_RECOVER } move_phase;
 struct srv_move {
     srv_move_args a;
     srv_daemon *d;
-    srv_move_done_fn done;
+    srv_move_cb *cb;
     void *ctx;
     tier_arena *arena;
     uint8_t *base;
@@ -67,8 +66,21 @@ struct srv_move {
     move_part parts[SRV_MOVE_PARTS_MAX];
 };
 
-bool srv_move_spill_via_fd = false;
-uint32_t srv_move_parts_max = 0;
+/* ------------------------------------------------------------ jobs */
+
+void srv_work_begin(srv_daemon *d)
+{
+    d->works_in_flight++;
+}
+
+void srv_work_end(srv_daemon *d)
+{
+    d->works_in_flight--;
+    if (d->draining && d->works_in_flight == 0 && d->on_works_drained)
+        d->on_works_drained(d);
+}
+
+/* ------------------------------------------------------------ moves */
 
 static double ts_us(const struct timespec *a, const struct timespec *b)
 {
@@ -100,12 +112,61 @@ static int read_chunk(struct srv_move *m, uint64_t off, uint64_t foff,
 
 /* Part p's chunks: [first, end) of the move's chunks, contiguous. */
 static void part_chunks(const struct srv_move *m, const move_part *p,
-                        uint32_t *first, uint32_t *end)
+                        uint32_t *ret_first, uint32_t *ret_end)
 {
     uint32_t per = (m->n_chunks + m->n_parts - 1) / m->n_parts;
     uint64_t f = (uint64_t)p->index * per, e = f + per;
-    *first = f < m->n_chunks ? (uint32_t)f : m->n_chunks;
-    *end = e < m->n_chunks ? (uint32_t)e : m->n_chunks;
+    *ret_first = f < m->n_chunks ? (uint32_t)f : m->n_chunks;
+    *ret_end = e < m->n_chunks ? (uint32_t)e : m->n_chunks;
+}
+
+/* WRITE, FILL or DROP of the chunks [first, end) in one call over their
+ * range: the fd transfers pipeline their chunks internally. */
+static int part_whole(struct srv_move *m, move_part *p, uint32_t first,
+                      uint32_t end)
+{
+    uint64_t rel = (uint64_t)first * SRV_MOVE_CHUNK;
+    uint64_t rel_end = (uint64_t)end * SRV_MOVE_CHUNK;
+    if (rel_end > m->a.len)
+        rel_end = m->a.len;
+    uint64_t off = m->a.off + rel, foff = m->a.flash_off + rel;
+    uint64_t len = rel_end - rel;
+    int rc;
+    switch (m->a.kind) {
+    case SRV_MOVE_WRITE:
+        return write_chunk(m, off, foff, len);
+    case SRV_MOVE_FILL:
+        rc = read_chunk(m, off, foff, len);
+        if (rc == 0 && m->lock)
+            p->lock_rc = tier_arena_pages_lock(m->arena, off, len);
+        return rc;
+    default:
+        return tier_arena_pages_drop(m->arena, off, len);
+    }
+}
+
+/* One chunk of a SPILL: write it, then drop its pages while the other
+ * parts write theirs -- unless a write failed somewhere; in the recovery
+ * phase, read back a chunk whose pages were dropped. */
+static int spill_chunk(struct srv_move *m, uint32_t c)
+{
+    uint64_t rel = (uint64_t)c * SRV_MOVE_CHUNK;
+    uint64_t len = m->a.len - rel < SRV_MOVE_CHUNK ? m->a.len - rel
+                                                   : SRV_MOVE_CHUNK;
+    uint64_t off = m->a.off + rel, foff = m->a.flash_off + rel;
+    if (m->phase == PHASE_RECOVER)
+        return m->dropped[c] ? read_chunk(m, off, foff, len) : 0;
+    int rc = write_chunk(m, off, foff, len);
+    if (rc < 0) {
+        atomic_store(&m->failed, 1);
+    } else if (!atomic_load(&m->failed)) {
+        rc = tier_arena_pages_drop(m->arena, off, len);
+        if (rc == 0)
+            m->dropped[c] = 1;
+        else
+            atomic_store(&m->failed, 1);
+    }
+    return rc;
 }
 
 static void part_work(uv_work_t *req)
@@ -117,57 +178,15 @@ static void part_work(uv_work_t *req)
     clock_gettime(CLOCK_MONOTONIC, &p->t0);
     if (first < end && m->phase == PHASE_MAIN &&
         m->a.kind != SRV_MOVE_SPILL) {
-        /* One call over the part's whole range: the fd transfers pipeline
-         * their chunks internally. */
-        uint64_t rel = (uint64_t)first * SRV_MOVE_CHUNK;
-        uint64_t rel_end = (uint64_t)end * SRV_MOVE_CHUNK;
-        if (rel_end > m->a.len)
-            rel_end = m->a.len;
-        uint64_t off = m->a.off + rel, foff = m->a.flash_off + rel;
-        uint64_t len = rel_end - rel;
-        switch (m->a.kind) {
-        case SRV_MOVE_WRITE:
-            p->rc = write_chunk(m, off, foff, len);
-            break;
-        case SRV_MOVE_FILL:
-            p->rc = read_chunk(m, off, foff, len);
-            if (p->rc == 0 && m->lock)
-                p->lock_rc = tier_arena_pages_lock(m->arena, off, len);
-            break;
-        default:
-            p->rc = tier_arena_pages_drop(m->arena, off, len);
-            break;
-        }
-        clock_gettime(CLOCK_MONOTONIC, &p->t1);
-        return;
-    }
-    for (uint32_t c = first; c < end; c++) {
-        uint64_t rel = (uint64_t)c * SRV_MOVE_CHUNK;
-        uint64_t len = m->a.len - rel < SRV_MOVE_CHUNK ? m->a.len - rel
-                                                       : SRV_MOVE_CHUNK;
-        uint64_t off = m->a.off + rel, foff = m->a.flash_off + rel;
-        int rc = 0;
-        if (m->phase == PHASE_RECOVER) {
-            if (m->dropped[c])
-                rc = read_chunk(m, off, foff, len);
-        } else {
-            /* SPILL: write a chunk, then drop its pages while the other
-             * parts write theirs. */
-            rc = write_chunk(m, off, foff, len);
+        p->rc = part_whole(m, p, first, end);
+    } else {
+        for (uint32_t c = first; c < end; c++) {
+            int rc = spill_chunk(m, c);
             if (rc < 0) {
-                atomic_store(&m->failed, 1);
-            } else if (!atomic_load(&m->failed)) {
-                rc = tier_arena_pages_drop(m->arena, off, len);
-                if (rc == 0)
-                    m->dropped[c] = 1;
-                else
-                    atomic_store(&m->failed, 1);
+                if (p->rc == 0)
+                    p->rc = rc;
+                break;
             }
-        }
-        if (rc < 0) {
-            if (p->rc == 0)
-                p->rc = rc;
-            break;
         }
     }
     clock_gettime(CLOCK_MONOTONIC, &p->t1);
@@ -210,11 +229,10 @@ static void finish(struct srv_move *m)
     if (m->a.kind != SRV_MOVE_DROP)
         meter_stop(d, m->a.kind == SRV_MOVE_FILL,
                    m->rc == 0 ? m->a.len : 0);
-    m->done(d, m->ctx, m->rc, us);
-    srv_arena_unref(d, m->a.arena);
+    m->cb(d, m->ctx, m->rc, us);
     free(m->dropped);
     free(m);
-    srv_daemon_work_done(d);
+    srv_work_end(d);
 }
 
 static void part_after(uv_work_t *req, int status)
@@ -259,8 +277,9 @@ static int start_phase(struct srv_move *m)
                                                   : SRV_MOVE_PARTS_MAX;
     if (m->a.parts_max && n > m->a.parts_max)
         n = m->a.parts_max;
-    if (srv_move_parts_max && n > srv_move_parts_max)
-        n = srv_move_parts_max;
+    uint32_t debug_max = m->d->cfg.debug_move_parts;
+    if (debug_max && n > debug_max)
+        n = debug_max;
     if (n == 0)
         n = 1;
     m->n_parts = n;
@@ -289,8 +308,8 @@ static int start_phase(struct srv_move *m)
     return 0;
 }
 
-int srv_move_start(srv_daemon *d, const srv_move_args *args,
-                   srv_move_done_fn done, void *ctx)
+int srv_move_start(srv_daemon *d, const srv_move_args *args, srv_move_cb *cb,
+                   void *ctx)
 {
     if (!args->len || (args->kind != SRV_MOVE_DROP && !args->flash))
         return -EINVAL;
@@ -299,9 +318,9 @@ int srv_move_start(srv_daemon *d, const srv_move_args *args,
         return -ENOMEM;
     m->a = *args;
     m->d = d;
-    m->done = done;
+    m->cb = cb;
     m->ctx = ctx;
-    m->arena = args->arena->arena;
+    m->arena = args->arena;
     m->base = tier_arena_base(m->arena);
     uint64_t chunks = (args->len + SRV_MOVE_CHUNK - 1) / SRV_MOVE_CHUNK;
     if (chunks > UINT32_MAX) {
@@ -322,7 +341,7 @@ int srv_move_start(srv_daemon *d, const srv_move_args *args,
     m->memfd = d->cfg.ddr_hugepages ? -1 : tier_arena_fd(m->arena);
     m->lock = args->kind == SRV_MOVE_FILL && m->memfd >= 0 &&
               tier_arena_locking(m->arena);
-    m->spill_fd = m->memfd >= 0 && srv_move_spill_via_fd;
+    m->spill_fd = m->memfd >= 0 && d->cfg.debug_spill_via_fd;
     m->phase = PHASE_MAIN;
     int rc = start_phase(m);
     if (rc < 0) {
@@ -330,8 +349,7 @@ int srv_move_start(srv_daemon *d, const srv_move_args *args,
         free(m);
         return rc;
     }
-    args->arena->refs++;
-    d->works_in_flight++;
+    srv_work_begin(d);
     if (args->kind != SRV_MOVE_DROP)
         meter_start(d, args->kind == SRV_MOVE_FILL);
     return 0;

@@ -1,9 +1,5 @@
-/*
- * daemon/notify.c - systemd notifications: READY=1, STATUS=, STOPPING=1,
- * RELOADING=1 and WATCHDOG=1 pings at half the interval systemd asks for.
- * All of it is a no-op when NOTIFY_SOCKET is not set.
- */
-#include "daemon/daemon.h"
+/* daemon/notify.c - systemd notifications (see notify.h). */
+#include "daemon/notify.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -88,6 +84,7 @@ void srv_notify_start(srv_daemon *d)
 {
     /* The status line only matters under systemd. */
     if (getenv("NOTIFY_SOCKET"))
-        uv_timer_start(&d->status_timer, on_status_timer, 2000, 2000);
+        uv_timer_start(&d->status_timer, on_status_timer,
+                       SRV_STATUS_PERIOD_MS, SRV_STATUS_PERIOD_MS);
     srv_notify_apply(d);
 }

@@ -1,20 +1,11 @@
 /*
- * daemon/planning.c - PlanRequest: validate the trace, plan on a worker
- * thread, cache results by (trace hash, budget, planner).
- *
- * The cache is an LRU list bounded by entries (config planning.
- * cache_entries) and by SRV_PLAN_CACHE_BYTES of packed schedules.  It
- * stores successes and HO_E_INFEASIBLE results (with their message and
- * min_budget), both deterministic for a given key.  Each session may have
- * SRV_PLAN_MAX_INFLIGHT plans queued or running; more are HO_E_BUSY.  At
- * most SRV_PLAN_RUNNING plans occupy libuv worker threads at once (the
- * others wait in a FIFO of at most SRV_PLAN_QUEUE), so that flash moves,
- * which share the thread pool, are never starved by long plans.
+ * daemon/planning.c - PlanRequest, the plan cache and the plan queue (see
+ * planning.h).
  *
  * Ownership: a plan job owns its trace and, after the worker, the packed
  * schedule; the cache takes the packed schedule when it stores the result.
  */
-#include "daemon/daemon.h"
+#include "daemon/planning.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -23,21 +14,19 @@
 #include <string.h>
 #include <time.h>
 
+#include "daemon/connection.h"
+#include "daemon/list.h"
 #include "daemon/log.h"
-
-#define SRV_PLAN_CACHE_BYTES (256ull << 20)
-#define SRV_PLAN_MAX_INFLIGHT 4    /* queued + running, per session */
-#define SRV_PLAN_RUNNING 2         /* on worker threads at once, so that
-                                      flash moves always find free ones */
-#define SRV_PLAN_QUEUE 256         /* waiting, all sessions */
-
-#include "planner/plan.h"
+#include "daemon/mover.h"
+#include "daemon/sessions.h"
 #include "planner/io/plan_io.h"
+#include "proto/errfmt.h"
+#include "planner/plan.h"
 #include "proto/plan.pb-c.h"
 
 typedef struct plan_entry {
     uint64_t hash, budget;
-    char planner[32];
+    char planner[SRV_PLANNER_NAME_MAX];
     int rc;                      /* 0 or HO_E_INFEASIBLE */
     uint8_t *sched;              /* packed hyperoffload.Schedule, owned */
     size_t sched_len;
@@ -58,6 +47,7 @@ typedef struct plan_job {
 
 struct srv_planning {
     srv_daemon *d;
+    srv_plan_answered_fn *answered;
     plan_entry *head, *tail;
     uint32_t n, max;
     uint64_t bytes;
@@ -66,34 +56,28 @@ struct srv_planning {
     uint32_t queued, running;
 };
 
-static void entry_free(plan_entry *e)
+/* Accepts NULL; returns NULL. */
+static plan_entry *entry_free(plan_entry *e)
 {
+    if (!e)
+        return NULL;
     free(e->sched);
     free(e);
+    return NULL;
 }
 
 static void cache_unlink(srv_planning *p, plan_entry *e)
 {
-    if (e->prev)
-        e->prev->next = e->next;
-    else
-        p->head = e->next;
-    if (e->next)
-        e->next->prev = e->prev;
-    else
+    if (p->tail == e)
         p->tail = e->prev;
-    e->prev = e->next = NULL;
+    SRV_LIST_UNLINK(p->head, e);
     p->n--;
     p->bytes -= e->sched_len;
 }
 
 static void cache_push(srv_planning *p, plan_entry *e)
 {
-    e->prev = NULL;
-    e->next = p->head;
-    if (p->head)
-        p->head->prev = e;
-    p->head = e;
+    SRV_LIST_PUSH(p->head, e);
     if (!p->tail)
         p->tail = e;
     p->n++;
@@ -122,18 +106,17 @@ static plan_entry *cache_find(srv_planning *p, uint64_t hash, uint64_t budget,
     return NULL;
 }
 
-int srv_planning_new(srv_daemon *d, srv_planning **ret, char *err,
-                     size_t errlen)
+int srv_planning_new(srv_daemon *d, srv_plan_answered_fn *answered,
+                     srv_planning **ret_p, char *err, size_t errlen)
 {
     srv_planning *p = calloc(1, sizeof(*p));
-    if (!p) {
-        snprintf(err, errlen, "out of memory");
-        return -ENOMEM;
-    }
+    if (!p)
+        return ho_errf(err, errlen, -ENOMEM, "out of memory");
     p->d = d;
+    p->answered = answered;
     p->max = d->cfg.plan_cache;
     srv_idmap_init(&p->inflight);
-    *ret = p;
+    *ret_p = p;
     return 0;
 }
 
@@ -177,7 +160,6 @@ static void reply(srv_conn *c, uint64_t rid, const plan_entry *e,
                         "the planned schedule does not decode (bug)");
         return;
     }
-    Hyperoffload__Envelope env = HYPEROFFLOAD__ENVELOPE__INIT;
     Hyperoffload__PlanReply pr = HYPEROFFLOAD__PLAN_REPLY__INIT;
     pr.schedule = s;
     pr.planning_ms = e->planning_ms;
@@ -185,22 +167,20 @@ static void reply(srv_conn *c, uint64_t rid, const plan_entry *e,
     pr.trace_hash = hash;
     pr.no_offload_peak = e->no_offload_peak;
     pr.min_budget = e->min_budget;
-    env.request_id = rid;
-    env.body_case = HYPEROFFLOAD__ENVELOPE__BODY_PLAN_REPLY;
-    env.plan_reply = &pr;
-    srv_conn_send(c, &env, -1);
+    srv_conn_reply(c, rid, HYPEROFFLOAD__ENVELOPE__BODY_PLAN_REPLY, &pr, NULL,
+                   0);
     hyperoffload__schedule__free_unpacked(s, NULL);
 }
 
-/* A successful plan answered to session s becomes its most recent one
- * (staging.c); the trace moves there (*trace set to NULL). */
-static void remember(srv_daemon *d, srv_session *s, const plan_entry *e,
+/* A successful plan answered to session s goes to the answered hook
+ * (which remembers it); the trace moves there (*trace set to NULL). */
+static void remember(srv_planning *p, srv_session *s, const plan_entry *e,
                      plan_trace **trace)
 {
-    if (e->rc != 0 || !s || !*trace)
+    if (e->rc != 0 || !s || !*trace || !p->answered)
         return;
-    srv_stage_remember_plan(d, s, *trace, e->sched, e->sched_len, e->hash,
-                            e->budget, e->planner);
+    p->answered(p->d, s, *trace, e->sched, e->sched_len, e->hash, e->budget,
+                e->planner);
     *trace = NULL;
 }
 
@@ -227,14 +207,16 @@ static void plan_work(uv_work_t *req)
     if (rc == HO_E_INFEASIBLE) {
         r->rc = rc;
         snprintf(r->message, sizeof(r->message),
-                 "budget of %" PRIu64 " bytes is infeasible for %s: %.300s; the "
-                 "smallest feasible budget is %" PRIu64 " bytes", r->budget,
-                 r->planner, res.message[0] ? res.message : "over budget",
-                 res.min_budget);
+                 "budget of %" PRIu64
+                 " bytes is infeasible for %s: %.300s; the "
+                 "smallest feasible budget is %" PRIu64 " bytes",
+                 r->budget, r->planner,
+                 res.message[0] ? res.message : "over budget", res.min_budget);
     } else if (rc < 0) {
         r->rc = rc;
-        snprintf(r->message, sizeof(r->message), "planning with %s failed: %.300s",
-                 r->planner, res.message[0] ? res.message : ho_strerror(rc));
+        snprintf(r->message, sizeof(r->message),
+                 "planning with %s failed: %.300s", r->planner,
+                 res.message[0] ? res.message : ho_strerror(rc));
     } else {
         rc = plan_schedule_to_pb(s, &r->sched, &r->sched_len);
         if (rc < 0) {
@@ -295,7 +277,7 @@ static void pump(srv_planning *p)
                                      j->result.planner);
         if (hit) {
             reply(c, j->request_id, hit, true, j->result.hash);
-            remember(d, c->session, hit, &j->trace);
+            remember(p, c->session, hit, &j->trace);
             job_drop(j);
             continue;
         }
@@ -308,7 +290,7 @@ static void pump(srv_planning *p)
             continue;
         }
         p->running++;
-        d->works_in_flight++;
+        srv_work_begin(d);
     }
 }
 
@@ -324,7 +306,7 @@ static void plan_after(uv_work_t *req, int status)
     srv_conn *c = job_conn(j);
     if (c) {
         reply(c, j->request_id, r, false, r->hash);
-        remember(d, c->session, r, &j->trace);
+        remember(p, c->session, r, &j->trace);
     }
     srv_debug("plan for session %" PRIu64 " with %s: %s, %.1f ms",
               j->session_id, r->planner, r->rc ? ho_err_name(r->rc) : "ok",
@@ -343,7 +325,7 @@ static void plan_after(uv_work_t *req, int status)
     job_drop(j);
     if (!d->draining)
         pump(p);
-    srv_daemon_work_done(d);
+    srv_work_end(d);
 }
 
 void srv_planning_drain(srv_planning *p)
@@ -362,96 +344,131 @@ void srv_planning_drain(srv_planning *p)
     p->q_tail = NULL;
 }
 
-void srv_handle_plan(srv_daemon *d, srv_conn *c, uint64_t rid,
-                     const Hyperoffload__PlanRequest *req)
+/* The checks of a PlanRequest before its trace is read: a known planner,
+ * a budget (the session's grant by default), a trace, room in the
+ * session's in-flight count.  *ret_planner and *ret_budget are the
+ * resolved ones. */
+static int check_plan_request(srv_planning *p, srv_session *s,
+                              const Hyperoffload__PlanRequest *req,
+                              const char **ret_planner, uint64_t *ret_budget,
+                              char *err, size_t errlen)
 {
-    srv_planning *p = d->planning;
-    srv_session *s = c->session;
-    char err[512] = "";
     const char *planner = req->planner && *req->planner ? req->planner
-                                                        : d->cfg.planner;
+                                                        : p->d->cfg.planner;
     bool known = false;
     for (int i = 0; plan_planner_names[i]; i++)
         if (strcmp(plan_planner_names[i], planner) == 0)
             known = true;
-    if (!known || strlen(planner) >= sizeof(((plan_entry *)0)->planner)) {
-        srv_reply_error(c, rid, -EINVAL, "planner '%.40s' is unknown "
-                        "(hoplan, none, seed-greedy, ms-distance, "
-                        "reactive-lru, oracle)", planner);
-        return;
-    }
+    if (!known || strlen(planner) >= sizeof(((plan_entry *)0)->planner))
+        return ho_errf(err, errlen, -EINVAL, "planner '%.40s' is unknown "
+                       "(hoplan, none, seed-greedy, ms-distance, "
+                       "reactive-lru, oracle)", planner);
     uint64_t budget = req->budget ? req->budget : s->hbm_granted;
-    if (budget == 0) {
-        srv_reply_error(c, rid, HO_E_BUDGET, "budget 0 means the session's "
-                        "HBM grant, and session %" PRIu64 " has none",
-                        s->id);
-        return;
-    }
-    if (!req->trace) {
-        srv_reply_error(c, rid, HO_E_BAD_TRACE, "the PlanRequest has no "
-                        "trace");
-        return;
-    }
-    if ((uintptr_t)srv_idmap_get(&p->inflight, s->id) >= SRV_PLAN_MAX_INFLIGHT) {
-        srv_reply_error(c, rid, HO_E_BUSY, "session %" PRIu64 " already has "
-                        "%d plans queued or running", s->id,
-                        SRV_PLAN_MAX_INFLIGHT);
-        return;
-    }
-    /* Re-pack the decoded sub-message and read it with the planner's own
-     * reader, which validates it. */
-    size_t len = hyperoffload__trace__get_packed_size(req->trace);
+    if (budget == 0)
+        return ho_errf(err, errlen, HO_E_BUDGET, "budget 0 means the "
+                       "session's HBM grant, and session %" PRIu64 " has "
+                       "none", s->id);
+    if (!req->trace)
+        return ho_errf(err, errlen, HO_E_BAD_TRACE,
+                       "the PlanRequest has no trace");
+    if ((uintptr_t)srv_idmap_get(&p->inflight, s->id) >=
+        SRV_PLAN_MAX_INFLIGHT)
+        return ho_errf(err, errlen, HO_E_BUSY, "session %" PRIu64 " already "
+                       "has %d plans queued or running", s->id,
+                       SRV_PLAN_MAX_INFLIGHT);
+    *ret_planner = planner;
+    *ret_budget = budget;
+    return 0;
+}
+
+/* Re-pack the decoded sub-message and read it with the planner's own
+ * reader, which validates it; the trace is finished (owned by the
+ * caller). */
+static int read_trace(const Hyperoffload__Trace *pb, plan_trace **ret_t,
+                      char *err, size_t errlen)
+{
+    char why[SRV_ERR_MAX] = "";
+    size_t len = hyperoffload__trace__get_packed_size(pb);
     uint8_t *buf = malloc(len ? len : 1);
-    if (!buf) {
-        srv_reply_error(c, rid, -ENOMEM, "out of memory");
-        return;
-    }
-    hyperoffload__trace__pack(req->trace, buf);
+    if (!buf)
+        return ho_errf(err, errlen, -ENOMEM, "out of memory");
+    hyperoffload__trace__pack(pb, buf);
     plan_trace *t = NULL;
-    int rc = plan_trace_from_pb(buf, len, &t, err, sizeof(err));
+    int rc = plan_trace_from_pb(buf, len, &t, why, sizeof(why));
     free(buf);
     if (rc == 0)
-        rc = plan_trace_finish(t, err, sizeof(err));
+        rc = plan_trace_finish(t, why, sizeof(why));
     if (rc < 0) {
         plan_trace_free(t);
-        srv_reply_error(c, rid, rc == -ENOMEM ? rc : HO_E_BAD_TRACE,
-                        "invalid trace: %s", err[0] ? err : ho_strerror(rc));
-        return;
+        return ho_errf(err, errlen, rc == -ENOMEM ? rc : HO_E_BAD_TRACE,
+                       "invalid trace: %s", why[0] ? why : ho_strerror(rc));
     }
-    uint64_t hash = plan_trace_hash(t);
-    plan_entry *hit = cache_find(p, hash, budget, planner);
-    if (hit) {
-        reply(c, rid, hit, true, hash);
-        remember(d, s, hit, &t);
-        plan_trace_free(t);
-        return;
-    }
+    *ret_t = t;
+    return 0;
+}
+
+/* Queue a plan of trace t (taken in every case) for the request. */
+static int queue_plan(srv_planning *p, srv_conn *c, uint64_t rid,
+                      plan_trace *t, uint64_t hash, uint64_t budget,
+                      const char *planner, char *err, size_t errlen)
+{
     if (p->queued >= SRV_PLAN_QUEUE) {
         plan_trace_free(t);
-        srv_reply_error(c, rid, HO_E_BUSY, "%u plans are already waiting; "
-                        "try again later", p->queued);
-        return;
+        return ho_errf(err, errlen, HO_E_BUSY, "%u plans are already "
+                       "waiting; try again later", p->queued);
     }
     plan_job *j = calloc(1, sizeof(*j));
     if (!j) {
         plan_trace_free(t);
-        srv_reply_error(c, rid, -ENOMEM, "out of memory");
-        return;
+        return ho_errf(err, errlen, -ENOMEM, "out of memory");
     }
     j->p = p;
     j->conn_id = c->id;
-    j->session_id = s->id;
+    j->session_id = c->session->id;
     j->request_id = rid;
     j->trace = t;
     j->result.hash = hash;
     j->result.budget = budget;
     snprintf(j->result.planner, sizeof(j->result.planner), "%s", planner);
-    inflight_add(p, s->id, +1);
+    inflight_add(p, j->session_id, +1);
     if (p->q_tail)
         p->q_tail->next = j;
     else
         p->q_head = j;
     p->q_tail = j;
     p->queued++;
+    return 0;
+}
+
+void srv_handle_plan(srv_daemon *d, srv_conn *c, uint64_t rid,
+                     const Hyperoffload__PlanRequest *req)
+{
+    srv_planning *p = d->planning;
+    srv_session *s = c->session;
+    char err[2 * SRV_ERR_MAX];   /* "invalid trace: " + the reader's */
+    const char *planner = NULL;
+    uint64_t budget = 0;
+    plan_trace *t = NULL;
+    int rc = check_plan_request(p, s, req, &planner, &budget, err,
+                                sizeof(err));
+    if (rc == 0)
+        rc = read_trace(req->trace, &t, err, sizeof(err));
+    if (rc < 0) {
+        srv_reply_error(c, rid, rc, "%s", err);
+        return;
+    }
+    uint64_t hash = plan_trace_hash(t);
+    plan_entry *hit = cache_find(p, hash, budget, planner);
+    if (hit) {
+        reply(c, rid, hit, true, hash);
+        remember(p, s, hit, &t);
+        plan_trace_free(t);
+        return;
+    }
+    rc = queue_plan(p, c, rid, t, hash, budget, planner, err, sizeof(err));
+    if (rc < 0) {
+        srv_reply_error(c, rid, rc, "%s", err);
+        return;
+    }
     pump(p);
 }

@@ -30,11 +30,20 @@ const char *srv_tier_name(srv_tier t)
     return "?";
 }
 
-static int tier_parse(const char *s, srv_tier *ret)
+void srv_quota_subject_name(srv_subject_kind kind, uint32_t uid,
+                            const char *job, char *buf, size_t len)
+{
+    if (kind == SRV_SUBJECT_UID)
+        snprintf(buf, len, "uid %u", uid);
+    else
+        snprintf(buf, len, "job %s", job);
+}
+
+static int tier_parse(const char *s, srv_tier *ret_tier)
 {
     for (int t = SRV_TIER_DDR; t <= SRV_TIER_HBM; t++)
         if (strcmp(s, srv_tier_name((srv_tier)t)) == 0) {
-            *ret = (srv_tier)t;
+            *ret_tier = (srv_tier)t;
             return 0;
         }
     return -EINVAL;
@@ -100,26 +109,8 @@ static int reserve(srv_quota *q, size_t want)
 }
 
 /* Write entries[0..n) to the file atomically. */
-static int save(const srv_quota *q, const srv_quota_entry *entries, size_t n,
-                char *err, size_t errlen)
+static void write_entries(FILE *f, const srv_quota_entry *entries, size_t n)
 {
-    char tmp[PATH_MAX];
-    int rc = 0;
-    if (snprintf(tmp, sizeof(tmp), "%s.tmp", q->path) >= (int)sizeof(tmp)) {
-        return ho_errf(err, errlen, -ENAMETOOLONG, "%s: path too long", q->path);
-    }
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
-    if (fd < 0) {
-        rc = -errno;
-        return ho_errf(err, errlen, rc, "%s: %s", tmp, strerror(errno));
-    }
-    FILE *f = fdopen(fd, "w");
-    if (!f) {
-        rc = -errno;
-        close(fd);
-        unlink(tmp);
-        return ho_errf(err, errlen, rc, "%s: %s", tmp, strerror(-rc));
-    }
     fprintf(f, "# hyperoffloadd quotas (written by the daemon; edit with "
                "hoctl quota)\n# <uid|job> SUBJECT <ddr|flash|hbm> "
                "LIMIT_BYTES\n");
@@ -132,6 +123,48 @@ static int save(const srv_quota *q, const srv_quota_entry *entries, size_t n,
             fprintf(f, "job %s %s %llu\n", e->job, srv_tier_name(e->tier),
                     (unsigned long long)e->limit);
     }
+}
+
+/* Make a rename in path's directory durable (best effort). */
+static void sync_parent_dir(const char *path)
+{
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof(dir), "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash == dir)
+        dir[1] = '\0';
+    else if (slash)
+        *slash = '\0';
+    else
+        snprintf(dir, sizeof(dir), ".");
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {
+        fsync(dfd);
+        close(dfd);
+    }
+}
+
+static int save(const srv_quota *q, const srv_quota_entry *entries, size_t n,
+                char *err, size_t errlen)
+{
+    char tmp[PATH_MAX];
+    int rc = 0;
+    if (snprintf(tmp, sizeof(tmp), "%s.tmp", q->path) >= (int)sizeof(tmp))
+        return ho_errf(err, errlen, -ENAMETOOLONG, "%s: path too long",
+                       q->path);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
+    if (fd < 0) {
+        rc = -errno;
+        return ho_errf(err, errlen, rc, "%s: %s", tmp, strerror(errno));
+    }
+    FILE *f = fdopen(fd, "w");
+    if (!f) {
+        rc = -errno;
+        close(fd);
+        unlink(tmp);
+        return ho_errf(err, errlen, rc, "%s: %s", tmp, strerror(-rc));
+    }
+    write_entries(f, entries, n);
     if (fflush(f) != 0 || ferror(f)) {
         rc = -(errno ? errno : EIO);
         goto fail_file;
@@ -150,21 +183,7 @@ static int save(const srv_quota *q, const srv_quota_entry *entries, size_t n,
         rc = -errno;
         goto fail_file;
     }
-    /* Make the rename itself durable. */
-    char dir[PATH_MAX];
-    snprintf(dir, sizeof(dir), "%s", q->path);
-    char *slash = strrchr(dir, '/');
-    if (slash == dir)
-        dir[1] = '\0';
-    else if (slash)
-        *slash = '\0';
-    else
-        snprintf(dir, sizeof(dir), ".");
-    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd >= 0) {
-        fsync(dfd);
-        close(dfd);
-    }
+    sync_parent_dir(q->path);
     return 0;
 fail_file:
     ho_errf(err, errlen, 0, "writing %s: %s", tmp, strerror(-rc));
@@ -176,22 +195,22 @@ fail_file:
 
 static int check_entry(const srv_quota_entry *e, char *err, size_t errlen)
 {
-    if (e->kind != SRV_SUBJECT_UID && e->kind != SRV_SUBJECT_JOB) {
-        return ho_errf(err, errlen, -EINVAL, "quota subject kind %d is neither uid nor job",
-             (int)e->kind);
-    }
-    if (e->tier < SRV_TIER_DDR || e->tier > SRV_TIER_HBM) {
-        return ho_errf(err, errlen, -EINVAL, "quota tier %d is not DDR, FLASH or HBM",
-             (int)e->tier);
-    }
-    if (e->kind == SRV_SUBJECT_JOB && !srv_quota_job_valid(e->job)) {
-        return ho_errf(err, errlen, -EINVAL, "job name '%.40s' is not 1..%d printable "
-             "characters without spaces", e->job, SRV_JOB_MAX);
-    }
-    if (e->limit == 0) {
-        return ho_errf(err, errlen, HO_E_INVALID_SIZE, "a quota limit of 0 bytes is not allowed (clear "
-             "the quota to remove it)");
-    }
+    if (e->kind != SRV_SUBJECT_UID && e->kind != SRV_SUBJECT_JOB)
+        return ho_errf(err, errlen, -EINVAL,
+                       "quota subject kind %d is neither uid nor job",
+                       (int)e->kind);
+    if (e->tier < SRV_TIER_DDR || e->tier > SRV_TIER_HBM)
+        return ho_errf(err, errlen, -EINVAL,
+                       "quota tier %d is not DDR, FLASH or HBM", (int)e->tier);
+    if (e->kind == SRV_SUBJECT_JOB && !srv_quota_job_valid(e->job))
+        return ho_errf(err, errlen, -EINVAL,
+                       "job name '%.40s' is not 1..%d printable "
+                       "characters without spaces",
+                       e->job, SRV_JOB_MAX);
+    if (e->limit == 0)
+        return ho_errf(err, errlen, HO_E_INVALID_SIZE,
+                       "a quota limit of 0 bytes is not allowed (clear "
+                       "the quota to remove it)");
     return 0;
 }
 
@@ -202,14 +221,13 @@ int srv_quota_set(srv_quota *q, const srv_quota_entry *e, char *err,
     if (rc < 0)
         return rc;
     long i = find(q, e->kind, e->uid, e->job, e->tier);
-    if (i < 0 && q->n >= SRV_QUOTA_MAX_ENTRIES) {
-        return ho_errf(err, errlen, -E2BIG, "the quota store holds its maximum of %d entries",
-             SRV_QUOTA_MAX_ENTRIES);
-    }
+    if (i < 0 && q->n >= SRV_QUOTA_MAX_ENTRIES)
+        return ho_errf(err, errlen, -E2BIG,
+                       "the quota store holds its maximum of %d entries",
+                       SRV_QUOTA_MAX_ENTRIES);
     rc = reserve(q, q->n + 1);
-    if (rc < 0) {
+    if (rc < 0)
         return ho_errf(err, errlen, rc, "out of memory");
-    }
     /* Build the new state in place but write it before committing. */
     srv_quota_entry saved;
     size_t n = q->n;
@@ -263,6 +281,62 @@ srv_quota *srv_quota_free(srv_quota *q)
     return NULL;
 }
 
+/* The subject of a file line: "uid N" or "job NAME".  why is set on a
+ * refusal. */
+static void parse_subject(const char *kind, const char *subject,
+                          srv_quota_entry *e, char *why, size_t whylen)
+{
+    if (strcmp(kind, "uid") == 0) {
+        char *end;
+        errno = 0;
+        unsigned long long u = strtoull(subject, &end, 10);
+        if (!isdigit((unsigned char)subject[0]) || *end || errno ||
+            u > UINT32_MAX)
+            snprintf(why, whylen, "'%s' is not a uid", subject);
+        e->kind = SRV_SUBJECT_UID;
+        e->uid = (uint32_t)u;
+    } else if (strcmp(kind, "job") == 0) {
+        e->kind = SRV_SUBJECT_JOB;
+        if (!srv_quota_job_valid(subject))
+            snprintf(why, whylen, "'%.40s' is not a job name", subject);
+        else
+            memcpy(e->job, subject, strlen(subject) + 1);
+    } else {
+        snprintf(why, whylen, "'%s' is neither 'uid' nor 'job'", kind);
+    }
+}
+
+/* One entry line (p: the line without leading space) into *e; why is set
+ * on a refusal (the first problem found). */
+static void parse_entry(const srv_quota *q, const char *p, srv_quota_entry *e,
+                        char *why, size_t whylen)
+{
+    char kind[8], subject[SRV_JOB_MAX + 2], tier[8], limit[32], extra[2];
+    int n = sscanf(p, "%7s %129s %7s %31s %1s", kind, subject, tier, limit,
+                   extra);
+    memset(e, 0, sizeof(*e));
+    if (n != 4)
+        snprintf(why, whylen, "expected '<uid|job> SUBJECT <ddr|flash|hbm> "
+                 "LIMIT_BYTES'");
+    else
+        parse_subject(kind, subject, e, why, whylen);
+    if (!why[0] && tier_parse(tier, &e->tier) < 0)
+        snprintf(why, whylen, "'%s' is not a tier (ddr, flash, hbm)", tier);
+    if (!why[0]) {
+        char *end;
+        errno = 0;
+        e->limit = strtoull(limit, &end, 10);
+        if (!isdigit((unsigned char)limit[0]) || *end || errno ||
+            e->limit == 0)
+            snprintf(why, whylen, "'%s' is not a limit in bytes (a positive "
+                     "integer)", limit);
+    }
+    if (!why[0] && find(q, e->kind, e->uid, e->job, e->tier) >= 0)
+        snprintf(why, whylen, "duplicate entry");
+    if (!why[0] && q->n >= SRV_QUOTA_MAX_ENTRIES)
+        snprintf(why, whylen, "more than %d entries", SRV_QUOTA_MAX_ENTRIES);
+}
+
 static int load(srv_quota *q, char *err, size_t errlen)
 {
     FILE *f = fopen(q->path, "r");
@@ -275,13 +349,13 @@ static int load(srv_quota *q, char *err, size_t errlen)
     char line[512];
     unsigned lineno = 0;
     int rc = 0;
-    while (fgets(line, sizeof(line), f)) {
+    while (rc == 0 && fgets(line, sizeof(line), f)) {
         lineno++;
         size_t len = strlen(line);
         if (len && line[len - 1] != '\n' && !feof(f)) {
-            ho_errf(err, errlen, 0, "%s:%u: line longer than %zu bytes", q->path,
-                 lineno, sizeof(line) - 2);
-            rc = HO_E_BAD_CONFIG;
+            rc = ho_errf(err, errlen, HO_E_BAD_CONFIG,
+                         "%s:%u: line longer than %zu bytes", q->path, lineno,
+                         sizeof(line) - 2);
             break;
         }
         char *p = line;
@@ -289,74 +363,28 @@ static int load(srv_quota *q, char *err, size_t errlen)
             p++;
         if (!*p || *p == '#')
             continue;
-        char kind[8], subject[SRV_JOB_MAX + 2], tier[8], limit[32], extra[2];
-        int n = sscanf(p, "%7s %129s %7s %31s %1s", kind, subject, tier,
-                       limit, extra);
-        p[strcspn(p, "\n")] = '\0';
         srv_quota_entry e;
-        memset(&e, 0, sizeof(e));
         char why[200] = "";
-        if (n != 4) {
-            snprintf(why, sizeof(why), "expected '<uid|job> SUBJECT "
-                     "<ddr|flash|hbm> LIMIT_BYTES'");
-        } else if (strcmp(kind, "uid") == 0) {
-            char *end;
-            errno = 0;
-            unsigned long long u = strtoull(subject, &end, 10);
-            if (!isdigit((unsigned char)subject[0]) || *end || errno ||
-                u > UINT32_MAX)
-                snprintf(why, sizeof(why), "'%s' is not a uid", subject);
-            e.kind = SRV_SUBJECT_UID;
-            e.uid = (uint32_t)u;
-        } else if (strcmp(kind, "job") == 0) {
-            e.kind = SRV_SUBJECT_JOB;
-            if (!srv_quota_job_valid(subject))
-                snprintf(why, sizeof(why), "'%.40s' is not a job name",
-                         subject);
-            else
-                memcpy(e.job, subject, strlen(subject) + 1);
-        } else {
-            snprintf(why, sizeof(why), "'%s' is neither 'uid' nor 'job'",
-                     kind);
-        }
-        if (!why[0] && tier_parse(tier, &e.tier) < 0)
-            snprintf(why, sizeof(why), "'%s' is not a tier (ddr, flash, hbm)",
-                     tier);
-        if (!why[0]) {
-            char *end;
-            errno = 0;
-            e.limit = strtoull(limit, &end, 10);
-            if (!isdigit((unsigned char)limit[0]) || *end || errno ||
-                e.limit == 0)
-                snprintf(why, sizeof(why), "'%s' is not a limit in bytes "
-                         "(a positive integer)", limit);
-        }
-        if (!why[0] && find(q, e.kind, e.uid, e.job, e.tier) >= 0)
-            snprintf(why, sizeof(why), "duplicate entry");
-        if (!why[0] && q->n >= SRV_QUOTA_MAX_ENTRIES)
-            snprintf(why, sizeof(why), "more than %d entries",
-                     SRV_QUOTA_MAX_ENTRIES);
+        parse_entry(q, p, &e, why, sizeof(why));
+        p[strcspn(p, "\n")] = '\0';
         if (why[0]) {
-            ho_errf(err, errlen, 0, "%s:%u: %s: '%.80s'", q->path, lineno, why, p);
-            rc = HO_E_BAD_CONFIG;
+            rc = ho_errf(err, errlen, HO_E_BAD_CONFIG, "%s:%u: %s: '%.80s'",
+                         q->path, lineno, why, p);
             break;
         }
         rc = reserve(q, q->n + 1);
-        if (rc < 0) {
+        if (rc < 0)
             ho_errf(err, errlen, 0, "out of memory");
-            break;
-        }
-        q->entries[q->n++] = e;
+        else
+            q->entries[q->n++] = e;
     }
-    if (!rc && ferror(f)) {
-        rc = -EIO;
-        ho_errf(err, errlen, 0, "%s: read error", q->path);
-    }
+    if (!rc && ferror(f))
+        rc = ho_errf(err, errlen, -EIO, "%s: read error", q->path);
     fclose(f);
     return rc;
 }
 
-int srv_quota_open(const char *path, srv_quota **ret, char *err,
+int srv_quota_open(const char *path, srv_quota **ret_q, char *err,
                    size_t errlen)
 {
     srv_quota *q = calloc(1, sizeof(*q));
@@ -369,6 +397,6 @@ int srv_quota_open(const char *path, srv_quota **ret, char *err,
         srv_quota_free(q);
         return rc;
     }
-    *ret = q;
+    *ret_q = q;
     return 0;
 }

@@ -19,8 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SRV_QUOTA_MAX_ENTRIES 4096
-#define SRV_JOB_MAX 128            /* bytes of a job name (without NUL) */
+#include "daemon/srv_limits.h"
 
 /* Values are those of hyperoffload.Tier / QuotaSubjectKind. */
 typedef enum srv_tier {
@@ -45,16 +44,19 @@ typedef struct srv_quota_entry {
 typedef struct srv_quota srv_quota;
 
 /* Open the store backed by `path`, loading it when it exists (a missing
- * file is an empty store).  On success *ret is owned by the caller
+ * file is an empty store).  On success *ret_q is owned by the caller
  * (srv_quota_free).  A malformed file is HO_E_BAD_CONFIG with
  * "PATH:LINE: ..." in err; -errno for I/O errors; -ENOMEM. */
-int srv_quota_open(const char *path, srv_quota **ret, char *err,
+int srv_quota_open(const char *path, srv_quota **ret_q, char *err,
                    size_t errlen);
 srv_quota *srv_quota_free(srv_quota *q);   /* accepts NULL; returns NULL */
 
 /* A job name is 1..SRV_JOB_MAX printable non-space ASCII bytes. */
 bool srv_quota_job_valid(const char *job);
 const char *srv_tier_name(srv_tier t);     /* "ddr", "flash", "hbm" */
+/* The subject as messages name it: "uid 1000", "job train-7b". */
+void srv_quota_subject_name(srv_subject_kind kind, uint32_t uid,
+                            const char *job, char *buf, size_t len);
 
 /* Set (insert or replace) a limit and persist.  limit must be > 0
  * (HO_E_INVALID_SIZE); -EINVAL for a bad tier, kind or job name;

@@ -14,9 +14,9 @@
  * and one per move in flight.  A move whose session or replay went away
  * finds its extent orphaned (owner NULL) and frees it.
  *
- * Execution.  The staging plan (planner/staging.c) is a list of events by
- * position (2*op + when) over a step.  The replay keeps a cursor (step,
- * event); whenever the client signals the eventfd (at milestone ops, or
+ * Execution.  The staging plan (planner/staging/stage_plan.c) is a list of
+ * events by position (2*op + when) over a step.  The replay keeps a cursor
+ * (step, event); whenever the client signals the eventfd (at milestone ops, or
  * when it waits for a slot: `urgent`), and on a timer while work is
  * pending, the loop reads the client's step and op, applies the events
  * that are due (each sets a slot's target: in DDR, out, written to flash)
@@ -34,7 +34,7 @@
  * the client's atomics (step, op, urgent, version, dropped, and the slot
  * state for its CAS), and bounds-checks every index it reads there.
  */
-#include "daemon/daemon.h"
+#include "daemon/staging.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -49,24 +49,20 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "proto/control.h"
+#include "daemon/connection.h"
 #include "daemon/log.h"
-
-#include "planner/plan.h"
+#include "daemon/mover.h"
+#include "daemon/sessions.h"
 #include "planner/io/plan_io.h"
+#include "planner/plan.h"
 #include "planner/staging/stage_plan.h"
-
-#define SRV_STAGE_PLANNER_MAX 32
-#define SRV_STAGE_MOVES_MAX 3       /* moves in flight per replay */
-#define SRV_STAGE_TIMER_MS 5        /* re-check period while work waits */
-#define SRV_STAGE_FLASH_LATENCY_US 1000.0
-#define SRV_STAGE_LOOKAHEAD_US 5000.0 /* fills started this early if room */
-#define SRV_STAGE_LOOKAHEAD_EVENTS 256
+#include "proto/control.h"
+#include "proto/errfmt.h"
 
 struct srv_plan_memo {
     uint32_t refs;           /* session + staging jobs */
     uint64_t hash, budget;
-    char planner[SRV_STAGE_PLANNER_MAX];
+    char planner[SRV_PLANNER_NAME_MAX];
     plan_trace *trace;       /* owned, finished */
     plan_schedule *sched;    /* owned, bound to trace */
 };
@@ -172,8 +168,11 @@ void srv_stage_remember_plan(srv_daemon *d, srv_session *s,
 
 /* ------------------------------------------------------------ replay life */
 
-static void stage_free(srv_stage *st)
+/* Free the replay object and what it owns.  Accepts NULL; returns NULL. */
+static srv_stage *stage_free(srv_stage *st)
 {
+    if (!st)
+        return NULL;
     if (st->hdr)
         munmap(st->hdr, st->ctl_size);
     if (st->memfd >= 0)
@@ -184,9 +183,11 @@ static void stage_free(srv_stage *st)
     free(st->slots);
     free(st->work);
     free(st);
+    return NULL;
 }
 
-static void stage_maybe_free(srv_stage *st)
+/* Free the replay once no reference and no handle is left. */
+static void stage_release_if_idle(srv_stage *st)
 {
     if (st->refs == 0 && st->handles_open == 0)
         stage_free(st);
@@ -196,13 +197,13 @@ static void on_handle_closed(uv_handle_t *h)
 {
     srv_stage *st = h->data;
     st->handles_open--;
-    stage_maybe_free(st);
+    stage_release_if_idle(st);
 }
 
 static void stage_unref(srv_stage *st)
 {
     st->refs--;
-    stage_maybe_free(st);
+    stage_release_if_idle(st);
 }
 
 /* Stop watching the eventfd and forget the session (its host copies stay
@@ -315,17 +316,18 @@ static int flash_get(srv_stage *st, stage_slot *sl)
     srv_extent *x = sl->x;
     if (x->flash_held)
         return 0;
-    srv_errbuf e;
-    int rc = d->n_flash ? srv_quota_check(d, st->s->uid, st->s->job,
-                                          SRV_TIER_FLASH, x->len, &e)
-                        : HO_E_UNSUPPORTED;
+    char err[SRV_ERR_MAX];
+    int rc = d->n_flash
+                 ? srv_quota_check(d, st->s->uid, st->s->job, SRV_TIER_FLASH,
+                                   x->len, err, sizeof(err))
+                 : HO_E_UNSUPPORTED;
     if (rc == 0)
-        rc = srv_flash_alloc(d, x, &e);
+        rc = srv_flash_alloc(d, x, err, sizeof(err));
     if (rc < 0) {
         if (!st->warned_flash)
             srv_warn("session %" PRIu64 ": cannot stage a host copy of %"
                      PRIu64 " bytes to flash: %s", st->session_id, x->len,
-                     rc == HO_E_UNSUPPORTED ? "no flash tier" : e.msg);
+                     rc == HO_E_UNSUPPORTED ? "no flash tier" : err);
         st->warned_flash = true;
         return rc;
     }
@@ -339,11 +341,17 @@ static void flash_put(srv_stage *st, stage_slot *sl)
     srv_extent *x = sl->x;
     if (!x->flash_held)
         return;
-    tier_flash_release(st->d->flash[x->flash_idx], x->flash_off,
-                       x->flash_len);
-    x->flash_held = false;
+    srv_flash_release(st->d, x);
     st->s->usage.flash -= x->len;
     sl->flash_valid = false;
+}
+
+/* Slot k to extent state ns and region state `region` (in that order). */
+static void slot_set(srv_stage *st, uint32_t k, srv_ext_state ns,
+                     uint32_t region)
+{
+    ext_set(st, &st->slots[k], ns);
+    atomic_store(&ctl_slot(st, k)->state, region);
 }
 
 /* ------------------------------------------------------------ moves */
@@ -367,11 +375,83 @@ static void work_push(srv_stage *st, uint32_t k)
 
 static void stage_process(srv_stage *st);
 
-static void mv_done(srv_daemon *d, void *ctx, int rc, double us)
+/* The flash copy of slot k now holds version ver. */
+static void flash_written(srv_stage *st, stage_slot *sl, uint64_t ver)
+{
+    sl->flash_valid = true;
+    sl->flash_ver = ver;
+    atomic_fetch_add(&st->hdr->flash_out_bytes, sl->x->len);
+}
+
+/* An eviction (SPILL or DROP) ended: SPILLING -> FLASH, or -> ABSENT when
+ * its data was dropped; SPILLING -> DDR when it failed. */
+static void slot_evicted(srv_stage *st, const stage_mv *mv, int rc)
+{
+    stage_slot *sl = &st->slots[mv->k];
+    srv_extent *x = sl->x;
+    st->leaving -= x->len;
+    if (rc == 0)
+        rc = tier_arena_mark_evicted(x->arena->arena, x->off, x->len);
+    if (rc < 0) {
+        srv_err("session %" PRIu64 ": %s of host copy %u failed: %s; it "
+                "stays in DDR", st->session_id,
+                mv->kind == SRV_MOVE_SPILL ? "spill" : "eviction", mv->k,
+                ho_strerror(rc));
+        slot_set(st, mv->k, SRV_EXT_DDR, HO_SLOT_DDR);
+        return;
+    }
+    if (mv->kind == SRV_MOVE_SPILL) {
+        flash_written(st, sl, mv->ver);
+        st->spills++;
+    } else {
+        st->drops++;
+    }
+    sl->forced_out = false;
+    if (mv->to_absent) {
+        flash_put(st, sl);
+        slot_set(st, mv->k, SRV_EXT_ABSENT, HO_SLOT_ABSENT);
+    } else {
+        slot_set(st, mv->k, SRV_EXT_FLASH, HO_SLOT_FLASH);
+    }
+}
+
+/* A WRITE ended: SPILLING -> DDR (the copy stayed usable throughout). */
+static void slot_written(srv_stage *st, const stage_mv *mv, int rc)
+{
+    stage_slot *sl = &st->slots[mv->k];
+    ext_set(st, sl, SRV_EXT_DDR);
+    if (rc == 0) {
+        flash_written(st, sl, mv->ver);
+        st->writes++;
+    } else {
+        srv_warn("session %" PRIu64 ": writing host copy %u to flash "
+                 "failed: %s", st->session_id, mv->k, ho_strerror(rc));
+    }
+}
+
+/* A FILL ended: FILLING -> DDR, or FILLING -> FLASH when it failed. */
+static void slot_filled(srv_stage *st, const stage_mv *mv, int rc)
+{
+    srv_extent *x = st->slots[mv->k].x;
+    if (rc == 0) {
+        slot_set(st, mv->k, SRV_EXT_DDR, HO_SLOT_DDR);
+        atomic_fetch_add(&st->hdr->flash_in_bytes, x->len);
+        st->fills++;
+        return;
+    }
+    srv_err("session %" PRIu64 ": fill of host copy %u failed: %s; it stays "
+            "on flash", st->session_id, mv->k, ho_strerror(rc));
+    tier_arena_evict(x->arena->arena, x->off, x->len); /* rare: on the loop */
+    slot_set(st, mv->k, SRV_EXT_FLASH, HO_SLOT_FLASH);
+}
+
+/* The mover's callback of mv_start. */
+static void mv_finished(srv_daemon *d, void *ctx, int rc, double us)
 {
     stage_mv *mv = ctx;
     srv_stage *st = mv->st;
     srv_extent *x = mv->x;
+    srv_arena_ref *r = x->arena;   /* the move's reference */
     (void)us;
     st->moves--;
     if (!x->owner || !st->s || st->slots[mv->k].x != x) {
@@ -379,71 +459,20 @@ static void mv_done(srv_daemon *d, void *ctx, int rc, double us)
         srv_extent_free_orphan(d, x);
         free(mv);
         stage_unref(st);
+        srv_arena_unref(d, r);
         return;
     }
-    stage_slot *sl = &st->slots[mv->k];
-    ho_ctl_slot *cs = ctl_slot(st, mv->k);
-    tier_arena *a = x->arena->arena;
-    sl->busy = false;
+    st->slots[mv->k].busy = false;
     switch (mv->kind) {
     case SRV_MOVE_SPILL:
     case SRV_MOVE_DROP:
-        st->leaving -= x->len;
-        if (rc == 0)
-            rc = tier_arena_mark_evicted(a, x->off, x->len);
-        if (rc < 0) {
-            srv_err("session %" PRIu64 ": %s of host copy %u failed: %s; it "
-                    "stays in DDR", st->session_id,
-                    mv->kind == SRV_MOVE_SPILL ? "spill" : "eviction",
-                    mv->k, ho_strerror(rc));
-            ext_set(st, sl, SRV_EXT_DDR);
-            atomic_store(&cs->state, HO_SLOT_DDR);
-            break;
-        }
-        if (mv->kind == SRV_MOVE_SPILL) {
-            sl->flash_valid = true;
-            sl->flash_ver = mv->ver;
-            atomic_fetch_add(&st->hdr->flash_out_bytes, x->len);
-            st->spills++;
-        } else {
-            st->drops++;
-        }
-        sl->forced_out = false;
-        if (mv->to_absent) {
-            flash_put(st, sl);
-            ext_set(st, sl, SRV_EXT_ABSENT);
-            atomic_store(&cs->state, HO_SLOT_ABSENT);
-        } else {
-            ext_set(st, sl, SRV_EXT_FLASH);
-            atomic_store(&cs->state, HO_SLOT_FLASH);
-        }
+        slot_evicted(st, mv, rc);
         break;
     case SRV_MOVE_WRITE:
-        ext_set(st, sl, SRV_EXT_DDR);
-        if (rc == 0) {
-            sl->flash_valid = true;
-            sl->flash_ver = mv->ver;
-            atomic_fetch_add(&st->hdr->flash_out_bytes, x->len);
-            st->writes++;
-        } else {
-            srv_warn("session %" PRIu64 ": writing host copy %u to flash "
-                     "failed: %s", st->session_id, mv->k, ho_strerror(rc));
-        }
+        slot_written(st, mv, rc);
         break;
     case SRV_MOVE_FILL:
-        if (rc == 0) {
-            ext_set(st, sl, SRV_EXT_DDR);
-            atomic_store(&cs->state, HO_SLOT_DDR);
-            atomic_fetch_add(&st->hdr->flash_in_bytes, x->len);
-            st->fills++;
-        } else {
-            srv_err("session %" PRIu64 ": fill of host copy %u failed: %s; "
-                    "it stays on flash", st->session_id, mv->k,
-                    ho_strerror(rc));
-            tier_arena_evict(a, x->off, x->len); /* rare: on the loop */
-            ext_set(st, sl, SRV_EXT_FLASH);
-            atomic_store(&cs->state, HO_SLOT_FLASH);
-        }
+        slot_filled(st, mv, rc);
         break;
     }
     wake(st);
@@ -451,6 +480,7 @@ static void mv_done(srv_daemon *d, void *ctx, int rc, double us)
     free(mv);
     stage_process(st);
     stage_unref(st);
+    srv_arena_unref(d, r);
 }
 
 static int mv_start(srv_stage *st, uint32_t k, srv_move_kind kind,
@@ -467,13 +497,7 @@ static int mv_start(srv_stage *st, uint32_t k, srv_move_kind kind,
     mv->kind = kind;
     mv->ver = ver;
     mv->to_absent = to_absent;
-    srv_move_args ma = {.kind = kind, .arena = x->arena, .off = x->off,
-                        .len = x->len};
-    if (kind != SRV_MOVE_DROP) {
-        ma.flash = st->d->flash[x->flash_idx];
-        ma.flash_off = x->flash_off;
-    }
-    int rc = srv_move_start(st->d, &ma, mv_done, mv);
+    int rc = srv_extent_start_move(st->d, x, kind, mv_finished, mv);
     if (rc < 0) {
         free(mv);
         return rc;
@@ -590,17 +614,11 @@ static void make_room(srv_stage *st, uint32_t u, uint64_t want)
 static uint64_t quota_shortfall(srv_stage *st, uint64_t more)
 {
     srv_session *s = st->s;
+    srv_quota_use uses[2];
+    int n = srv_quota_uses(st->d, s->uid, s->job, SRV_TIER_DDR, uses);
     uint64_t worst = 0;
-    for (int k = 0; k < 2; k++) {
-        srv_subject_kind kind = k ? SRV_SUBJECT_JOB : SRV_SUBJECT_UID;
-        if (kind == SRV_SUBJECT_JOB && !s->job[0])
-            continue;
-        uint64_t q = srv_quota_limit(st->d->quota, kind, s->uid, s->job,
-                                     SRV_TIER_DDR);
-        if (!q)
-            continue;
-        uint64_t used = srv_subject_usage(st->d, kind, s->uid, s->job,
-                                          SRV_TIER_DDR);
+    for (int k = 0; k < n; k++) {
+        uint64_t q = uses[k].limit, used = uses[k].used;
         if (used + more > q && used + more - q > worst)
             worst = used + more - q;
     }
@@ -883,10 +901,10 @@ static void stage_process(srv_stage *st)
             uint32_t k = st->work[i];
             stage_slot *sl = &st->slots[k];
             bool out_pass = !(sl->target_in && !sl->forced_out) && k != u;
-            bool done = false;
+            bool settled = false;
             if (pass == (out_pass ? 0 : 1))
-                done = reconcile(st, k, u);
-            if (done)
+                settled = reconcile(st, k, u);
+            if (settled)
                 sl->queued = false;
             else
                 st->work[keep++] = k;
@@ -937,107 +955,111 @@ static void needed_storages(const plan_trace *t, const plan_schedule *sc,
             needed[sc->actions[k].storage] = 1;
 }
 
+/* Request slot i against the trace: a storage of the trace that needs a
+ * host copy, of the trace's size, not listed before, within the pool.
+ * On 0 *sl is filled (x unset) and the storage marked in seen[]. */
+static int check_slot(srv_daemon *d, const plan_trace *t, size_t i,
+                      const Hyperoffload__StageSlot *ss, const uint8_t *needed,
+                      uint8_t *seen, stage_slot *sl, char *err, size_t errlen)
+{
+    char a[32], b[32];
+    uint64_t id = ss ? ss->storage_id : 0, bytes = ss ? ss->bytes : 0;
+    uint32_t k = plan_trace_find(t, id);
+    if (k == PLAN_NONE)
+        return ho_errf(err, errlen, -ENOENT, "slots[%zu]: storage %" PRIu64
+                       " is not in the plan's trace", i, id);
+    if (!needed[k])
+        return ho_errf(err, errlen, -EINVAL, "slots[%zu]: storage %" PRIu64
+                       " needs no host copy: the schedule never stores it "
+                       "and it does not start on host", i, id);
+    if (bytes != t->storages[k].bytes)
+        return ho_errf(err, errlen, HO_E_INVALID_SIZE, "slots[%zu]: storage %"
+                       PRIu64 " has %" PRIu64 " bytes in the trace, the slot "
+                       "says %" PRIu64, i, id, t->storages[k].bytes, bytes);
+    if (seen[k])
+        return ho_errf(err, errlen, -EEXIST, "slots[%zu]: storage %" PRIu64
+                       " is listed twice", i, id);
+    seen[k] = 1;
+    if (bytes > d->cfg.ddr_capacity)
+        return ho_errf(err, errlen, HO_E_TOO_LARGE, "slots[%zu]: storage %"
+                       PRIu64 " of %s exceeds the DDR pool capacity %s", i,
+                       id, ho_size_format(bytes, a, sizeof(a)),
+                       ho_size_format(d->cfg.ddr_capacity, b, sizeof(b)));
+    sl->storage = k;
+    sl->storage_id = id;
+    sl->bytes = bytes;
+    sl->boundary = t->storages[k].initial == PLAN_INIT_HOST;
+    return 0;
+}
+
+/* Every storage that needs a host copy has a slot. */
+static int check_every_copy(const plan_trace *t, const uint8_t *needed,
+                            const uint8_t *seen, char *err, size_t errlen)
+{
+    for (uint32_t k = 0; k < t->n_storages; k++)
+        if (needed[k] && !seen[k])
+            return ho_errf(err, errlen, -ENODATA, "storage %" PRIu64 " needs "
+                           "a host copy (%s) but has no slot",
+                           t->storages[k].id,
+                           t->storages[k].initial == PLAN_INIT_HOST
+                               ? "it starts on host"
+                               : "the schedule stores it");
+    return 0;
+}
+
 /* Validate the request's slots against the memo.  On success *ret_slots
- * (owned by the caller) holds one entry per request slot, x unset. */
+ * (owned by the caller) holds one entry per request slot, x unset, and
+ * *ret_total the sum of their aligned lengths. */
 static int check_slots(srv_daemon *d, srv_session *s,
                        const Hyperoffload__StageRequest *req,
                        const srv_plan_memo *m, stage_slot **ret_slots,
-                       uint64_t *ret_total, srv_errbuf *e)
+                       uint64_t *ret_total, char *err, size_t errlen)
 {
     const plan_trace *t = m->trace;
     size_t n = req->n_slots;
     uint64_t align = d->cfg.ddr_alignment;
-    if (n > HO_CTL_MAX_SLOTS || n > t->n_storages) {
-        srv_errf(e, "%zu slots: the plan's trace has %u storages (and a replay "
-             "at most %u slots)", n, t->n_storages, HO_CTL_MAX_SLOTS);
-        return -E2BIG;
-    }
+    if (n > HO_CTL_MAX_SLOTS || n > t->n_storages)
+        return ho_errf(err, errlen, -E2BIG, "%zu slots: the plan's trace has "
+                       "%u storages (and a replay at most %u slots)", n,
+                       t->n_storages, HO_CTL_MAX_SLOTS);
     uint64_t old = s->stage ? s->stage->n_slots : 0;
-    if (s->usage.extents - old + n > d->cfg.max_extents) {
-        srv_errf(e, "%zu host copies would take the session to %" PRIu64
-             " extents, above the limit (max_extents_per_session %u)", n,
-             s->usage.extents - old + n, d->cfg.max_extents);
-        return HO_E_QUOTA;
-    }
+    if (s->usage.extents - old + n > d->cfg.max_extents)
+        return ho_errf(err, errlen, HO_E_QUOTA, "%zu host copies would take "
+                       "the session to %" PRIu64 " extents, above the limit "
+                       "(max_extents_per_session %u)", n,
+                       s->usage.extents - old + n, d->cfg.max_extents);
     uint8_t *needed = calloc(t->n_storages ? t->n_storages : 1, 1);
     uint8_t *seen = calloc(t->n_storages ? t->n_storages : 1, 1);
     stage_slot *slots = calloc(n ? n : 1, sizeof(*slots));
+    uint64_t total = 0;
     int rc = 0;
     if (!needed || !seen || !slots) {
-        srv_errf(e, "out of memory");
-        rc = -ENOMEM;
-        goto fail;
+        rc = ho_errf(err, errlen, -ENOMEM, "out of memory");
+        goto out;
     }
     needed_storages(t, m->sched, needed);
-    uint64_t total = 0;
-    for (size_t i = 0; i < n; i++) {
-        const Hyperoffload__StageSlot *ss = req->slots[i];
-        uint64_t id = ss ? ss->storage_id : 0, bytes = ss ? ss->bytes : 0;
-        uint32_t k = plan_trace_find(t, id);
-        if (k == PLAN_NONE) {
-            srv_errf(e, "slots[%zu]: storage %" PRIu64 " is not in the plan's "
-                 "trace", i, id);
-            rc = -ENOENT;
-            goto fail;
-        }
-        if (!needed[k]) {
-            srv_errf(e, "slots[%zu]: storage %" PRIu64 " needs no host copy: the "
-                 "schedule never stores it and it does not start on host",
-                 i, id);
-            rc = -EINVAL;
-            goto fail;
-        }
-        if (bytes != t->storages[k].bytes) {
-            srv_errf(e, "slots[%zu]: storage %" PRIu64 " has %" PRIu64 " bytes "
-                 "in the trace, the slot says %" PRIu64, i, id,
-                 t->storages[k].bytes, bytes);
-            rc = HO_E_INVALID_SIZE;
-            goto fail;
-        }
-        if (seen[k]) {
-            srv_errf(e, "slots[%zu]: storage %" PRIu64 " is listed twice", i, id);
-            rc = -EEXIST;
-            goto fail;
-        }
-        seen[k] = 1;
-        if (bytes > d->cfg.ddr_capacity) {
-            char a[32], b[32];
-            srv_errf(e, "slots[%zu]: storage %" PRIu64 " of %s exceeds the DDR "
-                 "pool capacity %s", i, id, srv_sz(bytes, a),
-                 srv_sz(d->cfg.ddr_capacity, b));
-            rc = HO_E_TOO_LARGE;
-            goto fail;
-        }
-        uint64_t len = (bytes + align - 1) & ~(align - 1);
-        total += len;   /* <= 2^22 slots of <= pool capacity: no overflow */
-        slots[i].storage = k;
-        slots[i].storage_id = id;
-        slots[i].bytes = bytes;
-        slots[i].boundary = t->storages[k].initial == PLAN_INIT_HOST;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        rc = check_slot(d, t, i, req->slots[i], needed, seen, &slots[i], err,
+                        errlen);
+        /* <= 2^22 slots of <= pool capacity: no overflow */
+        total += (slots[i].bytes + align - 1) & ~(align - 1);
     }
-    for (uint32_t k = 0; k < t->n_storages; k++)
-        if (needed[k] && !seen[k]) {
-            srv_errf(e, "storage %" PRIu64 " needs a host copy (%s) but has no "
-                 "slot", t->storages[k].id,
-                 t->storages[k].initial == PLAN_INIT_HOST
-                     ? "it starts on host" : "the schedule stores it");
-            rc = -ENODATA;
-            goto fail;
-        }
+    if (rc == 0)
+        rc = check_every_copy(t, needed, seen, err, errlen);
+out:
     free(needed);
     free(seen);
+    if (rc < 0) {
+        free(slots);
+        return rc;
+    }
     *ret_slots = slots;
     *ret_total = total;
     return 0;
-fail:
-    free(needed);
-    free(seen);
-    free(slots);
-    return rc;
 }
 
 /* Create, size, seal and map the control region; fill the layout. */
-static int make_region(srv_stage *st, srv_errbuf *e)
+static int make_region(srv_stage *st, char *err, size_t errlen)
 {
     uint64_t hdr = (sizeof(ho_ctl_header) + 63) & ~(uint64_t)63;
     uint64_t slots_b = (uint64_t)st->n_slots * sizeof(ho_ctl_slot);
@@ -1078,9 +1100,9 @@ static int make_region(srv_stage *st, srv_errbuf *e)
     return 0;
 sys_fail:;
     int rc = -errno;
-    srv_errf(e, "cannot create the control region (%" PRIu64 " bytes): %s",
-         st->ctl_size, strerror(errno));
-    return rc;
+    return ho_errf(err, errlen, rc,
+                   "cannot create the control region (%" PRIu64 " bytes): %s",
+                   st->ctl_size, strerror(errno));
 }
 
 /* Publish the slots' extents and states, milestones and counters. */
@@ -1114,17 +1136,11 @@ static uint64_t daemon_ddr_limit(srv_daemon *d, srv_session *s)
     tier_ddr_stats st;
     tier_ddr_stats_get(d->ddr, &st);
     uint64_t lim = st.capacity - st.used + old;
-    for (int k = 0; k < 2; k++) {
-        srv_subject_kind kind = k ? SRV_SUBJECT_JOB : SRV_SUBJECT_UID;
-        if (kind == SRV_SUBJECT_JOB && !s->job[0])
-            continue;
-        uint64_t q = srv_quota_limit(d->quota, kind, s->uid, s->job,
-                                     SRV_TIER_DDR);
-        if (!q)
-            continue;
-        uint64_t used = srv_subject_usage(d, kind, s->uid, s->job,
-                                          SRV_TIER_DDR);
-        used = used > old ? used - old : 0;
+    srv_quota_use uses[2];
+    int n = srv_quota_uses(d, s->uid, s->job, SRV_TIER_DDR, uses);
+    for (int k = 0; k < n; k++) {
+        uint64_t q = uses[k].limit;
+        uint64_t used = uses[k].used > old ? uses[k].used - old : 0;
         uint64_t room = q > used ? q - used : 0;
         if (room < lim)
             lim = room;
@@ -1145,13 +1161,13 @@ static void free_new_slots(srv_daemon *d, srv_session *s, srv_stage *st)
  * populated: the client's first copy faults the pages in), the others
  * reserved only. */
 static int alloc_slots(srv_daemon *d, srv_session *s, srv_stage *st,
-                       srv_errbuf *e)
+                       char *err, size_t errlen)
 {
     st->charged = 0;
     for (uint32_t i = 0; i < st->n_slots; i++) {
         bool in = st->plan ? st->plan->start_in_ddr[i] != 0 : true;
         int rc = srv_extent_alloc_staged(d, s, st->slots[i].bytes, in,
-                                         &st->slots[i].x, e);
+                                         &st->slots[i].x, err, errlen);
         if (rc < 0) {
             free_new_slots(d, s, st);
             st->charged = 0;
@@ -1167,7 +1183,6 @@ static int alloc_slots(srv_daemon *d, srv_session *s, srv_stage *st,
 
 static void reply_stage(srv_conn *c, uint64_t rid, srv_stage *st)
 {
-    Hyperoffload__Envelope env = HYPEROFFLOAD__ENVELOPE__INIT;
     Hyperoffload__StageReply sr = HYPEROFFLOAD__STAGE_REPLY__INIT;
     Hyperoffload__StageExtent *ex = calloc(st->n_slots ? st->n_slots : 1,
                                            sizeof(*ex));
@@ -1194,25 +1209,20 @@ static void reply_stage(srv_conn *c, uint64_t rid, srv_stage *st)
     sr.staged_bytes = st->staged_bytes;
     sr.stage_actions = st->plan ? st->plan->n_actions : 0;
     sr.milestones = st->plan ? st->plan->n_milestones : 0;
-    env.request_id = rid;
-    env.body_case = HYPEROFFLOAD__ENVELOPE__BODY_STAGE_REPLY;
-    env.stage_reply = &sr;
     int fds[2] = {st->memfd, st->efd};
-    srv_conn_send_fds(c, &env, fds, 2);
+    srv_conn_reply(c, rid, HYPEROFFLOAD__ENVELOPE__BODY_STAGE_REPLY, &sr, fds,
+                   2);
     free(ex);
     free(exp);
 }
 
-/* Build and install the replay (loop thread).  Takes ownership of slots
- * and plan in every case. */
-static int install(srv_daemon *d, srv_conn *c, uint64_t rid,
-                   stage_slot *slots, uint32_t n_slots, uint32_t n_ops,
-                   uint64_t total, uint64_t limit, plan_staging *plan,
-                   srv_errbuf *e)
+/* A replay object for session s, not yet installed (no region, handles or
+ * host copies).  Takes ownership of slots and plan in every case; NULL
+ * when out of memory. */
+static srv_stage *stage_new(srv_daemon *d, srv_session *s, stage_slot *slots,
+                            uint32_t n_slots, uint32_t n_ops, uint64_t total,
+                            uint64_t limit, plan_staging *plan)
 {
-    srv_session *s = c->session;
-    char a[32], b[32];
-    int rc;
     srv_stage *st = calloc(1, sizeof(*st));
     uint32_t *work = calloc(n_slots ? n_slots : 1, sizeof(*work));
     if (!st || !work) {
@@ -1220,8 +1230,7 @@ static int install(srv_daemon *d, srv_conn *c, uint64_t rid,
         free(work);
         free(slots);
         plan_staging_free(plan);
-        srv_errf(e, "out of memory");
-        return -ENOMEM;
+        return NULL;
     }
     st->d = d;
     st->s = s;
@@ -1234,31 +1243,46 @@ static int install(srv_daemon *d, srv_conn *c, uint64_t rid,
     st->plan = plan;
     st->staged_bytes = total;
     st->ddr_limit = limit;
+    return st;
+}
 
-    rc = make_region(st, e);
+/* The control region and the eventfd. */
+static int stage_open(srv_stage *st, char *err, size_t errlen)
+{
+    int rc = make_region(st, err, errlen);
     if (rc < 0)
-        goto fail;
+        return rc;
     st->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (st->efd < 0) {
         rc = -errno;
-        srv_errf(e, "eventfd: %s", strerror(errno));
-        goto fail;
+        return ho_errf(err, errlen, rc, "eventfd: %s", strerror(errno));
     }
-    rc = alloc_slots(d, s, st, e);
+    return 0;
+}
+
+/* The host copies; when they do not fit, once more after removing the
+ * replay this one replaces (it may hold the room). */
+static int stage_take_slots(srv_daemon *d, srv_session *s, srv_stage *st,
+                            char *err, size_t errlen)
+{
+    int rc = alloc_slots(d, s, st, err, errlen);
     if (rc < 0 && s->stage) {
-        /* Room may be held by the replay this one replaces. */
         stage_remove(d, s);
-        rc = alloc_slots(d, s, st, e);
+        rc = alloc_slots(d, s, st, err, errlen);
     }
+    return rc;
+}
+
+/* Watch the eventfd (poll and timer handles; the replay holds its first
+ * reference from here on).  A poll that does not start is logged: the
+ * timer still drives the replay. */
+static int stage_watch(srv_daemon *d, srv_stage *st, char *err,
+                       size_t errlen)
+{
+    int rc = uv_poll_init(&d->loop, &st->poll, st->efd);
     if (rc < 0)
-        goto fail;
-    rc = uv_poll_init(&d->loop, &st->poll, st->efd);
-    if (rc < 0) {
-        free_new_slots(d, s, st);
-        srv_errf(e, "cannot watch the eventfd: %s", uv_strerror(rc));
-        rc = HO_E_INTERNAL;
-        goto fail;
-    }
+        return ho_errf(err, errlen, HO_E_INTERNAL,
+                       "cannot watch the eventfd: %s", uv_strerror(rc));
     uv_timer_init(&d->loop, &st->timer);
     st->poll.data = st;
     st->timer.data = st;
@@ -1268,22 +1292,47 @@ static int install(srv_daemon *d, srv_conn *c, uint64_t rid,
     if (rc == 0)
         st->polling = true;
     else
-        srv_warn("session %" PRIu64 ": cannot watch its eventfd: %s", s->id,
-                 uv_strerror(rc));
+        srv_warn("session %" PRIu64 ": cannot watch its eventfd: %s",
+                 st->session_id, uv_strerror(rc));
+    return 0;
+}
 
+/* Build and install the replay (loop thread), replacing the session's
+ * previous one, and reply.  Takes ownership of slots and plan in every
+ * case. */
+static int install(srv_daemon *d, srv_conn *c, uint64_t rid,
+                   stage_slot *slots, uint32_t n_slots, uint32_t n_ops,
+                   uint64_t total, uint64_t limit, plan_staging *plan,
+                   char *err, size_t errlen)
+{
+    srv_session *s = c->session;
+    char a[32], b[32];
+    srv_stage *st = stage_new(d, s, slots, n_slots, n_ops, total, limit, plan);
+    if (!st)
+        return ho_errf(err, errlen, -ENOMEM, "out of memory");
+    int rc = stage_open(st, err, errlen);
+    if (rc == 0)
+        rc = stage_take_slots(d, s, st, err, errlen);
+    if (rc == 0) {
+        rc = stage_watch(d, st, err, errlen);
+        if (rc < 0)
+            free_new_slots(d, s, st);
+    }
+    if (rc < 0) {
+        st->s = NULL;
+        stage_free(st);
+        return rc;
+    }
     stage_remove(d, s);      /* the previous replay, if any */
     s->stage = st;
     publish_slots(st);
     srv_info("session %" PRIu64 ": replay installed: %u host copies, %s, "
              "DDR limit %s, %u staging actions and %u milestones per step",
-             s->id, st->n_slots, srv_sz(total, a), srv_sz(limit, b),
-             plan ? plan->n_actions : 0, plan ? plan->n_milestones : 0);
+             s->id, st->n_slots, ho_size_format(total, a, sizeof(a)),
+             ho_size_format(limit, b, sizeof(b)), plan ? plan->n_actions : 0,
+             plan ? plan->n_milestones : 0);
     reply_stage(c, rid, st);
     return 0;
-fail:
-    st->s = NULL;
-    stage_free(st);
-    return rc;
 }
 
 typedef struct stage_job {
@@ -1304,14 +1353,18 @@ typedef struct stage_job {
     char err[512];
 } stage_job;
 
-static void job_free(stage_job *j)
+/* Accepts NULL; returns NULL. */
+static stage_job *job_free(stage_job *j)
 {
+    if (!j)
+        return NULL;
     memo_unref(j->memo);
     free(j->slots);
     free(j->slot_storage);
     free(j->slot_bytes);
     plan_staging_free(j->plan);
     free(j);
+    return NULL;
 }
 
 static void job_work(uv_work_t *req)
@@ -1338,7 +1391,7 @@ static void job_after(uv_work_t *req, int status)
     if (!c || c->state != SRV_CONN_READY || !c->session ||
         c->session->id != j->session_id) {
         job_free(j);
-        srv_daemon_work_done(d);
+        srv_work_end(d);
         return;
     }
     if (j->rc == 0 && j->plan)
@@ -1358,79 +1411,53 @@ static void job_after(uv_work_t *req, int status)
         srv_reply_error(c, j->rid, j->rc, "%s", j->err[0] ? j->err
                                                          : ho_strerror(j->rc));
     } else {
-        srv_errbuf e;
+        char err[SRV_ERR_MAX];
         int rc = install(d, c, j->rid, j->slots, j->n_slots,
                          j->memo->trace->n_ops, j->total, j->in.ddr_limit,
-                         j->plan, &e);
+                         j->plan, err, sizeof(err));
         j->slots = NULL;
         j->plan = NULL;
         if (rc < 0)
-            srv_reply_error(c, j->rid, rc, "%s", e.msg);
+            srv_reply_error(c, j->rid, rc, "%s", err);
     }
     job_free(j);
-    srv_daemon_work_done(d);
+    srv_work_end(d);
 }
 
-void srv_handle_stage(srv_daemon *d, srv_conn *c, uint64_t rid,
-                      const Hyperoffload__StageRequest *req)
+/* The session's most recent plan, when it is the one the request names.
+ * HO_E_NO_PLAN (none, or another), HO_E_BUSY (a StageRequest is being
+ * planned). */
+static int stage_memo(srv_daemon *d, srv_session *s,
+                      const Hyperoffload__StageRequest *req,
+                      srv_plan_memo **ret_m, char *err, size_t errlen)
 {
-    srv_session *s = c->session;
-    srv_errbuf e;
-    int rc;
-    stage_slot *slots = NULL;
-    uint64_t total = 0;
-
     srv_plan_memo *m = s->plan;
     const char *planner = req->planner && *req->planner ? req->planner
                                                         : d->cfg.planner;
-    if (!m) {
-        srv_reply_error(c, rid, HO_E_NO_PLAN, "session %" PRIu64 " has no "
-                        "plan: send PlanRequest first", s->id);
-        return;
-    }
+    if (!m)
+        return ho_errf(err, errlen, HO_E_NO_PLAN, "session %" PRIu64 " has "
+                       "no plan: send PlanRequest first", s->id);
     if (m->hash != req->trace_hash || m->budget != req->budget ||
-        strcmp(m->planner, planner) != 0) {
-        srv_reply_error(c, rid, HO_E_NO_PLAN, "the StageRequest names trace "
-                        "%016" PRIx64 ", budget %" PRIu64 ", planner "
-                        "'%.32s'; the session's most recent plan is trace "
-                        "%016" PRIx64 ", budget %" PRIu64 ", planner '%s'",
-                        req->trace_hash, req->budget, planner, m->hash,
-                        m->budget, m->planner);
-        return;
-    }
-    if (s->stage_pending) {
-        srv_reply_error(c, rid, HO_E_BUSY, "session %" PRIu64 " already has "
-                        "a StageRequest being prepared", s->id);
-        return;
-    }
-    rc = check_slots(d, s, req, m, &slots, &total, &e);
-    if (rc < 0) {
-        srv_reply_error(c, rid, rc, "%s", e.msg);
-        return;
-    }
-    uint64_t limit = daemon_ddr_limit(d, s);
-    if (req->ddr_limit && req->ddr_limit < limit)
-        limit = req->ddr_limit;
-    uint32_t n = (uint32_t)req->n_slots;
+        strcmp(m->planner, planner) != 0)
+        return ho_errf(err, errlen, HO_E_NO_PLAN, "the StageRequest names "
+                       "trace %016" PRIx64 ", budget %" PRIu64 ", planner "
+                       "'%.32s'; the session's most recent plan is trace "
+                       "%016" PRIx64 ", budget %" PRIu64 ", planner '%s'",
+                       req->trace_hash, req->budget, planner, m->hash,
+                       m->budget, m->planner);
+    if (s->stage_pending)
+        return ho_errf(err, errlen, HO_E_BUSY, "session %" PRIu64 " already "
+                       "has a StageRequest being prepared", s->id);
+    *ret_m = m;
+    return 0;
+}
 
-    /* Everything fits: every host copy lives in DDR, nothing to plan. */
-    if (total <= limit) {
-        rc = install(d, c, rid, slots, n, m->trace->n_ops, total, limit,
-                     NULL, &e);
-        if (rc < 0)
-            srv_reply_error(c, rid, rc, "%s", e.msg);
-        return;
-    }
-    if (d->n_flash == 0) {
-        char a[32], b[32];
-        free(slots);
-        srv_reply_error(c, rid, HO_E_UNSUPPORTED, "the host copies take %s, "
-                        "above the %s the session may hold in DDR, and no "
-                        "flash tier is configured to stage them",
-                        srv_sz(total, a), srv_sz(limit, b));
-        return;
-    }
-    /* Plan the staging on a worker (it runs the planner). */
+/* A staging-plan job for the request's slots (it takes slots and a memo
+ * reference).  NULL when out of memory (slots freed). */
+static stage_job *stage_job_new(srv_daemon *d, srv_conn *c, uint64_t rid,
+                                srv_plan_memo *m, stage_slot *slots,
+                                uint32_t n, uint64_t total, uint64_t limit)
+{
     stage_job *j = calloc(1, sizeof(*j));
     if (j) {
         j->slot_storage = calloc(n ? n : 1, sizeof(uint32_t));
@@ -1443,8 +1470,7 @@ void srv_handle_stage(srv_daemon *d, srv_conn *c, uint64_t rid,
         }
         free(j);
         free(slots);
-        srv_reply_error(c, rid, -ENOMEM, "out of memory");
-        return;
+        return NULL;
     }
     uint64_t align = d->cfg.ddr_alignment;
     for (uint32_t i = 0; i < n; i++) {
@@ -1453,7 +1479,7 @@ void srv_handle_stage(srv_daemon *d, srv_conn *c, uint64_t rid,
     }
     j->d = d;
     j->conn_id = c->id;
-    j->session_id = s->id;
+    j->session_id = c->session->id;
     j->rid = rid;
     j->memo = m;
     m->refs++;
@@ -1470,6 +1496,52 @@ void srv_handle_stage(srv_daemon *d, srv_conn *c, uint64_t rid,
     j->in.flash_write_gbps = d->flash_write_gbps;
     j->in.flash_latency_us = SRV_STAGE_FLASH_LATENCY_US;
     j->req.data = j;
+    return j;
+}
+
+void srv_handle_stage(srv_daemon *d, srv_conn *c, uint64_t rid,
+                      const Hyperoffload__StageRequest *req)
+{
+    srv_session *s = c->session;
+    char err[SRV_ERR_MAX], a[32], b[32];
+    stage_slot *slots = NULL;
+    uint64_t total = 0;
+    srv_plan_memo *m = NULL;
+    int rc = stage_memo(d, s, req, &m, err, sizeof(err));
+    if (rc == 0)
+        rc = check_slots(d, s, req, m, &slots, &total, err, sizeof(err));
+    if (rc < 0) {
+        srv_reply_error(c, rid, rc, "%s", err);
+        return;
+    }
+    uint64_t limit = daemon_ddr_limit(d, s);
+    if (req->ddr_limit && req->ddr_limit < limit)
+        limit = req->ddr_limit;
+    uint32_t n = (uint32_t)req->n_slots;
+
+    /* Everything fits: every host copy lives in DDR, nothing to plan. */
+    if (total <= limit) {
+        rc = install(d, c, rid, slots, n, m->trace->n_ops, total, limit,
+                     NULL, err, sizeof(err));
+        if (rc < 0)
+            srv_reply_error(c, rid, rc, "%s", err);
+        return;
+    }
+    if (d->n_flash == 0) {
+        free(slots);
+        srv_reply_error(c, rid, HO_E_UNSUPPORTED, "the host copies take %s, "
+                        "above the %s the session may hold in DDR, and no "
+                        "flash tier is configured to stage them",
+                        ho_size_format(total, a, sizeof(a)),
+                        ho_size_format(limit, b, sizeof(b)));
+        return;
+    }
+    /* Plan the staging on a worker (it runs the planner). */
+    stage_job *j = stage_job_new(d, c, rid, m, slots, n, total, limit);
+    if (!j) {
+        srv_reply_error(c, rid, -ENOMEM, "out of memory");
+        return;
+    }
     rc = uv_queue_work(&d->loop, &j->req, job_work, job_after);
     if (rc < 0) {
         job_free(j);
@@ -1478,33 +1550,36 @@ void srv_handle_stage(srv_daemon *d, srv_conn *c, uint64_t rid,
         return;
     }
     s->stage_pending = true;
-    d->works_in_flight++;
+    srv_work_begin(d);
 }
 
-bool srv_stage_runtime_info(srv_session *s, Hyperoffload__RuntimeInfo *ri)
+bool srv_stage_runtime_info(srv_session *s,
+                            Hyperoffload__RuntimeInfo *ret_info)
 {
     srv_stage *st = s->stage;
     if (!st)
         return false;
     ho_ctl_header *h = st->hdr;
-    ri->steps = atomic_load_explicit(&h->step, memory_order_relaxed);
-    ri->current_op = atomic_load_explicit(&h->op, memory_order_relaxed);
-    ri->ops_per_step = st->n_ops;
-    ri->h2d_bytes = atomic_load_explicit(&h->h2d_bytes, memory_order_relaxed);
-    ri->d2h_bytes = atomic_load_explicit(&h->d2h_bytes, memory_order_relaxed);
-    ri->flash_out_bytes = atomic_load_explicit(&h->flash_out_bytes,
+    ret_info->steps = atomic_load_explicit(&h->step, memory_order_relaxed);
+    ret_info->current_op = atomic_load_explicit(&h->op, memory_order_relaxed);
+    ret_info->ops_per_step = st->n_ops;
+    ret_info->h2d_bytes =
+        atomic_load_explicit(&h->h2d_bytes, memory_order_relaxed);
+    ret_info->d2h_bytes =
+        atomic_load_explicit(&h->d2h_bytes, memory_order_relaxed);
+    ret_info->flash_out_bytes = atomic_load_explicit(&h->flash_out_bytes,
                                                memory_order_relaxed);
-    ri->flash_in_bytes = atomic_load_explicit(&h->flash_in_bytes,
+    ret_info->flash_in_bytes = atomic_load_explicit(&h->flash_in_bytes,
                                               memory_order_relaxed);
-    ri->stall_us = (double)atomic_load_explicit(&h->stall_ns,
+    ret_info->stall_us = (double)atomic_load_explicit(&h->stall_ns,
                                                 memory_order_relaxed) / 1e3;
-    ri->exposed_us = (double)atomic_load_explicit(&h->exposed_ns,
+    ret_info->exposed_us = (double)atomic_load_explicit(&h->exposed_ns,
                                                   memory_order_relaxed) / 1e3;
     /* The daemon's own figures, not the region's (the client could write
      * anything there). */
-    ri->host_copies_ddr = st->charged;
-    ri->host_copies_flash = st->on_flash;
-    ri->peak_device_bytes = atomic_load_explicit(&h->peak_device_bytes,
+    ret_info->host_copies_ddr = st->charged;
+    ret_info->host_copies_flash = st->on_flash;
+    ret_info->peak_device_bytes = atomic_load_explicit(&h->peak_device_bytes,
                                                  memory_order_relaxed);
     return true;
 }

@@ -24,7 +24,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "planner/limits.h"
+#include "planner/plan_limits.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -5,8 +5,8 @@
  * code (0 or negative: -errno or HO_E_*, hyperoffload/errors.h) plus, where
  * a sentence helps, text in a caller's buffer (`char *err, size_t errlen`;
  * err may be NULL or errlen 0 when the caller does not want it).  The
- * daemon keeps that style too (srv_errbuf in daemon/ is the same buffer
- * with its size fixed).  Libraries never log: the caller decides.
+ * daemon keeps that style too, and logs once at its boundary; libraries
+ * never log: the caller decides.
  */
 #ifndef HO_PROTO_ERRFMT_H
 #define HO_PROTO_ERRFMT_H

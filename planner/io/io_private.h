@@ -4,7 +4,7 @@
  * text writer, the shortest round-trip form of a double, and the reader's
  * error record with the checks and builders both formats run, so that
  * JSON and protobuf accept the same documents and explain a fault with
- * the same sentence (PLANNER.md §1-§2, bounds in planner/limits.h).
+ * the same sentence (PLANNER.md §1-§2, bounds in planner/plan_limits.h).
  * Private to planner/io/.
  */
 #ifndef HO_PLANNER_IO_IO_PRIVATE_H

@@ -417,11 +417,18 @@ START_TEST(help_lists_every_flag)
     ck_assert_ptr_nonnull(f);
     srv_config_write_help("hyperoffloadd", f);
     fclose(f);
+    int hidden = 0;
     for (int i = 0; i < srv_config_rows(); i++) {
         char flag[80];
         snprintf(flag, sizeof(flag), "--%s ", srv_config_row_flag(i));
-        ck_assert_msg(strstr(buf, flag), "help lacks %s", flag);
+        if (srv_config_row_hidden(i)) {
+            ck_assert_msg(!strstr(buf, flag), "help lists hidden %s", flag);
+            hidden++;
+        } else {
+            ck_assert_msg(strstr(buf, flag), "help lacks %s", flag);
+        }
     }
+    ck_assert_int_eq(hidden, 2);
     ck_assert_ptr_nonnull(strstr(buf, "--check-config"));
     free(buf);
 }
@@ -479,6 +486,48 @@ START_TEST(example_config_matches_table)
 END_TEST
 
 
+/* The debug knobs (hidden rows) are ordinary settings from a file and
+ * from flags, and stay out of the generated config. */
+START_TEST(hidden_rows_are_settings)
+{
+    make_tmpdir();
+    const char *p = write_conf("debug.conf", "[debug]\nspill_via_fd = yes\n"
+                                             "move_parts = 2\n");
+    srv_config c;
+    char err[512] = "";
+    ck_assert_int_eq(srv_config_init(&c), 0);
+    ck_assert(!c.debug_spill_via_fd);
+    ck_assert_uint_eq(c.debug_move_parts, 0);
+    ck_assert_msg(srv_config_load_file(&c, p, err, sizeof(err)) == 0, "%s",
+                  err);
+    ck_assert(c.debug_spill_via_fd);
+    ck_assert_uint_eq(c.debug_move_parts, 2);
+    ck_assert_int_eq(srv_config_set(&c, "debug", "move_parts", "5", err,
+                                    sizeof(err)), HO_E_BAD_CONFIG);
+    ck_assert_str_eq(err, "[debug] move_parts: '5' is above the maximum 4");
+    ck_assert_uint_eq(c.debug_move_parts, 2);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&buf, &len);
+    srv_config_write_ini(&c, false, m);
+    fclose(m);
+    ck_assert_ptr_null(strstr(buf, "[debug]"));
+    ck_assert_ptr_null(strstr(buf, "move_parts"));
+    free(buf);
+    srv_config_done(&c);
+
+    srv_cmdline cl;
+    char *argv[] = {"hod", "--debug-move-parts", "3", "--debug-spill-via-fd",
+                    NULL};
+    ck_assert_int_eq(srv_cmdline_parse(4, argv, &cl, err, sizeof(err)), 0);
+    ck_assert_int_eq(srv_config_build(&cl, &c, err, sizeof(err)), 0);
+    ck_assert_uint_eq(c.debug_move_parts, 3);
+    ck_assert(c.debug_spill_via_fd);
+    srv_config_done(&c);
+    rm_tmpdir();
+}
+END_TEST
+
 /* docs/admin.md and docs/hyperoffloadd.8 document every flag. */
 START_TEST(docs_list_every_flag)
 {
@@ -499,6 +548,9 @@ START_TEST(docs_list_every_flag)
         for (int i = 0; i < srv_config_rows(); i++) {
             char want[128];
             const char *flag = srv_config_row_flag(i);
+            /* debug knobs: in the admin guide, not the man page */
+            if (k == 1 && srv_config_row_hidden(i))
+                continue;
             if (k == 0) {
                 snprintf(want, sizeof(want), "`--%s`", flag);
             } else {
@@ -539,6 +591,7 @@ static Suite *suite(void)
     tcase_add_test(t, flag_errors);
     tcase_add_test(t, help_lists_every_flag);
     tcase_add_test(t, example_config_matches_table);
+    tcase_add_test(t, hidden_rows_are_settings);
     tcase_add_test(t, docs_list_every_flag);
     suite_add_tcase(s, t);
     return s;

@@ -1,5 +1,5 @@
 /*
- * planner/limits.h - every bound the planner library puts on a trace, a
+ * planner/plan_limits.h - every bound the planner library puts on a trace, a
  * schedule and the files that carry them, in one place.  The readers
  * (planner/io/) and the builders (planner/ir.c) check them; docs/formats.md
  * lists them for users.  A bound exists so that a hostile or broken input
@@ -36,8 +36,8 @@
 /* Largest trace or schedule file either reader accepts (bytes); the
  * in-memory form of a parsed document is a small multiple of this. */
 #define PLAN_FMT_MAX_FILE (2ull << 30)
-/* Ids, byte counts and budgets must fit in int64 (JSON integers as
- * jansson reads them). */
+/* Ids, byte counts and budgets must fit in int64 (the JSON reader holds
+ * integers as int64, as jansson did). */
 #define PLAN_FMT_MAX_ID ((uint64_t)INT64_MAX)
 #define PLAN_FMT_MAX_U64 ((uint64_t)INT64_MAX)
 /* One op's duration: 10^12 us = 11.6 days, beyond any step. */

@@ -1,0 +1,19 @@
+/*
+ * daemon/admin.h - admin requests: Status, Clients, Quota.  Each builds
+ * and sends its reply (or an Error); the dispatcher (dispatch.c) has
+ * checked that the peer is admin.
+ */
+#ifndef HO_DAEMON_ADMIN_H
+#define HO_DAEMON_ADMIN_H
+
+#include <stdint.h>
+
+#include "daemon/state.h"
+#include "proto/hyperoffload.pb-c.h"
+
+void srv_handle_status(srv_daemon *d, srv_conn *c, uint64_t rid);
+void srv_handle_clients(srv_daemon *d, srv_conn *c, uint64_t rid);
+void srv_handle_quota(srv_daemon *d, srv_conn *c, uint64_t rid,
+                      const Hyperoffload__QuotaRequest *req);
+
+#endif

@@ -1,0 +1,561 @@
+/*
+ * daemon/connection.c - a connection's output queue, framing, descriptor
+ * passing and closing (see connection.h).
+ */
+#include "daemon/connection.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "daemon/list.h"
+#include "daemon/log.h"
+
+struct srv_out_frame {
+    uv_write_t req;
+    srv_conn *c;
+    uint8_t *buf;
+    size_t len;
+    size_t off;          /* bytes already sent by sendmsg */
+    int n_fds;           /* descriptors to pass, 0 none */
+    int fds[SRV_SEND_FDS_MAX]; /* owned (dup'ed) */
+    bool waited;         /* logged that it waits for the write queue */
+    srv_out_frame *next;
+};
+
+static void conn_flush(srv_conn *c);
+
+/* ------------------------------------------------------------ frames */
+
+/* Free a frame, closing the descriptors it still owns.  Accepts NULL;
+ * returns NULL. */
+static srv_out_frame *frame_free(srv_out_frame *f)
+{
+    if (!f)
+        return NULL;
+    for (int i = 0; i < f->n_fds; i++)
+        close(f->fds[i]);
+    free(f->buf);
+    free(f);
+    return NULL;
+}
+
+static void on_close(uv_handle_t *h)
+{
+    srv_conn *c = h->data;
+    if (--c->handles_open > 0)
+        return;
+    ho_frame_reader_done(&c->reader);
+    free(c);
+}
+
+static void arm_timer(srv_conn *c, uint64_t ms);
+
+static void on_timer(uv_timer_t *t)
+{
+    srv_conn *c = t->data;
+    c->timer_armed = false;
+    if (c->state == SRV_CONN_CLOSING)
+        return;
+    conn_flush(c);
+    if (c->state == SRV_CONN_FLUSHING) {
+        if (c->queued_bytes == 0 && !c->pend_head) {
+            srv_conn_close(c);
+            return;
+        }
+        if (uv_now(&c->d->loop) >= c->flush_deadline) {
+            srv_debug("connection %llu: peer did not read its last replies "
+                      "in time; closing", (unsigned long long)c->id);
+            srv_conn_close(c);
+            return;
+        }
+        arm_timer(c, SRV_FLUSH_POLL_MS);
+    }
+}
+
+static void arm_timer(srv_conn *c, uint64_t ms)
+{
+    if (c->timer_armed || c->state == SRV_CONN_CLOSING)
+        return;
+    c->timer_armed = true;
+    uv_timer_start(&c->timer, on_timer, ms, 0);
+}
+
+static void on_write(uv_write_t *req, int status)
+{
+    srv_out_frame *f = req->data;
+    srv_conn *c = f->c;
+    c->queued_bytes -= f->len - f->off;
+    frame_free(f);
+    if (c->state == SRV_CONN_CLOSING)
+        return;
+    if (status < 0) {
+        srv_debug("connection %llu: write failed: %s",
+                  (unsigned long long)c->id, uv_strerror(status));
+        srv_conn_close(c);
+        return;
+    }
+    conn_flush(c);
+    if (c->state == SRV_CONN_FLUSHING && c->queued_bytes == 0 &&
+        !c->pend_head)
+        srv_conn_close(c);
+}
+
+/* Send f (head of the queue, carrying a descriptor) with sendmsg.
+ * Returns 1 when sent (completely or with the rest handed to libuv),
+ * 0 when the socket would block, -1 when the connection was closed. */
+static int send_with_fd(srv_conn *c, srv_out_frame *f)
+{
+    uv_os_fd_t sock;
+    if (uv_fileno((uv_handle_t *)&c->pipe, &sock) < 0) {
+        srv_conn_close(c);
+        return -1;
+    }
+    struct iovec iov = {.iov_base = f->buf, .iov_len = f->len};
+    union {
+        char buf[CMSG_SPACE(sizeof(int) * SRV_SEND_FDS_MAX)];
+        struct cmsghdr align;
+    } u;
+    memset(&u, 0, sizeof(u));
+    size_t fd_bytes = sizeof(int) * (size_t)f->n_fds;
+    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1,
+                         .msg_control = u.buf,
+                         .msg_controllen = CMSG_SPACE(fd_bytes)};
+    struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+    cm->cmsg_level = SOL_SOCKET;
+    cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN(fd_bytes);
+    memcpy(CMSG_DATA(cm), f->fds, fd_bytes);
+    ssize_t n;
+    do
+        n = sendmsg(sock, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+    while (n < 0 && errno == EINTR);
+    if (n < 0) {
+        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS)
+            return 0;
+        srv_debug("connection %llu: sendmsg: %s", (unsigned long long)c->id,
+                  strerror(errno));
+        srv_conn_close(c);
+        return -1;
+    }
+    for (int i = 0; i < f->n_fds; i++)
+        close(f->fds[i]);
+    f->n_fds = 0;
+    f->off = (size_t)n;
+    c->queued_bytes -= (uint64_t)n;
+    return 1;
+}
+
+static void conn_flush(srv_conn *c)
+{
+    while (c->pend_head && (c->state == SRV_CONN_READY ||
+                            c->state == SRV_CONN_HANDSHAKE ||
+                            c->state == SRV_CONN_FLUSHING)) {
+        srv_out_frame *f = c->pend_head;
+        if (f->n_fds > 0) {
+            size_t queued =
+                uv_stream_get_write_queue_size((uv_stream_t *)&c->pipe);
+            if (queued > 0) {
+                if (!f->waited)
+                    srv_debug("connection %llu: descriptor frame waits for "
+                              "%zu queued bytes", (unsigned long long)c->id,
+                              queued);
+                f->waited = true;
+                return; /* on_write calls us again */
+            }
+            int r = send_with_fd(c, f);
+            if (r < 0)
+                return;
+            if (r == 0) {
+                arm_timer(c, SRV_FD_RETRY_MS);
+                return;
+            }
+        }
+        c->pend_head = f->next;
+        if (!c->pend_head)
+            c->pend_tail = NULL;
+        if (f->off == f->len) {
+            frame_free(f);
+            continue;
+        }
+        uv_buf_t b = uv_buf_init((char *)f->buf + f->off,
+                                 (unsigned)(f->len - f->off));
+        f->req.data = f;
+        int rc = uv_write(&f->req, (uv_stream_t *)&c->pipe, &b, 1, on_write);
+        if (rc < 0) {
+            c->queued_bytes -= f->len - f->off;
+            frame_free(f);
+            srv_debug("connection %llu: write: %s", (unsigned long long)c->id,
+                      uv_strerror(rc));
+            srv_conn_close(c);
+            return;
+        }
+    }
+}
+
+int srv_conn_send(srv_conn *c, Hyperoffload__Envelope *env, int fd)
+{
+    return srv_conn_send_fds(c, env, &fd, fd >= 0 ? 1 : 0);
+}
+
+/* Encode env for c (version set).  A frame above the peer's limit, or one
+ * that does not encode, is replaced by an Error saying so; *ret_replaced
+ * tells (the Error carries no descriptors).  0 or -ENOMEM. */
+static int encode_for(srv_conn *c, Hyperoffload__Envelope *env,
+                      uint8_t **ret_buf, size_t *ret_len, bool *ret_replaced)
+{
+    env->version = c->version ? c->version : HO_PROTO_VERSION;
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    int rc = ho_frame_encode(env, &buf, &len);
+    uint32_t limit = c->version ? c->max_frame : HO_FRAME_LIMIT_HANDSHAKE;
+    if (rc == 0 && len - HO_FRAME_HEADER > limit) {
+        free(buf);
+        buf = NULL;
+        rc = HO_E_FRAME_TOO_LARGE;
+    }
+    *ret_replaced = rc < 0;
+    if (rc < 0) {
+        /* The reply itself cannot go out: say so instead. */
+        char msg[160];
+        snprintf(msg, sizeof(msg), "the reply does not fit the frame limit "
+                 "of %u bytes", limit);
+        Hyperoffload__Envelope e;
+        Hyperoffload__Error er;
+        ho_frame_set_error(&e, &er, env->request_id, rc, msg);
+        e.version = env->version;
+        if (ho_frame_encode(&e, &buf, &len) < 0)
+            return -ENOMEM;
+    }
+    *ret_buf = buf;
+    *ret_len = len;
+    return 0;
+}
+
+/* A frame owning buf, with dup's of fds[0..n_fds).  NULL with *ret_rc
+ * (-ENOMEM, -errno of the dup) on failure; buf is freed then too. */
+static srv_out_frame *frame_new(srv_conn *c, uint8_t *buf, size_t len,
+                                const int *fds, int n_fds, int *ret_rc)
+{
+    srv_out_frame *f = calloc(1, sizeof(*f));
+    if (!f) {
+        free(buf);
+        *ret_rc = -ENOMEM;
+        return NULL;
+    }
+    f->c = c;
+    f->buf = buf;
+    f->len = len;
+    for (int i = 0; i < n_fds; i++) {
+        f->fds[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, 3);
+        if (f->fds[i] < 0) {
+            *ret_rc = -errno;
+            /* closes the ones dup'ed so far, frees buf */
+            return frame_free(f);
+        }
+        f->n_fds = i + 1;
+    }
+    return f;
+}
+
+/* Append f to c's pending queue; drop c when its output passes
+ * max_output.  0 or HO_E_DISCONNECTED. */
+static int enqueue(srv_conn *c, srv_out_frame *f)
+{
+    c->queued_bytes += f->len;
+    if (c->pend_tail)
+        c->pend_tail->next = f;
+    else
+        c->pend_head = f;
+    c->pend_tail = f;
+    uint64_t cap = c->d->cfg.max_output;
+    if (c->queued_bytes > cap) {
+        char a[32], b[32];
+        srv_warn("connection %llu (pid %d, uid %u): dropped: %s of replies "
+                 "queued, above max_output %s (the peer does not read)",
+                 (unsigned long long)c->id, (int)c->pid, (unsigned)c->uid,
+                 ho_size_format(c->queued_bytes, a, sizeof(a)),
+                 ho_size_format(cap, b, sizeof(b)));
+        srv_conn_close(c);
+        return HO_E_DISCONNECTED;
+    }
+    return 0;
+}
+
+int srv_conn_send_fds(srv_conn *c, Hyperoffload__Envelope *env,
+                      const int *fds, int n_fds)
+{
+    if (n_fds < 0 || n_fds > SRV_SEND_FDS_MAX)
+        return -EINVAL;
+    for (int i = 0; i < n_fds; i++)
+        if (fds[i] < 0)
+            return -EBADF;
+    if (c->state == SRV_CONN_CLOSING)
+        return HO_E_DISCONNECTED;
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    bool replaced = false;
+    int rc = encode_for(c, env, &buf, &len, &replaced);
+    if (rc < 0)
+        return rc;
+    srv_out_frame *f = frame_new(c, buf, len, fds, replaced ? 0 : n_fds, &rc);
+    if (!f)
+        return rc;
+    rc = enqueue(c, f);
+    if (rc < 0)
+        return rc;
+    conn_flush(c);
+    return 0;
+}
+
+int srv_conn_reply(srv_conn *c, uint64_t rid,
+                   Hyperoffload__Envelope__BodyCase kind, void *body,
+                   const int *fds, int n_fds)
+{
+    Hyperoffload__Envelope env = HYPEROFFLOAD__ENVELOPE__INIT;
+    env.request_id = rid;
+    env.body_case = kind;
+    /* The body is a oneof: every member shares this storage. */
+    env.hello = body;
+    return srv_conn_send_fds(c, &env, fds, n_fds);
+}
+
+void srv_reply_error(srv_conn *c, uint64_t request_id, int code,
+                     const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    Hyperoffload__Envelope env;
+    Hyperoffload__Error er;
+    ho_frame_set_error(&env, &er, request_id, code, msg);
+    srv_debug("connection %llu: request %llu: %s: %s",
+              (unsigned long long)c->id, (unsigned long long)request_id,
+              ho_err_name(code), msg);
+    srv_conn_send(c, &env, -1);
+}
+
+void srv_reply_ok(srv_conn *c, uint64_t request_id)
+{
+    Hyperoffload__Ok ok = HYPEROFFLOAD__OK__INIT;
+    srv_conn_reply(c, request_id, HYPEROFFLOAD__ENVELOPE__BODY_OK, &ok, NULL,
+                   0);
+}
+
+void srv_conn_event(srv_conn *c, Hyperoffload__EventKind kind,
+                    const char *message)
+{
+    if (c->state != SRV_CONN_READY)
+        return;
+    Hyperoffload__Event ev = HYPEROFFLOAD__EVENT__INIT;
+    ev.kind = kind;
+    ev.message = (char *)message;
+    srv_conn_reply(c, 0, HYPEROFFLOAD__ENVELOPE__BODY_EVENT, &ev, NULL, 0);
+}
+
+srv_conn *srv_conn_find(srv_daemon *d, uint64_t id)
+{
+    return srv_idmap_get(&d->conn_ids, id);
+}
+
+/* ------------------------------------------------------------ closing */
+
+static void unlink_conn(srv_conn *c)
+{
+    srv_daemon *d = c->d;
+    if (srv_idmap_del(&d->conn_ids, c->id)) {
+        SRV_LIST_UNLINK(d->conns, c);
+        d->n_conns--;
+    }
+}
+
+static void hook_closing(srv_conn *c)
+{
+    if (c->hooks && c->hooks->closing)
+        c->hooks->closing(c);
+}
+
+static void close_handles(srv_conn *c)
+{
+    uv_close((uv_handle_t *)&c->timer, on_close);
+    uv_close((uv_handle_t *)&c->pipe, on_close);
+}
+
+void srv_conn_close(srv_conn *c)
+{
+    if (c->state == SRV_CONN_CLOSING)
+        return;
+    srv_debug("connection %llu closed", (unsigned long long)c->id);
+    c->state = SRV_CONN_CLOSING;
+    hook_closing(c);
+    unlink_conn(c);
+    while (c->pend_head) {
+        srv_out_frame *f = c->pend_head;
+        c->pend_head = f->next;
+        c->queued_bytes -= f->len - f->off;
+        frame_free(f);
+    }
+    c->pend_tail = NULL;
+    close_handles(c);
+}
+
+void srv_conn_abort(srv_conn *c)
+{
+    c->state = SRV_CONN_CLOSING;
+    close_handles(c);
+}
+
+void srv_conn_finish(srv_conn *c)
+{
+    if (c->state == SRV_CONN_CLOSING || c->state == SRV_CONN_FLUSHING)
+        return;
+    uv_read_stop((uv_stream_t *)&c->pipe);
+    hook_closing(c);
+    c->state = SRV_CONN_FLUSHING;
+    if (c->queued_bytes == 0 && !c->pend_head) {
+        srv_conn_close(c);
+        return;
+    }
+    c->flush_deadline = uv_now(&c->d->loop) + SRV_FLUSH_TIMEOUT_MS;
+    arm_timer(c, SRV_FLUSH_POLL_MS);
+}
+
+void srv_conn_fatal(srv_conn *c, uint64_t rid, int code, const char *fmt,
+                    ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    srv_info("connection %llu (pid %d, uid %u): %s; closing",
+             (unsigned long long)c->id, (int)c->pid, (unsigned)c->uid, msg);
+    Hyperoffload__Envelope env;
+    Hyperoffload__Error er;
+    ho_frame_set_error(&env, &er, rid, code, msg);
+    srv_conn_send(c, &env, -1);
+    srv_conn_finish(c);
+}
+
+/* ------------------------------------------------------------ reading */
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+    srv_conn *c = h->data;
+    (void)suggested;
+    *buf = uv_buf_init((char *)c->d->read_buf, sizeof(c->d->read_buf));
+}
+
+/* End of stream: a frame cut short is a protocol error, else the
+ * connection finishes. */
+static void on_eof(srv_conn *c)
+{
+    const ho_frame_reader *r = &c->reader;
+    if (!ho_frame_reader_partial(r)) {
+        srv_debug("connection %llu: end of stream", (unsigned long long)c->id);
+        srv_conn_finish(c);
+    } else if (r->hdr_have < HO_FRAME_HEADER) {
+        srv_conn_fatal(c, 0, HO_E_PROTOCOL,
+                       "truncated frame: %u of %u header bytes", r->hdr_have,
+                       HO_FRAME_HEADER);
+    } else {
+        srv_conn_fatal(c, 0, HO_E_PROTOCOL, "truncated frame: %u of %u bytes",
+                       r->have, r->need);
+    }
+}
+
+/* The frame reader refused a frame (rc < 0): fatal. */
+static void frame_refused(srv_conn *c, int rc)
+{
+    uint32_t announced = ho_frame_header_len(c->reader.hdr);
+    if (rc == HO_E_FRAME_TOO_LARGE)
+        srv_conn_fatal(c, 0, HO_E_FRAME_TOO_LARGE,
+                       "frame of %u bytes is above the limit of %u bytes",
+                       announced, c->reader.limit);
+    else if (rc == HO_E_PROTOCOL)
+        srv_conn_fatal(c, 0, HO_E_PROTOCOL, "zero-length frame");
+    else
+        srv_conn_fatal(c, 0, rc, "cannot receive a frame of %u bytes: %s",
+                       announced, ho_strerror(rc));
+}
+
+static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+{
+    srv_conn *c = s->data;
+    if (nread == UV_EOF) {
+        on_eof(c);
+        return;
+    }
+    if (nread < 0) {
+        srv_debug("connection %llu: read: %s", (unsigned long long)c->id,
+                  uv_strerror((int)nread));
+        srv_conn_close(c);
+        return;
+    }
+    /* Feed the bytes to the frame reader; each complete payload goes to
+     * the hook, which may end the connection (the loop then stops). */
+    const uint8_t *p = (const uint8_t *)buf->base;
+    size_t left = (size_t)nread;
+    while (left > 0 && (c->state == SRV_CONN_HANDSHAKE ||
+                        c->state == SRV_CONN_READY)) {
+        size_t used = 0;
+        uint8_t *payload = NULL;
+        size_t plen = 0;
+        int rc = ho_frame_reader_feed(&c->reader, p, left, &used, &payload,
+                                      &plen);
+        p += used;
+        left -= used;
+        if (rc == 0)
+            break;
+        if (rc < 0) {
+            frame_refused(c, rc);
+            break;
+        }
+        c->hooks->payload(c, payload, plen);
+        free(payload);
+    }
+}
+
+/* ------------------------------------------------------------ creating */
+
+srv_conn *srv_conn_new(srv_daemon *d, const srv_conn_hooks *hooks)
+{
+    srv_conn *c = calloc(1, sizeof(*c));
+    if (!c)
+        return NULL;
+    c->d = d;
+    c->hooks = hooks;
+    c->state = SRV_CONN_HANDSHAKE;
+    uv_pipe_init(&d->loop, &c->pipe, 0);
+    c->pipe.data = c;
+    c->handles_open = 1;
+    uv_timer_init(&d->loop, &c->timer);
+    c->timer.data = c;
+    c->handles_open = 2;
+    ho_frame_reader_init(&c->reader, HO_FRAME_LIMIT_HANDSHAKE);
+    c->max_frame = (uint32_t)d->cfg.max_frame;
+    c->id = ++d->next_conn_id;
+    return c;
+}
+
+int srv_conn_link(srv_conn *c)
+{
+    srv_daemon *d = c->d;
+    if (srv_idmap_put(&d->conn_ids, c->id, c) < 0)
+        return -ENOMEM;
+    SRV_LIST_PUSH(d->conns, c);
+    d->n_conns++;
+    return 0;
+}
+
+int srv_conn_start_reading(srv_conn *c)
+{
+    return uv_read_start((uv_stream_t *)&c->pipe, on_alloc, on_read);
+}

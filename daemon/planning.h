@@ -1,0 +1,54 @@
+/*
+ * daemon/planning.h - PlanRequest: validate the trace, plan on a worker
+ * thread, cache results by (trace hash, budget, planner).
+ *
+ * The cache is an LRU list bounded by entries (config planning.
+ * cache_entries) and by SRV_PLAN_CACHE_BYTES of packed schedules.  It
+ * stores successes and HO_E_INFEASIBLE results (with their message and
+ * min_budget), both deterministic for a given key.  Each session may have
+ * SRV_PLAN_MAX_INFLIGHT plans queued or running; more are HO_E_BUSY.  At
+ * most SRV_PLAN_RUNNING plans occupy libuv worker threads at once (the
+ * others wait in a FIFO of at most SRV_PLAN_QUEUE), so that flash moves,
+ * which share the thread pool, are never starved by long plans.
+ *
+ * The planning state (cache, queue) is owned by the daemon (d->planning).
+ */
+#ifndef HO_DAEMON_PLANNING_H
+#define HO_DAEMON_PLANNING_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "daemon/state.h"
+#include "proto/hyperoffload.pb-c.h"
+
+struct plan_trace;
+
+/* A successful plan was just answered to session s (from the cache or a
+ * worker): the callee takes ownership of `trace` (finished; it frees it on
+ * every path) and may keep a copy of the packed schedule (valid during the
+ * call).  `budget` and `planner` are the resolved ones (never 0 / "").
+ * Registered by the module above that remembers plans (staging.c). */
+typedef void srv_plan_answered_fn(srv_daemon *d, srv_session *s,
+                                  struct plan_trace *trace,
+                                  const uint8_t *sched, size_t sched_len,
+                                  uint64_t hash, uint64_t budget,
+                                  const char *planner);
+
+/* New planning state for d; `answered` is called for every successful
+ * plan answered to a live session.  0 or -ENOMEM with err. */
+int srv_planning_new(srv_daemon *d, srv_plan_answered_fn *answered,
+                     srv_planning **ret_p, char *err, size_t errlen);
+/* Free the cache and the queued plans.  Accepts NULL; returns NULL. */
+srv_planning *srv_planning_free(srv_planning *p);
+/* Apply a new cache size (reload). */
+void srv_planning_configure(srv_planning *p, uint32_t cache_entries);
+/* Answer queued (not started) plans with HO_E_SHUTTING_DOWN. */
+void srv_planning_drain(srv_planning *p);
+/* PlanRequest of a registered session: validates planner, budget and
+ * trace, answers from the cache or queues the plan; the PlanReply/Error is
+ * sent when it is done (dropped if the session went away). */
+void srv_handle_plan(srv_daemon *d, srv_conn *c, uint64_t rid,
+                     const Hyperoffload__PlanRequest *req);
+
+#endif

@@ -1,0 +1,146 @@
+/*
+ * daemon/srv_limits.h - every fixed bound and size of hyperoffloadd, in one
+ * place, each with the reason for its number.
+ *
+ * Bounds an administrator may change are settings (daemon/config.c rows,
+ * with their own ranges); what is here is compiled in.  The bounds of the
+ * wire (frame sizes, control region) are proto/proto_limits.h's, the socket
+ * path's HO_SOCKET_PATH_MAX (hyperoffload/paths.h); they are used, not
+ * repeated, here.  A bound on
+ * something a client controls exists so that a misbehaving client fails
+ * with a clear error instead of exhausting the daemon (docs/admin.md,
+ * "Limits", lists the ones a user meets).
+ */
+#ifndef HO_DAEMON_LIMITS_H
+#define HO_DAEMON_LIMITS_H
+
+/* ------------------------------------------------------------ errors */
+
+/* Bytes of an error sentence buffer (`char err[SRV_ERR_MAX]`, the one
+ * error-buffer style of the daemon, daemon/state.h): room for the longest
+ * sentence the daemon writes (a quota refusal naming a 128-byte job and
+ * three sizes) with margin. */
+#define SRV_ERR_MAX 512
+
+/* ------------------------------------------------------------ names */
+
+/* Bytes of a client name (Hello / RegisterRequest client_name): a label
+ * for `hoctl clients`, as long as a job name. */
+#define SRV_MAX_NAME 128
+/* Bytes of a job name (without NUL): room for a scheduler's job id plus a
+ * rank suffix; also the quota file's field. */
+#define SRV_JOB_MAX 128
+/* Bytes of a device name including the NUL (tier_hbm_device.name is the
+ * same size): "npu0"-style names with room to spare. */
+#define SRV_DEVICE_NAME 32
+/* Bytes of a planner name including the NUL: the longest built-in name
+ * ("reactive-lru") with room; plan cache keys and plan memos store it. */
+#define SRV_PLANNER_NAME_MAX 32
+
+/* ------------------------------------------------------------ config */
+
+/* Flash files: one per device of a node, with room (each is a tier file
+ * with its own allocator; the list is scanned on every spill). */
+#define SRV_MAX_FLASH 16
+/* Devices whose HBM is budgeted: above any node's accelerator count. */
+#define SRV_MAX_DEVICES 64
+/* Bytes of a config file: a real one is a few KiB; bounds what a typo in
+ * --config (a disk image, a log) can make the daemon read. */
+#define SRV_MAX_CONFIG_FILE (1u << 20)
+/* Bytes of one config line: a flash list of 16 long paths fits. */
+#define SRV_MAX_CONFIG_LINE 4096
+/* Setting flags on one command line: every setting a few times over. */
+#define SRV_CMDLINE_SETTINGS_MAX 128
+
+/* ------------------------------------------------------------ quotas */
+
+/* Entries of the quota store: a uid and a job limit per tier for over a
+ * thousand subjects; every check scans the list. */
+#define SRV_QUOTA_MAX_ENTRIES 4096
+
+/* ------------------------------------------------------------ connections */
+
+/* Bytes of the read buffer all connections share (loop thread): one
+ * syscall reads several small frames; larger frames take several reads. */
+#define SRV_READ_BUF (64u << 10)
+/* A closing connection gets this long to read its last replies (the
+ * final Error of a fatal protocol error, say) before it is closed. */
+#define SRV_FLUSH_TIMEOUT_MS 5000
+/* Period of the flush check while a closing connection drains. */
+#define SRV_FLUSH_POLL_MS 50
+/* Retry delay when sendmsg of a descriptor frame would block: short, the
+ * peer is reading. */
+#define SRV_FD_RETRY_MS 2
+/* Descriptors passed with one frame: StageReply passes two (control
+ * region, eventfd), RegisterReply one (the arena). */
+#define SRV_SEND_FDS_MAX 4
+/* Supplementary groups of a peer looked at for admin membership; a user
+ * in more groups is judged by the first ones (getgrouplist order). */
+#define SRV_PEER_GROUPS_MAX 256
+/* Bytes of the getpwuid_r / getgrnam_r buffer: a large group's member
+ * list fits. */
+#define SRV_PWBUF_BYTES 16384
+
+/* ------------------------------------------------------------ moves */
+
+/* Worker parts of one move: enough flash requests in flight to fill an
+ * NVMe queue's throughput, and page work of one part overlapping the I/O
+ * of the others; more only contend on the device. */
+#define SRV_MOVE_PARTS_MAX 4
+/* A move's chunk: a multiple of any O_DIRECT alignment, large enough that
+ * per-request cost vanishes, small enough that a spill drops pages while
+ * other chunks are still written. */
+#define SRV_MOVE_CHUNK (16ull << 20)
+/* Extents at least this large drop their pages on a worker when freed:
+ * munlock + punch of a large range costs tens of milliseconds, too long
+ * for the loop; smaller ones are cheaper than a worker round trip. */
+#define SRV_ASYNC_RELEASE_MIN (1ull << 20)
+/* A busy period of a flash direction moving at least this much updates
+ * the bandwidth average (smaller periods measure latency, not bandwidth). */
+#define SRV_METER_MIN_BYTES (4ull << 20)
+/* Flash bandwidth assumed before any move was observed (GB/s): a modest
+ * NVMe drive, so early staging plans are not over-optimistic. */
+#define SRV_FLASH_READ_GBPS 1.0
+#define SRV_FLASH_WRITE_GBPS 1.5
+
+/* ------------------------------------------------------------ planning */
+
+/* Bytes of packed schedules in the plan cache: a few large plans (a
+ * 1M-op schedule packs to tens of MiB) or many small ones. */
+#define SRV_PLAN_CACHE_BYTES (256ull << 20)
+/* Plans queued or running per session: a client pipelines a few budgets;
+ * more is a loop. */
+#define SRV_PLAN_MAX_INFLIGHT 4
+/* Plans on worker threads at once: flash moves share the thread pool and
+ * must always find free workers (UV_THREADPOOL_SIZE is 8). */
+#define SRV_PLAN_RUNNING 2
+/* Plans waiting for a worker, all sessions: bounds the queue's memory
+ * (each holds its trace). */
+#define SRV_PLAN_QUEUE 256
+
+/* ------------------------------------------------------------ replays */
+
+/* Moves in flight per replay: enough to overlap a spill with fills,
+ * without one replay taking every worker. */
+#define SRV_STAGE_MOVES_MAX 3
+/* Re-check period while staging work waits (room, a move slot). */
+#define SRV_STAGE_TIMER_MS 5
+/* Flash request latency the staging planner assumes (us). */
+#define SRV_STAGE_FLASH_LATENCY_US 1000.0
+/* Fills are started up to this long (nominal) ahead of the plan when the
+ * DDR limit allows. */
+#define SRV_STAGE_LOOKAHEAD_US 5000.0
+/* Events looked at per lookahead pass: bounds the loop's work per
+ * wake-up. */
+#define SRV_STAGE_LOOKAHEAD_EVENTS 256
+
+/* ------------------------------------------------------------ process */
+
+/* libuv worker threads (UV_THREADPOOL_SIZE, unless the environment sets
+ * it): more than libuv's default of 4 keeps moves flowing while plans run
+ * (SRV_PLAN_RUNNING of them). */
+#define SRV_UV_THREADS "8"
+/* STATUS= line refresh under systemd. */
+#define SRV_STATUS_PERIOD_MS 2000
+
+#endif

@@ -1,0 +1,66 @@
+/*
+ * daemon/staging.h - replays: StageRequest, the host copies of a plan,
+ * the control region shared with the client, the eventfd, and staging
+ * host copies between DDR and flash when they do not all fit in the DDR
+ * the session may use (docs/runtime.md, proto/control.h).
+ *
+ * Stage-slot states (the region's ho_ctl_slot.state, HO_SLOT_*) as the
+ * daemon drives them, with the function that performs each change (the
+ * host copy's extent state follows, see sessions.h):
+ *   (install) -> DDR or ABSENT   [publish_slots: as allocated]
+ *   DDR       -> SPILLING [evict: compare-and-swap; a CLIENT slot waits]
+ *   SPILLING  -> DDR      [evict: no flash room or no move after the
+ *                          claim; slot_evicted: the move failed]
+ *   SPILLING  -> FLASH    [slot_evicted: data on flash]
+ *   SPILLING  -> ABSENT   [slot_evicted: data dropped]
+ *   FLASH     -> FILLING  [bring_in: read]
+ *   FILLING   -> FLASH    [bring_in: the move did not start;
+ *                          slot_filled: the read failed]
+ *   FILLING   -> DDR      [slot_filled]
+ *   FLASH/ABSENT -> DDR   [bring_in: nothing to read]
+ * and by the client, never by the daemon:
+ *   DDR <-> CLIENT        [the client's copy in or out, by CAS]
+ * A WRITE (reconcile) leaves the slot DDR: the copy stays usable while its
+ * flash copy is written.  Every change a client may wait for bumps `seq`
+ * and wakes its futex (wake).
+ *
+ * Two of its functions are hooks of lower modules, registered at startup
+ * (daemon.c): srv_stage_remember_plan (planning's srv_plan_answered_fn)
+ * and srv_stage_session_gone (d->on_session_drop).
+ */
+#ifndef HO_DAEMON_STAGING_H
+#define HO_DAEMON_STAGING_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "daemon/state.h"
+#include "proto/hyperoffload.pb-c.h"
+
+struct plan_trace;
+
+/* Remember the plan just answered to session s as its most recent one
+ * (srv_plan_answered_fn): takes ownership of `trace` (finished, freed on
+ * every path) and decodes the packed schedule (hyperoffload.Schedule).  A
+ * previous memo is replaced.  On failure (OOM, undecodable) the session
+ * keeps no plan. */
+void srv_stage_remember_plan(srv_daemon *d, srv_session *s,
+                             struct plan_trace *trace, const uint8_t *sched,
+                             size_t sched_len, uint64_t hash,
+                             uint64_t budget, const char *planner);
+/* StageRequest of a registered session (see docs/protocol.md): replies
+ * StageReply with the control region memfd and the eventfd attached, or
+ * an Error; a failed request leaves the installed replay as it was. */
+void srv_handle_stage(srv_daemon *d, srv_conn *c, uint64_t rid,
+                      const Hyperoffload__StageRequest *req);
+/* The session is being dropped (d->on_session_drop): stop its replay
+ * (close the eventfd watch, leave its host copies in s->extents for the
+ * caller to free) and free its plan memo.  No-op without either. */
+void srv_stage_session_gone(srv_daemon *d, srv_session *s);
+/* Fill *ret_info from the session's control region; false when the
+ * session has no replay (*ret_info untouched). */
+bool srv_stage_runtime_info(srv_session *s,
+                            Hyperoffload__RuntimeInfo *ret_info);
+
+#endif

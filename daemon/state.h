@@ -1,0 +1,153 @@
+/*
+ * daemon/state.h - the daemon's shared state (struct srv_daemon), and the
+ * order of its modules.
+ *
+ * Module order.  Each module has one header and may call only the modules
+ * before it; a lower module that must tell a higher one something takes a
+ * callback (as libuv requests do) or a hook the higher one registers.
+ * tests/daemon/test_layering.c checks that no .c file calls a function
+ * declared in the header of a later module.
+ *
+ *   srv_limits.h    every fixed bound (no code)
+ *   list.h          intrusive list macros (no functions)
+ *   log.h           the log (stderr / journal)               } base: no
+ *   idmap.h         id -> pointer map                        } libuv, no
+ *   quota.h         quota store (persisted file)             } tiers; unit
+ *   dirs.h          directories the daemon creates           } tests link
+ *   config.h        settings: rows, file, flags              } them alone
+ *   state.h         this struct (no functions)
+ *   connection.h    a connection: output queue, framing, fd passing,
+ *                   send / reply / event helpers, closing
+ *   mover.h         worker jobs: the in-flight count, DDR <-> flash moves
+ *   sessions.h      sessions, arenas, extents, quota checks, extent moves
+ *   planning.h      PlanRequest, plan cache and queue
+ *   staging.h       StageRequest, replays, control region, staging
+ *   handlers.h      register / alloc / free / move / stats requests
+ *   admin.h         status / clients / quota requests
+ *   dispatch.h      the request table: body kind -> checks -> handler
+ *   server.h        listener, accept, handshake, payload checks
+ *   notify.h        sd_notify READY / STATUS / STOPPING / WATCHDOG
+ *   daemon.h        startup, signals, drain, reload, teardown (main.c)
+ *
+ * Upward news travels by callbacks and hooks:
+ *   connection -> server    srv_conn_hooks (payload, closing)
+ *   mover -> daemon         d->on_works_drained (last worker job ended
+ *                           while draining)
+ *   sessions -> staging     d->on_session_drop (a session is going)
+ *   planning -> staging     srv_plan_answered_fn (given to
+ *                           srv_planning_new)
+ *   mover -> its callers    srv_move_cb (a move completed)
+ *
+ * Errors.  Every daemon function that can fail returns 0 or a negative
+ * code (-errno or HO_E_*, hyperoffload/errors.h) and, where a sentence
+ * helps, writes it into a caller's buffer passed as (char *err, size_t
+ * errlen), written with ho_errf (proto/errfmt.h): the style of every
+ * layer below (tiers, planner, proto), so messages pass through without
+ * copying between two kinds of buffer.  Callers size their buffers
+ * SRV_ERR_MAX.  Only the loop-side callers log or reply; nothing below
+ * them does.
+ *
+ * Threads.  Everything here runs on the loop thread except the bodies of
+ * worker jobs (flash I/O, planning), which touch only what their job owns.
+ */
+#ifndef HO_DAEMON_STATE_H
+#define HO_DAEMON_STATE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+#include <uv.h>
+
+#include "daemon/config.h"
+#include "daemon/idmap.h"
+#include "daemon/srv_limits.h"
+#include "daemon/quota.h"
+#include "hyperoffload/paths.h"
+#include "tiers/ddr.h"
+#include "tiers/flash.h"
+#include "tiers/hbm.h"
+
+typedef struct srv_daemon srv_daemon;
+typedef struct srv_conn srv_conn;              /* connection.h */
+typedef struct srv_session srv_session;        /* sessions.h */
+typedef struct srv_arena_ref srv_arena_ref;    /* sessions.h */
+typedef struct srv_planning srv_planning;      /* planning.h */
+
+/* Throughput of one flash direction, measured over busy periods: from the
+ * moment a first move starts while none is in flight to the moment the
+ * last one finishes, bytes / wall time.  Concurrent moves are counted
+ * once (per-move timings would under-count their aggregate), and a period
+ * of at least SRV_METER_MIN_BYTES updates a moving average (mover.c). */
+typedef struct srv_flash_meter {
+    uint32_t in_flight;
+    uint64_t bytes;              /* moved in the current busy period */
+    struct timespec since;       /* start of the current busy period */
+} srv_flash_meter;
+
+struct srv_daemon {
+    uv_loop_t loop;
+    srv_config cfg;
+    srv_cmdline cmdline;         /* kept for SIGHUP reloads */
+    uint64_t start_ms;           /* uv_now at start */
+
+    /* tiers and stores (daemon.c opens and closes them) */
+    tier_ddr *ddr;
+    uint32_t n_flash;
+    tier_flash *flash[SRV_MAX_FLASH];
+    tier_hbm *hbm;
+    srv_quota *quota;
+    srv_planning *planning;
+
+    /* listener (server.c) */
+    uv_pipe_t listener;
+    bool listening;
+    bool socket_created;         /* we bound it: remove it at exit */
+    dev_t socket_dev;
+    ino_t socket_ino;
+    char socket_path[HO_SOCKET_PATH_MAX + 1];
+    bool admin_gid_valid;
+    gid_t admin_gid;
+
+    /* connections (connection.c) */
+    uint8_t read_buf[SRV_READ_BUF]; /* shared by all reads (loop thread) */
+    srv_conn *conns;
+    uint32_t n_conns;
+    srv_idmap conn_ids;
+    uint64_t next_conn_id;
+
+    /* sessions (sessions.c) */
+    srv_session *sessions;
+    uint32_t n_sessions;
+    uint64_t next_session_id;
+    srv_arena_ref *arenas;
+    srv_idmap extents;           /* extent id -> srv_extent (owned ones) */
+    uint64_t next_extent_id;
+    /* Hook: called by srv_session_drop before it frees the session's
+     * extents, so that the modules above can let go of what they hang on
+     * a session (staging: its replay and plan).  Set at startup. */
+    void (*on_session_drop)(srv_daemon *d, srv_session *s);
+
+    /* worker jobs (mover.c counts them) */
+    uint32_t works_in_flight;    /* moves + plans on worker threads */
+    /* Hook: called by srv_work_end when the last job ended while
+     * draining.  Set at startup (daemon.c: finish the drain). */
+    void (*on_works_drained)(srv_daemon *d);
+    double flash_read_gbps;      /* observed flash bandwidth, used by
+                                    staging plans (srv_flash_meter) */
+    double flash_write_gbps;
+    srv_flash_meter flash_meter[2]; /* [0] fills (read), [1] spills/writes */
+
+    /* process (daemon.c, notify.c) */
+    bool draining;
+    bool finishing;
+    int exit_code;
+    uv_signal_t sig_term, sig_int, sig_hup;
+    uv_timer_t drain_timer;
+    uv_timer_t status_timer;
+    uv_timer_t watchdog_timer;
+    bool watchdog_running;
+    char last_status[256];
+};
+
+#endif
