@@ -13,8 +13,8 @@
 #include "planner/io/io_private.h"
 #include "proto/errfmt.h"
 
-int jl_init(jl *x, const char *buf, size_t len, int code, char *err,
-            size_t errlen)
+int plan_jl_init(plan_jl *x, const char *buf, size_t len, int code, char *err,
+                 size_t errlen)
 {
     memset(x, 0, sizeof(*x));
     x->buf = x->p = x->tok_start = buf;
@@ -28,7 +28,7 @@ int jl_init(jl *x, const char *buf, size_t len, int code, char *err,
     return 0;
 }
 
-void jl_done(jl *x)
+void plan_jl_done(plan_jl *x)
 {
     if (x->c_locale)
         freelocale(x->c_locale);
@@ -41,7 +41,7 @@ void jl_done(jl *x)
 
 /* ------------------------------------------------------------ errors */
 
-int jl_fail(jl *x, const char *at, const char *what)
+int plan_jl_fail(plan_jl *x, const char *at, const char *what)
 {
     if (x->rc)
         return x->rc;
@@ -80,23 +80,23 @@ int jl_fail(jl *x, const char *at, const char *what)
     return x->rc;
 }
 
-static jl_tok fail_tok(jl *x, const char *at, const char *what)
+static plan_jl_tok fail_tok(plan_jl *x, const char *at, const char *what)
 {
-    jl_fail(x, at, what);
-    return JL_ERROR;
+    plan_jl_fail(x, at, what);
+    return PLAN_JL_ERROR;
 }
 
-static jl_tok oom(jl *x)
+static plan_jl_tok oom(plan_jl *x)
 {
     if (!x->rc)
         x->rc = ho_errf(x->err, x->errlen, -ENOMEM,
                         "out of memory parsing JSON");
-    return JL_ERROR;
+    return PLAN_JL_ERROR;
 }
 
 /* ------------------------------------------------------------ strings */
 
-static int sbuf_room(jl *x, size_t need)
+static int sbuf_room(plan_jl *x, size_t need)
 {
     if (need <= x->scap)
         return 0;
@@ -157,7 +157,7 @@ static size_t put_utf8(char *o, uint32_t cp)
 }
 
 /* One escape at p (after the backslash) into o; advances *pp. */
-static int unescape(jl *x, const char **pp, char *o, size_t *ret_len)
+static int unescape(plan_jl *x, const char **pp, char *o, size_t *ret_len)
 {
     const char *p = *pp;
     uint32_t cp, lo;
@@ -172,16 +172,17 @@ static int unescape(jl *x, const char **pp, char *o, size_t *ret_len)
     case 't': *o = '\t'; break;
     case 'u':
         if (hex4(p + 1, x->end, &cp) < 0)
-            return jl_fail(x, p - 1, "invalid escape");
+            return plan_jl_fail(x, p - 1, "invalid escape");
         p += 4;
         if (cp == 0)
-            return jl_fail(x, p - 5, "\\u0000 is not allowed");
+            return plan_jl_fail(x, p - 5, "\\u0000 is not allowed");
         if (cp >= 0xdc00 && cp <= 0xdfff)
-            return jl_fail(x, p - 5, "invalid Unicode (lone low surrogate)");
+            return plan_jl_fail(x, p - 5,
+                                "invalid Unicode (lone low surrogate)");
         if (cp >= 0xd800 && cp <= 0xdbff) {
             if (x->end - p < 3 || p[1] != '\\' || p[2] != 'u' ||
                 hex4(p + 3, x->end, &lo) < 0 || lo < 0xdc00 || lo > 0xdfff)
-                return jl_fail(x, p - 5, "invalid Unicode (unpaired high "
+                return plan_jl_fail(x, p - 5, "invalid Unicode (unpaired high "
                                "surrogate)");
             cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
             p += 6;
@@ -190,14 +191,14 @@ static int unescape(jl *x, const char **pp, char *o, size_t *ret_len)
         *pp = p + 1;
         return 0;
     default:
-        return jl_fail(x, p - 1, "invalid escape");
+        return plan_jl_fail(x, p - 1, "invalid escape");
     }
     *ret_len = 1;
     *pp = p + 1;
     return 0;
 }
 
-static jl_tok lex_string(jl *x)
+static plan_jl_tok lex_string(plan_jl *x)
 {
     const char *p = x->p + 1, *start = p;
     const unsigned char *end = (const unsigned char *)x->end;
@@ -211,7 +212,7 @@ static jl_tok lex_string(jl *x)
             x->s = start;
             x->slen = (size_t)(p - start);
             x->p = p + 1;
-            return JL_STRING;
+            return PLAN_JL_STRING;
         }
         if (c == '\\')
             break;
@@ -245,13 +246,14 @@ static jl_tok lex_string(jl *x)
             if (p >= x->end)
                 return fail_tok(x, x->end, "premature end of input");
             if (unescape(x, &p, x->sbuf + o, &n) < 0)
-                return JL_ERROR;
+                return PLAN_JL_ERROR;
             o += n;
             continue;
         }
         if (c < 0x20)
             return fail_tok(x, p, "control character in string");
-        size_t n = c < 0x80 ? 1 : plan_fmt_utf8_seq((const unsigned char *)p, end);
+        size_t n =
+            c < 0x80 ? 1 : plan_fmt_utf8_seq((const unsigned char *)p, end);
         if (!n)
             return fail_tok(x, p, "invalid UTF-8 in string");
         memcpy(x->sbuf + o, p, n);
@@ -261,7 +263,7 @@ static jl_tok lex_string(jl *x)
     x->s = x->sbuf;
     x->slen = o;
     x->p = p + 1;
-    return JL_STRING;
+    return PLAN_JL_STRING;
 }
 
 /* ------------------------------------------------------------ numbers */
@@ -326,7 +328,7 @@ static bool real_fast(const char *s, const char *end, double *ret_value)
     return true;
 }
 
-static jl_tok lex_number(jl *x)
+static plan_jl_tok lex_number(plan_jl *x)
 {
     const char *p = x->p, *start = p;
     bool neg = false, real = false;
@@ -376,7 +378,7 @@ static jl_tok lex_number(jl *x)
             return fail_tok(x, start, "too big integer");
         x->ival = neg ? (int64_t)(0 - v) : (int64_t)v;
         x->dval = (double)x->ival;
-        return JL_INT;
+        return PLAN_JL_INT;
     }
     if (!real_fast(start, p, &x->dval)) {
         char small[64], *copy = small;
@@ -391,12 +393,13 @@ static jl_tok lex_number(jl *x)
     }
     if (isinf(x->dval))
         return fail_tok(x, start, "real number overflow");
-    return JL_REAL;
+    return PLAN_JL_REAL;
 }
 
 /* ------------------------------------------------------------ tokens */
 
-static jl_tok literal(jl *x, const char *word, size_t n, jl_tok t)
+static plan_jl_tok literal(plan_jl *x, const char *word, size_t n,
+                           plan_jl_tok t)
 {
     if ((size_t)(x->end - x->p) < n || memcmp(x->p, word, n) != 0)
         return fail_tok(x, x->p, "invalid token");
@@ -404,52 +407,52 @@ static jl_tok literal(jl *x, const char *word, size_t n, jl_tok t)
     return t;
 }
 
-static jl_tok open_nested(jl *x, jl_tok t)
+static plan_jl_tok open_nested(plan_jl *x, plan_jl_tok t)
 {
-    if (++x->depth > JL_MAX_DEPTH)
+    if (++x->depth > PLAN_JL_MAX_DEPTH)
         return fail_tok(x, x->p, "maximum parsing depth reached");
     x->p++;
     return t;
 }
 
-jl_tok jl_next(jl *x)
+plan_jl_tok plan_jl_next(plan_jl *x)
 {
     const char *p = x->p;
     if (x->rc)
-        return JL_ERROR;
+        return PLAN_JL_ERROR;
     while (p < x->end &&
            (*p == ' ' || *p == '\n' || *p == '\t' || *p == '\r'))
         p++;
     x->p = x->tok_start = p;
     if (p >= x->end)
-        return JL_EOF;
+        return PLAN_JL_EOF;
     switch (*p) {
     case '{':
-        return open_nested(x, JL_LBRACE);
+        return open_nested(x, PLAN_JL_LBRACE);
     case '[':
-        return open_nested(x, JL_LBRACK);
+        return open_nested(x, PLAN_JL_LBRACK);
     case '}':
         x->depth--;
         x->p++;
-        return JL_RBRACE;
+        return PLAN_JL_RBRACE;
     case ']':
         x->depth--;
         x->p++;
-        return JL_RBRACK;
+        return PLAN_JL_RBRACK;
     case ':':
         x->p++;
-        return JL_COLON;
+        return PLAN_JL_COLON;
     case ',':
         x->p++;
-        return JL_COMMA;
+        return PLAN_JL_COMMA;
     case '"':
         return lex_string(x);
     case 't':
-        return literal(x, "true", 4, JL_TRUE);
+        return literal(x, "true", 4, PLAN_JL_TRUE);
     case 'f':
-        return literal(x, "false", 5, JL_FALSE);
+        return literal(x, "false", 5, PLAN_JL_FALSE);
     case 'n':
-        return literal(x, "null", 4, JL_NULL);
+        return literal(x, "null", 4, PLAN_JL_NULL);
     default:
         if (*p == '-' || is_digit(*p))
             return lex_number(x);
@@ -457,22 +460,22 @@ jl_tok jl_next(jl *x)
     }
 }
 
-int jl_expect_eof(jl *x)
+int plan_jl_expect_eof(plan_jl *x)
 {
-    jl_tok t = jl_next(x);
-    if (t == JL_ERROR)
+    plan_jl_tok t = plan_jl_next(x);
+    if (t == PLAN_JL_ERROR)
         return x->rc;
-    if (t != JL_EOF)
-        return jl_fail(x, NULL, "end of file expected");
+    if (t != PLAN_JL_EOF)
+        return plan_jl_fail(x, NULL, "end of file expected");
     return 0;
 }
 
-const char *jl_pos(const jl *x)
+const char *plan_jl_pos(const plan_jl *x)
 {
     return x->tok_start;
 }
 
-void jl_rewind(jl *x, const char *pos, uint32_t depth)
+void plan_jl_rewind(plan_jl *x, const char *pos, uint32_t depth)
 {
     x->p = x->tok_start = pos;
     x->depth = depth;
@@ -488,22 +491,22 @@ static uint64_t key_hash(const char *s, size_t n, uint32_t depth)
     return h;
 }
 
-uint32_t jl_obj_begin(jl *x)
+uint32_t plan_jl_obj_begin(plan_jl *x)
 {
     return x->n_ents;
 }
 
-void jl_obj_end(jl *x, uint32_t mark)
+void plan_jl_obj_end(plan_jl *x, uint32_t mark)
 {
     /* the newest first: the table returns to the state before each one */
     while (x->n_ents > mark) {
-        jl_keyent *e = &x->ents[--x->n_ents];
+        plan_jl_keyent *e = &x->ents[--x->n_ents];
         x->slots[e->slot] = 0;
         x->n_arena = e->off;
     }
 }
 
-static int rehash(jl *x, uint32_t size)
+static int rehash(plan_jl *x, uint32_t size)
 {
     uint32_t *slots = calloc(size, sizeof(*slots));
     if (!slots)
@@ -521,7 +524,7 @@ static int rehash(jl *x, uint32_t size)
     return 0;
 }
 
-int jl_key_add(jl *x)
+int plan_jl_key_add(plan_jl *x)
 {
     const char *key = x->s;
     uint32_t len = (uint32_t)x->slen;
@@ -538,14 +541,14 @@ int jl_key_add(jl *x)
     }
     uint32_t h = (uint32_t)hash & x->mask;
     for (; x->slots[h]; h = (h + 1) & x->mask) {
-        const jl_keyent *e = &x->ents[x->slots[h] - 1];
+        const plan_jl_keyent *e = &x->ents[x->slots[h] - 1];
         if (e->hash == hash && e->depth == x->depth && e->len == len &&
             memcmp(x->arena + e->off, key, len) == 0)
-            return jl_fail(x, NULL, "duplicate object key");
+            return plan_jl_fail(x, NULL, "duplicate object key");
     }
     if (x->n_ents == x->cap_ents) {
         uint32_t cap = x->cap_ents ? x->cap_ents * 2 : 64;
-        jl_keyent *ents = cap > x->cap_ents
+        plan_jl_keyent *ents = cap > x->cap_ents
                               ? realloc(x->ents, (size_t)cap * sizeof(*ents))
                               : NULL;
         if (!ents) {
@@ -568,7 +571,7 @@ int jl_key_add(jl *x)
         x->cap_arena = (uint32_t)cap;
     }
     memcpy(x->arena + x->n_arena, key, len);
-    x->ents[x->n_ents] = (jl_keyent){hash, x->depth, x->n_arena, len, h};
+    x->ents[x->n_ents] = (plan_jl_keyent){hash, x->depth, x->n_arena, len, h};
     x->n_arena += len;
     x->slots[h] = ++x->n_ents;
     return 0;
@@ -576,108 +579,115 @@ int jl_key_add(jl *x)
 
 /* ------------------------------------------------------------ skipping */
 
-static bool value_start(jl_tok t)
+static bool value_start(plan_jl_tok t)
 {
-    return t >= JL_STRING || t == JL_LBRACE || t == JL_LBRACK;
+    return t >= PLAN_JL_STRING || t == PLAN_JL_LBRACE || t == PLAN_JL_LBRACK;
 }
 
-int jl_object(jl *x, int (*key)(jl *x, void *ctx),
-              int (*value)(jl *x, void *ctx, int handle, jl_tok first),
-              void *ctx)
+int plan_jl_object(plan_jl *x, int (*key)(plan_jl *x, void *ctx),
+                   int (*value)(plan_jl *x, void *ctx, int handle,
+                                plan_jl_tok first),
+                   void *ctx)
 {
-    uint32_t mark = jl_obj_begin(x);
-    jl_tok t = jl_next(x);
+    uint32_t mark = plan_jl_obj_begin(x);
+    plan_jl_tok t = plan_jl_next(x);
     int r = 0, h;
 
-    if (t == JL_RBRACE)
+    if (t == PLAN_JL_RBRACE)
         goto out;
     for (;;) {
-        if (t != JL_STRING) {
-            r = t == JL_ERROR ? x->rc
-                              : jl_fail(x, NULL, "string or '}' expected");
+        if (t != PLAN_JL_STRING) {
+            r = t == PLAN_JL_ERROR
+                    ? x->rc
+                    : plan_jl_fail(x, NULL, "string or '}' expected");
             goto out;
         }
         if ((r = h = key(x, ctx)) < 0)
             goto out;
-        if ((t = jl_next(x)) != JL_COLON) {
-            r = t == JL_ERROR ? x->rc : jl_fail(x, NULL, "':' expected");
+        if ((t = plan_jl_next(x)) != PLAN_JL_COLON) {
+            r = t == PLAN_JL_ERROR ? x->rc
+                                   : plan_jl_fail(x, NULL, "':' expected");
             goto out;
         }
-        if ((r = value(x, ctx, h, jl_next(x))) < 0)
+        if ((r = value(x, ctx, h, plan_jl_next(x))) < 0)
             goto out;
-        t = jl_next(x);
-        if (t == JL_RBRACE)
+        t = plan_jl_next(x);
+        if (t == PLAN_JL_RBRACE)
             break;
-        if (t != JL_COMMA) {
-            r = t == JL_ERROR ? x->rc : jl_fail(x, NULL, "'}' expected");
+        if (t != PLAN_JL_COMMA) {
+            r = t == PLAN_JL_ERROR ? x->rc
+                                   : plan_jl_fail(x, NULL, "'}' expected");
             goto out;
         }
-        t = jl_next(x);
+        t = plan_jl_next(x);
     }
     r = 0;
 out:
-    jl_obj_end(x, mark);
+    plan_jl_obj_end(x, mark);
     return r;
 }
 
-int jl_array(jl *x, int (*elem)(jl *x, void *ctx, size_t i, jl_tok first),
-             void *ctx, size_t *ret_n)
+int plan_jl_array(plan_jl *x,
+                  int (*elem)(plan_jl *x, void *ctx, size_t i,
+                              plan_jl_tok first),
+                  void *ctx, size_t *ret_n)
 {
-    jl_tok t = jl_next(x);
+    plan_jl_tok t = plan_jl_next(x);
     size_t i = 0;
 
     *ret_n = 0;
-    if (t == JL_RBRACK)
+    if (t == PLAN_JL_RBRACK)
         return 0;
     for (;;) {
-        if (t == JL_ERROR)
+        if (t == PLAN_JL_ERROR)
             return x->rc;
         if (!value_start(t))
-            return jl_fail(x, NULL, "unexpected token");
+            return plan_jl_fail(x, NULL, "unexpected token");
         int r = elem(x, ctx, i++, t);
         if (r < 0)
             return r;
-        t = jl_next(x);
-        if (t == JL_RBRACK)
+        t = plan_jl_next(x);
+        if (t == PLAN_JL_RBRACK)
             break;
-        if (t != JL_COMMA)
-            return t == JL_ERROR ? x->rc : jl_fail(x, NULL, "']' expected");
-        t = jl_next(x);
+        if (t != PLAN_JL_COMMA)
+            return t == PLAN_JL_ERROR ? x->rc
+                                      : plan_jl_fail(x, NULL, "']' expected");
+        t = plan_jl_next(x);
     }
     *ret_n = i;
     return 0;
 }
 
-static int skip_key(jl *x, void *ctx)
+static int skip_key(plan_jl *x, void *ctx)
 {
     (void)ctx;
-    return jl_key_add(x);
+    return plan_jl_key_add(x);
 }
 
-static int skip_value(jl *x, void *ctx, int handle, jl_tok first)
+static int skip_value(plan_jl *x, void *ctx, int handle, plan_jl_tok first)
 {
     (void)ctx;
     (void)handle;
-    return jl_skip(x, first);
+    return plan_jl_skip(x, first);
 }
 
-static int skip_elem(jl *x, void *ctx, size_t i, jl_tok first)
+static int skip_elem(plan_jl *x, void *ctx, size_t i, plan_jl_tok first)
 {
     (void)ctx;
     (void)i;
-    return jl_skip(x, first);
+    return plan_jl_skip(x, first);
 }
 
-int jl_skip(jl *x, jl_tok first)
+int plan_jl_skip(plan_jl *x, plan_jl_tok first)
 {
-    if (first == JL_ERROR)
+    if (first == PLAN_JL_ERROR)
         return x->rc;
     if (!value_start(first))
-        return jl_fail(x, NULL, "unexpected token");
+        return plan_jl_fail(x, NULL, "unexpected token");
     size_t n;
-    if (first == JL_LBRACE)
-        return jl_object(x, skip_key, skip_value, NULL);
-    if (first == JL_LBRACK)
-        return jl_array(x, skip_elem, NULL, &n);
+    if (first == PLAN_JL_LBRACE)
+        return plan_jl_object(x, skip_key, skip_value, NULL);
+    if (first == PLAN_JL_LBRACK)
+        return plan_jl_array(x, skip_elem, NULL, &n);
     return 0;
 }

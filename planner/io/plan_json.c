@@ -95,7 +95,7 @@ static const char *describe(const jval *v, char *buf, size_t len)
 
 /* The reader: the lexer, the error record, what is being built. */
 typedef struct rx {
-    jl lx;
+    plan_jl lx;
     plan_rd rd;
     plan_trace *t;
     plan_schedule *s;
@@ -106,43 +106,43 @@ typedef struct rx {
 
 /* Store the token just read (the first of a value) into v, skipping
  * nested values.  0 or the syntax error's code. */
-static int take(rx *c, jl_tok t, jval *v)
+static int take(rx *c, plan_jl_tok t, jval *v)
 {
-    jl *x = &c->lx;
+    plan_jl *x = &c->lx;
     memset(v, 0, offsetof(jval, s) + 1);
     switch (t) {
-    case JL_STRING:
+    case PLAN_JL_STRING:
         v->type = JV_STRING;
         v->slen = x->slen;
         memcpy(v->s, x->s, x->slen < JV_STR_MAX ? x->slen : JV_STR_MAX);
         v->s[x->slen < JV_STR_MAX ? x->slen : JV_STR_MAX] = 0;
         return 0;
-    case JL_INT:
+    case PLAN_JL_INT:
         v->type = JV_INT;
         v->i = x->ival;
         v->d = x->dval;
         return 0;
-    case JL_REAL:
+    case PLAN_JL_REAL:
         v->type = JV_REAL;
         v->d = x->dval;
         return 0;
-    case JL_TRUE:
+    case PLAN_JL_TRUE:
         v->type = JV_TRUE;
         return 0;
-    case JL_FALSE:
+    case PLAN_JL_FALSE:
         v->type = JV_FALSE;
         return 0;
-    case JL_NULL:
+    case PLAN_JL_NULL:
         v->type = JV_NULL;
         return 0;
-    case JL_LBRACE:
+    case PLAN_JL_LBRACE:
         v->type = JV_OBJECT;
-        return jl_skip(x, t);
-    case JL_LBRACK:
+        return plan_jl_skip(x, t);
+    case PLAN_JL_LBRACK:
         v->type = JV_ARRAY;
-        return jl_skip(x, t);
+        return plan_jl_skip(x, t);
     default:
-        return jl_skip(x, t); /* the error */
+        return plan_jl_skip(x, t); /* the error */
     }
 }
 
@@ -288,12 +288,12 @@ typedef struct jobj {
     const jkey *keys;           /* ended by {NULL, 0}, at most 16 */
     jval *slots;
     uint32_t special;           /* bit k: keys[k] goes to `fn` */
-    int (*fn)(rx *c, int k, jl_tok first, void *ctx);
+    int (*fn)(rx *c, int k, plan_jl_tok first, void *ctx);
     void *ctx;
     char unknown[200];          /* the first unknown key ("" if none) */
 } jobj;
 
-static int key_index(const jl *x, const jkey *keys)
+static int key_index(const plan_jl *x, const jkey *keys)
 {
     for (int k = 0; keys[k].s; k++)
         if (keys[k].len == x->slen && memcmp(keys[k].s, x->s, x->slen) == 0)
@@ -301,7 +301,7 @@ static int key_index(const jl *x, const jkey *keys)
     return -1;
 }
 
-/* The walk of a known object (jl_object's callbacks). */
+/* The walk of a known object (plan_jl_object's callbacks). */
 typedef struct jwalk {
     rx *c;
     jobj *o;
@@ -309,17 +309,17 @@ typedef struct jwalk {
 } jwalk;
 
 /* Handle: 1 + the key's index, 0 for an unknown key. */
-static int walk_key(jl *x, void *ctx)
+static int walk_key(plan_jl *x, void *ctx)
 {
     jwalk *w = ctx;
     int k = key_index(x, w->o->keys);
     if (k >= 0) {
         if ((w->seen >> k) & 1u)
-            return jl_fail(x, NULL, "duplicate object key");
+            return plan_jl_fail(x, NULL, "duplicate object key");
         w->seen |= 1u << k;
         return k + 1;
     }
-    int r = jl_key_add(x);
+    int r = plan_jl_key_add(x);
     if (r < 0)
         return r;
     if (!w->o->unknown[0])
@@ -328,12 +328,12 @@ static int walk_key(jl *x, void *ctx)
     return 0;
 }
 
-static int walk_value(jl *x, void *ctx, int handle, jl_tok t)
+static int walk_value(plan_jl *x, void *ctx, int handle, plan_jl_tok t)
 {
     jwalk *w = ctx;
     int k = handle - 1;
     if (k < 0)
-        return jl_skip(x, t);
+        return plan_jl_skip(x, t);
     return (w->o->special >> k) & 1u ? w->o->fn(w->c, k, t, w->o->ctx)
                                      : take(w->c, t, &w->o->slots[k]);
 }
@@ -345,16 +345,16 @@ static int read_object(rx *c, jobj *o)
     o->unknown[0] = 0;
     for (int k = 0; o->keys[k].s; k++)
         o->slots[k].type = JV_NONE;
-    return jl_object(&c->lx, walk_key, walk_value, &w);
+    return plan_jl_object(&c->lx, walk_key, walk_value, &w);
 }
 
 typedef struct jarr {
     rx *c;
-    int (*elem)(rx *c, size_t i, jl_tok first, void *ctx);
+    int (*elem)(rx *c, size_t i, plan_jl_tok first, void *ctx);
     void *ctx;
 } jarr;
 
-static int arr_elem(jl *x, void *ctx, size_t i, jl_tok t)
+static int arr_elem(plan_jl *x, void *ctx, size_t i, plan_jl_tok t)
 {
     jarr *a = ctx;
     (void)x;
@@ -364,20 +364,21 @@ static int arr_elem(jl *x, void *ctx, size_t i, jl_tok t)
 /* Read an array whose first token is `t` ('[' expected; anything else is
  * taken into *other), calling `elem(c, i, first)` per entry.  *ret_n: the
  * number of entries. */
-static int read_array(rx *c, jl_tok t, jval *other,
-                      int (*elem)(rx *c, size_t i, jl_tok first, void *ctx),
+static int read_array(rx *c, plan_jl_tok t, jval *other,
+                      int (*elem)(rx *c, size_t i, plan_jl_tok first,
+                                  void *ctx),
                       void *ctx, size_t *ret_n)
 {
     jarr a = {c, elem, ctx};
     *ret_n = 0;
-    if (t != JL_LBRACK)
+    if (t != PLAN_JL_LBRACK)
         return take(c, t, other);
     other->type = JV_ARRAY;
-    return jl_array(&c->lx, arr_elem, &a, ret_n);
+    return plan_jl_array(&c->lx, arr_elem, &a, ret_n);
 }
 
 /* "must be an object" for an entry that is not one (after skipping it). */
-static int not_object(rx *c, uint64_t key, const char *place, jl_tok t,
+static int not_object(rx *c, uint64_t key, const char *place, plan_jl_tok t,
                       bool worth)
 {
     char b[64];
@@ -395,7 +396,7 @@ static int not_object(rx *c, uint64_t key, const char *place, jl_tok t,
  * are to be checked now (it is an object and could be the first error);
  * place: "arr[i]". */
 static int entry(rx *c, uint64_t stage, size_t i, size_t max,
-                 const char *arr, jl_tok t, jobj *o, char *place,
+                 const char *arr, plan_jl_tok t, jobj *o, char *place,
                  bool *ret_check)
 {
     uint64_t key = RD_KEY(stage, i);
@@ -404,7 +405,7 @@ static int entry(rx *c, uint64_t stage, size_t i, size_t max,
 
     *ret_check = false;
     plan_rd_place(place, arr, i);
-    if (t != JL_LBRACE)
+    if (t != PLAN_JL_LBRACE)
         return not_object(c, key, place, t, worth);
     if ((r = read_object(c, o)) < 0)
         return r;
@@ -461,8 +462,9 @@ static int check_header(rx *c, uint64_t stage_format, const header *h,
         return c->rd.rc;
     if (h->format.type != JV_STRING || strcmp(h->format.s, format) != 0 ||
         h->format.slen != strlen(format))
-        return plan_rd_fail(&c->rd, kf, "", "format", "expected \"%s\", got %s",
-                            format, describe(&h->format, b, sizeof b));
+        return plan_rd_fail(&c->rd, kf, "", "format",
+                            "expected \"%s\", got %s", format,
+                            describe(&h->format, b, sizeof b));
     if (need(c, kv, "", "version", &h->version, true) < 0)
         return c->rd.rc;
     if (h->version.type != JV_INT)
@@ -481,16 +483,18 @@ static int check_header(rx *c, uint64_t stage_format, const header *h,
 static int top_object(rx *c)
 {
     char b[64];
-    jl *x = &c->lx;
-    jl_tok t = jl_next(x);
+    plan_jl *x = &c->lx;
+    plan_jl_tok t = plan_jl_next(x);
     jval v;
     int r;
 
-    if (t == JL_LBRACE)
+    if (t == PLAN_JL_LBRACE)
         return 1;
-    if (t != JL_LBRACK)
-        return t == JL_ERROR ? x->rc : jl_fail(x, NULL, "'[' or '{' expected");
-    if ((r = take(c, t, &v)) < 0 || (r = jl_expect_eof(x)) < 0)
+    if (t != PLAN_JL_LBRACK)
+        return t == PLAN_JL_ERROR
+                   ? x->rc
+                   : plan_jl_fail(x, NULL, "'[' or '{' expected");
+    if ((r = take(c, t, &v)) < 0 || (r = plan_jl_expect_eof(x)) < 0)
         return r;
     char msg[96];
     snprintf(msg, sizeof msg, "expected a JSON object at the top level, "
@@ -505,7 +509,7 @@ static int parse_begin(rx *c, const char *buf, size_t len, int code,
     memset(c, 0, sizeof(*c));
     if ((r = plan_rd_begin(&c->rd, code, err, errlen, len, "document")) < 0)
         return r;
-    if (jl_init(&c->lx, buf, len, code, err, errlen) < 0)
+    if (plan_jl_init(&c->lx, buf, len, code, err, errlen) < 0)
         return ho_errf(err, errlen, -ENOMEM, "out of memory");
     return 0;
 }
@@ -540,7 +544,7 @@ typedef struct ttop {
     const char *ops_pos;   /* ops listed before storages: read them later */
 } ttop;
 
-static int read_storage(rx *c, size_t i, jl_tok t, void *ctx)
+static int read_storage(rx *c, size_t i, plan_jl_tok t, void *ctx)
 {
     uint64_t key = RD_KEY(T_STORAGE, i);
     char place[48];
@@ -586,14 +590,15 @@ typedef struct jrefs {
     jval bad_v;             /* ... this */
 } jrefs;
 
-static int ref_elem(rx *c, size_t j, jl_tok t, void *ctx)
+static int ref_elem(rx *c, size_t j, plan_jl_tok t, void *ctx)
 {
     jrefs *f = ctx;
-    jl *x = &c->lx;
+    plan_jl *x = &c->lx;
     f->n = j + 1;
     if (f->bad || j >= PLAN_MAX_OP_REFS)
-        return jl_skip(x, t);
-    if (t == JL_INT && x->ival >= 0 && (uint64_t)x->ival <= PLAN_FMT_MAX_ID) {
+        return plan_jl_skip(x, t);
+    if (t == PLAN_JL_INT && x->ival >= 0 &&
+        (uint64_t)x->ival <= PLAN_FMT_MAX_ID) {
         f->ids[f->n_ok++] = (uint64_t)x->ival;
         return 0;
     }
@@ -601,7 +606,7 @@ static int ref_elem(rx *c, size_t j, jl_tok t, void *ctx)
     return take(c, t, &f->bad_v);
 }
 
-static int op_special(rx *c, int k, jl_tok t, void *ctx)
+static int op_special(rx *c, int k, plan_jl_tok t, void *ctx)
 {
     jrefs *f = (jrefs *)ctx + (k == OK_WRITES);
     size_t n;
@@ -638,7 +643,7 @@ static int check_refs(rx *c, uint64_t key, const char *place, size_t i,
     return 1;
 }
 
-static int read_op(rx *c, size_t i, jl_tok t, void *ctx)
+static int read_op(rx *c, size_t i, plan_jl_tok t, void *ctx)
 {
     ttop *top = ctx;
     uint64_t key = RD_KEY(T_OP, i);
@@ -677,16 +682,16 @@ static int read_op(rx *c, size_t i, jl_tok t, void *ctx)
     return entry_done(c);
 }
 
-static int trace_special(rx *c, int k, jl_tok t, void *ctx)
+static int trace_special(rx *c, int k, plan_jl_tok t, void *ctx)
 {
     ttop *top = ctx;
-    jl *x = &c->lx;
+    plan_jl *x = &c->lx;
     size_t n;
     int r;
 
     switch (k) {
     case TK_LINK:
-        if (t != JL_LBRACE)
+        if (t != PLAN_JL_LBRACE)
             return take(c, t, &top->slots[TK_LINK]);
         top->slots[TK_LINK].type = JV_OBJECT;
         top->link_read = true;
@@ -697,12 +702,12 @@ static int trace_special(rx *c, int k, jl_tok t, void *ctx)
         top->n_storages = n;
         return r;
     default: /* TK_OPS */
-        if (!top->storages_read && t == JL_LBRACK) {
+        if (!top->storages_read && t == PLAN_JL_LBRACK) {
             /* the storages come later: check the syntax now, read the ops
              * once they are known */
-            top->ops_pos = jl_pos(x);
+            top->ops_pos = plan_jl_pos(x);
             top->slots[TK_OPS].type = JV_ARRAY;
-            return jl_skip(x, t);
+            return plan_jl_skip(x, t);
         }
         r = read_array(c, t, &top->slots[TK_OPS], read_op, top, &n);
         top->n_ops = n;
@@ -772,14 +777,14 @@ static int parse_trace(rx *c, plan_trace **ret_trace)
     if ((r = top_object(c)) <= 0)
         return r < 0 ? r : c->rd.rc;
     if ((r = read_object(c, &top.top)) < 0 ||
-        (r = jl_expect_eof(&c->lx)) < 0)
+        (r = plan_jl_expect_eof(&c->lx)) < 0)
         return r;
     if (top.ops_pos) {
         /* the ops listed before the storages, now that those are known */
         size_t n;
-        jl_rewind(&c->lx, top.ops_pos, 1);
-        if ((r = read_array(c, jl_next(&c->lx), &top.slots[TK_OPS], read_op,
-                            &top, &n)) < 0)
+        plan_jl_rewind(&c->lx, top.ops_pos, 1);
+        if ((r = read_array(c, plan_jl_next(&c->lx), &top.slots[TK_OPS],
+                            read_op, &top, &n)) < 0)
             return r;
         top.n_ops = n;
     }
@@ -809,7 +814,7 @@ int plan_trace_parse_json(const char *buf, size_t len, plan_trace **ret_trace,
     free(c.rids);
     free(c.wids);
     free(c.idx);
-    jl_done(&c.lx);
+    plan_jl_done(&c.lx);
     return r;
 }
 
@@ -846,7 +851,7 @@ typedef struct stop {
     size_t n_actions, n_homes;
 } stop;
 
-static int read_action(rx *c, size_t i, jl_tok t, void *ctx)
+static int read_action(rx *c, size_t i, plan_jl_tok t, void *ctx)
 {
     uint64_t key = RD_KEY(S_ACTION, i);
     char place[48];
@@ -877,7 +882,7 @@ static int read_action(rx *c, size_t i, jl_tok t, void *ctx)
     return entry_done(c);
 }
 
-static int read_home(rx *c, size_t i, jl_tok t, void *ctx)
+static int read_home(rx *c, size_t i, plan_jl_tok t, void *ctx)
 {
     uint64_t key = RD_KEY(S_HOME, i);
     char place[48];
@@ -901,7 +906,7 @@ static int read_home(rx *c, size_t i, jl_tok t, void *ctx)
     return entry_done(c);
 }
 
-static int schedule_special(rx *c, int k, jl_tok t, void *ctx)
+static int schedule_special(rx *c, int k, plan_jl_tok t, void *ctx)
 {
     stop *top = ctx;
     size_t n;
@@ -917,7 +922,7 @@ static int schedule_special(rx *c, int k, jl_tok t, void *ctx)
         top->n_homes = n;
         return r;
     default: /* SK_PREDICTED */
-        if (t != JL_LBRACE)
+        if (t != PLAN_JL_LBRACE)
             return take(c, t, &top->slots[k]);
         top->slots[k].type = JV_OBJECT;
         top->metrics_read = true;
@@ -1001,7 +1006,7 @@ static int parse_schedule(rx *c, plan_schedule **ret_schedule)
     if ((r = top_object(c)) <= 0)
         return r < 0 ? r : c->rd.rc;
     if ((r = read_object(c, &top.top)) < 0 ||
-        (r = jl_expect_eof(&c->lx)) < 0)
+        (r = plan_jl_expect_eof(&c->lx)) < 0)
         return r;
     check_schedule_top(c, &top);
     if (c->rd.rc)
@@ -1020,7 +1025,7 @@ int plan_schedule_parse_json(const char *buf, size_t len,
     if (r == 0)
         r = parse_schedule(&c, ret_schedule);
     plan_schedule_free(c.s);
-    jl_done(&c.lx);
+    plan_jl_done(&c.lx);
     return r;
 }
 
