@@ -543,7 +543,7 @@ int plan_jl_key_add(plan_jl *x)
     for (; x->slots[h]; h = (h + 1) & x->mask) {
         const plan_jl_keyent *e = &x->ents[x->slots[h] - 1];
         if (e->hash == hash && e->depth == x->depth && e->len == len &&
-            memcmp(x->arena + e->off, key, len) == 0)
+            (len == 0 || memcmp(x->arena + e->off, key, len) == 0))
             return plan_jl_fail(x, NULL, "duplicate object key");
     }
     if (x->n_ents == x->cap_ents) {
@@ -570,7 +570,8 @@ int plan_jl_key_add(plan_jl *x)
         x->arena = a;
         x->cap_arena = (uint32_t)cap;
     }
-    memcpy(x->arena + x->n_arena, key, len);
+    if (len)
+        memcpy(x->arena + x->n_arena, key, len);
     x->ents[x->n_ents] = (plan_jl_keyent){hash, x->depth, x->n_arena, len, h};
     x->n_arena += len;
     x->slots[h] = ++x->n_ents;

@@ -730,17 +730,17 @@ static size_t reference_double(char *buf, double v)
     if (v == 0.0)
         v = 0.0;
     if (v == floor(v) && fabs(v) < 1e15)
-        return (size_t)sprintf(buf, "%.0f", v);
+        return (size_t)snprintf(buf, 320, "%.0f", v);
     while (lo < hi) {
         int mid = (lo + hi) / 2;
-        char b[64];
+        char b[320];
         snprintf(b, sizeof b, "%.*g", mid, v);
         if (strtod(b, NULL) == v)
             hi = mid;
         else
             lo = mid + 1;
     }
-    return (size_t)sprintf(buf, "%.*g", lo, v);
+    return (size_t)snprintf(buf, 320, "%.*g", lo, v);
 }
 
 START_TEST(doubles_shortest)
@@ -770,7 +770,7 @@ START_TEST(doubles_shortest)
         default:
             v = tu_frand() * 1e6 - 5e5;
         }
-        char a[64], b[64];
+        char a[64], b[320];
         size_t la = plan_fmt_double(a, v), lb = reference_double(b, v);
         ck_assert_msg(la == lb && strcmp(a, b) == 0, "%.17g: %s vs %s", v, a,
                       b);
