@@ -20,8 +20,6 @@
 
 /* ------------------------------------------------------------------ misc */
 
-/* Grow *arr (element size `elem`) so that it can hold `need` elements;
- * capacity doubles, never above `limit`.  0, -ENOMEM or -E2BIG. */
 static int grow(void **arr, uint64_t *cap, uint64_t need, size_t elem,
                 uint64_t limit)
 {
@@ -42,6 +40,26 @@ static int grow(void **arr, uint64_t *cap, uint64_t need, size_t elem,
     return 0;
 }
 
+/* Room for element n (one more) in an array with a size_t capacity, at
+ * most `limit` elements.  0, -ENOMEM or -E2BIG. */
+static int reserve(void **arr, size_t *cap, size_t n, size_t elem,
+                   uint64_t limit)
+{
+    if (n < *cap)
+        return 0;
+    uint64_t c = *cap;
+    int r = grow(arr, &c, (uint64_t)n + 1, elem, limit);
+    if (r < 0)
+        return r;
+    *cap = (size_t)c;
+    return 0;
+}
+
+int plan_reserve(void **arr, size_t *cap, size_t n, size_t elem)
+{
+    return reserve(arr, cap, n, elem, SIZE_MAX / elem) < 0 ? -ENOMEM : 0;
+}
+
 /* ------------------------------------------------------------------ names */
 
 static const char *const kind_names[PLAN_KIND__COUNT] = {
@@ -51,74 +69,62 @@ static const char *const initial_names[PLAN_INIT__COUNT] = {
     "none", "device", "host",
 };
 static const char *const act_names[PLAN_ACT__COUNT] = {
-    "prefetch", "store", "free_device", "free_host",
+    "prefetch", "store", "free_device", "free_host", "wait",
 };
-
-const char *plan_kind_name(plan_kind k)
-{
-    return (unsigned)k < PLAN_KIND__COUNT ? kind_names[k] : "?";
-}
-
-const char *plan_initial_name(plan_initial i)
-{
-    return (unsigned)i < PLAN_INIT__COUNT ? initial_names[i] : "?";
-}
-
-const char *plan_act_name(plan_act_kind k)
-{
-    return (unsigned)k < PLAN_ACT__COUNT ? act_names[k] : "?";
-}
+static const char *const home_names[2] = {"device", "host"};
 
 static int parse_name(const char *s, const char *const *names, unsigned n,
-                      unsigned *ret)
+                      unsigned *ret_value)
 {
     if (!s)
         return -EINVAL;
     for (unsigned i = 0; i < n; i++) {
         if (strcmp(s, names[i]) == 0) {
-            *ret = i;
+            *ret_value = i;
             return 0;
         }
     }
     return -EINVAL;
 }
 
-int plan_kind_parse(const char *s, plan_kind *ret)
-{
-    unsigned v;
-    int r = parse_name(s, kind_names, PLAN_KIND__COUNT, &v);
-    if (r == 0)
-        *ret = (plan_kind)v;
-    return r;
-}
+/* The name and the parser of one enum, from its table of spellings. */
+#define PLAN_ENUM_NAMES(type, name_fn, parse_fn, table, count)               \
+    const char *name_fn(type v)                                              \
+    {                                                                        \
+        return (unsigned)v < (count) ? table[v] : "?";                       \
+    }                                                                        \
+    int parse_fn(const char *s, type *ret_value)                             \
+    {                                                                        \
+        unsigned v;                                                          \
+        int r = parse_name(s, table, (count), &v);                           \
+        if (r == 0)                                                          \
+            *ret_value = (type)v;                                            \
+        return r;                                                            \
+    }
 
-int plan_initial_parse(const char *s, plan_initial *ret)
-{
-    unsigned v;
-    int r = parse_name(s, initial_names, PLAN_INIT__COUNT, &v);
-    if (r == 0)
-        *ret = (plan_initial)v;
-    return r;
-}
-
-int plan_act_parse(const char *s, plan_act_kind *ret)
-{
-    unsigned v;
-    int r = parse_name(s, act_names, PLAN_ACT__COUNT, &v);
-    if (r == 0)
-        *ret = (plan_act_kind)v;
-    return r;
-}
+PLAN_ENUM_NAMES(plan_kind, plan_kind_name, plan_kind_parse, kind_names,
+                PLAN_KIND__COUNT)
+PLAN_ENUM_NAMES(plan_initial, plan_initial_name, plan_initial_parse,
+                initial_names, PLAN_INIT__COUNT)
+PLAN_ENUM_NAMES(plan_act_kind, plan_act_name, plan_act_parse, act_names,
+                PLAN_ACT__COUNT)
+PLAN_ENUM_NAMES(plan_home, plan_home_name, plan_home_parse, home_names, 2u)
 
 /* ------------------------------------------------------------------ id index
  *
- * Open addressing with linear probing; slots hold storage indices (or
- * PLAN_NONE) and the key is read back from t->storages[index].id, so a
- * slot costs 4 bytes.  Load factor <= 1/2. */
+ * While the ids are an arithmetic progression (id = base + index * stride,
+ * stride > 0: what every generator and the capture write) an id's index
+ * is computed, with no table and no memory access.  The first id that
+ * breaks the progression builds the table: open addressing with linear
+ * probing; slots hold storage indices (or PLAN_NONE) and the key is read
+ * back from t->storages[index].id, so a slot costs 4 bytes.  Load factor
+ * <= 1/2. */
 
 typedef struct id_index {
-    uint32_t *slot;
-    uint32_t mask; /* capacity - 1, capacity a power of two */
+    bool affine;       /* ids so far are base + i * stride */
+    uint64_t base, stride;
+    uint32_t *slot;    /* the table once !affine */
+    uint32_t mask;     /* capacity - 1, capacity a power of two */
 } id_index;
 
 static uint64_t mix64(uint64_t x)
@@ -134,8 +140,19 @@ static uint64_t mix64(uint64_t x)
 static uint32_t index_lookup(const plan_trace *t, uint64_t id)
 {
     const id_index *ix = t->id_index;
-    if (!ix)
+    if (!ix || t->n_storages == 0)
         return PLAN_NONE;
+    if (ix->affine) {
+        if (id < ix->base)
+            return PLAN_NONE;
+        uint64_t d = id - ix->base;
+        if (ix->stride == 0) /* one storage */
+            return d == 0 ? 0 : PLAN_NONE;
+        uint64_t q = ix->stride == 1 ? d : d / ix->stride;
+        if (q * ix->stride != d || q >= t->n_storages)
+            return PLAN_NONE;
+        return (uint32_t)q;
+    }
     for (uint32_t h = (uint32_t)mix64(id) & ix->mask;; h = (h + 1) & ix->mask) {
         uint32_t v = ix->slot[h];
         if (v == PLAN_NONE || t->storages[v].id == id)
@@ -151,12 +168,33 @@ static void index_put(const plan_trace *t, id_index *ix, uint32_t v)
     ix->slot[h] = v;
 }
 
-/* Make room for one more entry (n_storages + 1); 0 or -ENOMEM. */
-static int index_reserve(plan_trace *t)
+/* Does id extend the progression as storage n_storages? */
+static bool extends(const plan_trace *t, const id_index *ix, uint64_t id)
+{
+    uint32_t n = t->n_storages;
+    if (n == 0)
+        return true;
+    if (n == 1)
+        return id > ix->base;
+    return id > ix->base && (id - ix->base) % ix->stride == 0 &&
+           (id - ix->base) / ix->stride == n;
+}
+
+/* Make room for storage n_storages with id `id`; 0 or -ENOMEM. */
+static int index_reserve(plan_trace *t, uint64_t id)
 {
     id_index *ix = t->id_index;
+    if (!ix) {
+        ix = calloc(1, sizeof(*ix));
+        if (!ix)
+            return -ENOMEM;
+        ix->affine = true;
+        t->id_index = ix;
+    }
+    if (ix->affine && extends(t, ix, id))
+        return 0;
     uint64_t need = ((uint64_t)t->n_storages + 1) * 2;
-    if (ix && need <= (uint64_t)ix->mask + 1)
+    if (!ix->affine && need <= (uint64_t)ix->mask + 1)
         return 0;
     uint64_t cap = 64;
     while (cap < need)
@@ -164,21 +202,28 @@ static int index_reserve(plan_trace *t)
     uint32_t *slot = malloc(cap * sizeof(*slot));
     if (!slot)
         return -ENOMEM;
-    if (!ix) {
-        ix = calloc(1, sizeof(*ix));
-        if (!ix) {
-            free(slot);
-            return -ENOMEM;
-        }
-        t->id_index = ix;
-    }
     free(ix->slot);
     ix->slot = slot;
     ix->mask = (uint32_t)(cap - 1);
+    ix->affine = false;
     memset(slot, 0xff, cap * sizeof(*slot));
     for (uint32_t i = 0; i < t->n_storages; i++)
         index_put(t, ix, i);
     return 0;
+}
+
+/* Storage idx (the last added) joins the index. */
+static void index_add(plan_trace *t, uint32_t idx)
+{
+    id_index *ix = t->id_index;
+    if (!ix->affine) {
+        index_put(t, ix, idx);
+        return;
+    }
+    if (idx == 0)
+        ix->base = t->storages[0].id;
+    else if (idx == 1)
+        ix->stride = t->storages[1].id - ix->base;
 }
 
 /* ------------------------------------------------------------------ trace */
@@ -225,10 +270,10 @@ static void free_derived(plan_trace *t)
     t->finished = false;
 }
 
-void plan_trace_free(plan_trace *t)
+plan_trace *plan_trace_free(plan_trace *t)
 {
     if (!t)
-        return;
+        return NULL;
     id_index *ix = t->id_index;
     if (ix)
         free(ix->slot);
@@ -240,6 +285,7 @@ void plan_trace_free(plan_trace *t)
     free(t->refs);
     free(t->names);
     free(t);
+    return NULL;
 }
 
 int plan_trace_add_storage(plan_trace *t, const plan_storage *s,
@@ -264,6 +310,11 @@ int plan_trace_add_storage(plan_trace *t, const plan_storage *s,
         return ho_errf(err, errlen, HO_E_BAD_TRACE,
                          "duplicate storage id %llu",
                          (unsigned long long)s->id);
+    if (s->movable && (!s->retained || s->initial == PLAN_INIT_NONE))
+        return ho_errf(err, errlen, HO_E_BAD_TRACE,
+                       "storage id %llu: movable needs retained and initial "
+                       "device or host",
+                       (unsigned long long)s->id);
     if (t->n_storages >= PLAN_MAX_STORAGES)
         return ho_errf(err, errlen, -E2BIG, "more than %u storages",
                          PLAN_MAX_STORAGES);
@@ -272,12 +323,12 @@ int plan_trace_add_storage(plan_trace *t, const plan_storage *s,
                  sizeof(*t->storages), PLAN_MAX_STORAGES);
     t->cap_storages = (uint32_t)cap;
     if (r == 0)
-        r = index_reserve(t);
+        r = index_reserve(t, s->id);
     if (r < 0)
         return ho_errf(err, errlen, r, "out of memory adding storage");
     uint32_t idx = t->n_storages++;
     t->storages[idx] = *s;
-    index_put(t, t->id_index, idx);
+    index_add(t, idx);
     if (ret_index)
         *ret_index = idx;
     return 0;
@@ -415,41 +466,25 @@ static void dedup_refs(plan_trace *t, uint32_t *mark)
     t->n_refs = out;
 }
 
-int plan_trace_finish(plan_trace *t, char *err, size_t errlen)
+static int check_total_bytes(const plan_trace *t, char *err, size_t errlen)
 {
-    uint32_t *mark = NULL, *written = NULL;
-    int r;
-
-    if (!t)
-        return -EINVAL;
-    if (t->finished)
-        return 0;
-    if (t->n_ops == 0)
-        return ho_errf(err, errlen, HO_E_BAD_TRACE, "trace has no ops");
-    r = check_link(&t->link, err, errlen);
-    if (r < 0)
-        return r;
     uint64_t total = 0;
     for (uint32_t s = 0; s < t->n_storages; s++) {
         total += t->storages[s].bytes; /* each <= 2^50, n <= 2^24: no wrap */
         if (total > PLAN_MAX_TOTAL_BYTES)
             return ho_errf(err, errlen, HO_E_BAD_TRACE,
-                             "total storage bytes exceed %llu",
-                             (unsigned long long)PLAN_MAX_TOTAL_BYTES);
+                           "total storage bytes exceed %llu",
+                           (unsigned long long)PLAN_MAX_TOTAL_BYTES);
     }
+    return 0;
+}
 
-    size_t ns = t->n_storages ? t->n_storages : 1;
-    /* Stamps are op*2+w < 2^26, so 0xffffffff never matches. */
-    mark = malloc(ns * sizeof(*mark));
-    t->acc_start = calloc((size_t)t->n_storages + 1, sizeof(*t->acc_start));
-    if (!mark || !t->acc_start)
-        goto oom;
-    memset(mark, 0xff, ns * sizeof(*mark));
-    dedup_refs(t, mark);
-
-    /* Count accesses per storage (one per op even when read and written). */
-    memset(mark, 0xff, ns * sizeof(*mark));
+/* acc_start[s + 1] = accesses of s (one per op even when read and
+ * written), then prefix sums; the total in *ret_n.  mark: scratch. */
+static void count_accesses(plan_trace *t, uint32_t *mark, uint64_t *ret_n)
+{
     uint64_t n_acc = 0;
+    memset(mark, 0xff, (t->n_storages ? t->n_storages : 1) * sizeof(*mark));
     for (uint32_t i = 0; i < t->n_ops; i++) {
         const plan_op *o = &t->ops[i];
         const uint32_t *ref = t->refs + o->first_ref;
@@ -463,61 +498,99 @@ int plan_trace_finish(plan_trace *t, char *err, size_t errlen)
     }
     for (uint32_t s = 0; s < t->n_storages; s++)
         t->acc_start[s + 1] += t->acc_start[s];
-    t->acc = malloc((n_acc ? n_acc : 1) * sizeof(*t->acc));
-    written = calloc(ns, sizeof(*written)); /* fill cursor per storage */
-    if (!t->acc || !written)
-        goto oom;
+    *ret_n = n_acc;
+}
 
-    /* Fill in op order; a write of a storage also read by the op sets the
-     * write flag on the read's entry.  Check read-before-write. */
+/* Fill t->acc in op order; a write of a storage also read by the op sets
+ * the write flag on the read's entry.  An initial:none storage must be
+ * written by an earlier op before it is read (reading it in the op that
+ * first writes it reads uninitialised data).  fill: n_storages zeros. */
+static int fill_accesses(plan_trace *t, uint32_t *fill, char *err,
+                         size_t errlen)
+{
     for (uint32_t i = 0; i < t->n_ops; i++) {
         const plan_op *o = &t->ops[i];
         const uint32_t *ref = t->refs + o->first_ref;
         for (uint32_t k = 0; k < o->n_reads + o->n_writes; k++) {
             uint32_t s = ref[k];
             uint32_t flag = k < o->n_reads ? PLAN_ACC_READ : PLAN_ACC_WRITE;
-            uint32_t pos = t->acc_start[s] + written[s];
-            if (written[s] > 0 && t->acc[pos - 1].op == i) {
+            uint32_t pos = t->acc_start[s] + fill[s];
+            if (fill[s] > 0 && t->acc[pos - 1].op == i) {
                 t->acc[pos - 1].flags |= flag;
                 continue;
             }
-            if (flag == PLAN_ACC_READ && written[s] == 0 &&
-                t->storages[s].initial == PLAN_INIT_NONE) {
-                /* First access; an initial:none storage must be written by
-                 * an earlier op (reading it in the op that first writes it
-                 * reads uninitialised data). */
-                r = ho_errf(err, errlen, HO_E_BAD_TRACE,
-                              "ops[%u] '%s': reads storage id %llu "
-                              "(initial: none) before any op writes it",
-                              i, plan_op_name(t, i),
-                              (unsigned long long)t->storages[s].id);
-                goto fail;
-            }
+            if (flag == PLAN_ACC_READ && fill[s] == 0 &&
+                t->storages[s].initial == PLAN_INIT_NONE)
+                return ho_errf(err, errlen, HO_E_BAD_TRACE,
+                               "ops[%u] '%s': reads storage id %llu "
+                               "(initial: none) before any op writes it",
+                               i, plan_op_name(t, i),
+                               (unsigned long long)t->storages[s].id);
             t->acc[pos].op = i;
             t->acc[pos].flags = flag;
-            written[s]++;
+            fill[s]++;
         }
     }
+    return 0;
+}
+
+/* Retained initial:none data must be created by some op. */
+static int check_retained_created(const plan_trace *t, char *err,
+                                  size_t errlen)
+{
     for (uint32_t s = 0; s < t->n_storages; s++) {
         const plan_storage *st = &t->storages[s];
         if (st->initial == PLAN_INIT_NONE && st->retained &&
-            t->acc_start[s] == t->acc_start[s + 1]) {
-            r = ho_errf(err, errlen, HO_E_BAD_TRACE,
-                          "storage id %llu is retained and initial: none but "
-                          "no op writes it",
-                          (unsigned long long)st->id);
-            goto fail;
-        }
+            t->acc_start[s] == t->acc_start[s + 1])
+            return ho_errf(err, errlen, HO_E_BAD_TRACE,
+                           "storage id %llu is retained and initial: none "
+                           "but no op writes it",
+                           (unsigned long long)st->id);
     }
+    return 0;
+}
+
+int plan_trace_finish(plan_trace *t, char *err, size_t errlen)
+{
+    uint32_t *mark = NULL, *fill = NULL;
+    uint64_t n_acc;
+    int r;
+
+    if (!t)
+        return -EINVAL;
+    if (t->finished)
+        return 0;
+    if (t->n_ops == 0)
+        return ho_errf(err, errlen, HO_E_BAD_TRACE, "trace has no ops");
+    if ((r = check_link(&t->link, err, errlen)) < 0 ||
+        (r = check_total_bytes(t, err, errlen)) < 0)
+        return r;
+
+    size_t ns = t->n_storages ? t->n_storages : 1;
+    /* Stamps are op*2+w < 2^26, so 0xffffffff never matches. */
+    mark = malloc(ns * sizeof(*mark));
+    t->acc_start = calloc((size_t)t->n_storages + 1, sizeof(*t->acc_start));
+    if (!mark || !t->acc_start)
+        goto oom;
+    memset(mark, 0xff, ns * sizeof(*mark));
+    dedup_refs(t, mark);
+    count_accesses(t, mark, &n_acc);
+    t->acc = malloc((n_acc ? n_acc : 1) * sizeof(*t->acc));
+    fill = calloc(ns, sizeof(*fill));
+    if (!t->acc || !fill)
+        goto oom;
+    if ((r = fill_accesses(t, fill, err, errlen)) < 0 ||
+        (r = check_retained_created(t, err, errlen)) < 0)
+        goto fail;
     free(mark);
-    free(written);
+    free(fill);
     t->finished = true;
     return 0;
 oom:
     r = ho_errf(err, errlen, -ENOMEM, "out of memory finishing the trace");
 fail:
     free(mark);
-    free(written);
+    free(fill);
     free_derived(t);
     return r;
 }
@@ -573,7 +646,8 @@ uint64_t plan_trace_hash(const plan_trace *t)
         hash_u64(&hs, st->bytes);
         hash_u64(&hs, (uint64_t)st->kind | (uint64_t)st->initial << 8 |
                           (uint64_t)st->retained << 16 |
-                          (uint64_t)st->pinned << 24);
+                          (uint64_t)st->pinned << 24 |
+                          (uint64_t)st->movable << 32);
     }
     hash_u64(&hs, t->n_ops);
     for (uint32_t i = 0; i < t->n_ops; i++) {
@@ -603,12 +677,12 @@ uint64_t plan_op_working_set(const plan_trace *t, uint32_t op, uint32_t *mark)
     return sum;
 }
 
-int plan_trace_summarize(const plan_trace *t, plan_trace_summary *ret)
+int plan_trace_summarize(const plan_trace *t, plan_trace_summary *ret_summary)
 {
-    return plan_summarize_core(t, ret, true);
+    return plan_summarize_core(t, ret_summary, true);
 }
 
-int plan_summarize_core(const plan_trace *t, plan_trace_summary *ret,
+int plan_summarize_core(const plan_trace *t, plan_trace_summary *ret_summary,
                         bool none_peak)
 {
     plan_trace_summary sm;
@@ -616,7 +690,7 @@ int plan_summarize_core(const plan_trace *t, plan_trace_summary *ret,
     uint32_t *mark = NULL;
     int r;
 
-    if (!t || !ret)
+    if (!t || !ret_summary)
         return -EINVAL;
     if (!t->finished)
         return HO_E_STATE;
@@ -630,6 +704,10 @@ int plan_summarize_core(const plan_trace *t, plan_trace_summary *ret,
         sm.bytes_by_kind[st->kind] += st->bytes;
         sm.count_by_kind[st->kind]++;
         sm.total_bytes += st->bytes;
+        if (st->movable) {
+            sm.n_movable++;
+            sm.movable_bytes += st->bytes;
+        }
     }
     mark = malloc((t->n_storages ? t->n_storages : 1) * sizeof(*mark));
     if (!mark)
@@ -644,7 +722,7 @@ int plan_summarize_core(const plan_trace *t, plan_trace_summary *ret,
         }
     }
     if (!none_peak) {
-        *ret = sm;
+        *ret_summary = sm;
         r = 0;
         goto fail;
     }
@@ -659,7 +737,7 @@ int plan_summarize_core(const plan_trace *t, plan_trace_summary *ret,
         goto fail;
     }
     sm.no_offload_peak = m.peak_device_bytes;
-    *ret = sm;
+    *ret_summary = sm;
 fail:
     free(mark);
     plan_schedule_free(none);
@@ -682,26 +760,24 @@ plan_schedule *plan_schedule_new(const char *planner, uint64_t budget)
     return s;
 }
 
-void plan_schedule_free(plan_schedule *s)
+plan_schedule *plan_schedule_free(plan_schedule *s)
 {
     if (!s)
-        return;
+        return NULL;
     free(s->actions);
+    free(s->homes);
     free(s);
+    return NULL;
 }
 
 static int push_action(plan_schedule *s, const plan_action *a)
 {
     if (!s || a->when > PLAN_AFTER || a->kind >= PLAN_ACT__COUNT)
         return -EINVAL;
-    if (s->n_actions >= s->cap_actions) {
-        uint64_t cap = s->cap_actions;
-        int r = grow((void **)&s->actions, &cap, (uint64_t)s->n_actions + 1,
-                     sizeof(*s->actions), PLAN_MAX_ACTIONS);
-        if (r < 0)
-            return r;
-        s->cap_actions = (size_t)cap;
-    }
+    int r = reserve((void **)&s->actions, &s->cap_actions, s->n_actions,
+                    sizeof(*s->actions), PLAN_MAX_ACTIONS);
+    if (r < 0)
+        return r;
     s->actions[s->n_actions++] = *a;
     return 0;
 }
@@ -772,6 +848,116 @@ int plan_schedule_sort(plan_schedule *s)
     return 0;
 }
 
+static int push_home(plan_schedule *s, const plan_home_entry *h)
+{
+    int r = reserve((void **)&s->homes, &s->cap_homes, s->n_homes,
+                    sizeof(*s->homes), PLAN_MAX_HOMES);
+    if (r < 0)
+        return r;
+    s->homes[s->n_homes++] = *h;
+    return 0;
+}
+
+int plan_schedule_set_home(plan_schedule *s, const plan_trace *t,
+                           uint32_t storage, plan_home home)
+{
+    if (!s || !t || storage >= t->n_storages || (unsigned)home > 1 ||
+        !t->storages[storage].movable)
+        return -EINVAL;
+    plan_home_entry h = {.storage_id = t->storages[storage].id,
+                         .storage = storage,
+                         .home = (uint8_t)home};
+    for (size_t i = 0; i < s->n_homes; i++) {
+        if (s->homes[i].storage_id == h.storage_id) {
+            s->homes[i] = h;
+            return 0;
+        }
+    }
+    return push_home(s, &h);
+}
+
+int plan_schedule_push_home_id(plan_schedule *s, uint64_t storage_id,
+                               plan_home home)
+{
+    if (!s || (unsigned)home > 1)
+        return -EINVAL;
+    plan_home_entry h = {.storage_id = storage_id,
+                         .storage = PLAN_NONE,
+                         .home = (uint8_t)home};
+    return push_home(s, &h);
+}
+
+int plan_schedule_initials(const plan_trace *t, const plan_schedule *s,
+                           uint8_t *ret_initial)
+{
+    if (!t || !ret_initial)
+        return -EINVAL;
+    size_t nh = s ? s->n_homes : 0;
+    for (size_t i = 0; i < nh; i++) {
+        const plan_home_entry *h = &s->homes[i];
+        if (h->storage >= t->n_storages ||
+            t->storages[h->storage].id != h->storage_id ||
+            !t->storages[h->storage].movable || h->home > PLAN_HOME_HOST)
+            return HO_E_BAD_SCHEDULE;
+    }
+    for (uint32_t i = 0; i < t->n_storages; i++)
+        ret_initial[i] = t->storages[i].initial;
+    for (size_t i = 0; i < nh; i++) {
+        const plan_home_entry *h = &s->homes[i];
+        ret_initial[h->storage] = h->home == PLAN_HOME_HOST
+                                      ? PLAN_INIT_HOST
+                                      : PLAN_INIT_DEVICE;
+    }
+    return 0;
+}
+
+/* Resolve and check the home entries: known, movable, one per storage. */
+static int bind_homes(plan_schedule *s, const plan_trace *t, char *err,
+                      size_t errlen)
+{
+    uint32_t *first = NULL;
+    int r = 0;
+
+    if (s->n_homes == 0)
+        return 0;
+    first = malloc((t->n_storages ? t->n_storages : 1) * sizeof(*first));
+    if (!first)
+        return ho_errf(err, errlen, -ENOMEM, "out of memory binding homes");
+    memset(first, 0xff, (t->n_storages ? t->n_storages : 1) * sizeof(*first));
+    for (size_t i = 0; i < s->n_homes; i++) {
+        plan_home_entry *h = &s->homes[i];
+        uint32_t idx = plan_trace_find(t, h->storage_id);
+        if (idx == PLAN_NONE) {
+            r = ho_errf(err, errlen, HO_E_BAD_SCHEDULE,
+                        "homes[%zu]: unknown storage id %llu", i,
+                        (unsigned long long)h->storage_id);
+            break;
+        }
+        if (!t->storages[idx].movable) {
+            r = ho_errf(err, errlen, HO_E_BAD_SCHEDULE,
+                        "homes[%zu]: storage id %llu is not movable", i,
+                        (unsigned long long)h->storage_id);
+            break;
+        }
+        if (h->home > PLAN_HOME_HOST) {
+            r = ho_errf(err, errlen, HO_E_BAD_SCHEDULE,
+                        "homes[%zu]: bad home %u", i, h->home);
+            break;
+        }
+        if (first[idx] != PLAN_NONE) {
+            r = ho_errf(err, errlen, HO_E_BAD_SCHEDULE,
+                        "homes[%zu]: duplicate storage id %llu (first at "
+                        "homes[%u])",
+                        i, (unsigned long long)h->storage_id, first[idx]);
+            break;
+        }
+        first[idx] = (uint32_t)i;
+        h->storage = idx;
+    }
+    free(first);
+    return r;
+}
+
 int plan_schedule_bind(plan_schedule *s, const plan_trace *t, char *err,
                        size_t errlen)
 {
@@ -795,7 +981,10 @@ int plan_schedule_bind(plan_schedule *s, const plan_trace *t, char *err,
                              a->when, a->kind);
         a->storage = idx;
     }
-    int r = plan_schedule_sort(s);
+    int r = bind_homes(s, t, err, errlen);
+    if (r < 0)
+        return r;
+    r = plan_schedule_sort(s);
     if (r < 0)
         return ho_errf(err, errlen, r, "out of memory sorting actions");
     return 0;

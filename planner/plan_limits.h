@@ -30,12 +30,14 @@
 #define PLAN_MAX_NAME 256u
 /* Actions per schedule: a few per access, PLAN_MAX_REFS of them at most. */
 #define PLAN_MAX_ACTIONS (1u << 28)
+/* Home entries per schedule: at most one per storage. */
+#define PLAN_MAX_HOMES PLAN_MAX_STORAGES
 
 /* Largest trace or schedule file either reader accepts (bytes); the
  * in-memory form of a parsed document is a small multiple of this. */
 #define PLAN_FMT_MAX_FILE (2ull << 30)
-/* Ids, byte counts and budgets must fit in int64 (JSON integers as
- * jansson reads them). */
+/* Ids, byte counts and budgets must fit in int64 (the JSON reader holds
+ * integers as int64, as jansson did). */
 #define PLAN_FMT_MAX_ID ((uint64_t)INT64_MAX)
 #define PLAN_FMT_MAX_U64 ((uint64_t)INT64_MAX)
 /* One op's duration: 10^12 us = 11.6 days, beyond any step. */

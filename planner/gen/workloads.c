@@ -29,23 +29,26 @@ const plan_device plan_devices[] = {
     {"", 0, 0, 0, 0, 0},
 };
 
-/* Exact, case-sensitive match on the name; NULL when absent. */
-const plan_model *plan_model_find(const char *name)
+/* The entry of a table (entries of `size` bytes, each starting with its
+ * name, ended by an empty name) whose name is exactly `name`; NULL when
+ * absent. */
+static const void *find_named(const void *table, size_t size,
+                              const char *name)
 {
     if (!name)
         return NULL;
-    for (const plan_model *m = plan_models; m->name[0]; m++)
-        if (strcmp(m->name, name) == 0)
-            return m;
+    for (const char *e = table; e[0]; e += size)
+        if (strcmp(e, name) == 0)
+            return e;
     return NULL;
+}
+
+const plan_model *plan_model_find(const char *name)
+{
+    return find_named(plan_models, sizeof(plan_model), name);
 }
 
 const plan_device *plan_device_find(const char *name)
 {
-    if (!name)
-        return NULL;
-    for (const plan_device *d = plan_devices; d->name[0]; d++)
-        if (strcmp(d->name, name) == 0)
-            return d;
-    return NULL;
+    return find_named(plan_devices, sizeof(plan_device), name);
 }

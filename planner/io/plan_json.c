@@ -1,1008 +1,1188 @@
 /*
- * planner/json.c - the JSON forms of a trace and a schedule (PLANNER.md
- * §1-§2), read with jansson and written by hand.
+ * planner/io/plan_json.c - the JSON forms of a trace and a schedule
+ * (PLANNER.md §1-§2): a streaming reader on the tokenizer of json_lex.h
+ * that builds the trace or schedule as it goes, and a buffered writer.
  *
  * Readers are strict: every key must be one the format defines, required
- * keys must be present, every number is range-checked (fmt_private.h), and
+ * keys must be present, every number is range-checked (io_private.h), and
  * every error names its place ("ops[12].reads[1]: unknown storage id 99").
- * Optional keys take the defaults listed in docs/formats.md.
+ * Optional keys take the defaults listed in docs/formats.md.  Memory is
+ * the document plus what is built from it: nothing is kept per element
+ * but the element being read.
+ *
+ * Which error is reported: a syntax error anywhere wins (the document is
+ * read to its end before any other error is reported); otherwise the
+ * first in the order of the format's own description -- the header
+ * (format, version), unknown top-level keys, the top-level fields in
+ * their table order, then the entries of storages before those of ops (of
+ * actions, then homes, then predicted) -- whatever order the keys have in
+ * the file.  Inside one object: unknown keys first, then the fields in
+ * table order.  Ops listed before the storages they name are read again,
+ * from the buffer, once the storages are known.
  *
  * Writers emit one storage / op / action per line with a fixed key order
  * and doubles in their shortest form that reads back bit-identical, so a
  * file we wrote reads and writes back byte-identical.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
-#include <jansson.h>
-
-#include "planner/io/io_private.h"
 #include "hyperoffload/errors.h"
-#include "planner/plan.h"
+#include "planner/io/io_private.h"
+#include "planner/io/json_lex.h"
 #include "planner/io/plan_io.h"
+#include "planner/plan.h"
 
-/* ------------------------------------------------------------ shared helpers */
+/* ------------------------------------------------------------ values */
 
-int plan_fmt_slurp(const char *path, char **ret_buf, size_t *ret_len,
-                   char *err, size_t errlen)
+typedef enum jv_type {
+    JV_NONE = 0, /* absent */
+    JV_OBJECT,
+    JV_ARRAY,
+    JV_STRING,
+    JV_INT,
+    JV_REAL,
+    JV_TRUE,
+    JV_FALSE,
+    JV_NULL
+} jv_type;
+
+#define JV_STR_MAX 256 /* names are at most 255 bytes: longer ones fail */
+
+/* A scalar value (or the type of a nested one) kept for validation. */
+typedef struct jval {
+    uint8_t type;
+    int64_t i;
+    double d;
+    size_t slen;            /* the string's full length */
+    char s[JV_STR_MAX + 1]; /* its first JV_STR_MAX bytes, NUL-ended */
+} jval;
+
+/* A short description of a value for "got ..." messages. */
+static const char *describe(const jval *v, char *buf, size_t len)
 {
-    char *buf = NULL;
-    size_t len = 0, cap = 0;
-    int fd, r;
-
-    fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        r = -errno;
-        return ho_errf(err, errlen, r, "%s: %s", path, strerror(-r));
-    }
-    for (;;) {
-        ssize_t n;
-        if (cap - len < 2) {
-            size_t ncap = cap ? cap * 2 : 65536;
-            char *nbuf;
-            if (ncap > PLAN_FMT_MAX_FILE + 2)
-                ncap = PLAN_FMT_MAX_FILE + 2;
-            if (ncap - len < 2) {
-                r = ho_errf(err, errlen, -EFBIG,
-                                  "%s: larger than %llu bytes", path,
-                                  (unsigned long long)PLAN_FMT_MAX_FILE);
-                goto fail;
-            }
-            nbuf = realloc(buf, ncap);
-            if (!nbuf) {
-                r = ho_errf(err, errlen, -ENOMEM, "%s: out of memory",
-                                  path);
-                goto fail;
-            }
-            buf = nbuf;
-            cap = ncap;
-        }
-        n = read(fd, buf + len, cap - len - 1);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            r = -errno;
-            ho_errf(err, errlen, r, "%s: %s", path, strerror(-r));
-            goto fail;
-        }
-        if (n == 0)
-            break;
-        len += (size_t)n;
-        if (len > PLAN_FMT_MAX_FILE) {
-            r = ho_errf(err, errlen, -EFBIG,
-                              "%s: larger than %llu bytes", path,
-                              (unsigned long long)PLAN_FMT_MAX_FILE);
-            goto fail;
-        }
-    }
-    close(fd);
-    buf[len] = '\0';
-    *ret_buf = buf;
-    *ret_len = len;
-    return 0;
-fail:
-    close(fd);
-    free(buf);
-    return r;
-}
-
-bool plan_fmt_utf8_ok(const char *buf, size_t len)
-{
-    const unsigned char *p = (const unsigned char *)buf;
-    size_t i = 0;
-
-    while (i < len) {
-        unsigned c = p[i];
-        unsigned need;
-        uint32_t cp;
-        if (c == 0)
-            return false;
-        if (c < 0x80) {
-            i++;
-            continue;
-        }
-        if (c >= 0xc2 && c <= 0xdf) {
-            need = 1;
-            cp = c & 0x1f;
-        } else if (c >= 0xe0 && c <= 0xef) {
-            need = 2;
-            cp = c & 0x0f;
-        } else if (c >= 0xf0 && c <= 0xf4) {
-            need = 3;
-            cp = c & 0x07;
-        } else {
-            return false;
-        }
-        if (len - i <= need)
-            return false;
-        for (unsigned k = 1; k <= need; k++) {
-            if ((p[i + k] & 0xc0) != 0x80)
-                return false;
-            cp = (cp << 6) | (p[i + k] & 0x3f);
-        }
-        /* overlong forms, surrogates, beyond U+10FFFF */
-        if ((need == 2 && cp < 0x800) || (need == 3 && cp < 0x10000) ||
-            (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
-            return false;
-        i += need + 1;
-    }
-    return true;
-}
-
-bool plan_fmt_looks_json(const char *buf, size_t len)
-{
-    for (size_t i = 0; i < len; i++) {
-        char c = buf[i];
-        if (c == ' ' || c == '\t' || c == '\n' || c == '\r')
-            continue;
-        return c == '{';
-    }
-    return true;
-}
-
-/* ------------------------------------------------------------ reader core */
-
-typedef struct rd {
-    char *err;
-    size_t errlen;
-    int code; /* HO_E_BAD_TRACE or HO_E_BAD_SCHEDULE */
-} rd;
-
-/* "place.key: message", "place: message" or "key: message". */
-__attribute__((format(printf, 4, 5)))
-static int rd_fail(const rd *r, const char *place, const char *key,
-                   const char *fmt, ...)
-{
-    char msg[200];
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    if (place && place[0] && key)
-        return ho_errf(r->err, r->errlen, r->code, "%s.%s: %s", place,
-                             key, msg);
-    if (place && place[0])
-        return ho_errf(r->err, r->errlen, r->code, "%s: %s", place,
-                             msg);
-    return ho_errf(r->err, r->errlen, r->code, "%s: %s",
-                         key ? key : "document", msg);
-}
-
-/* A short description of a JSON value for "got ..." messages. */
-static const char *describe(const json_t *v, char *buf, size_t len)
-{
-    switch (json_typeof(v)) {
-    case JSON_OBJECT:
+    switch (v->type) {
+    case JV_OBJECT:
         return "an object";
-    case JSON_ARRAY:
+    case JV_ARRAY:
         return "an array";
-    case JSON_STRING: {
-        const char *s = json_string_value(v);
-        size_t n = json_string_length(v);
-        if (n > 40)
-            snprintf(buf, len, "\"%.40s...\"", s);
+    case JV_STRING:
+        if (v->slen > 40)
+            snprintf(buf, len, "\"%.40s...\"", v->s);
         else
-            snprintf(buf, len, "\"%s\"", s);
+            snprintf(buf, len, "\"%.40s\"", v->s);
         return buf;
-    }
-    case JSON_INTEGER:
-        snprintf(buf, len, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+    case JV_INT:
+        snprintf(buf, len, "%lld", (long long)v->i);
         return buf;
-    case JSON_REAL:
-        snprintf(buf, len, "%.17g", json_real_value(v));
+    case JV_REAL:
+        snprintf(buf, len, "%.17g", v->d);
         return buf;
-    case JSON_TRUE:
+    case JV_TRUE:
         return "true";
-    case JSON_FALSE:
+    case JV_FALSE:
         return "false";
-    case JSON_NULL:
+    case JV_NULL:
         return "null";
     }
     return "?";
 }
 
-/* Fetch obj[key].  1 when present, 0 when absent and optional, negative
- * (message set) when absent and required. */
-static int field(const rd *r, const json_t *obj, const char *place,
-                 const char *key, bool required, json_t **ret)
+/* The reader: the lexer, the error record, what is being built. */
+typedef struct rx {
+    plan_jl lx;
+    plan_rd rd;
+    plan_trace *t;
+    plan_schedule *s;
+    uint64_t *rids, *wids;  /* ids of the op being read */
+    uint32_t *idx;          /* their storage indices */
+    uint64_t total_refs;
+} rx;
+
+/* Store the token just read (the first of a value) into v, skipping
+ * nested values.  0 or the syntax error's code. */
+static int take(rx *c, plan_jl_tok t, jval *v)
 {
-    json_t *v = json_object_get(obj, key);
-    if (!v) {
-        if (required)
-            return rd_fail(r, place, key, "missing required field");
+    plan_jl *x = &c->lx;
+    memset(v, 0, offsetof(jval, s) + 1);
+    switch (t) {
+    case PLAN_JL_STRING:
+        v->type = JV_STRING;
+        v->slen = x->slen;
+        memcpy(v->s, x->s, x->slen < JV_STR_MAX ? x->slen : JV_STR_MAX);
+        v->s[x->slen < JV_STR_MAX ? x->slen : JV_STR_MAX] = 0;
         return 0;
+    case PLAN_JL_INT:
+        v->type = JV_INT;
+        v->i = x->ival;
+        v->d = x->dval;
+        return 0;
+    case PLAN_JL_REAL:
+        v->type = JV_REAL;
+        v->d = x->dval;
+        return 0;
+    case PLAN_JL_TRUE:
+        v->type = JV_TRUE;
+        return 0;
+    case PLAN_JL_FALSE:
+        v->type = JV_FALSE;
+        return 0;
+    case PLAN_JL_NULL:
+        v->type = JV_NULL;
+        return 0;
+    case PLAN_JL_LBRACE:
+        v->type = JV_OBJECT;
+        return plan_jl_skip(x, t);
+    case PLAN_JL_LBRACK:
+        v->type = JV_ARRAY;
+        return plan_jl_skip(x, t);
+    default:
+        return plan_jl_skip(x, t); /* the error */
     }
-    *ret = v;
+}
+
+/* ------------------------------------------------------------ checks
+ * The field checks of the format, on a jval, recording under `key`.
+ * Each returns 1 when the value is there and good, 0 when absent and
+ * optional (the default stays), < 0 when an error was recorded. */
+
+static int need(rx *c, uint64_t key, const char *place, const char *field,
+                const jval *v, bool required)
+{
+    if (v->type != JV_NONE)
+        return 1;
+    return required ? plan_rd_fail(&c->rd, key, place, field,
+                                   "missing required field")
+                    : 0;
+}
+
+static int get_int(rx *c, uint64_t key, const char *place, const char *field,
+                   const jval *v, bool required, uint64_t min, uint64_t max,
+                   const char *what, uint64_t *ret_value)
+{
+    char b[64];
+    int k = need(c, key, place, field, v, required);
+    if (k <= 0)
+        return k;
+    if (v->type != JV_INT || v->i < 0)
+        return plan_rd_fail(&c->rd, key, place, field, "must be %s, got %s",
+                            what, describe(v, b, sizeof b));
+    if ((k = plan_rd_uint(&c->rd, key, place, field, (uint64_t)v->i, min, max,
+                          what)) < 0)
+        return k;
+    *ret_value = (uint64_t)v->i;
     return 1;
 }
 
-/* Every key of obj must be in allowed (NULL-terminated). */
-static int check_keys(const rd *r, const json_t *obj, const char *place,
-                      const char *const *allowed)
+static int get_double(rx *c, uint64_t key, const char *place,
+                      const char *field, const jval *v, bool required,
+                      double min, bool min_open, double max, const char *what,
+                      double *ret_value)
 {
-    const char *key;
-    json_t *v;
+    char b[64];
+    int k = need(c, key, place, field, v, required);
+    if (k <= 0)
+        return k;
+    if (v->type != JV_INT && v->type != JV_REAL)
+        return plan_rd_fail(&c->rd, key, place, field, "must be %s, got %s",
+                            what, describe(v, b, sizeof b));
+    if (!plan_rd_double_ok(v->d, min, min_open, max))
+        return plan_rd_double(&c->rd, key, place, field, v->d,
+                              describe(v, b, sizeof b), min, min_open, max,
+                              what);
+    *ret_value = v->d + 0.0; /* -0 reads as +0: what we write for it */
+    return 1;
+}
 
-    json_object_foreach((json_t *)obj, key, v) {
-        const char *const *a;
-        (void)v;
-        for (a = allowed; *a; a++)
-            if (strcmp(*a, key) == 0)
-                break;
-        if (!*a)
-            return rd_fail(r, place, key, "unknown field");
+static int get_bool(rx *c, uint64_t key, const char *place, const char *field,
+                    const jval *v, bool *ret_value)
+{
+    char b[64];
+    int k = need(c, key, place, field, v, false);
+    if (k <= 0)
+        return k;
+    if (v->type != JV_TRUE && v->type != JV_FALSE)
+        return plan_rd_fail(&c->rd, key, place, field,
+                            "must be true or false, got %s",
+                            describe(v, b, sizeof b));
+    *ret_value = v->type == JV_TRUE;
+    return 1;
+}
+
+static int get_string(rx *c, uint64_t key, const char *place,
+                      const char *field, const jval *v, bool required,
+                      size_t maxlen)
+{
+    char b[64];
+    int k = need(c, key, place, field, v, required);
+    if (k <= 0)
+        return k;
+    if (v->type != JV_STRING)
+        return plan_rd_fail(&c->rd, key, place, field,
+                            "must be a string, got %s",
+                            describe(v, b, sizeof b));
+    if (v->slen > maxlen)
+        return plan_rd_fail(&c->rd, key, place, field, "longer than %zu bytes",
+                            maxlen);
+    return 1;
+}
+
+/* A string naming an enum value: `names` lists the spellings (of
+ * `count`), `list` them for the message. */
+static int get_enum(rx *c, uint64_t key, const char *place, const char *field,
+                    const jval *v, bool required,
+                    const char *(*name_of)(int), int count, const char *list,
+                    int *ret_value)
+{
+    int k = get_string(c, key, place, field, v, required, 64);
+    if (k <= 0)
+        return k;
+    for (int i = 0; i < count; i++) {
+        if (strcmp(v->s, name_of(i)) == 0) {
+            *ret_value = i;
+            return 1;
+        }
     }
-    return 0;
+    return plan_rd_fail(&c->rd, key, place, field,
+                        "unknown value \"%s\" (expected %s)", v->s, list);
 }
 
-static int want_object(const rd *r, const json_t *v, const char *place,
-                       const char *key)
+static const char *kind_name(int i)
 {
-    char b[64];
-    if (!json_is_object(v))
-        return rd_fail(r, place, key, "must be an object, got %s",
-                       describe(v, b, sizeof b));
-    return 0;
+    return plan_kind_name((plan_kind)i);
+}
+static const char *initial_name(int i)
+{
+    return plan_initial_name((plan_initial)i);
+}
+static const char *act_name(int i)
+{
+    return plan_act_name((plan_act_kind)i);
+}
+static const char *when_name(int i)
+{
+    return i == PLAN_AFTER ? "after" : "before";
+}
+static const char *home_name(int i)
+{
+    return plan_home_name((plan_home)i);
 }
 
-static int want_array(const rd *r, const json_t *v, const char *place,
-                      const char *key, size_t max)
+/* ------------------------------------------------------------ objects */
+
+/* How a known object's fields are read: into slots[k], or by `special`
+ * for the keys in the mask (an array or object read in place). */
+/* A key of a known object, with its length. */
+typedef struct jkey {
+    const char *s;
+    size_t len;
+} jkey;
+#define K(s) {s, sizeof(s) - 1}
+
+typedef struct jobj {
+    const jkey *keys;           /* ended by {NULL, 0}, at most 16 */
+    jval *slots;
+    uint32_t special;           /* bit k: keys[k] goes to `fn` */
+    int (*fn)(rx *c, int k, plan_jl_tok first, void *ctx);
+    void *ctx;
+    char unknown[200];          /* the first unknown key ("" if none) */
+} jobj;
+
+static int key_index(const plan_jl *x, const jkey *keys)
 {
-    char b[64];
-    if (!json_is_array(v))
-        return rd_fail(r, place, key, "must be an array, got %s",
-                       describe(v, b, sizeof b));
-    if (json_array_size(v) > max)
-        return rd_fail(r, place, key, "too many entries (%zu > %zu)",
-                       json_array_size(v), max);
-    return 0;
+    for (int k = 0; keys[k].s; k++)
+        if (keys[k].len == x->slen && memcmp(keys[k].s, x->s, x->slen) == 0)
+            return k;
+    return -1;
 }
 
-/* An integer in [min, max]; `what` completes "must be ...". */
-static int int_value(const rd *r, const json_t *v, const char *place,
-                     const char *key, uint64_t min, uint64_t max,
-                     const char *what, uint64_t *ret)
+/* The walk of a known object (plan_jl_object's callbacks). */
+typedef struct jwalk {
+    rx *c;
+    jobj *o;
+    uint32_t seen;
+} jwalk;
+
+/* Handle: 1 + the key's index, 0 for an unknown key. */
+static int walk_key(plan_jl *x, void *ctx)
 {
-    char b[64];
-    json_int_t x;
-
-    if (!json_is_integer(v))
-        return rd_fail(r, place, key, "must be %s, got %s", what,
-                       describe(v, b, sizeof b));
-    x = json_integer_value(v);
-    if (x < 0 || (uint64_t)x < min)
-        return rd_fail(r, place, key, "must be %s, got %s", what,
-                       describe(v, b, sizeof b));
-    if ((uint64_t)x > max)
-        return rd_fail(r, place, key, "must be at most %llu, got %s",
-                       (unsigned long long)max, describe(v, b, sizeof b));
-    *ret = (uint64_t)x;
-    return 0;
-}
-
-static int get_int(const rd *r, const json_t *obj, const char *place,
-                   const char *key, bool required, uint64_t min,
-                   uint64_t max, const char *what, uint64_t *ret)
-{
-    json_t *v = NULL;
-    int k = field(r, obj, place, key, required, &v);
-    if (k <= 0)
-        return k;
-    return int_value(r, v, place, key, min, max, what, ret);
-}
-
-/* A finite number in [min, max] (min exclusive when min_open). */
-static int get_double(const rd *r, const json_t *obj, const char *place,
-                      const char *key, bool required, double min,
-                      bool min_open, double max, const char *what,
-                      double *ret)
-{
-    char b[64];
-    json_t *v = NULL;
-    double x;
-    int k = field(r, obj, place, key, required, &v);
-
-    if (k <= 0)
-        return k;
-    if (!json_is_number(v))
-        return rd_fail(r, place, key, "must be %s, got %s", what,
-                       describe(v, b, sizeof b));
-    x = json_number_value(v);
-    if (!isfinite(x) || x < min || (min_open && x == min))
-        return rd_fail(r, place, key, "must be %s, got %s", what,
-                       describe(v, b, sizeof b));
-    if (x > max)
-        return rd_fail(r, place, key, "must be at most %g, got %s", max,
-                       describe(v, b, sizeof b));
-    *ret = x + 0.0; /* -0 reads as +0: what we write for it */
-    return 0;
-}
-
-static int get_bool(const rd *r, const json_t *obj, const char *place,
-                    const char *key, bool *ret)
-{
-    char b[64];
-    json_t *v = NULL;
-    int k = field(r, obj, place, key, false, &v);
-
-    if (k <= 0)
-        return k;
-    if (!json_is_boolean(v))
-        return rd_fail(r, place, key, "must be true or false, got %s",
-                       describe(v, b, sizeof b));
-    *ret = json_is_true(v);
-    return 0;
-}
-
-static int get_string(const rd *r, const json_t *obj, const char *place,
-                      const char *key, bool required, size_t maxlen,
-                      const char **ret)
-{
-    char b[64];
-    json_t *v = NULL;
-    int k = field(r, obj, place, key, required, &v);
-
-    if (k <= 0)
-        return k;
-    if (!json_is_string(v))
-        return rd_fail(r, place, key, "must be a string, got %s",
-                       describe(v, b, sizeof b));
-    if (json_string_length(v) > maxlen)
-        return rd_fail(r, place, key, "longer than %zu bytes", maxlen);
-    *ret = json_string_value(v);
-    return 0;
-}
-
-/* A string naming an enum value, parsed by `parse`; `names` lists the
- * spellings for the message. */
-static int get_enum(const rd *r, const json_t *obj, const char *place,
-                    const char *key, bool required,
-                    int (*parse)(const char *, int *), const char *names,
-                    int *ret)
-{
-    const char *s = NULL;
-    int k = get_string(r, obj, place, key, required, 64, &s);
-
-    if (k < 0 || !s)
-        return k;
-    if (parse(s, ret) < 0)
-        return rd_fail(r, place, key, "unknown value \"%s\" (expected %s)",
-                       s, names);
-    return 0;
-}
-
-static int parse_kind(const char *s, int *ret)
-{
-    plan_kind k;
-    int r = plan_kind_parse(s, &k);
-    if (r == 0)
-        *ret = (int)k;
-    return r;
-}
-
-static int parse_initial(const char *s, int *ret)
-{
-    plan_initial i;
-    int r = plan_initial_parse(s, &i);
-    if (r == 0)
-        *ret = (int)i;
-    return r;
-}
-
-static int parse_act(const char *s, int *ret)
-{
-    plan_act_kind k;
-    int r = plan_act_parse(s, &k);
-    if (r == 0)
-        *ret = (int)k;
-    return r;
-}
-
-static int parse_when(const char *s, int *ret)
-{
-    if (strcmp(s, "before") == 0)
-        *ret = PLAN_BEFORE;
-    else if (strcmp(s, "after") == 0)
-        *ret = PLAN_AFTER;
-    else
-        return -EINVAL;
-    return 0;
-}
-
-static json_t *load(const rd *r, const char *buf, size_t len, int *ret_code)
-{
-    json_error_t jerr;
-    json_t *root;
-
-    if (len > PLAN_FMT_MAX_FILE) {
-        *ret_code = ho_errf(r->err, r->errlen, -EFBIG,
-                                  "document larger than %llu bytes",
-                                  (unsigned long long)PLAN_FMT_MAX_FILE);
-        return NULL;
+    jwalk *w = ctx;
+    int k = key_index(x, w->o->keys);
+    if (k >= 0) {
+        if ((w->seen >> k) & 1u)
+            return plan_jl_fail(x, NULL, "duplicate object key");
+        w->seen |= 1u << k;
+        return k + 1;
     }
-    root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr);
-    if (!root) {
-        if (json_error_code(&jerr) == json_error_out_of_memory)
-            *ret_code = ho_errf(r->err, r->errlen, -ENOMEM,
-                                      "out of memory parsing JSON");
-        else
-            *ret_code = ho_errf(r->err, r->errlen, r->code,
-                                      "invalid JSON at line %d, column %d: "
-                                      "%s", jerr.line, jerr.column,
-                                      jerr.text);
-    }
-    return root;
+    int r = plan_jl_key_add(x);
+    if (r < 0)
+        return r;
+    if (!w->o->unknown[0])
+        snprintf(w->o->unknown, sizeof w->o->unknown, "%.*s",
+                 (int)(x->slen < 199 ? x->slen : 199), x->s);
+    return 0;
 }
 
-/* The top level must be an object with the expected format and version. */
-static int check_header(const rd *r, const json_t *root, const char *format)
+static int walk_value(plan_jl *x, void *ctx, int handle, plan_jl_tok t)
+{
+    jwalk *w = ctx;
+    int k = handle - 1;
+    if (k < 0)
+        return plan_jl_skip(x, t);
+    return (w->o->special >> k) & 1u ? w->o->fn(w->c, k, t, w->o->ctx)
+                                     : take(w->c, t, &w->o->slots[k]);
+}
+
+/* Read an object whose '{' was just read. */
+static int read_object(rx *c, jobj *o)
+{
+    jwalk w = {c, o, 0};
+    o->unknown[0] = 0;
+    for (int k = 0; o->keys[k].s; k++)
+        o->slots[k].type = JV_NONE;
+    return plan_jl_object(&c->lx, walk_key, walk_value, &w);
+}
+
+typedef struct jarr {
+    rx *c;
+    int (*elem)(rx *c, size_t i, plan_jl_tok first, void *ctx);
+    void *ctx;
+} jarr;
+
+static int arr_elem(plan_jl *x, void *ctx, size_t i, plan_jl_tok t)
+{
+    jarr *a = ctx;
+    (void)x;
+    return a->elem(a->c, i, t, a->ctx);
+}
+
+/* Read an array whose first token is `t` ('[' expected; anything else is
+ * taken into *other), calling `elem(c, i, first)` per entry.  *ret_n: the
+ * number of entries. */
+static int read_array(rx *c, plan_jl_tok t, jval *other,
+                      int (*elem)(rx *c, size_t i, plan_jl_tok first,
+                                  void *ctx),
+                      void *ctx, size_t *ret_n)
+{
+    jarr a = {c, elem, ctx};
+    *ret_n = 0;
+    if (t != PLAN_JL_LBRACK)
+        return take(c, t, other);
+    other->type = JV_ARRAY;
+    return plan_jl_array(&c->lx, arr_elem, &a, ret_n);
+}
+
+/* "must be an object" for an entry that is not one (after skipping it). */
+static int not_object(rx *c, uint64_t key, const char *place, plan_jl_tok t,
+                      bool worth)
 {
     char b[64];
-    const char *s = NULL;
-    json_t *v = NULL;
-    int k;
-
-    if (!json_is_object(root))
-        return ho_errf(r->err, r->errlen, r->code,
-                             "expected a JSON object at the top level, "
-                             "got %s", describe(root, b, sizeof b));
-    k = field(r, root, "", "format", true, &v);
-    if (k < 0)
-        return k;
-    if (!json_is_string(v))
-        return rd_fail(r, "", "format", "expected \"%s\", got %s", format,
-                       describe(v, b, sizeof b));
-    s = json_string_value(v);
-    if (strcmp(s, format) != 0)
-        return rd_fail(r, "", "format", "expected \"%s\", got %s", format,
-                       describe(v, b, sizeof b));
-    k = field(r, root, "", "version", true, &v);
-    if (k < 0)
-        return k;
-    if (!json_is_integer(v))
-        return rd_fail(r, "", "version", "must be an integer, got %s",
-                       describe(v, b, sizeof b));
-    if (json_integer_value(v) != PLAN_FMT_VERSION)
-        return rd_fail(r, "", "version", "unsupported version %s",
-                       describe(v, b, sizeof b));
+    jval v;
+    int r = take(c, t, &v);
+    if (r < 0 || !worth)
+        return r;
+    plan_rd_fail(&c->rd, key, place, NULL, "must be an object, got %s",
+                 describe(&v, b, sizeof b));
     return 0;
 }
 
-/* ------------------------------------------------------------ trace reader */
-
-static const char *const trace_keys[] = {"format", "version", "name", "link",
-                                         "storages", "ops", NULL};
-static const char *const link_keys[] = {"h2d_gbps", "d2h_gbps", "latency_us",
-                                        "duplex", NULL};
-static const char *const storage_keys[] = {"id", "bytes", "kind", "initial",
-                                           "retained", "pinned", NULL};
-static const char *const op_keys[] = {"name", "duration_us", "reads",
-                                      "writes", NULL};
-
-static int read_link(const rd *r, const json_t *root, plan_link *link)
+/* The start of entry i of an array of objects (stage: its precedence,
+ * `max`: its limit): reads the entry into o; *ret_check when its fields
+ * are to be checked now (it is an object and could be the first error);
+ * place: "arr[i]". */
+static int entry(rx *c, uint64_t stage, size_t i, size_t max,
+                 const char *arr, plan_jl_tok t, jobj *o, char *place,
+                 bool *ret_check)
 {
-    json_t *v = NULL;
-    int k;
+    uint64_t key = RD_KEY(stage, i);
+    bool worth = plan_rd_worth(&c->rd, key) && i < max;
+    int r;
 
-    k = field(r, root, "", "link", true, &v);
-    if (k < 0)
-        return k;
-    if ((k = want_object(r, v, "", "link")) < 0 ||
-        (k = check_keys(r, v, "link", link_keys)) < 0)
-        return k;
-    link->latency_us = 0.0;
-    link->duplex = true;
-    if ((k = get_double(r, v, "link", "h2d_gbps", true, 0.0, true,
-                        PLAN_FMT_MAX_GBPS, "a positive number",
-                        &link->h2d_gbps)) < 0 ||
-        (k = get_double(r, v, "link", "d2h_gbps", true, 0.0, true,
-                        PLAN_FMT_MAX_GBPS, "a positive number",
-                        &link->d2h_gbps)) < 0 ||
-        (k = get_double(r, v, "link", "latency_us", false, 0.0, false,
-                        PLAN_FMT_MAX_LATENCY_US, "a non-negative number",
-                        &link->latency_us)) < 0 ||
-        (k = get_bool(r, v, "link", "duplex", &link->duplex)) < 0)
-        return k;
+    *ret_check = false;
+    plan_rd_place(place, arr, i);
+    if (t != PLAN_JL_LBRACE)
+        return not_object(c, key, place, t, worth);
+    if ((r = read_object(c, o)) < 0)
+        return r;
+    *ret_check = worth;
     return 0;
 }
 
-static int read_storage(const rd *r, plan_trace *t, const json_t *v,
-                        size_t i)
+/* An entry's end: only running out of memory stops the read. */
+static int entry_done(const rx *c)
 {
-    char place[48], ierr[160];
+    return c->rd.rc == -ENOMEM ? -ENOMEM : 0;
+}
+
+/* The first unknown key of an object: "place.key: unknown field". */
+static int unknown_key(rx *c, uint64_t key, const char *place,
+                       const jobj *o)
+{
+    if (!o->unknown[0])
+        return 0;
+    return plan_rd_fail(&c->rd, key, place, o->unknown, "unknown field");
+}
+
+/* An array's "must be an array" / "too many entries" checks. */
+static int array_field(rx *c, uint64_t key, const char *place,
+                       const char *field, const jval *v, bool required,
+                       size_t n, size_t max)
+{
+    char b[64];
+    int k = need(c, key, place, field, v, required);
+    if (k <= 0)
+        return k;
+    if (v->type != JV_ARRAY)
+        return plan_rd_fail(&c->rd, key, place, field,
+                            "must be an array, got %s",
+                            describe(v, b, sizeof b));
+    if (n > max)
+        return plan_rd_fail(&c->rd, key, place, field,
+                            "too many entries (%zu > %zu)", n, max);
+    return 1;
+}
+
+/* ------------------------------------------------------------ header */
+
+typedef struct header {
+    jval format, version;
+} header;
+
+static int check_header(rx *c, uint64_t stage_format, const header *h,
+                        const char *format)
+{
+    char b[64];
+    uint64_t kf = RD_KEY(stage_format, 0), kv = RD_KEY(stage_format + 1, 0);
+    if (need(c, kf, "", "format", &h->format, true) < 0)
+        return c->rd.rc;
+    if (h->format.type != JV_STRING || strcmp(h->format.s, format) != 0 ||
+        h->format.slen != strlen(format))
+        return plan_rd_fail(&c->rd, kf, "", "format",
+                            "expected \"%s\", got %s", format,
+                            describe(&h->format, b, sizeof b));
+    if (need(c, kv, "", "version", &h->version, true) < 0)
+        return c->rd.rc;
+    if (h->version.type != JV_INT)
+        return plan_rd_fail(&c->rd, kv, "", "version",
+                            "must be an integer, got %s",
+                            describe(&h->version, b, sizeof b));
+    if (h->version.i != PLAN_FMT_VERSION)
+        return plan_rd_fail(&c->rd, kv, "", "version",
+                            "unsupported version %s",
+                            describe(&h->version, b, sizeof b));
+    return 0;
+}
+
+/* The top level: an object, or an error (an array is read to its end,
+ * then refused as not an object).  1 when it is an object. */
+static int top_object(rx *c)
+{
+    char b[64];
+    plan_jl *x = &c->lx;
+    plan_jl_tok t = plan_jl_next(x);
+    jval v;
+    int r;
+
+    if (t == PLAN_JL_LBRACE)
+        return 1;
+    if (t != PLAN_JL_LBRACK)
+        return t == PLAN_JL_ERROR
+                   ? x->rc
+                   : plan_jl_fail(x, NULL, "'[' or '{' expected");
+    if ((r = take(c, t, &v)) < 0 || (r = plan_jl_expect_eof(x)) < 0)
+        return r;
+    char msg[96];
+    snprintf(msg, sizeof msg, "expected a JSON object at the top level, "
+             "got %s", describe(&v, b, sizeof b));
+    return plan_rd_set(&c->rd, 0, c->rd.code, msg);
+}
+
+static int parse_begin(rx *c, const char *buf, size_t len, int code,
+                       char *err, size_t errlen)
+{
+    int r;
+    memset(c, 0, sizeof(*c));
+    if ((r = plan_rd_begin(&c->rd, code, err, errlen, len, "document")) < 0)
+        return r;
+    if (plan_jl_init(&c->lx, buf, len, code, err, errlen) < 0)
+        return ho_errf(err, errlen, -ENOMEM, "out of memory");
+    return 0;
+}
+
+/* ------------------------------------------------------------ trace */
+
+enum {
+    T_FORMAT = 1, T_VERSION, T_KEYS, T_NAME, T_LINK, T_STORAGES, T_OPS,
+    T_OPS_EMPTY, T_STORAGE, T_OP, T_FINISH
+};
+
+static const jkey trace_keys[] = {K("format"), K("version"), K("name"),
+    K("link"), K("storages"), K("ops"), {NULL, 0}};
+enum { TK_FORMAT, TK_VERSION, TK_NAME, TK_LINK, TK_STORAGES, TK_OPS };
+static const jkey link_keys[] = {K("h2d_gbps"), K("d2h_gbps"), K("latency_us"),
+    K("duplex"), {NULL, 0}};
+static const jkey storage_keys[] = {K("id"), K("bytes"), K("kind"),
+    K("initial"), K("retained"), K("pinned"), K("movable"), {NULL, 0}};
+static const jkey op_keys[] = {K("name"), K("duration_us"), K("reads"),
+    K("writes"), {NULL, 0}};
+enum { OK_NAME, OK_DURATION, OK_READS, OK_WRITES };
+
+/* The top level of a trace as read (checked at its end). */
+typedef struct ttop {
+    jval slots[6];
+    jobj top;
+    jval link_slots[4];
+    jobj link;
+    bool link_read;        /* the link value was an object */
+    size_t n_storages, n_ops;
+    bool storages_read;    /* the storages key was met */
+    const char *ops_pos;   /* ops listed before storages: read them later */
+} ttop;
+
+static int read_storage(rx *c, size_t i, plan_jl_tok t, void *ctx)
+{
+    uint64_t key = RD_KEY(T_STORAGE, i);
+    char place[48];
+    jval sl[7];
+    jobj o = {.keys = storage_keys, .slots = sl};
     plan_storage s;
-    uint32_t prev;
-    int kind = PLAN_KIND_OTHER, initial = PLAN_INIT_NONE, k;
+    int kind = PLAN_KIND_OTHER, initial = PLAN_INIT_NONE, r;
+    bool check;
 
-    snprintf(place, sizeof place, "storages[%zu]", i);
-    if ((k = want_object(r, v, place, NULL)) < 0 ||
-        (k = check_keys(r, v, place, storage_keys)) < 0)
-        return k;
+    (void)ctx;
+    if ((r = entry(c, T_STORAGE, i, PLAN_MAX_STORAGES, "storages", t, &o,
+                   place, &check)) < 0 || !check)
+        return r;
     memset(&s, 0, sizeof s);
-    if ((k = get_int(r, v, place, "id", true, 0, PLAN_FMT_MAX_ID,
-                     "a non-negative integer", &s.id)) < 0 ||
-        (k = get_int(r, v, place, "bytes", true, 1, PLAN_MAX_STORAGE_BYTES,
-                     "a positive integer", &s.bytes)) < 0 ||
-        (k = get_enum(r, v, place, "kind", false, parse_kind,
-                      "activation, param, grad, optimizer, kv or other",
-                      &kind)) < 0 ||
-        (k = get_enum(r, v, place, "initial", false, parse_initial,
-                      "none, device or host", &initial)) < 0 ||
-        (k = get_bool(r, v, place, "retained", &s.retained)) < 0 ||
-        (k = get_bool(r, v, place, "pinned", &s.pinned)) < 0)
-        return k;
+    if (unknown_key(c, key, place, &o) < 0 ||
+        get_int(c, key, place, "id", &sl[0], true, 0, PLAN_FMT_MAX_ID,
+                "a non-negative integer", &s.id) < 0 ||
+        get_int(c, key, place, "bytes", &sl[1], true, 1,
+                PLAN_MAX_STORAGE_BYTES, "a positive integer", &s.bytes) < 0 ||
+        get_enum(c, key, place, "kind", &sl[2], false, kind_name,
+                 PLAN_KIND__COUNT,
+                 "activation, param, grad, optimizer, kv or other",
+                 &kind) < 0 ||
+        get_enum(c, key, place, "initial", &sl[3], false, initial_name,
+                 PLAN_INIT__COUNT, "none, device or host", &initial) < 0 ||
+        get_bool(c, key, place, "retained", &sl[4], &s.retained) < 0 ||
+        get_bool(c, key, place, "pinned", &sl[5], &s.pinned) < 0 ||
+        get_bool(c, key, place, "movable", &sl[6], &s.movable) < 0)
+        return entry_done(c);
     s.kind = (uint8_t)kind;
     s.initial = (uint8_t)initial;
-    prev = plan_trace_find(t, s.id);
-    if (prev != PLAN_NONE)
-        return rd_fail(r, place, "id", "duplicate id %llu (first at "
-                       "storages[%u])", (unsigned long long)s.id, prev);
-    ierr[0] = '\0';
-    k = plan_trace_add_storage(t, &s, NULL, ierr, sizeof ierr);
-    if (k == -ENOMEM)
-        return ho_errf(r->err, r->errlen, k, "out of memory");
-    if (k < 0)
-        return rd_fail(r, place, NULL, "%s",
-                       ierr[0] ? ierr : ho_strerror(k));
-    return 0;
+    plan_rd_storage(&c->rd, key, c->t, i, &s);
+    return entry_done(c);
 }
 
-/* Resolve a reads/writes array of ids into indices appended to *idx. */
-static int read_refs(const rd *r, plan_trace *t, const json_t *op,
-                     const char *place, const char *key, uint32_t *idx,
-                     uint32_t *n, uint32_t room)
-{
-    char elem[32];
-    json_t *arr = NULL, *v;
-    size_t j;
-    int k = field(r, op, place, key, false, &arr);
+/* An op's reads or writes as read: the ids before the first bad entry. */
+typedef struct jrefs {
+    jval v;                 /* the value (type JV_ARRAY when an array) */
+    uint64_t *ids;
+    size_t n;               /* entries */
+    size_t n_ok;            /* good ids stored before the first bad one */
+    bool bad;               /* entry n_ok is not a storage id: */
+    jval bad_v;             /* ... this */
+} jrefs;
 
+static int ref_elem(rx *c, size_t j, plan_jl_tok t, void *ctx)
+{
+    jrefs *f = ctx;
+    plan_jl *x = &c->lx;
+    f->n = j + 1;
+    if (f->bad || j >= PLAN_MAX_OP_REFS)
+        return plan_jl_skip(x, t);
+    if (t == PLAN_JL_INT && x->ival >= 0 &&
+        (uint64_t)x->ival <= PLAN_FMT_MAX_ID) {
+        f->ids[f->n_ok++] = (uint64_t)x->ival;
+        return 0;
+    }
+    f->bad = true;
+    return take(c, t, &f->bad_v);
+}
+
+static int op_special(rx *c, int k, plan_jl_tok t, void *ctx)
+{
+    jrefs *f = (jrefs *)ctx + (k == OK_WRITES);
+    size_t n;
+    int r = read_array(c, t, &f->v, ref_elem, f, &n);
+    f->n = n;
+    return r;
+}
+
+/* reads or writes of ops[i]: the array checks, each entry's type and
+ * range, each id known; indices into idx.  *ret_n: the count. */
+static int check_refs(rx *c, uint64_t key, const char *place, size_t i,
+                      const char *field, const jrefs *f, uint32_t room,
+                      uint32_t *idx, uint32_t *ret_n)
+{
+    char b[64], elem[32];
+    int k = array_field(c, key, place, field, &f->v, false, f->n,
+                        PLAN_MAX_OP_REFS);
+    *ret_n = 0;
     if (k <= 0)
         return k;
-    if ((k = want_array(r, arr, place, key, PLAN_MAX_OP_REFS)) < 0)
+    if (f->n > room)
+        return plan_rd_fail(&c->rd, key, place, NULL,
+                            "more than %u references", PLAN_MAX_OP_REFS);
+    if ((k = plan_rd_resolve(&c->rd, key, c->t, i, field, f->ids,
+                             (uint32_t)f->n_ok, idx)) < 0)
         return k;
-    if (json_array_size(arr) > room)
-        return rd_fail(r, place, NULL, "more than %u references",
-                       PLAN_MAX_OP_REFS);
-    json_array_foreach(arr, j, v) {
-        uint64_t id;
-        uint32_t ix;
-        snprintf(elem, sizeof elem, "%s[%zu]", key, j);
-        if ((k = int_value(r, v, place, elem, 0, PLAN_FMT_MAX_ID,
-                           "a storage id (non-negative integer)", &id)) < 0)
-            return k;
-        ix = plan_trace_find(t, id);
-        if (ix == PLAN_NONE)
-            return rd_fail(r, place, elem, "unknown storage id %llu",
-                           (unsigned long long)id);
-        idx[(*n)++] = ix;
+    if (f->bad) {
+        snprintf(elem, sizeof elem, "%s[%zu]", field, f->n_ok);
+        return plan_rd_fail(&c->rd, key, place, elem, "must be a storage id "
+                            "(non-negative integer), got %s",
+                            describe(&f->bad_v, b, sizeof b));
     }
-    return 0;
+    *ret_n = (uint32_t)f->n;
+    return 1;
 }
 
-static int read_op(const rd *r, plan_trace *t, const json_t *v, size_t i,
-                   uint32_t *idx, uint64_t *total_refs)
+static int read_op(rx *c, size_t i, plan_jl_tok t, void *ctx)
 {
-    char place[48], ierr[160];
-    const char *name = "";
+    ttop *top = ctx;
+    uint64_t key = RD_KEY(T_OP, i);
+    bool check;
+    char place[48];
+    jval sl[4];
+    jrefs f[2];
+    jobj o = {.keys = op_keys, .slots = sl,
+              .special = 1u << OK_READS | 1u << OK_WRITES,
+              .fn = op_special, .ctx = f};
     double duration = 0.0;
-    uint32_t n_reads = 0, n_writes = 0;
-    int k;
+    uint32_t nr = 0, nw = 0;
+    int r;
 
-    snprintf(place, sizeof place, "ops[%zu]", i);
-    if ((k = want_object(r, v, place, NULL)) < 0 ||
-        (k = check_keys(r, v, place, op_keys)) < 0)
-        return k;
-    if ((k = get_string(r, v, place, "name", false, PLAN_FMT_MAX_NAME,
-                        &name)) < 0 ||
-        (k = get_double(r, v, place, "duration_us", true, 0.0, false,
-                        PLAN_FMT_MAX_DURATION_US, "a non-negative number",
-                        &duration)) < 0 ||
-        (k = read_refs(r, t, v, place, "reads", idx, &n_reads,
-                       PLAN_MAX_OP_REFS)) < 0 ||
-        (k = read_refs(r, t, v, place, "writes", idx + n_reads, &n_writes,
-                       PLAN_MAX_OP_REFS - n_reads)) < 0)
-        return k;
-    *total_refs += (uint64_t)n_reads + n_writes;
-    if (*total_refs > PLAN_MAX_REFS)
-        return rd_fail(r, place, NULL, "more than %u references in the "
-                       "trace", PLAN_MAX_REFS);
-    ierr[0] = '\0';
-    k = plan_trace_add_op(t, name, duration, idx, n_reads, idx + n_reads,
-                          n_writes, ierr, sizeof ierr);
-    if (k == -ENOMEM)
-        return ho_errf(r->err, r->errlen, k, "out of memory");
-    if (k < 0)
-        return rd_fail(r, place, NULL, "%s",
-                       ierr[0] ? ierr : ho_strerror(k));
+    top->n_ops = i + 1;
+    memset(f, 0, sizeof f);
+    f[0].ids = c->rids;
+    f[1].ids = c->wids;
+    if ((r = entry(c, T_OP, i, PLAN_MAX_OPS, "ops", t, &o, place,
+                   &check)) < 0 || !check)
+        return r;
+    if (unknown_key(c, key, place, &o) < 0 ||
+        get_string(c, key, place, "name", &sl[OK_NAME], false,
+                   PLAN_FMT_MAX_NAME) < 0 ||
+        get_double(c, key, place, "duration_us", &sl[OK_DURATION], true, 0.0,
+                   false, PLAN_FMT_MAX_DURATION_US, "a non-negative number",
+                   &duration) < 0 ||
+        check_refs(c, key, place, i, "reads", &f[0], PLAN_MAX_OP_REFS,
+                   c->idx, &nr) < 0 ||
+        check_refs(c, key, place, i, "writes", &f[1], PLAN_MAX_OP_REFS - nr,
+                   c->idx + nr, &nw) < 0)
+        return entry_done(c);
+    plan_rd_op(&c->rd, key, c->t, i,
+               sl[OK_NAME].type == JV_STRING ? sl[OK_NAME].s : "", duration,
+               c->idx, nr, nw, &c->total_refs);
+    return entry_done(c);
+}
+
+static int trace_special(rx *c, int k, plan_jl_tok t, void *ctx)
+{
+    ttop *top = ctx;
+    plan_jl *x = &c->lx;
+    size_t n;
+    int r;
+
+    switch (k) {
+    case TK_LINK:
+        if (t != PLAN_JL_LBRACE)
+            return take(c, t, &top->slots[TK_LINK]);
+        top->slots[TK_LINK].type = JV_OBJECT;
+        top->link_read = true;
+        return read_object(c, &top->link);
+    case TK_STORAGES:
+        top->storages_read = true;
+        r = read_array(c, t, &top->slots[TK_STORAGES], read_storage, top, &n);
+        top->n_storages = n;
+        return r;
+    default: /* TK_OPS */
+        if (!top->storages_read && t == PLAN_JL_LBRACK) {
+            /* the storages come later: check the syntax now, read the ops
+             * once they are known */
+            top->ops_pos = plan_jl_pos(x);
+            top->slots[TK_OPS].type = JV_ARRAY;
+            return plan_jl_skip(x, t);
+        }
+        r = read_array(c, t, &top->slots[TK_OPS], read_op, top, &n);
+        top->n_ops = n;
+        return r;
+    }
+}
+
+/* The top-level checks, in the format's order (the keys rank them). */
+static void check_trace_top(rx *c, ttop *top, plan_link *ret_link)
+{
+    const jval *sl = top->slots;
+    header h = {sl[TK_FORMAT], sl[TK_VERSION]};
+    uint64_t kl = RD_KEY(T_LINK, 0);
+    char b[64];
+
+    check_header(c, T_FORMAT, &h, PLAN_FMT_TRACE);
+    unknown_key(c, RD_KEY(T_KEYS, 0), "", &top->top);
+    get_string(c, RD_KEY(T_NAME, 0), "", "name", &sl[TK_NAME], false,
+               PLAN_FMT_MAX_NAME);
+    ret_link->latency_us = 0.0;
+    ret_link->duplex = true;
+    if (need(c, kl, "", "link", &sl[TK_LINK], true) > 0) {
+        const jval *l = top->link_slots;
+        if (!top->link_read)
+            plan_rd_fail(&c->rd, kl, "", "link", "must be an object, got %s",
+                         describe(&sl[TK_LINK], b, sizeof b));
+        else if (unknown_key(c, kl, "link", &top->link) == 0 &&
+                 get_double(c, kl, "link", "h2d_gbps", &l[0], true, 0.0, true,
+                            PLAN_FMT_MAX_GBPS, "a positive number",
+                            &ret_link->h2d_gbps) >= 0 &&
+                 get_double(c, kl, "link", "d2h_gbps", &l[1], true, 0.0, true,
+                            PLAN_FMT_MAX_GBPS, "a positive number",
+                            &ret_link->d2h_gbps) >= 0 &&
+                 get_double(c, kl, "link", "latency_us", &l[2], false, 0.0,
+                            false, PLAN_FMT_MAX_LATENCY_US,
+                            "a non-negative number",
+                            &ret_link->latency_us) >= 0)
+            get_bool(c, kl, "link", "duplex", &l[3], &ret_link->duplex);
+    }
+    array_field(c, RD_KEY(T_STORAGES, 0), "", "storages", &sl[TK_STORAGES],
+                true, top->n_storages, PLAN_MAX_STORAGES);
+    if (array_field(c, RD_KEY(T_OPS, 0), "", "ops", &sl[TK_OPS], true,
+                    top->n_ops, PLAN_MAX_OPS) > 0 &&
+        top->n_ops == 0)
+        plan_rd_fail(&c->rd, RD_KEY(T_OPS_EMPTY, 0), "", "ops",
+                     "a trace needs at least one op");
+}
+
+static int parse_trace(rx *c, plan_trace **ret_trace)
+{
+    ttop top;
+    plan_link link = {0, 0, 0, true};
+    int r;
+
+    memset(&top, 0, sizeof top);
+    top.top = (jobj){.keys = trace_keys, .slots = top.slots,
+                     .special = 1u << TK_LINK | 1u << TK_STORAGES |
+                                1u << TK_OPS,
+                     .fn = trace_special, .ctx = &top};
+    top.link = (jobj){.keys = link_keys, .slots = top.link_slots};
+    c->t = plan_trace_new("", NULL);
+    c->rids = malloc(sizeof(uint64_t) * PLAN_MAX_OP_REFS);
+    c->wids = malloc(sizeof(uint64_t) * PLAN_MAX_OP_REFS);
+    c->idx = malloc(sizeof(uint32_t) * PLAN_MAX_OP_REFS);
+    if (!c->t || !c->rids || !c->wids || !c->idx)
+        return ho_errf(c->rd.err, c->rd.errlen, -ENOMEM, "out of memory");
+    if ((r = top_object(c)) <= 0)
+        return r < 0 ? r : c->rd.rc;
+    if ((r = read_object(c, &top.top)) < 0 ||
+        (r = plan_jl_expect_eof(&c->lx)) < 0)
+        return r;
+    if (top.ops_pos) {
+        /* the ops listed before the storages, now that those are known */
+        size_t n;
+        plan_jl_rewind(&c->lx, top.ops_pos, 1);
+        if ((r = read_array(c, plan_jl_next(&c->lx), &top.slots[TK_OPS],
+                            read_op, &top, &n)) < 0)
+            return r;
+        top.n_ops = n;
+    }
+    check_trace_top(c, &top, &link);
+    if (c->rd.rc)
+        return c->rd.rc;
+    c->t->link = link;
+    if (top.slots[TK_NAME].type == JV_STRING &&
+        plan_rd_trace_name(c->t, top.slots[TK_NAME].s,
+                           top.slots[TK_NAME].slen) < 0)
+        return ho_errf(c->rd.err, c->rd.errlen, -ENOMEM, "out of memory");
+    if ((r = plan_trace_finish(c->t, c->rd.err, c->rd.errlen)) < 0)
+        return r;
+    *ret_trace = c->t;
+    c->t = NULL;
     return 0;
 }
 
-int plan_trace_parse_json(const char *buf, size_t len, plan_trace **ret,
+int plan_trace_parse_json(const char *buf, size_t len, plan_trace **ret_trace,
                           char *err, size_t errlen)
 {
-    rd r = {err, errlen, HO_E_BAD_TRACE};
-    json_t *root, *storages = NULL, *ops = NULL, *v;
-    plan_trace *t = NULL;
-    plan_link link;
-    const char *name = "";
-    uint32_t *idx = NULL;
-    uint64_t total_refs = 0;
-    size_t i;
-    int k;
-
-    if (err && errlen)
-        err[0] = '\0';
-    root = load(&r, buf, len, &k);
-    if (!root)
-        return k;
-    if ((k = check_header(&r, root, PLAN_FMT_TRACE)) < 0 ||
-        (k = check_keys(&r, root, "", trace_keys)) < 0 ||
-        (k = get_string(&r, root, "", "name", false, PLAN_FMT_MAX_NAME,
-                        &name)) < 0 ||
-        (k = read_link(&r, root, &link)) < 0 ||
-        (k = field(&r, root, "", "storages", true, &storages)) < 0 ||
-        (k = want_array(&r, storages, "", "storages",
-                        PLAN_MAX_STORAGES)) < 0 ||
-        (k = field(&r, root, "", "ops", true, &ops)) < 0 ||
-        (k = want_array(&r, ops, "", "ops", PLAN_MAX_OPS)) < 0)
-        goto fail;
-    if (json_array_size(ops) == 0) {
-        k = rd_fail(&r, "", "ops", "a trace needs at least one op");
-        goto fail;
-    }
-    t = plan_trace_new(name, &link);
-    idx = malloc(sizeof *idx * PLAN_MAX_OP_REFS);
-    if (!t || !idx) {
-        k = ho_errf(err, errlen, -ENOMEM, "out of memory");
-        goto fail;
-    }
-    json_array_foreach(storages, i, v) {
-        if ((k = read_storage(&r, t, v, i)) < 0)
-            goto fail;
-    }
-    json_array_foreach(ops, i, v) {
-        if ((k = read_op(&r, t, v, i, idx, &total_refs)) < 0)
-            goto fail;
-    }
-    /* The tree can be large: drop it before deriving the access lists. */
-    json_decref(root);
-    root = NULL;
-    k = plan_trace_finish(t, err, errlen);
-    if (k < 0)
-        goto fail;
-    free(idx);
-    *ret = t;
-    return 0;
-fail:
-    json_decref(root);
-    free(idx);
-    plan_trace_free(t);
-    return k;
+    rx c;
+    int r = parse_begin(&c, buf, len, HO_E_BAD_TRACE, err, errlen);
+    if (r == 0)
+        r = parse_trace(&c, ret_trace);
+    plan_trace_free(c.t);
+    free(c.rids);
+    free(c.wids);
+    free(c.idx);
+    plan_jl_done(&c.lx);
+    return r;
 }
 
-int plan_trace_read_json(const char *path, plan_trace **ret, char *err,
+int plan_trace_read_json(const char *path, plan_trace **ret_trace, char *err,
                          size_t errlen)
 {
-    char *buf = NULL;
-    size_t len = 0;
-    int k = plan_fmt_slurp(path, &buf, &len, err, errlen);
-
-    if (k < 0)
-        return k;
-    k = plan_trace_parse_json(buf, len, ret, err, errlen);
-    free(buf);
-    return k;
+    return plan_fmt_load(path, false, ret_trace, NULL, err, errlen);
 }
 
-/* ------------------------------------------------------------ schedule reader */
+/* ------------------------------------------------------------ schedule */
 
-static const char *const schedule_keys[] = {"format", "version", "planner",
-                                            "budget_bytes", "actions",
-                                            "predicted", NULL};
-static const char *const action_keys[] = {"op", "when", "kind", "storage",
-                                          NULL};
-static const char *const metric_keys[] = {"peak_device_bytes",
-                                          "peak_host_bytes", "compute_us",
-                                          "step_time_us", "exposed_us",
-                                          "h2d_bytes", "d2h_bytes", NULL};
+enum {
+    S_FORMAT = 1, S_VERSION, S_KEYS, S_PLANNER, S_BUDGET, S_ACTIONS,
+    S_ACTION, S_HOMES, S_HOME, S_PREDICTED
+};
 
-static int read_action(const rd *r, plan_schedule *s, const json_t *v,
-                       size_t i)
+static const jkey schedule_keys[] = {K("format"), K("version"), K("planner"),
+    K("budget_bytes"), K("actions"), K("homes"), K("predicted"), {NULL, 0}};
+enum { SK_FORMAT, SK_VERSION, SK_PLANNER, SK_BUDGET, SK_ACTIONS, SK_HOMES,
+       SK_PREDICTED };
+static const jkey action_keys[] = {K("op"), K("when"), K("kind"), K("storage"),
+    {NULL, 0}};
+static const jkey home_keys[] = {K("storage"), K("home"), {NULL, 0}};
+static const jkey metric_keys[] = {K("peak_device_bytes"),
+    K("peak_host_bytes"), K("compute_us"), K("step_time_us"), K("exposed_us"),
+    K("h2d_bytes"), K("d2h_bytes"), {NULL, 0}};
+
+typedef struct stop {
+    jval slots[7];
+    jobj top;
+    jval metric_slots[7];
+    jobj metrics;
+    bool metrics_read;
+    size_t n_actions, n_homes;
+} stop;
+
+static int read_action(rx *c, size_t i, plan_jl_tok t, void *ctx)
 {
+    uint64_t key = RD_KEY(S_ACTION, i);
     char place[48];
+    jval sl[4];
+    jobj o = {.keys = action_keys, .slots = sl};
     uint64_t op = 0, id = 0;
-    int when = 0, kind = 0, k;
+    int when = 0, kind = 0, r;
+    bool check;
 
-    snprintf(place, sizeof place, "actions[%zu]", i);
-    if ((k = want_object(r, v, place, NULL)) < 0 ||
-        (k = check_keys(r, v, place, action_keys)) < 0)
-        return k;
-    if ((k = get_int(r, v, place, "op", true, 0, PLAN_MAX_OPS - 1u,
-                     "an op index (non-negative integer)", &op)) < 0 ||
-        (k = get_enum(r, v, place, "when", true, parse_when,
-                      "before or after", &when)) < 0 ||
-        (k = get_enum(r, v, place, "kind", true, parse_act,
-                      "prefetch, store, free_device or free_host",
-                      &kind)) < 0 ||
-        (k = get_int(r, v, place, "storage", true, 0, PLAN_FMT_MAX_ID,
-                     "a storage id (non-negative integer)", &id)) < 0)
-        return k;
-    k = plan_schedule_push_id(s, (uint32_t)op, (plan_when)when,
-                              (plan_act_kind)kind, id);
-    if (k == -ENOMEM)
-        return ho_errf(r->err, r->errlen, k, "out of memory");
-    if (k < 0)
-        return rd_fail(r, place, NULL, "%s", ho_strerror(k));
-    return 0;
+    (void)ctx;
+    if ((r = entry(c, S_ACTION, i, PLAN_MAX_ACTIONS, "actions", t, &o, place,
+                   &check)) < 0 || !check)
+        return r;
+    if (unknown_key(c, key, place, &o) < 0 ||
+        get_int(c, key, place, "op", &sl[0], true, 0, PLAN_MAX_OPS - 1u,
+                "an op index (non-negative integer)", &op) < 0 ||
+        get_enum(c, key, place, "when", &sl[1], true, when_name, 2,
+                 "before or after", &when) < 0 ||
+        get_enum(c, key, place, "kind", &sl[2], true, act_name,
+                 PLAN_ACT__COUNT,
+                 "prefetch, store, free_device, free_host or wait",
+                 &kind) < 0 ||
+        get_int(c, key, place, "storage", &sl[3], true, 0, PLAN_FMT_MAX_ID,
+                "a storage id (non-negative integer)", &id) < 0)
+        return entry_done(c);
+    plan_rd_action(&c->rd, key, c->s, i, (uint32_t)op, (plan_when)when,
+                   (plan_act_kind)kind, id);
+    return entry_done(c);
 }
 
-static int read_metrics(const rd *r, const json_t *root, plan_schedule *s)
+static int read_home(rx *c, size_t i, plan_jl_tok t, void *ctx)
+{
+    uint64_t key = RD_KEY(S_HOME, i);
+    char place[48];
+    jval sl[2];
+    jobj o = {.keys = home_keys, .slots = sl};
+    uint64_t id = 0;
+    int home = 0, r;
+    bool check;
+
+    (void)ctx;
+    if ((r = entry(c, S_HOME, i, PLAN_MAX_HOMES, "homes", t, &o, place,
+                   &check)) < 0 || !check)
+        return r;
+    if (unknown_key(c, key, place, &o) < 0 ||
+        get_int(c, key, place, "storage", &sl[0], true, 0, PLAN_FMT_MAX_ID,
+                "a storage id (non-negative integer)", &id) < 0 ||
+        get_enum(c, key, place, "home", &sl[1], true, home_name, 2,
+                 "device or host", &home) < 0)
+        return entry_done(c);
+    plan_rd_home(&c->rd, key, c->s, i, id, (plan_home)home);
+    return entry_done(c);
+}
+
+static int schedule_special(rx *c, int k, plan_jl_tok t, void *ctx)
+{
+    stop *top = ctx;
+    size_t n;
+    int r;
+
+    switch (k) {
+    case SK_ACTIONS:
+        r = read_array(c, t, &top->slots[k], read_action, top, &n);
+        top->n_actions = n;
+        return r;
+    case SK_HOMES:
+        r = read_array(c, t, &top->slots[k], read_home, top, &n);
+        top->n_homes = n;
+        return r;
+    default: /* SK_PREDICTED */
+        if (t != PLAN_JL_LBRACE)
+            return take(c, t, &top->slots[k]);
+        top->slots[k].type = JV_OBJECT;
+        top->metrics_read = true;
+        return read_object(c, &top->metrics);
+    }
+}
+
+static void check_metrics(rx *c, stop *top)
 {
     static const char place[] = "predicted";
-    const char *nonneg = "a non-negative integer";
-    plan_metrics *m = &s->predicted;
-    json_t *v = NULL;
-    int k = field(r, root, "", place, false, &v);
+    const char *nonneg = "a non-negative integer", *fin = "a finite number";
+    uint64_t key = RD_KEY(S_PREDICTED, 0);
+    const jval *v = top->metric_slots;
+    plan_metrics *m = &c->s->predicted;
+    char b[64];
 
-    if (k <= 0)
-        return k;
-    if ((k = want_object(r, v, "", place)) < 0 ||
-        (k = check_keys(r, v, place, metric_keys)) < 0)
-        return k;
-    if ((k = get_int(r, v, place, "peak_device_bytes", true, 0,
-                     PLAN_FMT_MAX_U64, nonneg, &m->peak_device_bytes)) < 0 ||
-        (k = get_int(r, v, place, "peak_host_bytes", true, 0,
-                     PLAN_FMT_MAX_U64, nonneg, &m->peak_host_bytes)) < 0 ||
-        (k = get_double(r, v, place, "compute_us", true, -HUGE_VAL, false,
-                        HUGE_VAL, "a finite number", &m->compute_us)) < 0 ||
-        (k = get_double(r, v, place, "step_time_us", true, -HUGE_VAL, false,
-                        HUGE_VAL, "a finite number", &m->step_time_us)) < 0 ||
-        (k = get_double(r, v, place, "exposed_us", true, -HUGE_VAL, false,
-                        HUGE_VAL, "a finite number", &m->exposed_us)) < 0 ||
-        (k = get_int(r, v, place, "h2d_bytes", true, 0, PLAN_FMT_MAX_U64,
-                     nonneg, &m->h2d_bytes)) < 0 ||
-        (k = get_int(r, v, place, "d2h_bytes", true, 0, PLAN_FMT_MAX_U64,
-                     nonneg, &m->d2h_bytes)) < 0)
-        return k;
-    s->has_predicted = true;
+    if (need(c, key, "", place, &top->slots[SK_PREDICTED], false) <= 0)
+        return;
+    if (!top->metrics_read) {
+        plan_rd_fail(&c->rd, key, "", place, "must be an object, got %s",
+                     describe(&top->slots[SK_PREDICTED], b, sizeof b));
+        return;
+    }
+    if (unknown_key(c, key, place, &top->metrics) < 0 ||
+        get_int(c, key, place, "peak_device_bytes", &v[0], true, 0,
+                PLAN_FMT_MAX_U64, nonneg, &m->peak_device_bytes) < 0 ||
+        get_int(c, key, place, "peak_host_bytes", &v[1], true, 0,
+                PLAN_FMT_MAX_U64, nonneg, &m->peak_host_bytes) < 0 ||
+        get_double(c, key, place, "compute_us", &v[2], true, -HUGE_VAL, false,
+                   HUGE_VAL, fin, &m->compute_us) < 0 ||
+        get_double(c, key, place, "step_time_us", &v[3], true, -HUGE_VAL,
+                   false, HUGE_VAL, fin, &m->step_time_us) < 0 ||
+        get_double(c, key, place, "exposed_us", &v[4], true, -HUGE_VAL, false,
+                   HUGE_VAL, fin, &m->exposed_us) < 0 ||
+        get_int(c, key, place, "h2d_bytes", &v[5], true, 0, PLAN_FMT_MAX_U64,
+                nonneg, &m->h2d_bytes) < 0 ||
+        get_int(c, key, place, "d2h_bytes", &v[6], true, 0, PLAN_FMT_MAX_U64,
+                nonneg, &m->d2h_bytes) < 0)
+        return;
+    c->s->has_predicted = true;
+}
+
+static void check_schedule_top(rx *c, stop *top)
+{
+    const jval *sl = top->slots;
+    header h = {sl[SK_FORMAT], sl[SK_VERSION]};
+    uint64_t budget = 0;
+
+    check_header(c, S_FORMAT, &h, PLAN_FMT_SCHEDULE);
+    unknown_key(c, RD_KEY(S_KEYS, 0), "", &top->top);
+    if (get_string(c, RD_KEY(S_PLANNER, 0), "", "planner", &sl[SK_PLANNER],
+                   false, PLAN_FMT_MAX_PLANNER) > 0) {
+        memcpy(c->s->planner, sl[SK_PLANNER].s, sl[SK_PLANNER].slen);
+        c->s->planner[sl[SK_PLANNER].slen] = 0;
+    }
+    if (get_int(c, RD_KEY(S_BUDGET, 0), "", "budget_bytes", &sl[SK_BUDGET],
+                true, 0, PLAN_FMT_MAX_U64, "a non-negative integer",
+                &budget) > 0)
+        c->s->budget_bytes = budget;
+    array_field(c, RD_KEY(S_ACTIONS, 0), "", "actions", &sl[SK_ACTIONS], true,
+                top->n_actions, PLAN_MAX_ACTIONS);
+    array_field(c, RD_KEY(S_HOMES, 0), "", "homes", &sl[SK_HOMES], false,
+                top->n_homes, PLAN_MAX_HOMES);
+    check_metrics(c, top);
+}
+
+static int parse_schedule(rx *c, plan_schedule **ret_schedule)
+{
+    stop top;
+    int r;
+
+    memset(&top, 0, sizeof top);
+    top.top = (jobj){.keys = schedule_keys, .slots = top.slots,
+                     .special = 1u << SK_ACTIONS | 1u << SK_HOMES |
+                                1u << SK_PREDICTED,
+                     .fn = schedule_special, .ctx = &top};
+    top.metrics = (jobj){.keys = metric_keys, .slots = top.metric_slots};
+    c->s = plan_schedule_new("", 0);
+    if (!c->s)
+        return ho_errf(c->rd.err, c->rd.errlen, -ENOMEM, "out of memory");
+    if ((r = top_object(c)) <= 0)
+        return r < 0 ? r : c->rd.rc;
+    if ((r = read_object(c, &top.top)) < 0 ||
+        (r = plan_jl_expect_eof(&c->lx)) < 0)
+        return r;
+    check_schedule_top(c, &top);
+    if (c->rd.rc)
+        return c->rd.rc;
+    *ret_schedule = c->s;
+    c->s = NULL;
     return 0;
 }
 
 int plan_schedule_parse_json(const char *buf, size_t len,
-                             plan_schedule **ret, char *err, size_t errlen)
+                             plan_schedule **ret_schedule, char *err,
+                             size_t errlen)
 {
-    rd r = {err, errlen, HO_E_BAD_SCHEDULE};
-    json_t *root, *actions = NULL, *v;
-    plan_schedule *s = NULL;
-    const char *planner = "";
-    uint64_t budget = 0;
-    size_t i;
-    int k;
-
-    if (err && errlen)
-        err[0] = '\0';
-    root = load(&r, buf, len, &k);
-    if (!root)
-        return k;
-    if ((k = check_header(&r, root, PLAN_FMT_SCHEDULE)) < 0 ||
-        (k = check_keys(&r, root, "", schedule_keys)) < 0 ||
-        (k = get_string(&r, root, "", "planner", false, PLAN_FMT_MAX_PLANNER,
-                        &planner)) < 0 ||
-        (k = get_int(&r, root, "", "budget_bytes", true, 0, PLAN_FMT_MAX_U64,
-                     "a non-negative integer", &budget)) < 0 ||
-        (k = field(&r, root, "", "actions", true, &actions)) < 0 ||
-        (k = want_array(&r, actions, "", "actions", PLAN_MAX_ACTIONS)) < 0)
-        goto fail;
-    s = plan_schedule_new(planner, budget);
-    if (!s) {
-        k = ho_errf(err, errlen, -ENOMEM, "out of memory");
-        goto fail;
-    }
-    json_array_foreach(actions, i, v) {
-        if ((k = read_action(&r, s, v, i)) < 0)
-            goto fail;
-    }
-    if ((k = read_metrics(&r, root, s)) < 0)
-        goto fail;
-    json_decref(root);
-    *ret = s;
-    return 0;
-fail:
-    json_decref(root);
-    plan_schedule_free(s);
-    return k;
+    rx c;
+    int r = parse_begin(&c, buf, len, HO_E_BAD_SCHEDULE, err, errlen);
+    if (r == 0)
+        r = parse_schedule(&c, ret_schedule);
+    plan_schedule_free(c.s);
+    plan_jl_done(&c.lx);
+    return r;
 }
 
-int plan_schedule_read_json(const char *path, plan_schedule **ret,
+int plan_schedule_read_json(const char *path, plan_schedule **ret_schedule,
                             char *err, size_t errlen)
 {
-    char *buf = NULL;
-    size_t len = 0;
-    int k = plan_fmt_slurp(path, &buf, &len, err, errlen);
-
-    if (k < 0)
-        return k;
-    k = plan_schedule_parse_json(buf, len, ret, err, errlen);
-    free(buf);
-    return k;
+    return plan_fmt_load(path, false, NULL, ret_schedule, err, errlen);
 }
 
 /* ------------------------------------------------------------ writers */
-
-/* A JSON string literal; the caller has checked plan_fmt_utf8_ok. */
-static void put_str(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        switch (c) {
-        case '"':
-            fputs("\\\"", f);
-            break;
-        case '\\':
-            fputs("\\\\", f);
-            break;
-        case '\n':
-            fputs("\\n", f);
-            break;
-        case '\t':
-            fputs("\\t", f);
-            break;
-        case '\r':
-            fputs("\\r", f);
-            break;
-        default:
-            if (c < 0x20)
-                fprintf(f, "\\u%04x", c);
-            else
-                fputc(c, f);
-        }
-    }
-    fputc('"', f);
-}
-
-/* The shortest decimal that reads back as exactly v (integers plainly). */
-static void put_double(FILE *f, double v)
-{
-    char buf[320]; /* %.17g needs ~25; sized for what gcc proves */
-    int lo = 1, hi = 17;
-
-    if (v == 0.0)
-        v = 0.0; /* -0 prints as 0 */
-    if (v == floor(v) && fabs(v) < 1e15) {
-        fprintf(f, "%.0f", v);
-        return;
-    }
-    /* Round-tripping is monotone in the precision: binary search. */
-    while (lo < hi) {
-        int mid = (lo + hi) / 2;
-        snprintf(buf, sizeof buf, "%.*g", mid, v);
-        if (strtod(buf, NULL) == v)
-            hi = mid;
-        else
-            lo = mid + 1;
-    }
-    snprintf(buf, sizeof buf, "%.*g", lo, v);
-    fputs(buf, f);
-}
 
 static const char *bool_str(bool b)
 {
     return b ? "true" : "false";
 }
 
-static int finish_write(FILE *out)
+/* `key` is the literal text before the value (", \"bytes\": "). */
+static void kv_u64(plan_wbuf *w, const char *key, uint64_t v)
 {
-    if (fflush(out) != 0 || ferror(out))
-        return -EIO;
+    plan_wbuf_puts(w, key);
+    plan_wbuf_u64(w, v);
+}
+
+static void kv_double(plan_wbuf *w, const char *key, double v)
+{
+    plan_wbuf_puts(w, key);
+    plan_wbuf_double(w, v);
+}
+
+static void kv_word(plan_wbuf *w, const char *key, const char *word)
+{
+    plan_wbuf_puts(w, key);
+    plan_wbuf_puts(w, word);
+}
+
+/* Start a document that passed its writable check (check < 0: refused):
+ * "{", format, version and the document's first string field. */
+static int begin_doc(plan_wbuf *w, FILE *out, int check, const char *format,
+                     const char *key, const char *value)
+{
+    if (check < 0)
+        return check;
+    plan_wbuf_init(w, out);
+    plan_wbuf_puts(w, "{\n  \"format\": \"");
+    plan_wbuf_puts(w, format);
+    plan_wbuf_puts(w, "\",\n  \"version\": 1,\n  ");
+    plan_wbuf_puts(w, key);
+    plan_wbuf_str(w, value);
     return 0;
+}
+
+/* Entry i of a list: its opening text, after a comma unless it is the
+ * first. */
+static void entry_open(plan_wbuf *w, size_t i, const char *first_key)
+{
+    plan_wbuf_puts(w, i ? ",\n    {" : "\n    {");
+    plan_wbuf_puts(w, first_key);
+}
+
+static void put_ids(plan_wbuf *w, const plan_trace *t, const uint32_t *refs,
+                    uint32_t n)
+{
+    for (uint32_t j = 0; j < n; j++) {
+        if (j)
+            plan_wbuf_put(w, ", ", 2);
+        plan_wbuf_u64(w, t->storages[refs[j]].id);
+    }
 }
 
 int plan_trace_write_json(const plan_trace *t, FILE *out)
 {
     const plan_link *l = &t->link;
+    plan_wbuf w;
+    int r = begin_doc(&w, out, plan_fmt_check_trace(t), PLAN_FMT_TRACE,
+                      "\"name\": ", t->name);
 
-    if (!plan_fmt_utf8_ok(t->name, strlen(t->name)))
-        return -EINVAL;
-    for (uint32_t i = 0; i < t->n_storages; i++)
-        if (t->storages[i].id > PLAN_FMT_MAX_ID)
-            return -ERANGE;
-    for (uint32_t i = 0; i < t->n_ops; i++) {
-        const char *n = plan_op_name(t, i);
-        if (!plan_fmt_utf8_ok(n, strlen(n)))
-            return -EINVAL;
-    }
-    fprintf(out, "{\n  \"format\": \"%s\",\n  \"version\": %d,\n"
-            "  \"name\": ", PLAN_FMT_TRACE, PLAN_FMT_VERSION);
-    put_str(out, t->name);
-    fputs(",\n  \"link\": {\"h2d_gbps\": ", out);
-    put_double(out, l->h2d_gbps);
-    fputs(", \"d2h_gbps\": ", out);
-    put_double(out, l->d2h_gbps);
-    fputs(", \"latency_us\": ", out);
-    put_double(out, l->latency_us);
-    fprintf(out, ", \"duplex\": %s},\n  \"storages\": [", bool_str(l->duplex));
+    if (r < 0)
+        return r;
+    kv_double(&w, ",\n  \"link\": {\"h2d_gbps\": ", l->h2d_gbps);
+    kv_double(&w, ", \"d2h_gbps\": ", l->d2h_gbps);
+    kv_double(&w, ", \"latency_us\": ", l->latency_us);
+    kv_word(&w, ", \"duplex\": ", bool_str(l->duplex));
+    plan_wbuf_puts(&w, "},\n  \"storages\": [");
     for (uint32_t i = 0; i < t->n_storages; i++) {
         const plan_storage *s = &t->storages[i];
-        fprintf(out, "%s\n    {\"id\": %llu, \"bytes\": %llu, \"kind\": "
-                "\"%s\", \"initial\": \"%s\", \"retained\": %s, "
-                "\"pinned\": %s}", i ? "," : "",
-                (unsigned long long)s->id, (unsigned long long)s->bytes,
-                plan_kind_name((plan_kind)s->kind),
-                plan_initial_name((plan_initial)s->initial),
-                bool_str(s->retained), bool_str(s->pinned));
+        entry_open(&w, i, "\"id\": ");
+        plan_wbuf_u64(&w, s->id);
+        kv_u64(&w, ", \"bytes\": ", s->bytes);
+        kv_word(&w, ", \"kind\": \"", plan_kind_name((plan_kind)s->kind));
+        kv_word(&w, "\", \"initial\": \"",
+                plan_initial_name((plan_initial)s->initial));
+        kv_word(&w, "\", \"retained\": ", bool_str(s->retained));
+        kv_word(&w, ", \"pinned\": ", bool_str(s->pinned));
+        plan_wbuf_puts(&w, s->movable ? ", \"movable\": true}" : "}");
     }
-    fputs(t->n_storages ? "\n  ],\n  \"ops\": [" : "],\n  \"ops\": [", out);
+    plan_wbuf_puts(&w, t->n_storages ? "\n  ],\n  \"ops\": ["
+                                     : "],\n  \"ops\": [");
     for (uint32_t i = 0; i < t->n_ops; i++) {
         const plan_op *o = &t->ops[i];
         const uint32_t *refs = t->refs + o->first_ref;
-        fputs(i ? ",\n    {\"name\": " : "\n    {\"name\": ", out);
-        put_str(out, plan_op_name(t, i));
-        fputs(", \"duration_us\": ", out);
-        put_double(out, o->duration_us);
-        fputs(", \"reads\": [", out);
-        for (uint32_t j = 0; j < o->n_reads; j++)
-            fprintf(out, j ? ", %llu" : "%llu",
-                    (unsigned long long)t->storages[refs[j]].id);
-        fputs("], \"writes\": [", out);
-        for (uint32_t j = 0; j < o->n_writes; j++)
-            fprintf(out, j ? ", %llu" : "%llu",
-                    (unsigned long long)t->storages[refs[o->n_reads + j]].id);
-        fputs("]}", out);
+        entry_open(&w, i, "\"name\": ");
+        plan_wbuf_str(&w, plan_op_name(t, i));
+        kv_double(&w, ", \"duration_us\": ", o->duration_us);
+        plan_wbuf_puts(&w, ", \"reads\": [");
+        put_ids(&w, t, refs, o->n_reads);
+        plan_wbuf_puts(&w, "], \"writes\": [");
+        put_ids(&w, t, refs + o->n_reads, o->n_writes);
+        plan_wbuf_puts(&w, "]}");
     }
-    fputs(t->n_ops ? "\n  ]\n}\n" : "]\n}\n", out);
-    return finish_write(out);
+    plan_wbuf_puts(&w, t->n_ops ? "\n  ]\n}\n" : "]\n}\n");
+    return plan_wbuf_done(&w);
 }
 
 int plan_schedule_write_json(const plan_schedule *s, FILE *out)
 {
-    size_t plen = strnlen(s->planner, sizeof s->planner);
+    const plan_metrics *m = &s->predicted;
+    plan_wbuf w;
+    int r = begin_doc(&w, out, plan_fmt_check_schedule(s), PLAN_FMT_SCHEDULE,
+                      "\"planner\": ", s->planner);
 
-    if (plen == sizeof s->planner || !plan_fmt_utf8_ok(s->planner, plen))
-        return -EINVAL;
-    if (s->budget_bytes > PLAN_FMT_MAX_U64)
-        return -ERANGE;
-    for (size_t i = 0; i < s->n_actions; i++)
-        if (s->actions[i].storage_id > PLAN_FMT_MAX_ID)
-            return -ERANGE;
-    fprintf(out, "{\n  \"format\": \"%s\",\n  \"version\": %d,\n"
-            "  \"planner\": ", PLAN_FMT_SCHEDULE, PLAN_FMT_VERSION);
-    put_str(out, s->planner);
-    fprintf(out, ",\n  \"budget_bytes\": %llu,\n  \"actions\": [",
-            (unsigned long long)s->budget_bytes);
+    if (r < 0)
+        return r;
+    kv_u64(&w, ",\n  \"budget_bytes\": ", s->budget_bytes);
+    plan_wbuf_puts(&w, ",\n  \"actions\": [");
     for (size_t i = 0; i < s->n_actions; i++) {
         const plan_action *a = &s->actions[i];
-        fprintf(out, "%s\n    {\"op\": %u, \"when\": \"%s\", \"kind\": "
-                "\"%s\", \"storage\": %llu}", i ? "," : "", a->op,
-                a->when == PLAN_AFTER ? "after" : "before",
-                plan_act_name((plan_act_kind)a->kind),
-                (unsigned long long)a->storage_id);
+        entry_open(&w, i, "\"op\": ");
+        plan_wbuf_u64(&w, a->op);
+        plan_wbuf_puts(&w, a->when == PLAN_AFTER ? ", \"when\": \"after\""
+                                                 : ", \"when\": \"before\"");
+        kv_word(&w, ", \"kind\": \"", plan_act_name((plan_act_kind)a->kind));
+        kv_u64(&w, "\", \"storage\": ", a->storage_id);
+        plan_wbuf_puts(&w, "}");
     }
-    fputs(s->n_actions ? "\n  ]" : "]", out);
+    plan_wbuf_puts(&w, s->n_actions ? "\n  ]" : "]");
+    if (s->n_homes) {
+        plan_wbuf_puts(&w, ",\n  \"homes\": [");
+        for (size_t i = 0; i < s->n_homes; i++) {
+            entry_open(&w, i, "\"storage\": ");
+            plan_wbuf_u64(&w, s->homes[i].storage_id);
+            kv_word(&w, ", \"home\": \"",
+                    plan_home_name((plan_home)s->homes[i].home));
+            plan_wbuf_puts(&w, "\"}");
+        }
+        plan_wbuf_puts(&w, "\n  ]");
+    }
     if (s->has_predicted) {
-        const plan_metrics *m = &s->predicted;
-        fprintf(out, ",\n  \"predicted\": {\"peak_device_bytes\": %llu, "
-                "\"peak_host_bytes\": %llu, \"compute_us\": ",
-                (unsigned long long)m->peak_device_bytes,
-                (unsigned long long)m->peak_host_bytes);
-        put_double(out, m->compute_us);
-        fputs(", \"step_time_us\": ", out);
-        put_double(out, m->step_time_us);
-        fputs(", \"exposed_us\": ", out);
-        put_double(out, m->exposed_us);
-        fprintf(out, ", \"h2d_bytes\": %llu, \"d2h_bytes\": %llu}",
-                (unsigned long long)m->h2d_bytes,
-                (unsigned long long)m->d2h_bytes);
+        kv_u64(&w, ",\n  \"predicted\": {\"peak_device_bytes\": ",
+               m->peak_device_bytes);
+        kv_u64(&w, ", \"peak_host_bytes\": ", m->peak_host_bytes);
+        kv_double(&w, ", \"compute_us\": ", m->compute_us);
+        kv_double(&w, ", \"step_time_us\": ", m->step_time_us);
+        kv_double(&w, ", \"exposed_us\": ", m->exposed_us);
+        kv_u64(&w, ", \"h2d_bytes\": ", m->h2d_bytes);
+        kv_u64(&w, ", \"d2h_bytes\": ", m->d2h_bytes);
+        plan_wbuf_puts(&w, "}");
     }
-    fputs("\n}\n", out);
-    return finish_write(out);
+    plan_wbuf_puts(&w, "\n}\n");
+    return plan_wbuf_done(&w);
 }

@@ -11,7 +11,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "hyperoffload/errors.h"
+#include "planner/io/io_private.h"
 #include "planner/plan.h"
 #include "planner/io/plan_io.h"
 #include "planner/gen/gen.h"
@@ -387,6 +390,84 @@ END_TEST
 
 #define SHDR "{\"format\": \"hyperoffload-schedule\", \"version\": 1, "
 
+/* movable storages, wait actions and homes: read, written (movable and
+ * homes only when set), read back byte-identical; bad values named. */
+START_TEST(movable_wait_homes)
+{
+    const char *text =
+        HDR "\"storages\": [{\"id\": 3, \"bytes\": 100, \"initial\": "
+            "\"device\", \"retained\": true, \"movable\": true}, "
+            "{\"id\": 4, \"bytes\": 100, \"movable\": false}], "
+        "\"ops\": [{\"duration_us\": 1, \"reads\": [3], \"writes\": [4]}]}";
+    plan_trace *t = parse_ok(text), *t2;
+    char *a, *b;
+
+    ck_assert(t->storages[0].movable);
+    ck_assert(!t->storages[1].movable);
+    a = tu_trace_json(t);
+    ck_assert_ptr_nonnull(strstr(a, "\"pinned\": false, \"movable\": true}"));
+    ck_assert_ptr_null(strstr(a, "\"movable\": false"));
+    t2 = parse_ok(a);
+    b = tu_trace_json(t2);
+    ck_assert_str_eq(a, b);
+    free(a);
+    free(b);
+    plan_trace_free(t2);
+    trace_bad(HDR "\"storages\": [{\"id\": 1, \"bytes\": 1, \"movable\": "
+              "true}], \"ops\": [{\"duration_us\": 1}]}",
+              "storages[0]: storage id 1: movable needs retained and "
+              "initial device or host");
+    trace_bad(HDR "\"storages\": [{\"id\": 1, \"bytes\": 1, \"movable\": "
+              "1}], \"ops\": [{\"duration_us\": 1}]}",
+              "storages[0].movable: must be true or false, got 1");
+
+    plan_schedule *s = plan_schedule_new("hoplan", 5), *s2 = NULL;
+    ck_assert_int_eq(plan_schedule_push_id(s, 0, PLAN_BEFORE, PLAN_ACT_WAIT,
+                                           3), 0);
+    a = tu_schedule_json(s);
+    ck_assert_ptr_nonnull(strstr(a, "\"kind\": \"wait\""));
+    ck_assert_ptr_null(strstr(a, "homes"));
+    free(a);
+    ck_assert_int_eq(plan_schedule_set_home(s, t, 0, PLAN_HOME_HOST), 0);
+    a = tu_schedule_json(s);
+    ck_assert_ptr_nonnull(strstr(a, "\n  ],\n  \"homes\": [\n    "
+                                    "{\"storage\": 3, \"home\": \"host\"}"
+                                    "\n  ]\n}\n"));
+    ck_assert_int_eq(plan_schedule_parse_json(a, strlen(a), &s2, err,
+                                              sizeof err), 0);
+    ck_assert_uint_eq(s2->n_homes, 1);
+    ck_assert_uint_eq(s2->homes[0].storage_id, 3);
+    ck_assert_uint_eq(s2->homes[0].storage, PLAN_NONE);
+    ck_assert_uint_eq(s2->homes[0].home, PLAN_HOME_HOST);
+    ck_assert_uint_eq(s2->actions[0].kind, PLAN_ACT_WAIT);
+    b = tu_schedule_json(s2);
+    ck_assert_str_eq(a, b);
+    ck_assert_int_eq(plan_schedule_bind(s2, t, err, sizeof err), 0);
+    free(a);
+    free(b);
+    plan_schedule_free(s2);
+    plan_schedule_free(s);
+    plan_trace_free(t);
+
+    schedule_bad(SHDR "\"budget_bytes\": 1, \"actions\": [], \"homes\": "
+                 "[{\"storage\": 3, \"home\": \"disk\"}]}",
+                 "homes[0].home: unknown value \"disk\" (expected device or "
+                 "host)");
+    schedule_bad(SHDR "\"budget_bytes\": 1, \"actions\": [], \"homes\": "
+                 "[{\"home\": \"host\"}]}",
+                 "homes[0].storage: missing required field");
+    schedule_bad(SHDR "\"budget_bytes\": 1, \"actions\": [], \"homes\": "
+                 "[{\"storage\": 3, \"home\": \"host\", \"x\": 1}]}",
+                 "homes[0].x: unknown field");
+    schedule_bad(SHDR "\"budget_bytes\": 1, \"actions\": [], \"homes\": "
+                 "{}}", "homes: must be an array, got an object");
+    schedule_bad(SHDR "\"budget_bytes\": 1, \"actions\": [{\"op\": 1, "
+                 "\"when\": \"after\", \"kind\": \"waits\", \"storage\": "
+                 "1}]}", "actions[0].kind: unknown value \"waits\" (expected "
+                 "prefetch, store, free_device, free_host or wait)");
+}
+END_TEST
+
 START_TEST(malformed_schedule)
 {
     plan_schedule *s = NULL;
@@ -434,6 +515,266 @@ START_TEST(malformed_schedule)
                  "at line 1");
     schedule_bad("{\"format\": \"hyperoffload-schedule\", \"version\": 3}",
                  "version: unsupported version 3");
+}
+END_TEST
+
+/* The reader's syntax is jansson's (JSON_REJECT_DUPLICATES), the reader
+ * it replaced: on mutations of valid documents -- bytes changed,
+ * inserted, deleted, the text cut -- jansson fails exactly when ours
+ * reports "invalid JSON", and never crashes or leaks.  One deliberate
+ * difference: jansson skips a NUL byte right after a number or literal
+ * ("1\0,"); ours refuses a NUL byte anywhere (checked below). */
+static const char fuzz_chars[] = "{}[],:\"\\0123456789-+.eEtrufalsn u\x80"
+                                 "\xc3\xa9\xed\xa0\x01\n\t/bx";
+
+static void fuzz_one(const char *text, size_t len, bool schedule)
+{
+    json_error_t je;
+    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+    bool jansson_ok = root && (json_is_object(root) || json_is_array(root));
+    int r;
+    json_decref(root);
+    err[0] = 0;
+    if (schedule) {
+        plan_schedule *s = NULL;
+        r = plan_schedule_parse_json(text, len, &s, err, sizeof err);
+        ck_assert(r < 0 || s);
+        plan_schedule_free(s);
+    } else {
+        plan_trace *t = NULL;
+        r = plan_trace_parse_json(text, len, &t, err, sizeof err);
+        ck_assert(r < 0 || t);
+        plan_trace_free(t);
+    }
+    bool ours_syntax = r < 0 && strstr(err, "invalid JSON") != NULL;
+    ck_assert_msg(jansson_ok == !ours_syntax,
+                  "jansson %s (%s) but ours: %d %s on <<%.*s>>",
+                  jansson_ok ? "accepts" : "rejects", je.text, r, err,
+                  (int)len, text);
+}
+
+static void fuzz_document(const char *text, bool schedule, unsigned rounds)
+{
+    size_t len = strlen(text);
+    char *buf = malloc(len + 2);
+    fuzz_one(text, len, schedule);
+    for (unsigned k = 0; k < rounds; k++) {
+        size_t at = (size_t)(tu_rand() % len), n = len;
+        char c = fuzz_chars[tu_rand() % (sizeof fuzz_chars - 1)];
+        memcpy(buf, text, len);
+        switch (tu_rand() % 4) {
+        case 0: /* change */
+            buf[at] = c;
+            break;
+        case 1: /* insert */
+            memmove(buf + at + 1, buf + at, len - at);
+            buf[at] = c;
+            n = len + 1;
+            break;
+        case 2: /* delete */
+            memmove(buf + at, buf + at + 1, len - at - 1);
+            n = len - 1;
+            break;
+        default: /* cut */
+            n = at;
+        }
+        fuzz_one(buf, n, schedule);
+    }
+    free(buf);
+}
+
+START_TEST(syntax_as_jansson)
+{
+    plan_gen_random_cfg c = {.seed = 9, .n_ops = 12, .n_storages = 6,
+                             .p_initial_device = 0.3, .p_initial_host = 0.2,
+                             .p_retained = 0.3, .p_movable = 0.5};
+    plan_trace *t = NULL;
+    unsigned rounds = tu_iters(6000);
+    ck_assert_int_eq(plan_gen_random(&c, &t, err, sizeof err), 0);
+    char *trace = tu_trace_json(t);
+    plan_schedule *s = plan_schedule_new("x", 100);
+    tu_act(s, 0, PLAN_AFTER, PLAN_ACT_STORE, t->storages[0].id);
+    tu_act(s, 1, PLAN_BEFORE, PLAN_ACT_WAIT, t->storages[1].id);
+    s->has_predicted = true;
+    s->predicted.compute_us = 1.25;
+    char *sched = tu_schedule_json(s);
+    fuzz_document(trace, false, rounds);
+    fuzz_document(sched, true, rounds);
+    /* hand-made corner cases */
+    static const char *const docs[] = {
+        "{\"a\": \"\\u0000\"}", "{\"a\": \"\\ud800\"}",
+        "{\"a\": \"\\udc00\"}", "{\"a\": \"\\ud83d\\ude00\"}",
+        "{\"a\": \"\\ud83d\\u0041\"}", "{\"a\": -0}", "{\"a\": -}",
+        "{\"a\": 01}", "{\"a\": 1.}", "{\"a\": .5}", "{\"a\": 1e}",
+        "{\"a\": 1e400}", "{\"a\": -9223372036854775808}",
+        "{\"a\": 9223372036854775808}", "{\"a\": 1e-400}", "[1, 2,]",
+        "{\"a\": 1,}", "{\"a\" 1}", "{\"a\": {\"b\": 1, \"b\": 2}}",
+        "{\"a\": {\"b\": 1}, \"c\": {\"b\": 2}}",
+        "{\"a\": 1, \"\\u0061\": 2}", "{} x", "{}   \n", "\xef\xbb\xbf{}",
+        "{\"a\": \"\xc0\xaf\"}", "{\"a\": \"\xed\xa0\x80\"}",
+        "{\"a\": \"\xf4\x90\x80\x80\"}", "{\"a\": \"\t\"}",
+        "{\"a\": tru}", "{\"a\": nul}", "{\"a\": [[[]]]}", "3", "\"x\"",
+        "{\"a\": 123456789012345678901234567890.5}", "{\"a\": 0.1e1}",
+    };
+    for (size_t k = 0; k < sizeof docs / sizeof docs[0]; k++) {
+        fuzz_one(docs[k], strlen(docs[k]), false);
+        fuzz_one(docs[k], strlen(docs[k]), true);
+    }
+    /* NUL bytes: never */
+    {
+        static const char nul[] = HDR "\"storages\": [], \"ops\": "
+                                  "[{\"duration_us\": 1\0}]}";
+        plan_trace *u = NULL;
+        ck_assert_int_eq(plan_trace_parse_json(nul, sizeof nul - 1, &u, err,
+                                               sizeof err),
+                         HO_E_BAD_TRACE);
+        ck_assert_ptr_nonnull(strstr(err, "invalid JSON"));
+    }
+    /* nesting: 2048 levels are fine, 2049 are not */
+    for (int depth = 2047; depth <= 2049; depth++) {
+        size_t n = 0;
+        char *deep = malloc(2 * (size_t)depth + 16);
+        n += (size_t)sprintf(deep, "{\"a\": ");
+        for (int d = 1; d < depth; d++)
+            deep[n++] = '[';
+        for (int d = 1; d < depth; d++)
+            deep[n++] = ']';
+        deep[n++] = '}';
+        fuzz_one(deep, n, false);
+        free(deep);
+    }
+    free(trace);
+    free(sched);
+    plan_schedule_free(s);
+    plan_trace_free(t);
+}
+END_TEST
+
+/* Which error is reported does not depend on the order of the keys: the
+ * header first, then unknown keys, then the fields in table order, the
+ * storages' entries before the ops' -- and a syntax error anywhere wins. */
+START_TEST(error_precedence)
+{
+    /* inside one object: the unknown key, then id before bytes */
+    trace_bad(HDR "\"storages\": [{\"bytes\": -1, \"id\": -2, \"x\": 1}], "
+              "\"ops\": [{\"duration_us\": 1}]}",
+              "storages[0].x: unknown field");
+    trace_bad(HDR "\"storages\": [{\"bytes\": -1, \"id\": -2}], "
+              "\"ops\": [{\"duration_us\": 1}]}",
+              "storages[0].id: must be a non-negative integer, got -2");
+    /* the header before anything else, wherever it is */
+    trace_bad("{\"ops\": [{\"duration_us\": -1}], \"storages\": [{}], "
+              "\"link\": 3, \"version\": 2, \"format\": "
+              "\"hyperoffload-trace\"}",
+              "version: unsupported version 2");
+    /* an unknown top-level key before the entries' faults */
+    trace_bad(HDR "\"storages\": [{\"id\": 1}], \"ops\": "
+              "[{\"duration_us\": 1}], \"zzz\": 0}", "zzz: unknown field");
+    /* storages before ops even when the ops come first */
+    trace_bad("{\"format\": \"hyperoffload-trace\", \"version\": 1, "
+              "\"link\": {\"h2d_gbps\": 1, \"d2h_gbps\": 1}, \"ops\": "
+              "[{\"duration_us\": -1}], \"storages\": [{\"id\": 1, "
+              "\"bytes\": 0}]}",
+              "storages[0].bytes: must be a positive integer, got 0");
+    /* a reads entry that is not an id, and an unknown id before it */
+    trace_bad(HDR "\"storages\": [{\"id\": 1, \"bytes\": 1}], \"ops\": "
+              "[{\"duration_us\": 1, \"writes\": [1]}, {\"duration_us\": 1,"
+              " \"reads\": [1, \"a\", 5]}]}",
+              "ops[1].reads[1]: must be a storage id (non-negative integer), "
+              "got \"a\"");
+    trace_bad(HDR "\"storages\": [{\"id\": 1, \"bytes\": 1}], \"ops\": "
+              "[{\"duration_us\": 1, \"writes\": [1]}, {\"duration_us\": 1,"
+              " \"reads\": [7, \"a\"]}]}",
+              "ops[1].reads[0]: unknown storage id 7");
+    /* a syntax error after a semantic one */
+    trace_bad(HDR "\"storages\": [{\"id\": -1, \"bytes\": 1}], \"ops\": "
+              "[{\"duration_us\": 1}]", "invalid JSON at line 1");
+    /* duplicate keys anywhere, escapes decoded, in ignored values too */
+    trace_bad(HDR "\"storages\": [{\"id\": 1, \"\\u0069d\": 2, \"bytes\": "
+              "1}], \"ops\": [{\"duration_us\": 1}]}",
+              "duplicate object key");
+    trace_bad(HDR "\"storages\": [], \"ops\": [{\"duration_us\": 1}], "
+              "\"x\": {\"y\": [{\"z\": 1, \"z\": 2}]}}",
+              "duplicate object key");
+    trace_bad(HDR "\"storages\": [], \"ops\": [{\"duration_us\": 1, "
+              "\"q\": 1, \"q\": 2}]}", "duplicate object key");
+    /* ops listed before the storages they read: fine */
+    plan_trace *t = parse_ok("{\"ops\": [{\"name\": \"w\", \"duration_us\": "
+                             "0.5, \"writes\": [40]}, {\"duration_us\": 2, "
+                             "\"reads\": [40, 41]}], \"format\": "
+                             "\"hyperoffload-trace\", \"version\": 1, "
+                             "\"storages\": [{\"id\": 40, \"bytes\": 8}, "
+                             "{\"id\": 41, \"bytes\": 4, \"initial\": "
+                             "\"device\"}], \"link\": {\"duplex\": false, "
+                             "\"d2h_gbps\": 2, \"h2d_gbps\": 3}}");
+    ck_assert_uint_eq(t->n_ops, 2);
+    ck_assert_uint_eq(t->ops[1].n_reads, 2);
+    ck_assert_str_eq(plan_op_name(t, 0), "w");
+    ck_assert(!t->link.duplex);
+    ck_assert(t->link.h2d_gbps == 3.0);
+    plan_trace_free(t);
+    /* the top level */
+    trace_bad("", "'[' or '{' expected near end of file");
+    trace_bad("[]", "expected a JSON object at the top level, got an array");
+    trace_bad("{} {}", "end of file expected");
+    schedule_bad(SHDR "\"budget_bytes\": 1, \"actions\": [], \"predicted\": "
+                 "[1]}", "predicted: must be an object, got an array");
+}
+END_TEST
+
+/* plan_fmt_double is the shortest "%.{p}g" that reads back (the binary
+ * search it replaced), on many doubles of every kind. */
+static size_t reference_double(char *buf, double v)
+{
+    int lo = 1, hi = 17;
+    if (v == 0.0)
+        v = 0.0;
+    if (v == floor(v) && fabs(v) < 1e15)
+        return (size_t)snprintf(buf, 320, "%.0f", v);
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        char b[320];
+        snprintf(b, sizeof b, "%.*g", mid, v);
+        if (strtod(b, NULL) == v)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return (size_t)snprintf(buf, 320, "%.*g", lo, v);
+}
+
+START_TEST(doubles_shortest)
+{
+    unsigned n = tu_iters(200000);
+    for (unsigned k = 0; k < n; k++) {
+        double v;
+        uint64_t bits = tu_rand();
+        switch (k % 6) {
+        case 0: /* any finite double */
+            memcpy(&v, &bits, sizeof v);
+            if (!isfinite(v))
+                continue;
+            break;
+        case 1: /* a few decimals */
+            v = (double)(bits % 100000000) / pow(10, (double)(bits >> 60));
+            break;
+        case 2: /* durations as the generators make them */
+            v = (double)(bits % 4096) / 4.0;
+            break;
+        case 3: /* near the fast path's bounds */
+            v = ldexp((double)(bits % (1ull << 52)), -(int)(bits >> 59));
+            break;
+        case 4:
+            v = (double)(bits % 1000000) * 1e-7;
+            break;
+        default:
+            v = tu_frand() * 1e6 - 5e5;
+        }
+        char a[64], b[320];
+        size_t la = plan_fmt_double(a, v), lb = reference_double(b, v);
+        ck_assert_msg(la == lb && strcmp(a, b) == 0, "%.17g: %s vs %s", v, a,
+                      b);
+    }
 }
 END_TEST
 
@@ -495,6 +836,10 @@ static Suite *suite(void)
     tcase_add_test(tc, names_escaped);
     tcase_add_test(tc, schedule_roundtrip);
     tcase_add_test(tc, malformed_schedule);
+    tcase_add_test(tc, movable_wait_homes);
+    tcase_add_test(tc, syntax_as_jansson);
+    tcase_add_test(tc, error_precedence);
+    tcase_add_test(tc, doubles_shortest);
     tcase_add_test(tc, files);
     suite_add_tcase(s, tc);
     return s;

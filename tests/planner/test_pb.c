@@ -151,7 +151,28 @@ START_TEST(schedules)
     s->predicted.h2d_bytes = 77;
     s->budget_bytes = 9223372036854775807ull;
     schedule_lossless(s);
+    /* wait actions and homes */
+    ck_assert_int_eq(plan_schedule_push_id(s, 7, PLAN_BEFORE, PLAN_ACT_WAIT,
+                                           1017), 0);
+    ck_assert_int_eq(plan_schedule_push_home_id(s, 1000, PLAN_HOME_HOST), 0);
+    ck_assert_int_eq(plan_schedule_push_home_id(s, 1017, PLAN_HOME_DEVICE),
+                     0);
+    schedule_lossless(s);
     plan_schedule_free(s);
+}
+END_TEST
+
+/* movable storages survive JSON -> pb -> JSON */
+START_TEST(movable_trace)
+{
+    plan_trace *t = tu_trace(NULL);
+    tu_st_movable(t, 5, 100, PLAN_INIT_DEVICE);
+    tu_st_movable(t, 6, 100, PLAN_INIT_HOST);
+    tu_st(t, 7, 100, PLAN_INIT_DEVICE, true, false);
+    tu_op(t, 1, TU_R(5, 6, 7), TU_NONE);
+    tu_finish(t);
+    trace_lossless(t);
+    plan_trace_free(t);
 }
 END_TEST
 
@@ -265,6 +286,9 @@ START_TEST(malformed_trace)
     o0.duration_us = 1;
     o0.name = (char *)"bad \xff utf8";
     pb_trace_bad(&m, "ops[0].name: not valid UTF-8");
+    o0.name = (char *)"";
+    s0.movable = true; /* not retained */
+    pb_trace_bad(&m, "storages[0]: storage id 5: movable needs retained");
 }
 END_TEST
 
@@ -287,6 +311,21 @@ START_TEST(malformed_schedule)
                      HO_E_BAD_SCHEDULE);
     ck_assert_ptr_nonnull(strstr(err, "actions[0].kind: unknown value 7"));
     a0.kind = HYPEROFFLOAD__ACTION_KIND__ACTION_KIND_STORE;
+    {
+        Hyperoffload__HomeEntry h = HYPEROFFLOAD__HOME_ENTRY__INIT;
+        Hyperoffload__HomeEntry *hp[1] = {&h};
+        h.storage = 4;
+        h.home = (Hyperoffload__Home)2;
+        m.n_homes = 1;
+        m.homes = hp;
+        len = hyperoffload__schedule__pack(&m, buf);
+        ck_assert_int_eq(plan_schedule_from_pb(buf, len, &s, err,
+                                               sizeof err),
+                         HO_E_BAD_SCHEDULE);
+        ck_assert_ptr_nonnull(strstr(err, "homes[0].home: unknown value 2"));
+        m.n_homes = 0;
+        m.homes = NULL;
+    }
     m.has_predicted = true;
     len = hyperoffload__schedule__pack(&m, buf);
     ck_assert_int_eq(plan_schedule_from_pb(buf, len, &s, err, sizeof err),
@@ -304,6 +343,274 @@ START_TEST(malformed_schedule)
     ck_assert_uint_eq(s->n_actions, 1);
     ck_assert_uint_eq(s->actions[0].kind, PLAN_ACT_STORE);
     plan_schedule_free(s);
+}
+END_TEST
+
+/* What protobuf-c packs for t: the old writer, kept as the oracle. */
+static uint8_t *pbc_trace(const plan_trace *t, size_t *ret_len)
+{
+    Hyperoffload__Trace m = HYPEROFFLOAD__TRACE__INIT;
+    Hyperoffload__Link link = HYPEROFFLOAD__LINK__INIT;
+    Hyperoffload__Storage *st = calloc(t->n_storages + 1, sizeof *st);
+    Hyperoffload__Storage **stp = calloc(t->n_storages + 1, sizeof *stp);
+    Hyperoffload__Op *ops = calloc(t->n_ops + 1, sizeof *ops);
+    Hyperoffload__Op **opp = calloc(t->n_ops + 1, sizeof *opp);
+    uint64_t *ids = malloc((t->n_refs + 1) * sizeof *ids);
+    m.format = (char *)"hyperoffload-trace";
+    m.version = 1;
+    m.name = t->name;
+    link.h2d_gbps = t->link.h2d_gbps;
+    link.d2h_gbps = t->link.d2h_gbps;
+    link.latency_us = t->link.latency_us + 0.0;
+    link.duplex = t->link.duplex;
+    m.link = &link;
+    for (uint32_t i = 0; i < t->n_storages; i++) {
+        const plan_storage *s = &t->storages[i];
+        hyperoffload__storage__init(&st[i]);
+        st[i].id = s->id;
+        st[i].bytes = s->bytes;
+        st[i].kind = (Hyperoffload__StorageKind)s->kind;
+        st[i].initial = (Hyperoffload__StorageInitial)s->initial;
+        st[i].retained = s->retained;
+        st[i].pinned = s->pinned;
+        st[i].movable = s->movable;
+        stp[i] = &st[i];
+    }
+    m.n_storages = t->n_storages;
+    m.storages = stp;
+    for (uint64_t k = 0; k < t->n_refs; k++)
+        ids[k] = t->storages[t->refs[k]].id;
+    for (uint32_t i = 0; i < t->n_ops; i++) {
+        const plan_op *o = &t->ops[i];
+        hyperoffload__op__init(&ops[i]);
+        ops[i].name = (char *)plan_op_name(t, i);
+        ops[i].duration_us = o->duration_us + 0.0;
+        ops[i].n_reads = o->n_reads;
+        ops[i].reads = ids + o->first_ref;
+        ops[i].n_writes = o->n_writes;
+        ops[i].writes = ids + o->first_ref + o->n_reads;
+        opp[i] = &ops[i];
+    }
+    m.n_ops = t->n_ops;
+    m.ops = opp;
+    *ret_len = hyperoffload__trace__get_packed_size(&m);
+    uint8_t *buf = malloc(*ret_len + 1);
+    hyperoffload__trace__pack(&m, buf);
+    free(st);
+    free(stp);
+    free(ops);
+    free(opp);
+    free(ids);
+    return buf;
+}
+
+/* One mutated message: protobuf-c refuses it exactly when ours says it is
+ * not a valid message; ours never crashes or leaks. */
+static void pb_fuzz_one(const uint8_t *buf, size_t len, bool schedule)
+{
+    int r;
+    bool pbc_ok;
+    err[0] = 0;
+    if (schedule) {
+        Hyperoffload__Schedule *m = hyperoffload__schedule__unpack(NULL, len,
+                                                                   buf);
+        plan_schedule *s = NULL;
+        pbc_ok = m != NULL;
+        hyperoffload__schedule__free_unpacked(m, NULL);
+        r = plan_schedule_from_pb(buf, len, &s, err, sizeof err);
+        plan_schedule_free(s);
+    } else {
+        Hyperoffload__Trace *m = hyperoffload__trace__unpack(NULL, len, buf);
+        plan_trace *t = NULL;
+        pbc_ok = m != NULL;
+        hyperoffload__trace__free_unpacked(m, NULL);
+        r = plan_trace_from_pb(buf, len, &t, err, sizeof err);
+        plan_trace_free(t);
+    }
+    bool ours_corrupt = r < 0 && strstr(err, "not a valid") != NULL;
+    if (pbc_ok == ours_corrupt) {
+        char hex[3 * 64 + 1] = "";
+        for (size_t i = 0; i < len && i < 64; i++)
+            sprintf(hex + 3 * i, "%02x ", buf[i]);
+        ck_abort_msg("protobuf-c %s, ours %d %s; %zu bytes: %s",
+                     pbc_ok ? "accepts" : "refuses", r, err, len, hex);
+    }
+}
+
+static void pb_fuzz(const uint8_t *base, size_t len, bool schedule,
+                    unsigned rounds)
+{
+    uint8_t *buf = malloc(len + 16);
+    pb_fuzz_one(base, len, schedule);
+    for (unsigned k = 0; k < rounds; k++) {
+        size_t at = (size_t)(tu_rand() % len), n = len;
+        uint8_t b = (uint8_t)tu_rand();
+        memcpy(buf, base, len);
+        switch (tu_rand() % 5) {
+        case 0:
+            buf[at] = b;
+            break;
+        case 1: /* a bit */
+            buf[at] ^= (uint8_t)(1u << (tu_rand() % 8));
+            break;
+        case 2: /* insert */
+            memmove(buf + at + 1, buf + at, len - at);
+            buf[at] = b;
+            n = len + 1;
+            break;
+        case 3: /* delete */
+            memmove(buf + at, buf + at + 1, len - at - 1);
+            n = len - 1;
+            break;
+        default: /* cut */
+            n = at;
+        }
+        pb_fuzz_one(buf, n, schedule);
+    }
+    free(buf);
+}
+
+/* Our writer packs what protobuf-c packs, byte for byte; the wire reader
+ * accepts what protobuf-c's unpacker accepts. */
+START_TEST(wire_as_protobuf_c)
+{
+    unsigned rounds = tu_iters(5000);
+    for (uint64_t seed = 1; seed <= 6; seed++) {
+        plan_gen_random_cfg c = {.seed = seed, .n_ops = 40 + 300 * (seed & 1),
+                                 .n_storages = 30, .min_bytes = 1,
+                                 .max_bytes = 1ull << 45,
+                                 .p_initial_device = 0.3,
+                                 .p_initial_host = 0.2, .p_retained = 0.4,
+                                 .p_pinned = 0.1, .p_movable = 0.5};
+        plan_trace *t = NULL;
+        uint8_t *ours = NULL, *theirs;
+        size_t lo = 0, lt = 0;
+        ck_assert_int_eq(plan_gen_random(&c, &t, err, sizeof err), 0);
+        if (seed == 2)
+            t->ops[3].duration_us = 0; /* left out, as protobuf-c does */
+        if (seed == 3)
+            t->link.latency_us = 0;
+        ck_assert_int_eq(plan_trace_to_pb(t, &ours, &lo), 0);
+        theirs = pbc_trace(t, &lt);
+        ck_assert_uint_eq(lo, lt);
+        ck_assert(memcmp(ours, theirs, lo) == 0);
+        if (seed <= 2)
+            pb_fuzz(ours, lo, false, rounds);
+        free(ours);
+        free(theirs);
+
+        plan_schedule *s = plan_schedule_new(seed & 1 ? "hoplan" : "", seed);
+        for (uint32_t i = 0; i < 20; i++)
+            tu_act(s, i * (uint32_t)seed, (plan_when)(i & 1),
+                   (plan_act_kind)(i % PLAN_ACT__COUNT),
+                   t->storages[i % t->n_storages].id);
+        ck_assert_int_eq(plan_schedule_push_home_id(s, 1000, PLAN_HOME_HOST),
+                         0);
+        ck_assert_int_eq(plan_schedule_push_home_id(s, 0, PLAN_HOME_DEVICE),
+                         0);
+        s->has_predicted = seed & 1;
+        s->predicted.peak_device_bytes = seed * 1000;
+        s->predicted.compute_us = 0.5 * (double)seed;
+        s->predicted.exposed_us = seed == 3 ? 0.0 : -1e-9;
+        ck_assert_int_eq(plan_schedule_to_pb(s, &ours, &lo), 0);
+        {
+            Hyperoffload__Schedule m = HYPEROFFLOAD__SCHEDULE__INIT;
+            Hyperoffload__Metrics met = HYPEROFFLOAD__METRICS__INIT;
+            Hyperoffload__Action acts[20], *actp[20];
+            Hyperoffload__HomeEntry homes[2], *homep[2];
+            m.format = (char *)"hyperoffload-schedule";
+            m.version = 1;
+            m.planner = s->planner;
+            m.budget_bytes = s->budget_bytes;
+            for (size_t i = 0; i < s->n_actions; i++) {
+                hyperoffload__action__init(&acts[i]);
+                acts[i].op = s->actions[i].op;
+                acts[i].when = (Hyperoffload__ActionWhen)s->actions[i].when;
+                acts[i].kind = (Hyperoffload__ActionKind)s->actions[i].kind;
+                acts[i].storage = s->actions[i].storage_id;
+                actp[i] = &acts[i];
+            }
+            m.n_actions = s->n_actions;
+            m.actions = actp;
+            for (size_t i = 0; i < s->n_homes; i++) {
+                hyperoffload__home_entry__init(&homes[i]);
+                homes[i].storage = s->homes[i].storage_id;
+                homes[i].home = (Hyperoffload__Home)s->homes[i].home;
+                homep[i] = &homes[i];
+            }
+            m.n_homes = s->n_homes;
+            m.homes = homep;
+            if (s->has_predicted) {
+                met.peak_device_bytes = s->predicted.peak_device_bytes;
+                met.compute_us = s->predicted.compute_us;
+                met.exposed_us = s->predicted.exposed_us;
+                m.predicted = &met;
+                m.has_predicted = true;
+            }
+            lt = hyperoffload__schedule__get_packed_size(&m);
+            theirs = malloc(lt + 1);
+            hyperoffload__schedule__pack(&m, theirs);
+        }
+        ck_assert_uint_eq(lo, lt);
+        ck_assert(memcmp(ours, theirs, lo) == 0);
+        if (seed <= 2)
+            pb_fuzz(ours, lo, true, rounds);
+        free(ours);
+        free(theirs);
+        plan_schedule_free(s);
+        plan_trace_free(t);
+    }
+    /* wire-level corner cases */
+    static const uint8_t cases[][8] = {
+        {0x00},                   /* field 0 */
+        {0x0b, 0x0c},             /* a group */
+        {0x0e},                   /* wire type 6 */
+        {0x10, 0x80},             /* truncated varint */
+        {0x22, 0x05, 0x09},       /* link longer than the message */
+        {0x22, 0x02, 0x08, 0x01}, /* link.h2d_gbps as a varint */
+        {0x3d, 1, 2, 3, 4},       /* unknown fixed32 */
+        {0x39, 1, 2, 3, 4, 5, 6, 7},
+    };
+    static const size_t lens[] = {1, 2, 1, 2, 3, 4, 5, 8};
+    for (size_t k = 0; k < sizeof lens / sizeof lens[0]; k++) {
+        pb_fuzz_one(cases[k], lens[k], false);
+        pb_fuzz_one(cases[k], lens[k], true);
+    }
+}
+END_TEST
+
+/* Entries in any order: the ops' messages before the storages' (two
+ * concatenated messages are one, merged, in protobuf) read as usual. */
+START_TEST(ops_before_storages)
+{
+    plan_gen_random_cfg c = {.seed = 4, .n_ops = 60, .n_storages = 20};
+    plan_trace *t = NULL, *t2 = NULL;
+    ck_assert_int_eq(plan_gen_random(&c, &t, err, sizeof err), 0);
+    uint32_t ns = t->n_storages;
+    size_t la, lb;
+    t->n_storages = 0; /* the ops alone (ids are read from storages[]) */
+    uint8_t *a = pbc_trace(t, &la);
+    t->n_storages = ns;
+    uint32_t no = t->n_ops;
+    t->n_ops = 0;
+    Hyperoffload__Trace *m;
+    uint8_t *b = pbc_trace(t, &lb); /* header, link, storages */
+    t->n_ops = no;
+    uint8_t *ab = malloc(la + lb);
+    memcpy(ab, a, la);
+    memcpy(ab + la, b, lb);
+    m = hyperoffload__trace__unpack(NULL, la + lb, ab);
+    ck_assert_ptr_nonnull(m);
+    ck_assert_uint_eq(m->n_storages, ns);
+    hyperoffload__trace__free_unpacked(m, NULL);
+    ck_assert_msg(plan_trace_from_pb(ab, la + lb, &t2, err, sizeof err) == 0,
+                  "%s", err);
+    ck_assert_uint_eq(plan_trace_hash(t), plan_trace_hash(t2));
+    free(a);
+    free(b);
+    free(ab);
+    plan_trace_free(t);
+    plan_trace_free(t2);
 }
 END_TEST
 
@@ -375,6 +682,9 @@ static Suite *suite(void)
     tcase_add_test(tc, generated_traces);
     tcase_add_test(tc, random_traces);
     tcase_add_test(tc, schedules);
+    tcase_add_test(tc, movable_trace);
+    tcase_add_test(tc, wire_as_protobuf_c);
+    tcase_add_test(tc, ops_before_storages);
     tcase_add_test(tc, malformed_trace);
     tcase_add_test(tc, malformed_schedule);
     tcase_add_test(tc, read_file_detects);
