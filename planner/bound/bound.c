@@ -89,9 +89,9 @@ int plan_exposure_bound(const plan_trace *t, uint64_t budget,
     if (!o.time_limit_ms)
         o.time_limit_ms = full ? 20000 : 300;
     if (!o.max_checkpoints)
-        o.max_checkpoints = full ? 2048 : 96;
+        o.max_checkpoints = full ? 256 : 48;
     if (!o.max_cells)
-        o.max_cells = full ? 400000 : 12000;
+        o.max_cells = full ? 200000 : 8000;
     if (!o.lp_max_ops)
         o.lp_max_ops = full ? 4000000 : 200000;
 

@@ -55,11 +55,11 @@ typedef struct plan_bound_options {
      * limit: for tests and reproducible figures). */
     uint32_t iteration_limit;
     /* 0: the mode's default.  Most memory checkpoints (= LP segments);
-     * fast 96, full 2048.  Fewer are used when the LP would exceed
+     * fast 48, full 256.  Fewer are used when the LP would exceed
      * max_cells. */
     uint32_t max_checkpoints;
     /* 0: the mode's default.  Most (key, checkpoint) cells of the LP;
-     * fast 12000, full 400000. */
+     * fast 8000, full 200000. */
     uint32_t max_cells;
     /* Above this many ops the LP is skipped (closed form only); 0: the
      * mode's default (fast 200000, full 4000000). */

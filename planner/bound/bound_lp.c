@@ -35,6 +35,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "hyperoffload/errors.h"
 
@@ -72,6 +73,7 @@ typedef struct keyent {
 typedef struct lp {
     const bd_model *m;
     uint32_t K;
+    uint64_t budget;
     const uint32_t *ck;
     uint32_t *segof;
     pool *dp, *hp; /* 2 * (K + 1) each, index seg * 2 + mand */
@@ -283,13 +285,15 @@ static inline uint32_t seg_end(const lp *x, uint32_t q)
 
 /* Pools, keys and the events of their coverage, for checkpoints ck[0..K).
  * Counts the cells in *ret_cells. */
-static int lp_layout(lp *x, const uint32_t *ck, uint32_t K, size_t *ret_cells)
+static int lp_layout(lp *x, const uint32_t *ck, uint32_t K, uint64_t budget,
+                     size_t *ret_cells)
 {
     const bd_model *m = x->m;
     const uint32_t n = m->n;
     int err = 0;
     x->K = K;
     x->ck = ck;
+    x->budget = budget;
     x->segof = malloc((size_t)n * sizeof(*x->segof));
     x->dp = calloc(2 * ((size_t)K + 1), sizeof(pool));
     x->hp = calloc(2 * ((size_t)K + 1), sizeof(pool));
@@ -332,11 +336,10 @@ static int lp_layout(lp *x, const uint32_t *ck, uint32_t K, size_t *ret_cells)
             }
             if (!(p->mand & BD_MAND_H))
                 P->mand += p->mand_bytes;
-            P->lo = (int32_t)R;
-            if (jlo <= jhi && jhi - 1 > P->hi)
-                P->hi = jhi - 1;
-            if (mand)
+            if (mand) {
+                P->lo = (int32_t)R;
                 P->hi = (int32_t)K;
+            }
         }
         if (p->dl != BD_NOH2D) {
             uint32_t B;
@@ -367,11 +370,10 @@ static int lp_layout(lp *x, const uint32_t *ck, uint32_t K, size_t *ret_cells)
                 P->cpart = c;
             if (mand)
                 P->mand += p->mand_bytes;
-            P->hi = (int32_t)B;
-            if (jlo <= jhi && jlo < P->lo)
-                P->lo = jlo;
-            if (mand)
+            if (mand) {
                 P->lo = 0;
+                P->hi = (int32_t)B;
+            }
         }
         if (jlo > jhi || (di < 0 && hi < 0))
             continue;
@@ -396,7 +398,8 @@ static int lp_layout(lp *x, const uint32_t *ck, uint32_t K, size_t *ret_cells)
                                ? x->evs[e].j
                                : j;
             if (sum > 0)
-                cells += (size_t)(next - j);
+                for (int32_t q = j; q < next; q++)
+                    cells += m->live[ck[q - 1]] > budget;
         }
     }
     *ret_cells = cells;
@@ -419,9 +422,25 @@ static int lp_cells(lp *x, size_t n_cells)
                                ? x->evs[e].j
                                : j;
             if (sum > 0)
-                for (int32_t q = j; q < next; q++)
+                for (int32_t q = j; q < next; q++) {
+                    if (x->m->live[x->ck[q - 1]] <= x->budget)
+                        continue; /* no memory row: the cell is idle */
                     x->cells[x->n_cells++] =
                         (cell){key, q, (double)sum / MIB, 0};
+                    const keyent *k = &x->keys[key];
+                    if (k->dp >= 0) {
+                        pool *P = &x->dp[k->dp];
+                        P->lo = P->seg;
+                        if (q - 1 > P->hi)
+                            P->hi = q - 1;
+                    }
+                    if (k->hp >= 0) {
+                        pool *P = &x->hp[k->hp];
+                        P->hi = P->seg;
+                        if (q < P->lo)
+                            P->lo = q;
+                    }
+                }
         }
     }
     if (x->n_cells)
@@ -631,11 +650,12 @@ static double lagrangian(const lp *x, const double *y)
     return (double)val;
 }
 
-int bd_lp(const bd_lp_in *in, bd_lp_out *out)
+/* One LP at (at most) K checkpoints, with the given limits. */
+static int lp_once(const bd_lp_in *in, uint32_t K, uint32_t time_ms,
+                   bd_lp_out *out)
 {
     const bd_model *m = in->m;
     uint32_t *ck = NULL, nck = 0;
-    uint32_t K = in->max_checkpoints;
     lp x;
     int r = 0;
 
@@ -651,7 +671,7 @@ int bd_lp(const bd_lp_in *in, bd_lp_out *out)
         if ((r = bd_checkpoints(m, K, &ck, &nck)) < 0)
             goto out;
         lp_reset(&x);
-        if ((r = lp_layout(&x, ck, nck, &cells)) < 0)
+        if ((r = lp_layout(&x, ck, nck, in->budget, &cells)) < 0)
             goto out;
         if (cells <= in->max_cells)
             break;
@@ -710,31 +730,17 @@ int bd_lp(const bd_lp_in *in, bd_lp_out *out)
         glp_set_obj_coef(P, j, x.cobj[j]);
     }
     glp_load_matrix(P, (int)x.nnz, x.ia, x.ja, x.ar);
-    if (getenv("HO_BOUND_DUMP"))
-        glp_write_mps(P, GLP_MPS_FILE, NULL, getenv("HO_BOUND_DUMP"));
     glp_scale_prob(P, GLP_SF_AUTO);
     glp_smcp parm;
     glp_init_smcp(&parm);
     parm.msg_lev = GLP_MSG_OFF;
     parm.meth = GLP_DUAL;
-    {
-        const char *e = getenv("HO_BOUND_METH");
-        if (e && strcmp(e, "primal") == 0)
-            parm.meth = GLP_PRIMAL;
-    }
+
     parm.presolve = GLP_OFF;
-    if (in->time_limit_ms)
-        parm.tm_lim = (int)in->time_limit_ms;
+    parm.tm_lim = time_ms ? (int)time_ms : 1;
     if (in->iteration_limit)
         parm.it_lim = (int)in->iteration_limit;
-    int rc;
-    if (getenv("HO_BOUND_IPT")) {
-        glp_iptcp ip;
-        glp_init_iptcp(&ip);
-        ip.msg_lev = GLP_MSG_OFF;
-        rc = glp_interior(P, &ip);
-    } else
-        rc = glp_simplex(P, &parm);
+    int rc = glp_simplex(P, &parm);
     int st = glp_get_status(P);
     out->iterations = (uint32_t)glp_get_it_cnt(P);
     double *y = malloc(((size_t)x.n_rows + 1) * sizeof(double));
@@ -744,10 +750,7 @@ int bd_lp(const bd_lp_in *in, bd_lp_out *out)
         goto out;
     }
     for (int i = 1; i <= x.n_rows; i++)
-        y[i] = getenv("HO_BOUND_IPT") ? glp_ipt_row_dual(P, i)
-                                      : glp_get_row_dual(P, i);
-    if (getenv("HO_BOUND_IPT"))
-        st = glp_ipt_status(P);
+        y[i] = glp_get_row_dual(P, i);
     glp_delete_prob(P);
     glp_term_out(term);
     double lb = lagrangian(&x, y);
@@ -772,4 +775,51 @@ out:
     lp_reset(&x);
     free(ck);
     return r;
+}
+
+static double lp_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* Progressive refinement: 16, 32, 64, ... checkpoints up to the maximum,
+ * while the time limit lasts; every pass gives a valid bound, the largest
+ * is kept.  A coarse pass costs little and guards against a fine one that
+ * stops at its limit with a weak dual value. */
+int bd_lp(const bd_lp_in *in, bd_lp_out *out)
+{
+    uint32_t kmax = in->max_checkpoints < in->m->n ? in->max_checkpoints
+                                                    : in->m->n;
+    double t0 = lp_now_ms();
+    bool have = false;
+    memset(out, 0, sizeof(*out));
+    for (uint32_t K = kmax < 16 ? kmax : 16;; K = K * 2 > kmax ? kmax : K * 2) {
+        double left = (double)in->time_limit_ms - (lp_now_ms() - t0);
+        if (have && left < 1)
+            break;
+        bd_lp_out o;
+        int r = lp_once(in, K, left < 1 ? 1 : (uint32_t)left, &o);
+        if (r < 0)
+            return r;
+        if (!have || o.status == PLAN_BOUND_LP_NOT_RUN ||
+            o.bound_us >= out->bound_us) {
+            uint32_t it = out->iterations;
+            *out = o;
+            out->iterations += it;
+        } else {
+            out->iterations += o.iterations;
+            if (o.status == PLAN_BOUND_LP_LIMIT)
+                snprintf(out->note, sizeof(out->note),
+                         "the LP at %u checkpoints stopped at its limit "
+                         "below this one's value",
+                         o.checkpoints);
+        }
+        have = true;
+        if (o.status == PLAN_BOUND_LP_NOT_RUN || o.status != PLAN_BOUND_LP_OPTIMAL ||
+            K >= kmax || o.checkpoints < K)
+            break;
+    }
+    return 0;
 }

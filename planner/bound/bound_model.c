@@ -14,12 +14,12 @@
 
 #include "planner/plan_impl.h"
 
-/* Movable storages (PLANNER.md §1): the planner chooses the home.  The
- * field arrives with the IR commit of the movable/wait/homes work. */
+/* Movable storages (PLANNER.md §1): the schedule chooses the home, so
+ * the model must admit both (docs/bound.md §2.3). */
 static inline bool bd_movable(const plan_storage *s)
 {
-    (void)s;
-    return false;
+    return s->movable && s->retained &&
+           (s->initial == PLAN_INIT_DEVICE || s->initial == PLAN_INIT_HOST);
 }
 
 static int push_part(bd_model *m, uint64_t bytes, int64_t from, int64_t to,
