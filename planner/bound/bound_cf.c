@@ -14,7 +14,7 @@
  *     are prefetched inside [S_i, S_b]; the engine time that takes beyond
  *     the compute of those windows is stall before S_i and after S_i.
  *
- * Cost O(parts log parts + checkpoints * parts).
+ * Cost O(ops + parts * checkpoints).
  */
 #include "planner/bound/bound_impl.h"
 
@@ -24,24 +24,32 @@
 
 #include "planner/plan_impl.h"
 
-static int by_release(const void *x, const void *y, void *ctx)
+/* Counting sort of part indices by a key in [0, nkeys): stable, O(P + n).
+ * rank(p) gives the key. */
+static int csort(const bd_model *m, uint32_t *ord, size_t nkeys, bool by_rel)
 {
-    const bd_part *parts = ctx;
-    const bd_part *a = &parts[*(const uint32_t *)x];
-    const bd_part *b = &parts[*(const uint32_t *)y];
-    if (a->rel != b->rel)
-        return a->rel < b->rel ? -1 : 1;
-    return *(const uint32_t *)x < *(const uint32_t *)y ? -1 : 1;
-}
-
-static int by_deadline_desc(const void *x, const void *y, void *ctx)
-{
-    const bd_part *parts = ctx;
-    const bd_part *a = &parts[*(const uint32_t *)x];
-    const bd_part *b = &parts[*(const uint32_t *)y];
-    if (a->dl != b->dl)
-        return a->dl > b->dl ? -1 : 1;
-    return *(const uint32_t *)x < *(const uint32_t *)y ? -1 : 1;
+    size_t np = m->n_parts;
+    uint32_t *cnt = calloc(nkeys + 1, sizeof(*cnt));
+    if (!cnt)
+        return -ENOMEM;
+    /* rel in [-2, n): key rel + 2 ascending; dl in [-1, n]: key n - dl
+     * (descending deadline, step end first) */
+    for (size_t k = 0; k < np; k++) {
+        const bd_part *p = &m->parts[k];
+        size_t key = by_rel ? (size_t)(p->rel + 2)
+                            : (size_t)((int64_t)m->n - p->dl);
+        cnt[key + 1]++;
+    }
+    for (size_t i = 0; i < nkeys; i++)
+        cnt[i + 1] += cnt[i];
+    for (size_t k = 0; k < np; k++) {
+        const bd_part *p = &m->parts[k];
+        size_t key = by_rel ? (size_t)(p->rel + 2)
+                            : (size_t)((int64_t)m->n - p->dl);
+        ord[cnt[key]++] = (uint32_t)k;
+    }
+    free(cnt);
+    return 0;
 }
 
 /* 1. forced copies */
@@ -134,8 +142,12 @@ int bd_closed_form(const bd_model *m, uint64_t budget, const uint32_t *ck,
     }
     for (size_t k = 0; k < np; k++)
         ord_r[k] = ord_d[k] = (uint32_t)k;
-    qsort_r(ord_r, np, sizeof(*ord_r), by_release, m->parts);
-    qsort_r(ord_d, np, sizeof(*ord_d), by_deadline_desc, m->parts);
+    if ((r = csort(m, ord_r, (size_t)m->n + 2, true)) < 0 ||
+        (r = csort(m, ord_d, (size_t)m->n + 2, false)) < 0) {
+        free(ord_r);
+        free(ord_d);
+        return r;
+    }
 
     const double upb_d = bd_us_per_byte(&m->link, 1);
     const double upb_h = bd_us_per_byte(&m->link, 0);

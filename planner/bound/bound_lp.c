@@ -397,9 +397,9 @@ static int lp_layout(lp *x, const uint32_t *ck, uint32_t K, uint64_t budget,
             int32_t next = e < x->n_evs && x->evs[e].key == key
                                ? x->evs[e].j
                                : j;
-            if (sum > 0)
-                for (int32_t q = j; q < next; q++)
-                    cells += m->live[ck[q - 1]] > budget;
+            if (sum > 0) /* all of them, whatever the budget, so that
+                            the checkpoints chosen do not depend on it */
+                cells += (size_t)(next - j);
         }
     }
     *ret_cells = cells;
@@ -691,7 +691,7 @@ static int lp_once(const bd_lp_in *in, uint32_t K, uint32_t time_ms,
             K = 4;
     }
     out->checkpoints = nck;
-    if ((r = lp_cells(&x, cells)) < 0)
+    if ((r = lp_cells(&x, cells)) < 0) /* at most that many */
         goto out;
     int n_mem = lp_build(&x, in->budget);
     if (n_mem < 0) {
