@@ -9,22 +9,22 @@
  *
  * Variables (bytes in MiB, time in ms, every one boxed):
  *   W_q            stall in segment q, [0, U]
- *   G_{P,q}        stores of pool P (parts whose store may start in
- *                  segment R_P) done by the end of segment q (cumulative)
- *   H_{P,q}        prefetches of pool P (parts whose prefetch must end in
- *                  segment B_P) done from segment q on (cumulative)
- *   X_{k,j}        bytes of key k (a D pool, an H pool) off the device at
- *                  checkpoint j, [0, cap]
+ *   D_{P,q}        store volume of pool P (parts whose store may start in
+ *                  segment R_P) in segment q >= R_P
+ *   H_{P,q}        prefetch volume of pool P (parts whose prefetch must end
+ *                  in segment B_P) in segment q <= B_P
+ *   X_{k,j}        bytes of key k (a store pool, a prefetch pool) off the
+ *                  device at checkpoint j, [0, cap]
  * Rows:
  *   engine q       copy time in segment q <= C_q + W_q (per engine)
- *   release/deadline rows: a pool's copy time inside its first (last)
- *                  segment <= the compute there after its earliest release
- *                  (before its latest deadline) + W
- *   monotone       cumulatives never decrease
- *   cover          G_{P,j-1} >= sum_k X_{k,j} over keys of P (stored
- *                  before S_cj); H_{P,j} >= sum X (prefetched after S_cj)
+ *   edge rows      a pool's copy time inside its first (last) segment <=
+ *                  the compute there after its earliest release (before
+ *                  its latest deadline) + W
+ *   cover          sum_{q<j} D_{P,q} >= sum_k X_{k,j} over keys of P
+ *                  (stored before S_cj); sum_{q>=j} H_{P,q} >= sum X
+ *                  (prefetched after S_cj)
  *   memory j       sum_k X_{k,j} >= live(c_j) - budget
- *   forced copies: lower bounds on G_{P,K} / H_{P,0}.
+ *   forced         sum_q D_{P,q} (H_{P,q}) >= the pool's forced bytes.
  * The bound is the Lagrangian value of the solver's row duals over the box
  * (computed here in long double), valid for any duals.
  */
