@@ -51,8 +51,9 @@ static const char *const initial_names[PLAN_INIT__COUNT] = {
     "none", "device", "host",
 };
 static const char *const act_names[PLAN_ACT__COUNT] = {
-    "prefetch", "store", "free_device", "free_host",
+    "prefetch", "store", "free_device", "free_host", "wait",
 };
+static const char *const home_names[2] = {"device", "host"};
 
 const char *plan_kind_name(plan_kind k)
 {
@@ -67,6 +68,11 @@ const char *plan_initial_name(plan_initial i)
 const char *plan_act_name(plan_act_kind k)
 {
     return (unsigned)k < PLAN_ACT__COUNT ? act_names[k] : "?";
+}
+
+const char *plan_home_name(plan_home h)
+{
+    return (unsigned)h < 2 ? home_names[h] : "?";
 }
 
 static int parse_name(const char *s, const char *const *names, unsigned n,
@@ -107,6 +113,15 @@ int plan_act_parse(const char *s, plan_act_kind *ret)
     int r = parse_name(s, act_names, PLAN_ACT__COUNT, &v);
     if (r == 0)
         *ret = (plan_act_kind)v;
+    return r;
+}
+
+int plan_home_parse(const char *s, plan_home *ret)
+{
+    unsigned v;
+    int r = parse_name(s, home_names, 2, &v);
+    if (r == 0)
+        *ret = (plan_home)v;
     return r;
 }
 
@@ -264,6 +279,11 @@ int plan_trace_add_storage(plan_trace *t, const plan_storage *s,
         return ho_errf(err, errlen, HO_E_BAD_TRACE,
                          "duplicate storage id %llu",
                          (unsigned long long)s->id);
+    if (s->movable && (!s->retained || s->initial == PLAN_INIT_NONE))
+        return ho_errf(err, errlen, HO_E_BAD_TRACE,
+                       "storage id %llu: movable needs retained and initial "
+                       "device or host",
+                       (unsigned long long)s->id);
     if (t->n_storages >= PLAN_MAX_STORAGES)
         return ho_errf(err, errlen, -E2BIG, "more than %u storages",
                          PLAN_MAX_STORAGES);
@@ -573,7 +593,8 @@ uint64_t plan_trace_hash(const plan_trace *t)
         hash_u64(&hs, st->bytes);
         hash_u64(&hs, (uint64_t)st->kind | (uint64_t)st->initial << 8 |
                           (uint64_t)st->retained << 16 |
-                          (uint64_t)st->pinned << 24);
+                          (uint64_t)st->pinned << 24 |
+                          (uint64_t)st->movable << 32);
     }
     hash_u64(&hs, t->n_ops);
     for (uint32_t i = 0; i < t->n_ops; i++) {
@@ -630,6 +651,10 @@ int plan_summarize_core(const plan_trace *t, plan_trace_summary *ret,
         sm.bytes_by_kind[st->kind] += st->bytes;
         sm.count_by_kind[st->kind]++;
         sm.total_bytes += st->bytes;
+        if (st->movable) {
+            sm.n_movable++;
+            sm.movable_bytes += st->bytes;
+        }
     }
     mark = malloc((t->n_storages ? t->n_storages : 1) * sizeof(*mark));
     if (!mark)
@@ -687,6 +712,7 @@ void plan_schedule_free(plan_schedule *s)
     if (!s)
         return;
     free(s->actions);
+    free(s->homes);
     free(s);
 }
 
@@ -772,6 +798,120 @@ int plan_schedule_sort(plan_schedule *s)
     return 0;
 }
 
+static int push_home(plan_schedule *s, const plan_home_entry *h)
+{
+    if (s->n_homes >= s->cap_homes) {
+        uint64_t cap = s->cap_homes;
+        int r = grow((void **)&s->homes, &cap, (uint64_t)s->n_homes + 1,
+                     sizeof(*s->homes), PLAN_MAX_HOMES);
+        if (r < 0)
+            return r;
+        s->cap_homes = (size_t)cap;
+    }
+    s->homes[s->n_homes++] = *h;
+    return 0;
+}
+
+int plan_schedule_set_home(plan_schedule *s, const plan_trace *t,
+                           uint32_t storage, plan_home home)
+{
+    if (!s || !t || storage >= t->n_storages || (unsigned)home > 1 ||
+        !t->storages[storage].movable)
+        return -EINVAL;
+    plan_home_entry h = {.storage_id = t->storages[storage].id,
+                         .storage = storage,
+                         .home = (uint8_t)home};
+    for (size_t i = 0; i < s->n_homes; i++) {
+        if (s->homes[i].storage_id == h.storage_id) {
+            s->homes[i] = h;
+            return 0;
+        }
+    }
+    return push_home(s, &h);
+}
+
+int plan_schedule_push_home_id(plan_schedule *s, uint64_t storage_id,
+                               plan_home home)
+{
+    if (!s || (unsigned)home > 1)
+        return -EINVAL;
+    plan_home_entry h = {.storage_id = storage_id,
+                         .storage = PLAN_NONE,
+                         .home = (uint8_t)home};
+    return push_home(s, &h);
+}
+
+int plan_schedule_initials(const plan_trace *t, const plan_schedule *s,
+                           uint8_t *ret_initial)
+{
+    if (!t || !ret_initial)
+        return -EINVAL;
+    size_t nh = s ? s->n_homes : 0;
+    for (size_t i = 0; i < nh; i++) {
+        const plan_home_entry *h = &s->homes[i];
+        if (h->storage >= t->n_storages ||
+            t->storages[h->storage].id != h->storage_id ||
+            !t->storages[h->storage].movable || h->home > PLAN_HOME_HOST)
+            return HO_E_BAD_SCHEDULE;
+    }
+    for (uint32_t i = 0; i < t->n_storages; i++)
+        ret_initial[i] = t->storages[i].initial;
+    for (size_t i = 0; i < nh; i++) {
+        const plan_home_entry *h = &s->homes[i];
+        ret_initial[h->storage] = h->home == PLAN_HOME_HOST
+                                      ? PLAN_INIT_HOST
+                                      : PLAN_INIT_DEVICE;
+    }
+    return 0;
+}
+
+/* Resolve and check the home entries: known, movable, one per storage. */
+static int bind_homes(plan_schedule *s, const plan_trace *t, char *err,
+                      size_t errlen)
+{
+    uint32_t *first = NULL;
+    int r = 0;
+
+    if (s->n_homes == 0)
+        return 0;
+    first = malloc((t->n_storages ? t->n_storages : 1) * sizeof(*first));
+    if (!first)
+        return ho_errf(err, errlen, -ENOMEM, "out of memory binding homes");
+    memset(first, 0xff, (t->n_storages ? t->n_storages : 1) * sizeof(*first));
+    for (size_t i = 0; i < s->n_homes; i++) {
+        plan_home_entry *h = &s->homes[i];
+        uint32_t idx = plan_trace_find(t, h->storage_id);
+        if (idx == PLAN_NONE) {
+            r = ho_errf(err, errlen, HO_E_BAD_SCHEDULE,
+                        "homes[%zu]: unknown storage id %llu", i,
+                        (unsigned long long)h->storage_id);
+            break;
+        }
+        if (!t->storages[idx].movable) {
+            r = ho_errf(err, errlen, HO_E_BAD_SCHEDULE,
+                        "homes[%zu]: storage id %llu is not movable", i,
+                        (unsigned long long)h->storage_id);
+            break;
+        }
+        if (h->home > PLAN_HOME_HOST) {
+            r = ho_errf(err, errlen, HO_E_BAD_SCHEDULE,
+                        "homes[%zu]: bad home %u", i, h->home);
+            break;
+        }
+        if (first[idx] != PLAN_NONE) {
+            r = ho_errf(err, errlen, HO_E_BAD_SCHEDULE,
+                        "homes[%zu]: duplicate storage id %llu (first at "
+                        "homes[%u])",
+                        i, (unsigned long long)h->storage_id, first[idx]);
+            break;
+        }
+        first[idx] = (uint32_t)i;
+        h->storage = idx;
+    }
+    free(first);
+    return r;
+}
+
 int plan_schedule_bind(plan_schedule *s, const plan_trace *t, char *err,
                        size_t errlen)
 {
@@ -795,7 +935,10 @@ int plan_schedule_bind(plan_schedule *s, const plan_trace *t, char *err,
                              a->when, a->kind);
         a->storage = idx;
     }
-    int r = plan_schedule_sort(s);
+    int r = bind_homes(s, t, err, errlen);
+    if (r < 0)
+        return r;
+    r = plan_schedule_sort(s);
     if (r < 0)
         return ho_errf(err, errlen, r, "out of memory sorting actions");
     return 0;

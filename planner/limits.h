@@ -30,6 +30,8 @@
 #define PLAN_MAX_NAME 256u
 /* Actions per schedule: a few per access, PLAN_MAX_REFS of them at most. */
 #define PLAN_MAX_ACTIONS (1u << 28)
+/* Home entries per schedule: at most one per storage. */
+#define PLAN_MAX_HOMES PLAN_MAX_STORAGES
 
 /* Largest trace or schedule file either reader accepts (bytes); the
  * in-memory form of a parsed document is a small multiple of this. */

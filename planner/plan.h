@@ -64,6 +64,9 @@ typedef struct plan_storage {
     uint8_t initial;  /* plan_initial */
     bool retained;
     bool pinned;
+    bool movable;     /* the schedule may choose its home between steps
+                         (plan_schedule.homes); only with retained and
+                         initial device or host, else HO_E_BAD_TRACE */
 } plan_storage;
 
 typedef struct plan_link {
@@ -116,7 +119,9 @@ void plan_trace_free(plan_trace *t);
 
 /* Append a storage.  Returns its index in *ret_index (may be NULL).
  * -EINVAL for bytes == 0 or above the limit, bad kind/initial;
- * HO_E_BAD_TRACE for a duplicate id (message names it); -E2BIG at the limit. */
+ * HO_E_BAD_TRACE for a duplicate id or a `movable` storage that is not
+ * retained with initial device or host (message names it); -E2BIG at the
+ * limit. */
 int plan_trace_add_storage(plan_trace *t, const plan_storage *s,
                            uint32_t *ret_index, char *err, size_t errlen);
 
@@ -154,6 +159,8 @@ typedef struct plan_trace_summary {
     uint32_t count_by_kind[PLAN_KIND__COUNT];
     uint64_t total_bytes;
     double compute_us;
+    uint32_t n_movable;             /* storages marked movable */
+    uint64_t movable_bytes;         /* and their bytes */
     uint64_t no_offload_peak;       /* peak of the `none` schedule */
     uint64_t max_op_working_set;    /* largest bytes any single op needs */
     uint32_t max_op_working_set_op;
@@ -167,6 +174,9 @@ typedef enum plan_act_kind {
     PLAN_ACT_STORE,
     PLAN_ACT_FREE_DEVICE,
     PLAN_ACT_FREE_HOST,
+    PLAN_ACT_WAIT,        /* the point's clock moves to the completion of
+                             the storage's in-flight copies (PLANNER.md §3,
+                             docs/execution-model.md rule 13) */
     PLAN_ACT__COUNT
 } plan_act_kind;
 
@@ -194,6 +204,20 @@ typedef struct plan_metrics {
     uint64_t d2h_bytes;
 } plan_metrics;
 
+/* Where a movable storage lives between steps (PLANNER.md §2-§3): judged
+ * as if its `initial` were device or host. */
+typedef enum plan_home { PLAN_HOME_DEVICE = 0, PLAN_HOME_HOST = 1 } plan_home;
+
+const char *plan_home_name(plan_home h);             /* "device", "host" */
+int plan_home_parse(const char *s, plan_home *ret);  /* 0 / -EINVAL */
+
+typedef struct plan_home_entry {
+    uint64_t storage_id; /* authoritative (serialised) */
+    uint32_t storage;    /* index into the trace, or PLAN_NONE until
+                            plan_schedule_bind() */
+    uint8_t home;        /* plan_home */
+} plan_home_entry;
+
 typedef struct plan_schedule {
     char planner[32];
     uint64_t budget_bytes;
@@ -201,6 +225,11 @@ typedef struct plan_schedule {
     plan_action *actions;  /* in execution order (stable by op, when) */
     bool has_predicted;
     plan_metrics predicted;
+    /* Homes chosen for movable storages; every storage without an entry
+     * keeps the home its `initial` gives.  At most one entry per storage
+     * (checked by plan_schedule_bind), kept in the order they were set. */
+    size_t n_homes, cap_homes;
+    plan_home_entry *homes;
 } plan_schedule;
 
 plan_schedule *plan_schedule_new(const char *planner, uint64_t budget);
@@ -211,8 +240,27 @@ int plan_schedule_push(plan_schedule *s, const plan_trace *t, uint32_t op,
                        plan_when when, plan_act_kind kind, uint32_t storage);
 int plan_schedule_push_id(plan_schedule *s, uint32_t op, plan_when when,
                           plan_act_kind kind, uint64_t storage_id);
+/* Set the home of movable storage `storage` (an index of `t`), replacing
+ * an earlier entry of the same storage (O(n_homes)).  -EINVAL for a bad
+ * index or home or a storage that is not movable; -ENOMEM, -E2BIG. */
+int plan_schedule_set_home(plan_schedule *s, const plan_trace *t,
+                           uint32_t storage, plan_home home);
+/* Append a home entry by storage id, unchecked until plan_schedule_bind
+ * (what the readers use).  -EINVAL for a bad home; -ENOMEM, -E2BIG. */
+int plan_schedule_push_home_id(plan_schedule *s, uint64_t storage_id,
+                               plan_home home);
+/* The effective `initial` of every storage of `t` under the homes of `s`
+ * (bound to t; s may be NULL): PLAN_INIT_HOST for a movable storage whose
+ * home is host, PLAN_INIT_DEVICE for one whose home is device, else the
+ * trace's.  ret_initial holds t->n_storages entries (plan_initial).
+ * 0, -EINVAL, or HO_E_BAD_SCHEDULE when an entry is not bound to t or
+ * names a storage that is not movable (ret_initial then untouched). */
+int plan_schedule_initials(const plan_trace *t, const plan_schedule *s,
+                           uint8_t *ret_initial);
 /* Resolve storage ids to indices of `t`, and stable-sort by (op, when).
- * HO_E_BAD_SCHEDULE naming the action for an unknown id or op index. */
+ * HO_E_BAD_SCHEDULE naming the action for an unknown id or op index, or
+ * the home entry ("homes[2]: ...") for an unknown id, a storage that is
+ * not movable, a bad home or a second entry of the same storage. */
 int plan_schedule_bind(plan_schedule *s, const plan_trace *t, char *err,
                        size_t errlen);
 

@@ -95,6 +95,7 @@ typedef struct sim {
     plan_metrics *m;
     plan_violation *v;
     sstate *st;
+    uint8_t *init;          /* effective initial of each storage (homes) */
     rheap dev_rel, host_rel;
     uint64_t dev, host;     /* allocated bytes now */
     double eng_free[2];     /* 0: H2D (or the shared engine), 1: D2H */
@@ -212,9 +213,11 @@ static int copy_issue(sim *x, int d2h, uint32_t s, double t, double dep)
 
 static const char *const when_names[2] = {"before", "after"};
 
-/* Apply action ai at time t.  0, or -ENOMEM; violations set x->failed. */
-static int apply(sim *x, size_t ai, double t)
+/* Apply action ai at the point's clock *clock (a wait moves it).  0, or
+ * -ENOMEM; violations set x->failed. */
+static int apply(sim *x, size_t ai, double *clock)
 {
+    double t = *clock;
     const plan_action *a = &x->s->actions[ai];
     uint32_t s = a->storage;
     sstate *ss = &x->st[s];
@@ -309,6 +312,13 @@ static int apply(sim *x, size_t ai, double t)
             at = ss->d2h_end;
         return rheap_push(&x->host_rel, at, sto->bytes);
     }
+    case PLAN_ACT_WAIT:
+        /* rule 13: until every copy of s issued so far has completed */
+        if (ss->h2d_end > *clock)
+            *clock = ss->h2d_end;
+        if (ss->d2h_end > *clock)
+            *clock = ss->d2h_end;
+        return 0;
     default:
         return HO_E_INTERNAL;
     }
@@ -337,6 +347,26 @@ static int check_bound(const plan_trace *t, const plan_schedule *s,
             v->storage_id = a->storage_id;
             v->action = i;
             snprintf(v->message, sizeof(v->message), "actions[%zu]: %s", i,
+                     why);
+            return HO_E_BAD_SCHEDULE;
+        }
+    }
+    for (size_t i = 0; i < s->n_homes; i++) {
+        const plan_home_entry *h = &s->homes[i];
+        const char *why = NULL;
+        if (h->storage >= t->n_storages ||
+            t->storages[h->storage].id != h->storage_id)
+            why = "not bound to this trace (call plan_schedule_bind)";
+        else if (!t->storages[h->storage].movable)
+            why = "storage is not movable";
+        else if (h->home > PLAN_HOME_HOST)
+            why = "bad home";
+        if (why) {
+            v->code = HO_E_BAD_SCHEDULE;
+            v->op = PLAN_NONE;
+            v->storage_id = h->storage_id;
+            v->action = SIZE_MAX;
+            snprintf(v->message, sizeof(v->message), "homes[%zu]: %s", i,
                      why);
             return HO_E_BAD_SCHEDULE;
         }
@@ -371,16 +401,21 @@ int plan_simulate(const plan_trace *t, const plan_schedule *s,
     if (r < 0)
         goto out;
     x.st = calloc(t->n_storages ? t->n_storages : 1, sizeof(*x.st));
-    if (!x.st) {
+    x.init = malloc(t->n_storages ? t->n_storages : 1);
+    if (!x.st || !x.init) {
         r = -ENOMEM;
         goto out;
     }
+    /* homes: judged as if `initial` were the home (checked above) */
+    r = plan_schedule_initials(t, s, x.init);
+    if (r < 0)
+        goto out;
 
     /* t = 0 (rules 1, 2). */
     for (uint32_t i = 0; i < t->n_storages; i++) {
         const plan_storage *sto = &t->storages[i];
         bool accessed = t->acc_start[i] != t->acc_start[i + 1];
-        if (sto->initial == PLAN_INIT_DEVICE && (accessed || sto->retained)) {
+        if (x.init[i] == PLAN_INIT_DEVICE && (accessed || sto->retained)) {
             x.st[i].on_dev = true;
             x.dev += sto->bytes; /* total <= PLAN_MAX_TOTAL_BYTES */
             if (x.dev > s->budget_bytes && !x.over_budget) {
@@ -391,7 +426,7 @@ int plan_simulate(const plan_trace *t, const plan_schedule *s,
                         sid(&x, i), (unsigned long long)x.dev,
                         (unsigned long long)s->budget_bytes);
             }
-        } else if (sto->initial == PLAN_INIT_HOST) {
+        } else if (x.init[i] == PLAN_INIT_HOST) {
             x.st[i].has_host = true;
             x.host += sto->bytes;
         }
@@ -408,11 +443,12 @@ int plan_simulate(const plan_trace *t, const plan_schedule *s,
         const uint32_t *reads = t->refs + o->first_ref;
         const uint32_t *writes = reads + o->n_reads;
 
-        /* 1. before actions */
+        /* 1. before actions; a wait moves the clock, and the op's
+         * allocations and start with it (rule 13) */
         for (; ai < s->n_actions && s->actions[ai].op == i &&
                s->actions[ai].when == PLAN_BEFORE && !x.failed;
              ai++) {
-            r = apply(&x, ai, now);
+            r = apply(&x, ai, &now);
             if (r < 0)
                 goto out;
         }
@@ -463,10 +499,10 @@ int plan_simulate(const plan_trace *t, const plan_schedule *s,
             x.st[writes[k]].version++;
             x.st[writes[k]].blank = false;
         }
-        /* 5. after actions */
+        /* 5. after actions; a wait here delays what follows */
         for (; ai < s->n_actions && s->actions[ai].op == i && !x.failed;
              ai++) {
-            r = apply(&x, ai, now);
+            r = apply(&x, ai, &now);
             if (r < 0)
                 goto out;
         }
@@ -499,7 +535,7 @@ int plan_simulate(const plan_trace *t, const plan_schedule *s,
             const sstate *ss = &x.st[i];
             if (!sto->retained)
                 continue;
-            if (sto->initial != PLAN_INIT_HOST) {
+            if (x.init[i] != PLAN_INIT_HOST) {
                 if (!ss->on_dev) {
                     violate(&x, PLAN_NONE, i, SIZE_MAX,
                             "retained storage %llu not on device at step end",
@@ -508,14 +544,18 @@ int plan_simulate(const plan_trace *t, const plan_schedule *s,
                 }
             } else if (!ss->has_host || ss->host_version != ss->version) {
                 violate(&x, PLAN_NONE, i, SIZE_MAX,
-                        "retained initial:host storage %llu has no current "
-                        "host copy at step end",
+                        "retained %s storage %llu has no current host copy "
+                        "at step end",
+                        sto->initial == PLAN_INIT_HOST ? "initial:host"
+                                                       : "home:host",
                         sid(&x, i));
                 break;
             } else if (ss->on_dev) {
                 violate(&x, PLAN_NONE, i, SIZE_MAX,
-                        "retained initial:host storage %llu still on device "
-                        "at step end",
+                        "retained %s storage %llu still on device at step "
+                        "end",
+                        sto->initial == PLAN_INIT_HOST ? "initial:host"
+                                                       : "home:host",
                         sid(&x, i));
                 break;
             }
@@ -524,6 +564,7 @@ int plan_simulate(const plan_trace *t, const plan_schedule *s,
     r = v.code ? HO_E_BAD_SCHEDULE : 0;
 out:
     free(x.st);
+    free(x.init);
     free(x.dev_rel.v);
     free(x.host_rel.v);
     if (r == -ENOMEM)

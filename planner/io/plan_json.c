@@ -483,7 +483,8 @@ static const char *const trace_keys[] = {"format", "version", "name", "link",
 static const char *const link_keys[] = {"h2d_gbps", "d2h_gbps", "latency_us",
                                         "duplex", NULL};
 static const char *const storage_keys[] = {"id", "bytes", "kind", "initial",
-                                           "retained", "pinned", NULL};
+                                           "retained", "pinned", "movable",
+                                           NULL};
 static const char *const op_keys[] = {"name", "duration_us", "reads",
                                       "writes", NULL};
 
@@ -537,7 +538,8 @@ static int read_storage(const rd *r, plan_trace *t, const json_t *v,
         (k = get_enum(r, v, place, "initial", false, parse_initial,
                       "none, device or host", &initial)) < 0 ||
         (k = get_bool(r, v, place, "retained", &s.retained)) < 0 ||
-        (k = get_bool(r, v, place, "pinned", &s.pinned)) < 0)
+        (k = get_bool(r, v, place, "pinned", &s.pinned)) < 0 ||
+        (k = get_bool(r, v, place, "movable", &s.movable)) < 0)
         return k;
     s.kind = (uint8_t)kind;
     s.initial = (uint8_t)initial;
@@ -707,7 +709,8 @@ int plan_trace_read_json(const char *path, plan_trace **ret, char *err,
 
 static const char *const schedule_keys[] = {"format", "version", "planner",
                                             "budget_bytes", "actions",
-                                            "predicted", NULL};
+                                            "homes", "predicted", NULL};
+static const char *const home_keys[] = {"storage", "home", NULL};
 static const char *const action_keys[] = {"op", "when", "kind", "storage",
                                           NULL};
 static const char *const metric_keys[] = {"peak_device_bytes",
@@ -731,7 +734,7 @@ static int read_action(const rd *r, plan_schedule *s, const json_t *v,
         (k = get_enum(r, v, place, "when", true, parse_when,
                       "before or after", &when)) < 0 ||
         (k = get_enum(r, v, place, "kind", true, parse_act,
-                      "prefetch, store, free_device or free_host",
+                      "prefetch, store, free_device, free_host or wait",
                       &kind)) < 0 ||
         (k = get_int(r, v, place, "storage", true, 0, PLAN_FMT_MAX_ID,
                      "a storage id (non-negative integer)", &id)) < 0)
@@ -742,6 +745,56 @@ static int read_action(const rd *r, plan_schedule *s, const json_t *v,
         return ho_errf(r->err, r->errlen, k, "out of memory");
     if (k < 0)
         return rd_fail(r, place, NULL, "%s", ho_strerror(k));
+    return 0;
+}
+
+static int parse_home(const char *s, int *ret)
+{
+    plan_home h;
+    int r = plan_home_parse(s, &h);
+    if (r == 0)
+        *ret = (int)h;
+    return r;
+}
+
+static int read_home(const rd *r, plan_schedule *s, const json_t *v,
+                     size_t i)
+{
+    char place[48];
+    uint64_t id = 0;
+    int home = 0, k;
+
+    snprintf(place, sizeof place, "homes[%zu]", i);
+    if ((k = want_object(r, v, place, NULL)) < 0 ||
+        (k = check_keys(r, v, place, home_keys)) < 0)
+        return k;
+    if ((k = get_int(r, v, place, "storage", true, 0, PLAN_FMT_MAX_ID,
+                     "a storage id (non-negative integer)", &id)) < 0 ||
+        (k = get_enum(r, v, place, "home", true, parse_home,
+                      "device or host", &home)) < 0)
+        return k;
+    k = plan_schedule_push_home_id(s, id, (plan_home)home);
+    if (k == -ENOMEM)
+        return ho_errf(r->err, r->errlen, k, "out of memory");
+    if (k < 0)
+        return rd_fail(r, place, NULL, "%s", ho_strerror(k));
+    return 0;
+}
+
+static int read_homes(const rd *r, const json_t *root, plan_schedule *s)
+{
+    json_t *arr = NULL, *v;
+    size_t i;
+    int k = field(r, root, "", "homes", false, &arr);
+
+    if (k <= 0)
+        return k;
+    if ((k = want_array(r, arr, "", "homes", PLAN_MAX_HOMES)) < 0)
+        return k;
+    json_array_foreach(arr, i, v) {
+        if ((k = read_home(r, s, v, i)) < 0)
+            return k;
+    }
     return 0;
 }
 
@@ -811,7 +864,8 @@ int plan_schedule_parse_json(const char *buf, size_t len,
         if ((k = read_action(&r, s, v, i)) < 0)
             goto fail;
     }
-    if ((k = read_metrics(&r, root, s)) < 0)
+    if ((k = read_homes(&r, root, s)) < 0 ||
+        (k = read_metrics(&r, root, s)) < 0)
         goto fail;
     json_decref(root);
     *ret = s;
@@ -935,11 +989,12 @@ int plan_trace_write_json(const plan_trace *t, FILE *out)
         const plan_storage *s = &t->storages[i];
         fprintf(out, "%s\n    {\"id\": %llu, \"bytes\": %llu, \"kind\": "
                 "\"%s\", \"initial\": \"%s\", \"retained\": %s, "
-                "\"pinned\": %s}", i ? "," : "",
+                "\"pinned\": %s%s}", i ? "," : "",
                 (unsigned long long)s->id, (unsigned long long)s->bytes,
                 plan_kind_name((plan_kind)s->kind),
                 plan_initial_name((plan_initial)s->initial),
-                bool_str(s->retained), bool_str(s->pinned));
+                bool_str(s->retained), bool_str(s->pinned),
+                s->movable ? ", \"movable\": true" : "");
     }
     fputs(t->n_storages ? "\n  ],\n  \"ops\": [" : "],\n  \"ops\": [", out);
     for (uint32_t i = 0; i < t->n_ops; i++) {
@@ -974,6 +1029,10 @@ int plan_schedule_write_json(const plan_schedule *s, FILE *out)
     for (size_t i = 0; i < s->n_actions; i++)
         if (s->actions[i].storage_id > PLAN_FMT_MAX_ID)
             return -ERANGE;
+    for (size_t i = 0; i < s->n_homes; i++)
+        if (s->homes[i].storage_id > PLAN_FMT_MAX_ID ||
+            s->homes[i].home > PLAN_HOME_HOST)
+            return -ERANGE;
     fprintf(out, "{\n  \"format\": \"%s\",\n  \"version\": %d,\n"
             "  \"planner\": ", PLAN_FMT_SCHEDULE, PLAN_FMT_VERSION);
     put_str(out, s->planner);
@@ -988,6 +1047,15 @@ int plan_schedule_write_json(const plan_schedule *s, FILE *out)
                 (unsigned long long)a->storage_id);
     }
     fputs(s->n_actions ? "\n  ]" : "]", out);
+    if (s->n_homes) {
+        fputs(",\n  \"homes\": [", out);
+        for (size_t i = 0; i < s->n_homes; i++)
+            fprintf(out, "%s\n    {\"storage\": %llu, \"home\": \"%s\"}",
+                    i ? "," : "",
+                    (unsigned long long)s->homes[i].storage_id,
+                    plan_home_name((plan_home)s->homes[i].home));
+        fputs("\n  ]", out);
+    }
     if (s->has_predicted) {
         const plan_metrics *m = &s->predicted;
         fprintf(out, ",\n  \"predicted\": {\"peak_device_bytes\": %llu, "

@@ -74,6 +74,7 @@ int plan_trace_to_pb(const plan_trace *t, uint8_t **ret_buf, size_t *ret_len)
         st[i].initial = (Hyperoffload__StorageInitial)s->initial;
         st[i].retained = s->retained;
         st[i].pinned = s->pinned;
+        st[i].movable = s->movable;
         stp[i] = &st[i];
     }
     m.n_storages = t->n_storages;
@@ -247,6 +248,7 @@ static int trace_from_msg(const Hyperoffload__Trace *m, plan_trace **ret,
         s.initial = (uint8_t)ps->initial;
         s.retained = ps->retained;
         s.pinned = ps->pinned;
+        s.movable = ps->movable;
         ierr[0] = '\0';
         r = plan_trace_add_storage(t, &s, NULL, ierr, sizeof ierr);
         if (r == -ENOMEM)
@@ -350,6 +352,7 @@ int plan_schedule_to_pb(const plan_schedule *s, uint8_t **ret_buf,
     Hyperoffload__Schedule m = HYPEROFFLOAD__SCHEDULE__INIT;
     Hyperoffload__Metrics met = HYPEROFFLOAD__METRICS__INIT;
     Hyperoffload__Action *acts = NULL, **actp = NULL;
+    Hyperoffload__HomeEntry *homes = NULL, **homep = NULL;
     char planner[sizeof s->planner];
     size_t plen = strnlen(s->planner, sizeof s->planner), len;
     uint8_t *buf = NULL;
@@ -362,10 +365,16 @@ int plan_schedule_to_pb(const plan_schedule *s, uint8_t **ret_buf,
     for (size_t i = 0; i < s->n_actions; i++)
         if (s->actions[i].storage_id > PLAN_FMT_MAX_ID)
             return -ERANGE;
+    for (size_t i = 0; i < s->n_homes; i++)
+        if (s->homes[i].storage_id > PLAN_FMT_MAX_ID ||
+            s->homes[i].home > PLAN_HOME_HOST)
+            return -ERANGE;
     memcpy(planner, s->planner, plen + 1);
     acts = calloc(s->n_actions ? s->n_actions : 1, sizeof *acts);
     actp = calloc(s->n_actions ? s->n_actions : 1, sizeof *actp);
-    if (!acts || !actp) {
+    homes = calloc(s->n_homes ? s->n_homes : 1, sizeof *homes);
+    homep = calloc(s->n_homes ? s->n_homes : 1, sizeof *homep);
+    if (!acts || !actp || !homes || !homep) {
         r = -ENOMEM;
         goto out;
     }
@@ -384,6 +393,14 @@ int plan_schedule_to_pb(const plan_schedule *s, uint8_t **ret_buf,
     }
     m.n_actions = s->n_actions;
     m.actions = actp;
+    for (size_t i = 0; i < s->n_homes; i++) {
+        hyperoffload__home_entry__init(&homes[i]);
+        homes[i].storage = s->homes[i].storage_id;
+        homes[i].home = (Hyperoffload__Home)s->homes[i].home;
+        homep[i] = &homes[i];
+    }
+    m.n_homes = s->n_homes;
+    m.homes = homep;
     if (s->has_predicted) {
         const plan_metrics *p = &s->predicted;
         met.peak_device_bytes = p->peak_device_bytes;
@@ -409,6 +426,8 @@ int plan_schedule_to_pb(const plan_schedule *s, uint8_t **ret_buf,
 out:
     free(acts);
     free(actp);
+    free(homes);
+    free(homep);
     return r;
 }
 
@@ -432,6 +451,9 @@ static int schedule_from_msg(const Hyperoffload__Schedule *m,
     if (m->n_actions > PLAN_MAX_ACTIONS)
         return ho_errf(err, errlen, code, "actions: too many entries "
                              "(%zu > %u)", m->n_actions, PLAN_MAX_ACTIONS);
+    if (m->n_homes > PLAN_MAX_HOMES)
+        return ho_errf(err, errlen, code, "homes: too many entries "
+                             "(%zu > %u)", m->n_homes, PLAN_MAX_HOMES);
     if (m->has_predicted && !m->predicted)
         return ho_errf(err, errlen, code, "predicted: has_predicted "
                              "is set but predicted is missing");
@@ -474,6 +496,24 @@ static int schedule_from_msg(const Hyperoffload__Schedule *m,
                               ho_strerror(r));
             goto fail;
         }
+    }
+    for (size_t i = 0; i < m->n_homes; i++) {
+        const Hyperoffload__HomeEntry *h = m->homes[i];
+        if (h->storage > PLAN_FMT_MAX_ID) {
+            r = ho_errf(err, errlen, code, "homes[%zu].storage: must be at "
+                        "most %llu, got %llu", i,
+                        (unsigned long long)PLAN_FMT_MAX_ID,
+                        (unsigned long long)h->storage);
+            goto fail;
+        }
+        if ((unsigned)h->home > PLAN_HOME_HOST) {
+            r = ho_errf(err, errlen, code, "homes[%zu].home: unknown value "
+                        "%d", i, (int)h->home);
+            goto fail;
+        }
+        r = plan_schedule_push_home_id(s, h->storage, (plan_home)h->home);
+        if (r < 0)
+            goto fail;
     }
     if (m->has_predicted) {
         const Hyperoffload__Metrics *p = m->predicted;

@@ -492,7 +492,7 @@ int plan_staging_make(const plan_staging_input *in, plan_staging **ret,
     sim_rec rec;
     use *uses = NULL;
     uint32_t *slot_of = NULL;
-    uint8_t *boundary = NULL, *device = NULL;
+    uint8_t *boundary = NULL, *device = NULL, *init = NULL;
     uint64_t *add = NULL;
     wrap *wraps = NULL;
     plan_trace *dB = NULL, *dA = NULL;
@@ -522,8 +522,16 @@ int plan_staging_make(const plan_staging_input *in, plan_staging **ret,
     p->start_in_ddr = calloc(in->n_slots ? in->n_slots : 1, 1);
     p->milestones = calloc(((size_t)t->n_ops + 63) / 64 + 1, 8);
     slot_of = malloc((t->n_storages ? t->n_storages : 1) * sizeof(*slot_of));
-    if (!p->start_in_ddr || !p->milestones || !slot_of) {
+    init = malloc(t->n_storages ? t->n_storages : 1);
+    if (!p->start_in_ddr || !p->milestones || !slot_of || !init) {
         rc = -ENOMEM;
+        goto fail;
+    }
+    /* the schedule's homes decide what starts (and ends) on host */
+    rc = plan_schedule_initials(t, in->sched, init);
+    if (rc < 0) {
+        ho_errf(err, errlen, rc, "the schedule's homes are not bound to "
+                "the trace");
         goto fail;
     }
     for (uint32_t i = 0; i < t->n_storages; i++)
@@ -589,8 +597,8 @@ int plan_staging_make(const plan_staging_input *in, plan_staging **ret,
         const xfer *x = &rec.x[xi++];
         uint32_t k = slot_of[a->storage];
         if (k == PLAN_NONE) {
-            if (a->kind == PLAN_ACT_STORE || t->storages[a->storage].initial
-                                                 == PLAN_INIT_HOST) {
+            if (a->kind == PLAN_ACT_STORE ||
+                init[a->storage] == PLAN_INIT_HOST) {
                 rc = ho_errf(err, errlen, -EINVAL, "storage %llu needs a "
                                "host copy but has no slot",
                                (unsigned long long)a->storage_id);
@@ -606,8 +614,7 @@ int plan_staging_make(const plan_staging_input *in, plan_staging **ret,
         uses[n_uses++] = (use){k, first, last, a->kind == PLAN_ACT_STORE};
     }
     for (uint32_t k = 0; k < in->n_slots; k++)
-        boundary[k] = t->storages[in->slot_storage[k]].initial ==
-                      PLAN_INIT_HOST;
+        boundary[k] = init[in->slot_storage[k]] == PLAN_INIT_HOST;
 
     /* 3-4. plan B: boundary slots on flash at the boundary */
     rc = build_derived(in, rec.op_end, uses, n_uses, boundary, device, &dB,
@@ -778,6 +785,7 @@ done:
     free(boundary);
     free(device);
     free(slot_of);
+    free(init);
     free(rec.op_end);
     free(rec.x);
     *ret = p;
@@ -793,6 +801,7 @@ fail:
     free(boundary);
     free(device);
     free(slot_of);
+    free(init);
     free(rec.op_end);
     free(rec.x);
     plan_staging_free(p);

@@ -38,7 +38,20 @@ static inline uint32_t tu_st(plan_trace *t, uint64_t id, uint64_t bytes,
                       plan_initial init, bool retained, bool pinned)
 {
     plan_storage s = {id, bytes, PLAN_KIND_ACTIVATION, (uint8_t)init,
-                      retained, pinned};
+                      retained, pinned, false};
+    uint32_t idx = PLAN_NONE;
+    int r = plan_trace_add_storage(t, &s, &idx, tu_err, sizeof tu_err);
+    ck_assert_msg(r == 0, "add_storage %llu: %s", (unsigned long long)id,
+                  tu_err);
+    return idx;
+}
+
+/* Add a retained, movable storage (initial device or host). */
+static inline uint32_t tu_st_movable(plan_trace *t, uint64_t id,
+                                     uint64_t bytes, plan_initial init)
+{
+    plan_storage s = {id, bytes, PLAN_KIND_PARAM, (uint8_t)init, true,
+                      false, true};
     uint32_t idx = PLAN_NONE;
     int r = plan_trace_add_storage(t, &s, &idx, tu_err, sizeof tu_err);
     ck_assert_msg(r == 0, "add_storage %llu: %s", (unsigned long long)id,

@@ -291,7 +291,7 @@ START_TEST(test_kinds_offloadable)
     for (int k = 0; k < 3; k++) {
         plan_trace *t = tu_trace(NULL);
         plan_storage s1 = {1, 2000, (uint8_t)kinds[k], PLAN_INIT_DEVICE,
-                           true, false};
+                           true, false, false};
         ck_assert_int_eq(plan_trace_add_storage(t, &s1, NULL, NULL, 0), 0);
         tu_st(t, 2, 3000, PLAN_INIT_NONE, false, false);
         tu_op(t, 100, TU_R(1), TU_R(1));

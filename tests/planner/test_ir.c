@@ -32,6 +32,57 @@ START_TEST(test_names_and_parsers)
     ck_assert_int_eq(plan_initial_parse(NULL, &i), -EINVAL);
     ck_assert_int_eq(plan_act_parse("evict", &a), -EINVAL);
     ck_assert_str_eq(plan_kind_name((plan_kind)99), "?");
+    ck_assert_str_eq(plan_act_name(PLAN_ACT_WAIT), "wait");
+    plan_home h;
+    ck_assert_int_eq(plan_home_parse("host", &h), 0);
+    ck_assert_int_eq(h, PLAN_HOME_HOST);
+    ck_assert_int_eq(plan_home_parse("device", &h), 0);
+    ck_assert_int_eq(h, PLAN_HOME_DEVICE);
+    ck_assert_int_eq(plan_home_parse("flash", &h), -EINVAL);
+    ck_assert_str_eq(plan_home_name(PLAN_HOME_HOST), "host");
+    ck_assert_str_eq(plan_home_name((plan_home)5), "?");
+}
+END_TEST
+
+/* movable: only retained storages with initial device or host; it is
+ * part of the content hash and counted by the summary. */
+START_TEST(test_movable)
+{
+    plan_trace *t = tu_trace(NULL);
+    plan_storage s = {7, 10, PLAN_KIND_KV, PLAN_INIT_DEVICE, false, false,
+                      true};
+    ck_assert_int_eq(plan_trace_add_storage(t, &s, NULL, tu_err,
+                                            sizeof tu_err),
+                     HO_E_BAD_TRACE);
+    ck_assert_str_eq(tu_err, "storage id 7: movable needs retained and "
+                             "initial device or host");
+    s.retained = true;
+    s.initial = PLAN_INIT_NONE;
+    ck_assert_int_eq(plan_trace_add_storage(t, &s, NULL, NULL, 0),
+                     HO_E_BAD_TRACE);
+    s.initial = PLAN_INIT_HOST;
+    ck_assert_int_eq(plan_trace_add_storage(t, &s, NULL, NULL, 0), 0);
+    s.id = 8;
+    s.initial = PLAN_INIT_DEVICE;
+    ck_assert_int_eq(plan_trace_add_storage(t, &s, NULL, NULL, 0), 0);
+    tu_op(t, 1, TU_R(7, 8), TU_NONE);
+    tu_finish(t);
+    plan_trace_summary sm;
+    ck_assert_int_eq(plan_trace_summarize(t, &sm), 0);
+    ck_assert_uint_eq(sm.n_movable, 2);
+    ck_assert_uint_eq(sm.movable_bytes, 20);
+    /* the same trace without the marks hashes differently */
+    plan_trace *u = tu_trace(NULL);
+    tu_st(u, 7, 10, PLAN_INIT_HOST, true, false);
+    tu_st(u, 8, 10, PLAN_INIT_DEVICE, true, false);
+    u->storages[0].kind = u->storages[1].kind = PLAN_KIND_KV;
+    tu_op(u, 1, TU_R(7, 8), TU_NONE);
+    tu_finish(u);
+    ck_assert_uint_ne(plan_trace_hash(t), plan_trace_hash(u));
+    u->storages[0].movable = u->storages[1].movable = true;
+    ck_assert_uint_eq(plan_trace_hash(t), plan_trace_hash(u));
+    plan_trace_free(t);
+    plan_trace_free(u);
 }
 END_TEST
 
@@ -46,7 +97,7 @@ START_TEST(test_find_and_limits)
     for (uint64_t id = 0; id < 5000; id++)
         ck_assert_uint_eq(plan_trace_find(t, id * 7919 + 3), id);
     ck_assert_uint_eq(plan_trace_find(t, 4), PLAN_NONE);
-    plan_storage s = {3, 10, 0, 0, false, false};
+    plan_storage s = {3, 10, 0, 0, false, false, false};
     ck_assert_int_eq(plan_trace_add_storage(t, &s, NULL, tu_err,
                                             sizeof tu_err),
                      HO_E_BAD_TRACE);
@@ -152,7 +203,7 @@ START_TEST(test_access_lists_and_dedup)
     ck_assert_uint_eq(t->acc_start[s30 + 1], t->acc_start[s30]);
     /* finish is idempotent; adding after finish is refused */
     ck_assert_int_eq(plan_trace_finish(t, NULL, 0), 0);
-    plan_storage s = {99, 1, 0, 0, false, false};
+    plan_storage s = {99, 1, 0, 0, false, false, false};
     ck_assert_int_eq(plan_trace_add_storage(t, &s, NULL, NULL, 0),
                      HO_E_STATE);
     ck_assert_str_eq(plan_op_name(t, 2), "op2");
@@ -312,6 +363,7 @@ static Suite *suite(void)
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, test_names_and_parsers);
     tcase_add_test(tc, test_find_and_limits);
+    tcase_add_test(tc, test_movable);
     tcase_add_test(tc, test_finish_validation_messages);
     tcase_add_test(tc, test_access_lists_and_dedup);
     tcase_add_test(tc, test_hash);

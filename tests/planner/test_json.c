@@ -387,6 +387,84 @@ END_TEST
 
 #define SHDR "{\"format\": \"hyperoffload-schedule\", \"version\": 1, "
 
+/* movable storages, wait actions and homes: read, written (movable and
+ * homes only when set), read back byte-identical; bad values named. */
+START_TEST(movable_wait_homes)
+{
+    const char *text =
+        HDR "\"storages\": [{\"id\": 3, \"bytes\": 100, \"initial\": "
+            "\"device\", \"retained\": true, \"movable\": true}, "
+            "{\"id\": 4, \"bytes\": 100, \"movable\": false}], "
+        "\"ops\": [{\"duration_us\": 1, \"reads\": [3], \"writes\": [4]}]}";
+    plan_trace *t = parse_ok(text), *t2;
+    char *a, *b;
+
+    ck_assert(t->storages[0].movable);
+    ck_assert(!t->storages[1].movable);
+    a = tu_trace_json(t);
+    ck_assert_ptr_nonnull(strstr(a, "\"pinned\": false, \"movable\": true}"));
+    ck_assert_ptr_null(strstr(a, "\"movable\": false"));
+    t2 = parse_ok(a);
+    b = tu_trace_json(t2);
+    ck_assert_str_eq(a, b);
+    free(a);
+    free(b);
+    plan_trace_free(t2);
+    trace_bad(HDR "\"storages\": [{\"id\": 1, \"bytes\": 1, \"movable\": "
+              "true}], \"ops\": [{\"duration_us\": 1}]}",
+              "storages[0]: storage id 1: movable needs retained and "
+              "initial device or host");
+    trace_bad(HDR "\"storages\": [{\"id\": 1, \"bytes\": 1, \"movable\": "
+              "1}], \"ops\": [{\"duration_us\": 1}]}",
+              "storages[0].movable: must be true or false, got 1");
+
+    plan_schedule *s = plan_schedule_new("hoplan", 5), *s2 = NULL;
+    ck_assert_int_eq(plan_schedule_push_id(s, 0, PLAN_BEFORE, PLAN_ACT_WAIT,
+                                           3), 0);
+    a = tu_schedule_json(s);
+    ck_assert_ptr_nonnull(strstr(a, "\"kind\": \"wait\""));
+    ck_assert_ptr_null(strstr(a, "homes"));
+    free(a);
+    ck_assert_int_eq(plan_schedule_set_home(s, t, 0, PLAN_HOME_HOST), 0);
+    a = tu_schedule_json(s);
+    ck_assert_ptr_nonnull(strstr(a, "\n  ],\n  \"homes\": [\n    "
+                                    "{\"storage\": 3, \"home\": \"host\"}"
+                                    "\n  ]\n}\n"));
+    ck_assert_int_eq(plan_schedule_parse_json(a, strlen(a), &s2, err,
+                                              sizeof err), 0);
+    ck_assert_uint_eq(s2->n_homes, 1);
+    ck_assert_uint_eq(s2->homes[0].storage_id, 3);
+    ck_assert_uint_eq(s2->homes[0].storage, PLAN_NONE);
+    ck_assert_uint_eq(s2->homes[0].home, PLAN_HOME_HOST);
+    ck_assert_uint_eq(s2->actions[0].kind, PLAN_ACT_WAIT);
+    b = tu_schedule_json(s2);
+    ck_assert_str_eq(a, b);
+    ck_assert_int_eq(plan_schedule_bind(s2, t, err, sizeof err), 0);
+    free(a);
+    free(b);
+    plan_schedule_free(s2);
+    plan_schedule_free(s);
+    plan_trace_free(t);
+
+    schedule_bad(SHDR "\"budget_bytes\": 1, \"actions\": [], \"homes\": "
+                 "[{\"storage\": 3, \"home\": \"disk\"}]}",
+                 "homes[0].home: unknown value \"disk\" (expected device or "
+                 "host)");
+    schedule_bad(SHDR "\"budget_bytes\": 1, \"actions\": [], \"homes\": "
+                 "[{\"home\": \"host\"}]}",
+                 "homes[0].storage: missing required field");
+    schedule_bad(SHDR "\"budget_bytes\": 1, \"actions\": [], \"homes\": "
+                 "[{\"storage\": 3, \"home\": \"host\", \"x\": 1}]}",
+                 "homes[0].x: unknown field");
+    schedule_bad(SHDR "\"budget_bytes\": 1, \"actions\": [], \"homes\": "
+                 "{}}", "homes: must be an array, got an object");
+    schedule_bad(SHDR "\"budget_bytes\": 1, \"actions\": [{\"op\": 1, "
+                 "\"when\": \"after\", \"kind\": \"waits\", \"storage\": "
+                 "1}]}", "actions[0].kind: unknown value \"waits\" (expected "
+                 "prefetch, store, free_device, free_host or wait)");
+}
+END_TEST
+
 START_TEST(malformed_schedule)
 {
     plan_schedule *s = NULL;
@@ -495,6 +573,7 @@ static Suite *suite(void)
     tcase_add_test(tc, names_escaped);
     tcase_add_test(tc, schedule_roundtrip);
     tcase_add_test(tc, malformed_schedule);
+    tcase_add_test(tc, movable_wait_homes);
     tcase_add_test(tc, files);
     suite_add_tcase(s, tc);
     return s;

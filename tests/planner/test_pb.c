@@ -151,7 +151,28 @@ START_TEST(schedules)
     s->predicted.h2d_bytes = 77;
     s->budget_bytes = 9223372036854775807ull;
     schedule_lossless(s);
+    /* wait actions and homes */
+    ck_assert_int_eq(plan_schedule_push_id(s, 7, PLAN_BEFORE, PLAN_ACT_WAIT,
+                                           1017), 0);
+    ck_assert_int_eq(plan_schedule_push_home_id(s, 1000, PLAN_HOME_HOST), 0);
+    ck_assert_int_eq(plan_schedule_push_home_id(s, 1017, PLAN_HOME_DEVICE),
+                     0);
+    schedule_lossless(s);
     plan_schedule_free(s);
+}
+END_TEST
+
+/* movable storages survive JSON -> pb -> JSON */
+START_TEST(movable_trace)
+{
+    plan_trace *t = tu_trace(NULL);
+    tu_st_movable(t, 5, 100, PLAN_INIT_DEVICE);
+    tu_st_movable(t, 6, 100, PLAN_INIT_HOST);
+    tu_st(t, 7, 100, PLAN_INIT_DEVICE, true, false);
+    tu_op(t, 1, TU_R(5, 6, 7), TU_NONE);
+    tu_finish(t);
+    trace_lossless(t);
+    plan_trace_free(t);
 }
 END_TEST
 
@@ -265,6 +286,9 @@ START_TEST(malformed_trace)
     o0.duration_us = 1;
     o0.name = (char *)"bad \xff utf8";
     pb_trace_bad(&m, "ops[0].name: not valid UTF-8");
+    o0.name = (char *)"";
+    s0.movable = true; /* not retained */
+    pb_trace_bad(&m, "storages[0]: storage id 5: movable needs retained");
 }
 END_TEST
 
@@ -287,6 +311,21 @@ START_TEST(malformed_schedule)
                      HO_E_BAD_SCHEDULE);
     ck_assert_ptr_nonnull(strstr(err, "actions[0].kind: unknown value 7"));
     a0.kind = HYPEROFFLOAD__ACTION_KIND__ACTION_KIND_STORE;
+    {
+        Hyperoffload__HomeEntry h = HYPEROFFLOAD__HOME_ENTRY__INIT;
+        Hyperoffload__HomeEntry *hp[1] = {&h};
+        h.storage = 4;
+        h.home = (Hyperoffload__Home)2;
+        m.n_homes = 1;
+        m.homes = hp;
+        len = hyperoffload__schedule__pack(&m, buf);
+        ck_assert_int_eq(plan_schedule_from_pb(buf, len, &s, err,
+                                               sizeof err),
+                         HO_E_BAD_SCHEDULE);
+        ck_assert_ptr_nonnull(strstr(err, "homes[0].home: unknown value 2"));
+        m.n_homes = 0;
+        m.homes = NULL;
+    }
     m.has_predicted = true;
     len = hyperoffload__schedule__pack(&m, buf);
     ck_assert_int_eq(plan_schedule_from_pb(buf, len, &s, err, sizeof err),
@@ -375,6 +414,7 @@ static Suite *suite(void)
     tcase_add_test(tc, generated_traces);
     tcase_add_test(tc, random_traces);
     tcase_add_test(tc, schedules);
+    tcase_add_test(tc, movable_trace);
     tcase_add_test(tc, malformed_trace);
     tcase_add_test(tc, malformed_schedule);
     tcase_add_test(tc, read_file_detects);

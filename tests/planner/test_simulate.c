@@ -635,6 +635,362 @@ START_TEST(test_initial_state)
 }
 END_TEST
 
+/* ------------------------------------------------------------ wait (rule 13) */
+
+/* A (1, 1000 B) written by op0, stored and freed after it (D2H 1..2,
+ * memory back at 2); B (2, 1000 B, host) read by op1; A read again by
+ * op2.  Budget 1000: B's prefetch must wait for A's memory. */
+static plan_trace *wait_trace(void)
+{
+    plan_trace *t = tu_trace(NULL);
+    tu_st(t, 1, 1000, PLAN_INIT_NONE, false, false);
+    tu_st(t, 2, 1000, PLAN_INIT_HOST, false, false);
+    tu_op(t, 1, TU_NONE, TU_R(1));
+    tu_op(t, 1, TU_R(2), TU_NONE);
+    tu_op(t, 1, TU_R(1), TU_NONE);
+    tu_finish(t);
+    return t;
+}
+
+static plan_schedule *wait_sched(bool with_wait)
+{
+    plan_schedule *s = tu_sched(1000);
+    tu_act(s, 0, PLAN_AFTER, PLAN_ACT_STORE, 1);
+    tu_act(s, 0, PLAN_AFTER, PLAN_ACT_FREE_DEVICE, 1);
+    if (with_wait)
+        tu_act(s, 1, PLAN_BEFORE, PLAN_ACT_WAIT, 1);
+    tu_act(s, 1, PLAN_BEFORE, PLAN_ACT_PREFETCH, 2);
+    tu_act(s, 2, PLAN_BEFORE, PLAN_ACT_PREFETCH, 1);
+    return s;
+}
+
+START_TEST(test_wait_before_lets_memory_come_back)
+{
+    plan_trace *t = wait_trace();
+    plan_metrics m;
+    plan_violation v;
+    /* op0 0..1; store A 1..2 (release at 2); wait A: clock 1 -> 2;
+     * prefetch B at 2 (A's release applies first: 1000 B), H2D 2..3;
+     * op1 3..4; B freed at 4; prefetch A before op2 at 4, H2D 4..5;
+     * op2 5..6. */
+    plan_schedule *s = wait_sched(true);
+    ck_assert_int_eq(tu_sim(t, s, &m, &v), 0);
+    ck_assert_uint_eq(m.peak_device_bytes, 1000);
+    ck_assert(tu_close(m.compute_us, 3));
+    ck_assert(tu_close(m.step_time_us, 6));
+    ck_assert(tu_close(m.exposed_us, 3)); /* 1 waiting + 2 copying */
+    ck_assert_uint_eq(m.h2d_bytes, 2000);
+    ck_assert_uint_eq(m.d2h_bytes, 1000);
+    plan_schedule_free(s);
+    /* without it B is allocated at 1, while A still holds its memory */
+    s = wait_sched(false);
+    ck_assert_int_eq(tu_sim(t, s, &m, &v), HO_E_BAD_SCHEDULE);
+    ck_assert_uint_eq(v.op, 1);
+    ck_assert_uint_eq(v.storage_id, 2);
+    ck_assert_uint_eq(m.peak_device_bytes, 2000);
+    /* B: H2D 1..2, op1 2..3; A: H2D 3..4 (host ready at 2), op2 4..5 */
+    ck_assert(tu_close(m.step_time_us, 5));
+    plan_schedule_free(s);
+    plan_trace_free(t);
+}
+END_TEST
+
+/* A before wait also delays the op's own allocations (step 2). */
+START_TEST(test_wait_before_delays_write_allocation)
+{
+    plan_trace *t = tu_trace(NULL);
+    tu_st(t, 1, 1000, PLAN_INIT_NONE, false, false);
+    tu_st(t, 2, 1000, PLAN_INIT_NONE, false, false);
+    tu_op(t, 1, TU_NONE, TU_R(1));
+    tu_op(t, 1, TU_NONE, TU_R(2));
+    tu_op(t, 1, TU_R(1), TU_R(2)); /* keeps A's host copy needed */
+    tu_finish(t);
+    plan_metrics m;
+    plan_violation v;
+    for (int w = 0; w < 2; w++) {
+        plan_schedule *s = tu_sched(1000);
+        tu_act(s, 0, PLAN_AFTER, PLAN_ACT_STORE, 1);
+        tu_act(s, 0, PLAN_AFTER, PLAN_ACT_FREE_DEVICE, 1);
+        if (w)
+            tu_act(s, 1, PLAN_BEFORE, PLAN_ACT_WAIT, 1);
+        tu_act(s, 2, PLAN_BEFORE, PLAN_ACT_PREFETCH, 1);
+        int r = tu_sim(t, s, &m, &v);
+        if (w) {
+            /* B allocated at 2, when A's memory is back; op1 2..3; then
+             * A (prefetch at 3) and B: 2000 B over budget at op 2 */
+            ck_assert_int_eq(r, HO_E_BAD_SCHEDULE);
+            ck_assert_uint_eq(v.op, 2);
+            ck_assert_uint_eq(v.storage_id, 1);
+            /* op2: A's H2D 3..4, op2 4..5 */
+            ck_assert(tu_close(m.step_time_us, 5));
+        } else {
+            ck_assert_int_eq(r, HO_E_BAD_SCHEDULE);
+            ck_assert_uint_eq(v.op, 1); /* B allocated at 1 */
+            ck_assert_uint_eq(v.storage_id, 2);
+            /* op1 1..2, H2D A 2..3 (host ready 2), op2 3..4 */
+            ck_assert(tu_close(m.step_time_us, 4));
+        }
+        ck_assert_uint_eq(m.peak_device_bytes, 2000);
+        plan_schedule_free(s);
+    }
+    plan_trace_free(t);
+}
+END_TEST
+
+/* An after wait moves the point's clock: the actions listed after it are
+ * issued then, and the next op starts no earlier. */
+START_TEST(test_wait_after_delays_what_follows)
+{
+    plan_trace *t = tu_trace(NULL);
+    tu_st(t, 1, 1000, PLAN_INIT_NONE, false, false);
+    tu_st(t, 2, 2000, PLAN_INIT_HOST, false, false);
+    tu_op(t, 1, TU_NONE, TU_R(1));
+    tu_op(t, 1, TU_R(2), TU_NONE);
+    tu_finish(t);
+    plan_metrics m;
+    plan_violation v;
+    /* op0 0..1; store A 1..2; wait A: clock 2; prefetch B at 2, H2D
+     * 2..4; op1 4..5 */
+    plan_schedule *s = tu_sched(UINT64_MAX);
+    tu_act(s, 0, PLAN_AFTER, PLAN_ACT_STORE, 1);
+    tu_act(s, 0, PLAN_AFTER, PLAN_ACT_WAIT, 1);
+    tu_act(s, 0, PLAN_AFTER, PLAN_ACT_PREFETCH, 2);
+    ck_assert_int_eq(tu_sim(t, s, &m, &v), 0);
+    ck_assert(tu_close(m.step_time_us, 5));
+    ck_assert(tu_close(m.exposed_us, 3));
+    ck_assert_uint_eq(m.peak_device_bytes, 3000);
+    plan_schedule_free(s);
+    /* the wait listed before the store covers nothing: prefetch at 1,
+     * H2D 1..3, op1 3..4 */
+    s = tu_sched(UINT64_MAX);
+    tu_act(s, 0, PLAN_AFTER, PLAN_ACT_WAIT, 1);
+    tu_act(s, 0, PLAN_AFTER, PLAN_ACT_STORE, 1);
+    tu_act(s, 0, PLAN_AFTER, PLAN_ACT_PREFETCH, 2);
+    ck_assert_int_eq(tu_sim(t, s, &m, &v), 0);
+    ck_assert(tu_close(m.step_time_us, 4));
+    ck_assert(tu_close(m.exposed_us, 2));
+    plan_schedule_free(s);
+    /* an after wait delays the next op even with nothing after it */
+    s = tu_sched(UINT64_MAX);
+    tu_act(s, 0, PLAN_AFTER, PLAN_ACT_STORE, 1);
+    tu_act(s, 0, PLAN_AFTER, PLAN_ACT_WAIT, 1);
+    tu_act(s, 1, PLAN_BEFORE, PLAN_ACT_PREFETCH, 2);
+    ck_assert_int_eq(tu_sim(t, s, &m, &v), 0);
+    ck_assert(tu_close(m.step_time_us, 5)); /* H2D 2..4, op1 4..5 */
+    plan_schedule_free(s);
+    plan_trace_free(t);
+}
+END_TEST
+
+/* Several waits at one point: the clock only moves forward, to the
+ * latest completion; a wait with no copy in flight is a no-op. */
+START_TEST(test_wait_several_and_noop)
+{
+    plan_trace *t = tu_trace(NULL);
+    tu_st(t, 1, 1000, PLAN_INIT_NONE, false, false);
+    tu_st(t, 3, 500, PLAN_INIT_DEVICE, true, false);
+    tu_st(t, 4, 10, PLAN_INIT_DEVICE, true, false);
+    tu_op(t, 1, TU_NONE, TU_R(1));
+    tu_op(t, 1, TU_NONE, TU_NONE);
+    tu_finish(t);
+    plan_metrics m;
+    plan_violation v;
+    /* stores after op0: A 1..2, C 2..2.5 */
+    const double want[4] = {2.5, 3.5, 3.5, 3.0};
+    for (int c = 0; c < 4; c++) {
+        plan_schedule *s = tu_sched(UINT64_MAX);
+        tu_act(s, 0, PLAN_AFTER, PLAN_ACT_STORE, 1);
+        tu_act(s, 0, PLAN_AFTER, PLAN_ACT_STORE, 3);
+        if (c == 1) { /* C then A: 2.5 */
+            tu_act(s, 1, PLAN_BEFORE, PLAN_ACT_WAIT, 3);
+            tu_act(s, 1, PLAN_BEFORE, PLAN_ACT_WAIT, 1);
+        } else if (c == 2) { /* A then C: 2.5 too; storage 4: no copy */
+            tu_act(s, 1, PLAN_BEFORE, PLAN_ACT_WAIT, 4);
+            tu_act(s, 1, PLAN_BEFORE, PLAN_ACT_WAIT, 1);
+            tu_act(s, 1, PLAN_BEFORE, PLAN_ACT_WAIT, 3);
+        } else if (c == 3) { /* only A: op1 2..3 */
+            tu_act(s, 1, PLAN_BEFORE, PLAN_ACT_WAIT, 1);
+            tu_act(s, 1, PLAN_BEFORE, PLAN_ACT_WAIT, 4);
+        }
+        ck_assert_int_eq(tu_sim(t, s, &m, &v), 0);
+        ck_assert_msg(tu_close(m.step_time_us, want[c]), "case %d: %g", c,
+                      m.step_time_us);
+        ck_assert(tu_close(m.exposed_us, want[c] - 2));
+        ck_assert_uint_eq(m.d2h_bytes, 1500);
+        plan_schedule_free(s);
+    }
+    /* a wait on a copy long finished moves nothing */
+    plan_schedule *s = tu_sched(UINT64_MAX);
+    tu_act(s, 0, PLAN_BEFORE, PLAN_ACT_STORE, 3); /* 0..0.5 */
+    tu_act(s, 1, PLAN_BEFORE, PLAN_ACT_WAIT, 3);
+    ck_assert_int_eq(tu_sim(t, s, &m, &v), 0);
+    ck_assert(tu_close(m.step_time_us, 2));
+    ck_assert(tu_close(m.exposed_us, 0));
+    plan_schedule_free(s);
+    plan_trace_free(t);
+}
+END_TEST
+
+/* ------------------------------------------------------------ homes (rule 14) */
+
+START_TEST(test_home_host_read_only)
+{
+    /* P (1, 1000 B, initial device, movable) read by op0 (1 us) */
+    plan_trace *t = tu_trace(NULL);
+    uint32_t p = tu_st_movable(t, 1, 1000, PLAN_INIT_DEVICE);
+    tu_op(t, 1, TU_R(1), TU_NONE);
+    tu_op(t, 1, TU_NONE, TU_NONE);
+    tu_finish(t);
+    plan_metrics m;
+    plan_violation v;
+    /* home device (as initial): on device from t = 0, nothing to move */
+    plan_schedule *s = tu_sched(1000);
+    ck_assert_int_eq(plan_schedule_set_home(s, t, p, PLAN_HOME_DEVICE), 0);
+    ck_assert_int_eq(tu_sim(t, s, &m, &v), 0);
+    ck_assert_uint_eq(m.peak_device_bytes, 1000);
+    ck_assert_uint_eq(m.peak_host_bytes, 0);
+    ck_assert(tu_close(m.step_time_us, 2));
+    /* home host: only a host copy at t = 0; prefetched, freed again */
+    ck_assert_int_eq(plan_schedule_set_home(s, t, p, PLAN_HOME_HOST), 0);
+    ck_assert_uint_eq(s->n_homes, 1); /* replaced, not added */
+    tu_act(s, 0, PLAN_BEFORE, PLAN_ACT_PREFETCH, 1);
+    tu_act(s, 0, PLAN_AFTER, PLAN_ACT_FREE_DEVICE, 1);
+    ck_assert_int_eq(tu_sim(t, s, &m, &v), 0);
+    ck_assert_uint_eq(m.peak_device_bytes, 1000);
+    ck_assert_uint_eq(m.peak_host_bytes, 1000);
+    ck_assert_uint_eq(m.h2d_bytes, 1000);
+    ck_assert_uint_eq(m.d2h_bytes, 0);
+    ck_assert(tu_close(m.step_time_us, 3)); /* H2D 0..1, op0 1..2 */
+    ck_assert(tu_close(m.exposed_us, 1));
+    plan_schedule_free(s);
+    /* home host without the prefetch: not on device at op 0 */
+    s = tu_sched(1000);
+    ck_assert_int_eq(plan_schedule_set_home(s, t, p, PLAN_HOME_HOST), 0);
+    ck_assert_int_eq(tu_sim(t, s, &m, &v), HO_E_BAD_SCHEDULE);
+    ck_assert_uint_eq(v.op, 0);
+    ck_assert_uint_eq(v.storage_id, 1);
+    plan_schedule_free(s);
+    /* ... and without the free: still on device at step end */
+    s = tu_sched(1000);
+    ck_assert_int_eq(plan_schedule_set_home(s, t, p, PLAN_HOME_HOST), 0);
+    tu_act(s, 0, PLAN_BEFORE, PLAN_ACT_PREFETCH, 1);
+    ck_assert_int_eq(tu_sim(t, s, &m, &v), HO_E_BAD_SCHEDULE);
+    ck_assert_uint_eq(v.op, PLAN_NONE);
+    ck_assert_uint_eq(v.storage_id, 1);
+    ck_assert_ptr_nonnull(strstr(v.message, "still on device"));
+    plan_schedule_free(s);
+    plan_trace_free(t);
+}
+END_TEST
+
+START_TEST(test_home_host_written_and_home_device)
+{
+    /* P (1, 1000 B, initial device, movable) read and written by op0;
+     * Q (2, 500 B, initial host, movable) read by op1 */
+    plan_trace *t = tu_trace(NULL);
+    uint32_t p = tu_st_movable(t, 1, 1000, PLAN_INIT_DEVICE);
+    uint32_t q = tu_st_movable(t, 2, 500, PLAN_INIT_HOST);
+    tu_op(t, 1, TU_R(1), TU_R(1));
+    tu_op(t, 1, TU_R(2), TU_NONE);
+    tu_finish(t);
+    plan_metrics m;
+    plan_violation v;
+    uint8_t init[2];
+    /* P at home on host: prefetch 0..1, op0 1..2, store 2..3, free;
+     * Q at home on device: read in place, stays.  Step end 3. */
+    plan_schedule *s = tu_sched(1500);
+    ck_assert_int_eq(plan_schedule_set_home(s, t, p, PLAN_HOME_HOST), 0);
+    ck_assert_int_eq(plan_schedule_set_home(s, t, q, PLAN_HOME_DEVICE), 0);
+    ck_assert_int_eq(plan_schedule_initials(t, s, init), 0);
+    ck_assert_uint_eq(init[p], PLAN_INIT_HOST);
+    ck_assert_uint_eq(init[q], PLAN_INIT_DEVICE);
+    tu_act(s, 0, PLAN_BEFORE, PLAN_ACT_PREFETCH, 1);
+    tu_act(s, 0, PLAN_AFTER, PLAN_ACT_STORE, 1);
+    tu_act(s, 0, PLAN_AFTER, PLAN_ACT_FREE_DEVICE, 1);
+    ck_assert_int_eq(tu_sim(t, s, &m, &v), 0);
+    ck_assert_uint_eq(m.peak_device_bytes, 1500);
+    ck_assert_uint_eq(m.peak_host_bytes, 1000);
+    ck_assert_uint_eq(m.h2d_bytes, 1000);
+    ck_assert_uint_eq(m.d2h_bytes, 1000);
+    ck_assert(tu_close(m.compute_us, 2));
+    ck_assert(tu_close(m.step_time_us, 3));
+    plan_schedule_free(s);
+    /* P written but not stored back: no current host copy at step end */
+    s = tu_sched(1500);
+    ck_assert_int_eq(plan_schedule_set_home(s, t, p, PLAN_HOME_HOST), 0);
+    ck_assert_int_eq(plan_schedule_set_home(s, t, q, PLAN_HOME_DEVICE), 0);
+    tu_act(s, 0, PLAN_BEFORE, PLAN_ACT_PREFETCH, 1);
+    tu_act(s, 0, PLAN_AFTER, PLAN_ACT_FREE_DEVICE, 1);
+    ck_assert_int_eq(tu_sim(t, s, &m, &v), HO_E_BAD_SCHEDULE);
+    ck_assert_uint_eq(v.op, PLAN_NONE);
+    ck_assert_uint_eq(v.storage_id, 1);
+    ck_assert_ptr_nonnull(strstr(v.message, "no current host copy"));
+    plan_schedule_free(s);
+    /* no homes: the trace's initials, Q must be prefetched */
+    ck_assert_int_eq(plan_schedule_initials(t, NULL, init), 0);
+    ck_assert_uint_eq(init[p], PLAN_INIT_DEVICE);
+    ck_assert_uint_eq(init[q], PLAN_INIT_HOST);
+    s = tu_sched(1500);
+    ck_assert_int_eq(tu_sim(t, s, &m, &v), HO_E_BAD_SCHEDULE);
+    ck_assert_uint_eq(v.op, 1);
+    ck_assert_uint_eq(v.storage_id, 2);
+    plan_schedule_free(s);
+    plan_trace_free(t);
+}
+END_TEST
+
+START_TEST(test_homes_rejected)
+{
+    plan_trace *t = tu_trace(NULL);
+    uint32_t p = tu_st_movable(t, 1, 1000, PLAN_INIT_DEVICE);
+    uint32_t a = tu_st(t, 2, 10, PLAN_INIT_DEVICE, true, false);
+    tu_op(t, 1, TU_R(1, 2), TU_NONE);
+    tu_finish(t);
+    plan_schedule *s = tu_sched(UINT64_MAX);
+    uint8_t init[2] = {9, 9};
+    /* only movable storages */
+    ck_assert_int_eq(plan_schedule_set_home(s, t, a, PLAN_HOME_HOST),
+                     -EINVAL);
+    ck_assert_int_eq(plan_schedule_set_home(s, t, p, (plan_home)2), -EINVAL);
+    ck_assert_int_eq(plan_schedule_set_home(s, t, 7, PLAN_HOME_HOST),
+                     -EINVAL);
+    ck_assert_uint_eq(s->n_homes, 0);
+    ck_assert_int_eq(plan_schedule_push_home_id(s, 2, PLAN_HOME_HOST), 0);
+    ck_assert_int_eq(plan_schedule_bind(s, t, tu_err, sizeof tu_err),
+                     HO_E_BAD_SCHEDULE);
+    ck_assert_str_eq(tu_err, "homes[0]: storage id 2 is not movable");
+    /* unbound entries: initials refuses and leaves the output alone */
+    ck_assert_int_eq(plan_schedule_initials(t, s, init), HO_E_BAD_SCHEDULE);
+    ck_assert_uint_eq(init[0], 9);
+    plan_metrics m;
+    plan_violation v;
+    ck_assert_int_eq(plan_simulate(t, s, &m, &v, NULL), HO_E_BAD_SCHEDULE);
+    ck_assert_ptr_nonnull(strstr(v.message, "homes[0]"));
+    plan_schedule_free(s);
+    s = tu_sched(UINT64_MAX);
+    ck_assert_int_eq(plan_schedule_push_home_id(s, 1, PLAN_HOME_HOST), 0);
+    ck_assert_int_eq(plan_schedule_push_home_id(s, 1, PLAN_HOME_DEVICE), 0);
+    ck_assert_int_eq(plan_schedule_bind(s, t, tu_err, sizeof tu_err),
+                     HO_E_BAD_SCHEDULE);
+    ck_assert_str_eq(tu_err,
+                     "homes[1]: duplicate storage id 1 (first at homes[0])");
+    plan_schedule_free(s);
+    s = tu_sched(UINT64_MAX);
+    ck_assert_int_eq(plan_schedule_push_home_id(s, 99, PLAN_HOME_HOST), 0);
+    ck_assert_int_eq(plan_schedule_bind(s, t, tu_err, sizeof tu_err),
+                     HO_E_BAD_SCHEDULE);
+    ck_assert_str_eq(tu_err, "homes[0]: unknown storage id 99");
+    plan_schedule_free(s);
+    /* a home equal to the initial is allowed */
+    s = tu_sched(UINT64_MAX);
+    ck_assert_int_eq(plan_schedule_push_home_id(s, 1, PLAN_HOME_DEVICE), 0);
+    ck_assert_int_eq(tu_sim(t, s, &m, &v), 0);
+    ck_assert_uint_eq(s->homes[0].storage, p);
+    plan_schedule_free(s);
+    plan_trace_free(t);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("planner_simulate");
@@ -664,6 +1020,13 @@ static Suite *suite(void)
     tcase_add_test(tc, test_host_bytes);
     tcase_add_test(tc, test_observer);
     tcase_add_test(tc, test_initial_state);
+    tcase_add_test(tc, test_wait_before_lets_memory_come_back);
+    tcase_add_test(tc, test_wait_before_delays_write_allocation);
+    tcase_add_test(tc, test_wait_after_delays_what_follows);
+    tcase_add_test(tc, test_wait_several_and_noop);
+    tcase_add_test(tc, test_home_host_read_only);
+    tcase_add_test(tc, test_home_host_written_and_home_device);
+    tcase_add_test(tc, test_homes_rejected);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -10,6 +10,13 @@ shipped validator and this one can be checked against each other.
 Only the JSON forms are read (convert protobuf with ``hoctl ... convert``).
 Exit status 0 when the schedule is valid and within its budget, 1 when it
 is not, 2 on unreadable input.
+
+Covers the `wait` action (execution-model.md rule 13: the point's clock
+moves to the completion of the storage's copies issued so far) and the
+schedule's `homes` of `movable` storages (rule 14: judged as if `initial`
+were the home); a schedule that does not fit the trace (unknown ids, ops
+beyond the trace, a home of a storage that is not movable, two homes of
+one storage, a bad home) is reported with `bind_error` set.
 """
 
 import heapq
@@ -30,7 +37,8 @@ class Violation(Exception):
 class _S:
     """State of one storage during the simulation."""
 
-    __slots__ = ("id", "bytes", "initial", "retained", "pinned", "on_device",
+    __slots__ = ("id", "bytes", "initial", "retained", "pinned", "movable",
+                 "on_device",
                  "version", "host_version", "host_mem", "host_ready",
                  "h2d_done", "d2h_done", "last_access")
 
@@ -40,6 +48,7 @@ class _S:
         self.initial = d.get("initial", "none")
         self.retained = d.get("retained", False)
         self.pinned = d.get("pinned", False)
+        self.movable = d.get("movable", False)
         self.on_device = False
         self.version = 0
         self.host_version = None  # version the host copy holds; None: none
@@ -79,13 +88,43 @@ def copy_us(link, direction, nbytes):
     return link.get("latency_us", 0.0) + nbytes / (gbps * 1e3)
 
 
+def _bind(st, by_id, n_ops, schedule):
+    """What plan_schedule_bind refuses: (storage id or None, message), or
+    None when the schedule fits the trace.  Applies the homes."""
+    for n, a in enumerate(schedule["actions"]):
+        if a["storage"] not in by_id:
+            return a["storage"], "actions[%d]: unknown storage id %d" % (
+                n, a["storage"])
+        if not 0 <= a["op"] < n_ops:
+            return a["storage"], "actions[%d]: op %d out of range" % (
+                n, a["op"])
+    first = {}
+    for n, h in enumerate(schedule.get("homes", [])):
+        sid = h["storage"]
+        if sid not in by_id:
+            return sid, "homes[%d]: unknown storage id %d" % (n, sid)
+        s = st[by_id[sid]]
+        if not s.movable:
+            return sid, "homes[%d]: storage id %d is not movable" % (n, sid)
+        if h["home"] not in ("device", "host"):
+            return sid, "homes[%d]: bad home %r" % (n, h["home"])
+        if sid in first:
+            return sid, "homes[%d]: duplicate storage id %d (first at " \
+                "homes[%d])" % (n, sid, first[sid])
+        first[sid] = n
+    for h in schedule.get("homes", []):
+        st[by_id[h["storage"]]].initial = h["home"]
+    return None
+
+
 def simulate(trace, schedule):
     """Judge `schedule` against `trace` (both parsed JSON documents).
 
     Returns a dict: valid (bool: no violation, within budget), over_budget,
     violation ({op, storage, message} or None: the first one in time),
     metrics (the seven figures; complete unless a violation other than the
-    budget stopped the run).
+    budget stopped the run), bind_error (the message when the schedule
+    does not fit the trace at all; then nothing was simulated).
     """
     link = trace["link"]
     duplex = link.get("duplex", True)
@@ -100,6 +139,17 @@ def simulate(trace, schedule):
     for i in range(n_ops):
         for k in reads[i] + writes[i]:
             st[k].last_access = i
+
+    bad = _bind(st, by_id, n_ops, schedule)
+    if bad is not None:
+        zero = {"peak_device_bytes": 0, "peak_host_bytes": 0,
+                "compute_us": 0.0, "step_time_us": 0.0, "exposed_us": 0.0,
+                "h2d_bytes": 0, "d2h_bytes": 0}
+        return {"valid": False, "over_budget": False, "stopped": True,
+                "bind_error": bad[1],
+                "violation": {"op": None, "storage": bad[0],
+                              "message": bad[1]},
+                "metrics": zero}
 
     # Actions by point (op, when), list order kept within a point.
     points = {}
@@ -130,12 +180,14 @@ def simulate(trace, schedule):
                 "d2h_bytes": moved["d2h"]}
 
     def run_action(n, a, t, op, when):
+        """Apply action a at the point's clock t; returns the clock after
+        it (only a wait moves it)."""
         sid = a["storage"]
-        if sid not in by_id:
-            raise Violation(op, sid, "actions[%d]: unknown storage id %d"
-                            % (n, sid))
         s = st[by_id[sid]]
         kind = a["kind"]
+        if kind == "wait":
+            # every copy of s issued so far (none in flight: no-op)
+            return max(t, s.h2d_done, s.d2h_done)
         if kind == "prefetch":
             if s.on_device:
                 raise Violation(op, sid, "prefetch of storage %d which is "
@@ -189,6 +241,12 @@ def simulate(trace, schedule):
             s.host_version = None
         else:
             raise Violation(op, sid, "unknown action kind %r" % kind)
+        return t
+
+    def run_point(i, when, t):
+        for n, a in points.get((i, when), []):
+            t = run_action(n, a, t, i, when)
+        return t
 
     # t = 0
     for s in st:
@@ -205,8 +263,8 @@ def simulate(trace, schedule):
     now = 0.0
     try:
         for i, o in enumerate(ops):
-            for n, a in points.get((i, "before"), []):
-                run_action(n, a, now, i, "before")
+            # a wait before the op delays its allocations and its start
+            now = run_point(i, "before", now)
             for k in reads[i]:
                 if not st[k].on_device:
                     raise Violation(i, st[k].id, "storage %d not on device "
@@ -223,17 +281,13 @@ def simulate(trace, schedule):
             now = start + o["duration_us"]
             for k in set(writes[i]):
                 st[k].version += 1
-            for n, a in points.get((i, "after"), []):
-                run_action(n, a, now, i, "after")
+            # a wait after the op delays everything that follows
+            now = run_point(i, "after", now)
             for k in set(reads[i] + writes[i]):
                 s = st[k]
                 if not s.retained and s.last_access == i and s.on_device:
                     dev.release(max(now, s.h2d_done, s.d2h_done), s.bytes)
                     s.on_device = False
-        stray = [p for p in points if p[0] >= n_ops or p[0] < 0]
-        if stray:
-            raise Violation(None, None, "action at op %d beyond the trace"
-                            % stray[0][0])
         end = max([now, engine["h2d"], engine["d2h"]])
         for s in st:
             if not s.retained:
@@ -252,11 +306,13 @@ def simulate(trace, schedule):
     except Violation as v:
         first = state["budget_violation"] or v
         return {"valid": False, "over_budget": dev.peak > budget,
-                "stopped": True, "violation": _vdict(first),
+                "stopped": True, "bind_error": None,
+                "violation": _vdict(first),
                 "metrics": metrics(now)}
     bv = state["budget_violation"]
     return {"valid": bv is None, "over_budget": bv is not None,
-            "stopped": False, "violation": _vdict(bv) if bv else None,
+            "stopped": False, "bind_error": None,
+            "violation": _vdict(bv) if bv else None,
             "metrics": metrics(end)}
 
 

@@ -51,22 +51,56 @@ TINY = {
 }
 
 
+def random_homes(trace, rng):
+    """(homes, effective initial by id, broken) for a random schedule:
+    some movable storages get a home; now and then (broken) an entry the
+    binder must refuse: a storage that is not movable, or a second entry
+    of one storage."""
+    by_id = {s["id"]: s for s in trace["storages"]}
+    eff = {sid: s.get("initial", "none") for sid, s in by_id.items()}
+    homes = []
+    movable = sorted(sid for sid, s in by_id.items() if s.get("movable"))
+    if movable and rng.random() < 0.7:
+        for sid in movable:
+            if rng.random() < 0.5:
+                home = rng.choice(["device", "host"])
+                homes.append({"storage": sid, "home": home})
+                eff[sid] = home
+    broken = rng.random() < 0.1
+    if broken:
+        fixed = sorted(sid for sid, s in by_id.items()
+                       if not s.get("movable"))
+        if homes and (not fixed or rng.random() < 0.5):
+            homes.append(dict(rng.choice(homes)))
+        elif fixed:
+            homes.insert(rng.randrange(len(homes) + 1),
+                         {"storage": rng.choice(fixed),
+                          "home": rng.choice(["device", "host"])})
+        else:
+            broken = False
+    return homes, eff, broken
+
+
 def random_schedule(trace, rng):
     """A random schedule for `trace`: at each point some plausible actions
     (offload a storage the next op does not need, bring back what an op
-    reads), now and then an arbitrary one; budget sometimes tight."""
+    reads), waits (for a store so that its memory is back before the next
+    op allocates, for a prefetch, or on anything), homes for movable
+    storages, now and then an arbitrary action; budget sometimes tight."""
     by_id = {s["id"]: s for s in trace["storages"]}
     ops = trace["ops"]
     last = {}
     for i, o in enumerate(ops):
         for sid in o.get("reads", []) + o.get("writes", []):
             last[sid] = i
-    on_dev = {sid for sid, s in by_id.items() if s.get("initial") == "device"
+    homes, eff, _ = random_homes(trace, rng)
+    on_dev = {sid for sid, s in by_id.items() if eff[sid] == "device"
               and (s.get("retained") or sid in last)}
-    host = {sid: 0 for sid, s in by_id.items() if s.get("initial") == "host"}
+    host = {sid: 0 for sid in by_id if eff[sid] == "host"}
     ver = {sid: 0 for sid in by_id}
     acts = []
     wild = rng.random() < 0.5
+    waity = rng.random() < 0.6
     ids = sorted(by_id)
 
     def act(op, when, kind, sid):
@@ -78,9 +112,14 @@ def random_schedule(trace, rng):
             if sid not in on_dev and host.get(sid) == ver[sid]:
                 act(i, "before", "prefetch", sid)
                 on_dev.add(sid)
+                if waity and rng.random() < 0.05:
+                    act(i, "before", "wait", sid)
         if wild and rng.random() < 0.01:
             act(i, "before", rng.choice(["prefetch", "store", "free_device",
-                                         "free_host"]), rng.choice(ids))
+                                         "free_host", "wait"]),
+                rng.choice(ids))
+        if waity and rng.random() < 0.02:
+            act(i, rng.choice(["before", "after"]), "wait", rng.choice(ids))
         for sid in o.get("writes", []):
             on_dev.add(sid)
             ver[sid] += 1
@@ -90,11 +129,18 @@ def random_schedule(trace, rng):
             if sid in nxt or s.get("pinned") and last.get(sid, -1) > i:
                 continue
             if rng.random() < 0.08:
-                if host.get(sid) != ver[sid]:
+                stored = host.get(sid) != ver[sid]
+                if stored:
                     act(i, "after", "store", sid)
                     host[sid] = ver[sid]
                 act(i, "after", "free_device", sid)
                 on_dev.discard(sid)
+                if stored and waity and rng.random() < 0.3:
+                    # let the memory come back before what follows
+                    if i + 1 < len(ops) and rng.random() < 0.5:
+                        act(i + 1, "before", "wait", sid)
+                    else:
+                        act(i, "after", "wait", sid)
                 if rng.random() < 0.05 and last.get(sid, -1) <= i:
                     act(i, "after", "free_host", sid)
                     del host[sid]
@@ -105,7 +151,7 @@ def random_schedule(trace, rng):
     for sid, s in by_id.items():
         if not s.get("retained"):
             continue
-        if s.get("initial") == "host":
+        if eff[sid] == "host":
             if sid in on_dev:
                 if host.get(sid) != ver[sid]:
                     act(end, "after", "store", sid)
@@ -114,12 +160,26 @@ def random_schedule(trace, rng):
                 pass  # lost: invalid at step end, on purpose
         elif sid not in on_dev and host.get(sid) == ver[sid]:
             act(end, "after", "prefetch", sid)
-    peak = ref_validator.simulate(trace, {
-        "budget_bytes": 2 ** 62, "actions": acts})["metrics"][
-            "peak_device_bytes"]
-    budget = peak if rng.random() < 0.7 else int(peak * 0.9)
-    return {"format": "hyperoffload-schedule", "version": 1,
-            "planner": "fuzz", "budget_bytes": budget, "actions": acts}
+    sched = {"format": "hyperoffload-schedule", "version": 1,
+             "planner": "fuzz", "budget_bytes": 2 ** 62, "actions": acts}
+    if homes:
+        sched["homes"] = homes
+    peak = ref_validator.simulate(trace, sched)["metrics"][
+        "peak_device_bytes"]
+    sched["budget_bytes"] = peak if rng.random() < 0.7 else int(peak * 0.9)
+    return sched
+
+
+def movable_variant(doc, seed):
+    """`doc` with some retained, initial device/host storages movable."""
+    rng = random.Random(seed)
+    doc = copy.deepcopy(doc)
+    doc["name"] += "-movable"
+    for s in doc["storages"]:
+        if s.get("retained") and s.get("initial", "none") != "none" and \
+                rng.random() < 0.7:
+            s["movable"] = True
+    return doc
 
 
 def planner_names():
@@ -174,6 +234,11 @@ class RefValidatorTest(unittest.TestCase):
                          "150", "--storages", "50", "--out", path)
             cls.traces["random1"] = path
         cls.docs = {k: hotest.load(v) for k, v in cls.traces.items()}
+        for base in ("train", "random1"):
+            name = base + "-mov"
+            cls.docs[name] = movable_variant(cls.docs[base], name)
+            cls.traces[name] = cls.s.path(name + ".json")
+            hotest.dump(cls.docs[name], cls.traces[name])
         cls.budgets = ["70%"] if small else ["50%", "70%", "90%"]
         cls.planners = planner_names()
 
@@ -442,8 +507,9 @@ class RefValidatorTest(unittest.TestCase):
         generated traces: same verdict, same op, same figures."""
         rng = random.Random(1234)
         names = [n for n in sorted(self.traces) if n != "captured"]
-        rounds = 4 if hotest.UNDER_VALGRIND else 40
+        rounds = 6 if hotest.UNDER_VALGRIND else 60
         verdicts = {True: 0, False: 0}
+        seen = {"wait": 0, "homes": 0, "bind_error": 0}
         for r in range(rounds):
             tname = names[r % len(names)]
             trace = self.docs[tname]
@@ -451,6 +517,20 @@ class RefValidatorTest(unittest.TestCase):
             path = self.s.path("fuzz-%d.json" % r)
             hotest.dump(sched, path)
             py = ref_validator.simulate(trace, sched)
+            seen["wait"] += any(a["kind"] == "wait"
+                                for a in sched["actions"])
+            seen["homes"] += bool(sched.get("homes"))
+            if py["bind_error"]:
+                # both refuse a schedule that does not fit the trace
+                seen["bind_error"] += 1
+                p = hotest.hoctl("schedule", "check", "--trace",
+                                 self.traces[tname], "--schedule", path,
+                                 expect=(1,))
+                self.assertIn("does not fit", p.stderr)
+                self.assertIn(py["bind_error"].split(":")[0] + ":",
+                              p.stderr, "round %d: python %s" % (
+                                  r, py["bind_error"]))
+                continue
             rc, chk = hotest.hoctl_json("schedule", "check", "--trace",
                                         self.traces[tname], "--schedule",
                                         path, expect=(0, 1))
@@ -473,6 +553,9 @@ class RefValidatorTest(unittest.TestCase):
         if not hotest.UNDER_VALGRIND:
             self.assertGreater(verdicts[True], 5)
             self.assertGreater(verdicts[False], 5)
+            self.assertGreater(seen["wait"], 10, seen)
+            self.assertGreater(seen["homes"], 3, seen)
+            self.assertGreater(seen["bind_error"], 0, seen)
 
     def test_broken_prefetch_without_host_copy(self):
         trace = self.docs["tiny"]
