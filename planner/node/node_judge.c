@@ -95,6 +95,7 @@ typedef struct jclient {
     uint32_t dev;
     uint32_t eng[2];        /* engine per direction (equal when simplex) */
     uint32_t *last_acc;     /* last accessing op per storage, NONE */
+    uint8_t *init;          /* effective initial per storage (homes) */
     jst *st;
     uint64_t t0_dev, t0_host;
     double compute_us;
@@ -747,6 +748,14 @@ static int apply(judge *J, uint32_t ci, size_t ai)
         ss->has_host = false;
         rel_issue(J, ci, J->T, b, true, ss->h2d, ss->d2h);
         return 0;
+    case PLAN_ACT_WAIT:
+        /* the point's clock moves to the completion of s's copies issued
+         * so far: the client sleeps until they are done (then T is it) */
+        if (!copy_done(J, ss->h2d) || !copy_done(J, ss->d2h)) {
+            c->block = BL_COPIES;
+            return 1;
+        }
+        return 0;
     default:
         violate(J, ci, a->op, s, "client \"%s\": action %zu: unknown kind",
                 cname(J, ci), ai);
@@ -959,9 +968,9 @@ static void client_step_begin(judge *J, uint32_t ci)
             jst *ss = &c->st[i];
             bool accessed = c->last_acc[i] != NONE;
             ss->h2d = ss->d2h = ss->host_ready = NONE;
-            ss->on_dev = sto->initial == PLAN_INIT_DEVICE &&
+            ss->on_dev = c->init[i] == PLAN_INIT_DEVICE &&
                          (accessed || sto->retained);
-            ss->has_host = sto->initial == PLAN_INIT_HOST;
+            ss->has_host = c->init[i] == PLAN_INIT_HOST;
         }
         c->host_bytes = c->t0_host;
         c->peak_host = c->t0_host;
@@ -1049,6 +1058,7 @@ static void judge_done(judge *J)
         for (uint32_t i = 0; i < J->n; i++) {
             free(J->c[i].st);
             free(J->c[i].last_acc);
+            free(J->c[i].init);
         }
     if (J->eng)
         for (uint32_t i = 0; i < J->n_eng; i++)
@@ -1157,22 +1167,27 @@ static int setup(judge *J, const plan_node_input *in)
             uint8_t k = s->actions[a].kind;
             if (k == PLAN_ACT_PREFETCH || k == PLAN_ACT_STORE)
                 ncp++;
-            else
+            else if (k == PLAN_ACT_FREE_DEVICE || k == PLAN_ACT_FREE_HOST)
                 nrel++;
         }
         c->st = calloc(t->n_storages ? t->n_storages : 1, sizeof(*c->st));
         c->last_acc = malloc((t->n_storages ? t->n_storages : 1) *
                              sizeof(*c->last_acc));
-        if (!c->st || !c->last_acc)
+        c->init = malloc(t->n_storages ? t->n_storages : 1);
+        if (!c->st || !c->last_acc || !c->init)
             return -ENOMEM;
+        /* homes (checked by prevalidate: plan_simulate refuses bad ones) */
+        if (plan_schedule_initials(t, s, c->init) < 0)
+            for (uint32_t x = 0; x < t->n_storages; x++)
+                c->init[x] = t->storages[x].initial;
         for (uint32_t x = 0; x < t->n_storages; x++) {
             const plan_storage *sto = &t->storages[x];
             bool accessed = t->acc_start[x] != t->acc_start[x + 1];
             c->last_acc[x] = accessed ? t->acc[t->acc_start[x + 1] - 1].op
                                       : NONE;
-            if (sto->initial == PLAN_INIT_DEVICE && (accessed || sto->retained))
+            if (c->init[x] == PLAN_INIT_DEVICE && (accessed || sto->retained))
                 c->t0_dev += sto->bytes;
-            else if (sto->initial == PLAN_INIT_HOST)
+            else if (c->init[x] == PLAN_INIT_HOST)
                 c->t0_host += sto->bytes;
         }
         c->copy_base = (uint32_t)n_cp;

@@ -106,6 +106,12 @@ START_TEST(test_single_client_equals_plan_simulate)
                                        : 0.5 + 30 * rnd_unit();
         t->link.latency_us = (rnd() & 3) ? 20 * rnd_unit() : 0;
         t->link.duplex = rnd() & 1;
+        /* some retained device/host storages movable (PLANNER.md §1) */
+        for (uint32_t x = 0; x < t->n_storages; x++) {
+            plan_storage *st = &t->storages[x];
+            if (st->retained && st->initial != PLAN_INIT_NONE && (rnd() & 1))
+                st->movable = true;
+        }
         plan_trace_summary sm;
         ck_assert_int_eq(plan_trace_summarize(t, &sm), 0);
         for (int combo = 0; combo < 20; combo++) {
@@ -121,6 +127,30 @@ START_TEST(test_single_client_equals_plan_simulate)
             ck_assert_int_eq(r, HO_E_INFEASIBLE);
             continue;
         }
+        /* waits at random points (always valid), homes at random for the
+         * movable storages (a home other than `initial` usually makes the
+         * schedule invalid alone: both judges must then refuse it) */
+        if (combo % 3 == 0) {
+            uint32_t nw = 1 + (uint32_t)(rnd() % 8);
+            for (uint32_t w = 0; w < nw; w++)
+                ck_assert_int_eq(plan_schedule_push(
+                                     s, t, (uint32_t)(rnd() % t->n_ops),
+                                     (rnd() & 1) ? PLAN_AFTER : PLAN_BEFORE,
+                                     PLAN_ACT_WAIT,
+                                     (uint32_t)(rnd() % t->n_storages)),
+                                 0);
+        }
+        if (combo % 4 == 1)
+            for (uint32_t x = 0; x < t->n_storages; x++)
+                if (t->storages[x].movable && (rnd() & 1))
+                    ck_assert_int_eq(plan_schedule_set_home(
+                                         s, t, x,
+                                         (rnd() & 3) ? (plan_home)(
+                                             t->storages[x].initial ==
+                                             PLAN_INIT_HOST)
+                                                     : (plan_home)(rnd() & 1)),
+                                     0);
+        ck_assert_int_eq(plan_schedule_bind(s, t, tu_err, sizeof tu_err), 0);
         plan_metrics m;
         plan_violation v;
         int valid = plan_simulate(t, s, &m, &v, NULL);
@@ -129,9 +159,13 @@ START_TEST(test_single_client_equals_plan_simulate)
              * (half of them; the others must be refused) */
             plan_schedule at_peak = *s;
             at_peak.budget_bytes = m.peak_device_bytes;
-            valid = plan_simulate(t, &at_peak, &m, &v, NULL);
-            ck_assert_int_eq(valid, 0);
-            budget = m.peak_device_bytes;
+            int again = plan_simulate(t, &at_peak, &m, &v, NULL);
+            if (again == 0) {
+                valid = 0;
+                budget = m.peak_device_bytes;
+            } else {
+                m.peak_device_bytes = 0; /* invalid for another reason */
+            }
         }
         plan_node *n = node_for(&t->link, budget, round + combo);
         plan_node_input in = nu_in("solo", t, s, 0, budget, 0.5 + rnd_unit(),
@@ -145,7 +179,7 @@ START_TEST(test_single_client_equals_plan_simulate)
             snprintf(what, sizeof what, "round %d %s %.2f K=%u", round, pn,
                      frac, k);
             if (valid != 0) {
-                /* over budget alone: refused before running */
+                /* invalid or over budget alone: refused before running */
                 ck_assert_msg(jr == HO_E_BAD_SCHEDULE, "%s: %d", what, jr);
                 ck_assert_ptr_nonnull(strstr(nv.message, "invalid alone"));
                 invalid_alone++;

@@ -246,6 +246,71 @@ START_TEST(test_back_pressure)
 }
 END_TEST
 
+START_TEST(test_wait_and_homes)
+{
+    /* "a" stores storage 1 after op0 and waits for it before op1 (1 us,
+     * no storage).  Alone: store 1..2, op1 2..3.  With "b" storing on the
+     * same switch at 1: both at 500 B/us, done at 3; op1 3..4. */
+    plan_node *n = switch_node(true, 1, 1);
+    plan_trace *t0 = tu_trace(NULL);
+    tu_st(t0, 1, 1000, PLAN_INIT_DEVICE, true, false);
+    tu_op(t0, 1, TU_R(1), TU_NONE);
+    tu_op(t0, 1, TU_NONE, TU_NONE);
+    tu_finish(t0);
+    plan_schedule *s0 = tu_sched(1000), *s1;
+    tu_act(s0, 0, PLAN_AFTER, PLAN_ACT_STORE, 1);
+    tu_act(s0, 1, PLAN_BEFORE, PLAN_ACT_WAIT, 1);
+    plan_trace *t1 = storer_trace(&s1);
+    plan_node_input in[2] = {nu_in("a", t0, s0, 0, 1000, 1, PLAN_NONE),
+                             nu_in("b", t1, s1, 1, 1000, 1, PLAN_NONE)};
+    plan_node_result *r = nu_judge(n, in, 1, 3);
+    NU_EQ(r->clients[0].step_time_us, 3);
+    NU_EQ(r->clients[0].exposed_us, 1);
+    plan_node_result_free(r);
+    r = nu_judge(n, in, 2, 1);
+    NU_EQ(r->clients[0].step_time_us, 4);
+    NU_EQ(r->clients[0].exposed_us, 2);
+    NU_EQ(r->clients[0].alloc_wait_us, 0);
+    plan_node_result_free(r);
+
+    /* A movable storage homed on the host: only a host copy at t = 0;
+     * prefetched (0..1), read by op0 (1..2), freed after. */
+    plan_trace *t2 = tu_trace(NULL);
+    plan_storage st = {9, 1000, PLAN_KIND_PARAM, PLAN_INIT_DEVICE, true,
+                       false, true};
+    ck_assert_int_eq(plan_trace_add_storage(t2, &st, NULL, tu_err,
+                                            sizeof tu_err), 0);
+    tu_op(t2, 1, TU_R(9), TU_NONE);
+    tu_finish(t2);
+    plan_schedule *s2 = tu_sched(1000);
+    tu_act(s2, 0, PLAN_BEFORE, PLAN_ACT_PREFETCH, 9);
+    tu_act(s2, 0, PLAN_AFTER, PLAN_ACT_FREE_DEVICE, 9);
+    ck_assert_int_eq(plan_schedule_set_home(s2, t2, 0, PLAN_HOME_HOST), 0);
+    plan_node_input in2 = nu_in("homed", t2, s2, 0, 1000, 1, PLAN_NONE);
+    r = nu_judge(n, &in2, 1, 3);
+    NU_EQ(r->clients[0].step_time_us, 2);
+    ck_assert_uint_eq(r->clients[0].peak_host_bytes, 1000);
+    ck_assert_uint_eq(r->clients[0].peak_device_bytes, 1000);
+    ck_assert_uint_eq(r->clients[0].h2d_bytes, 1000);
+    plan_node_result_free(r);
+    /* the same schedule with the storage homed on the device is invalid
+     * alone (prefetch of a storage already on device) */
+    ck_assert_int_eq(plan_schedule_set_home(s2, t2, 0, PLAN_HOME_DEVICE), 0);
+    plan_node_violation v;
+    ck_assert_int_eq(plan_node_judge(n, &in2, 1, NULL, &r, &v),
+                     HO_E_BAD_SCHEDULE);
+    ck_assert_ptr_nonnull(strstr(v.message, "invalid alone"));
+
+    plan_schedule_free(s0);
+    plan_schedule_free(s1);
+    plan_schedule_free(s2);
+    plan_trace_free(t0);
+    plan_trace_free(t1);
+    plan_trace_free(t2);
+    plan_node_free(n);
+}
+END_TEST
+
 /* op0 writes storage 1 (stored and freed after op0), op1 writes storage
  * 2; 1000 B each, 1 us each.  Alone, budget 2000: peak 2000. */
 static plan_trace *share_trace(plan_schedule **ret_s)
@@ -467,6 +532,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_duplex_false_link);
     tcase_add_test(tc, test_duplex_false_device_one_engine);
     tcase_add_test(tc, test_back_pressure);
+    tcase_add_test(tc, test_wait_and_homes);
     tcase_add_test(tc, test_device_shared_over_hbm);
     tcase_add_test(tc, test_sync_group_slow_member);
     tcase_add_test(tc, test_invalid_nothing_pending);
