@@ -14,6 +14,7 @@
 
 #include "hoctl/hoctl.h"
 #include "hoctl/hoctl_admin.h"
+#include "hoctl/hoctl_node.h"
 #include "hyperoffload/client.h"
 
 
@@ -65,6 +66,7 @@ static const struct {
     {"quota", hoctl_cmd_quota},       {"version", hoctl_cmd_version},
     {"trace", hoctl_cmd_trace},       {"schedule", hoctl_cmd_schedule},
     {"plan", hoctl_cmd_plan},
+    {"node", hoctl_cmd_node},
 };
 
 int main(int argc, char **argv)
