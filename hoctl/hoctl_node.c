@@ -295,7 +295,7 @@ static json_t *violation_json(const plan_wl_run *run,
 
 static json_t *result_json(const plan_node *n, const plan_workload *w,
                            const plan_wl_run *run, const plan_node_result *r,
-                           double judge_ms, bool *ret_match)
+                           const double *judge_ms, bool *ret_match)
 {
     json_t *o = json_object(), *cl = json_array(), *dv = json_array();
     bool all = true;
@@ -357,16 +357,16 @@ static json_t *result_json(const plan_node *n, const plan_workload *w,
                   "alloc_wait_us", r->alloc_wait_us, "end_us", r->end_us));
     json_object_set_new(
         o, "stats",
-        json_pack("{s:o, s:o, s:f}", "copies", json_u64(r->n_copies),
+        json_pack("{s:o, s:o, s:f, s:f}", "copies", json_u64(r->n_copies),
                   "rate_updates", json_u64(r->n_rate_updates), "judge_ms",
-                  judge_ms));
+                  judge_ms[0], "judge_cpu_ms", judge_ms[1]));
     *ret_match = all;
     return o;
 }
 
 static void print_result(const plan_node *n, const plan_workload *w,
                          const plan_wl_run *run, const plan_node_result *r,
-                         double judge_ms)
+                         const double *judge_ms)
 {
     char b[6][32];
     printf("%u clients on %u devices, %u steps; figures of the last step\n",
@@ -405,9 +405,9 @@ static void print_result(const plan_node *n, const plan_workload *w,
     printf("\nnode: weighted exposed %s, max slowdown %.3f, alloc wait %s\n",
            dur(r->weighted_exposed_us, b[0], sizeof b[0]), r->max_slowdown,
            dur(r->alloc_wait_us, b[1], sizeof b[1]));
-    printf("judge: %llu copies, %llu rate updates, %.1f ms\n",
+    printf("judge: %llu copies, %llu rate updates, %.1f ms (%.1f ms CPU)\n",
            (unsigned long long)r->n_copies,
-           (unsigned long long)r->n_rate_updates, judge_ms);
+           (unsigned long long)r->n_rate_updates, judge_ms[0], judge_ms[1]);
 }
 
 static int node_check(const hoctl_globals *g, int argc, char **argv)
@@ -457,12 +457,16 @@ static int node_check(const hoctl_globals *g, int argc, char **argv)
         rc = r == -ENOENT ? HOCTL_EXIT_NOT_FOUND : HOCTL_EXIT_FAILED;
         goto out;
     }
-    struct timespec t0, t1;
+    struct timespec t0, t1, c0, c1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
     r = plan_node_judge(n, run->in, run->n, &o, &res, &v);
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
     clock_gettime(CLOCK_MONOTONIC, &t1);
-    double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 +
-                (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+    double ms[2] = {(double)(t1.tv_sec - t0.tv_sec) * 1e3 +
+                        (double)(t1.tv_nsec - t0.tv_nsec) / 1e6,
+                    (double)(c1.tv_sec - c0.tv_sec) * 1e3 +
+                        (double)(c1.tv_nsec - c0.tv_nsec) / 1e6};
     if (r == HO_E_BAD_SCHEDULE) {
         if (g->json) {
             json_t *j = json_object();

@@ -51,7 +51,7 @@ typedef struct jcopy {
     double ev;                 /* next event: latency end or completion */
     double anchor_t, anchor_lat, anchor_rem, rate;
     uint64_t bytes;
-    uint32_t client, seq;
+    uint32_t client, seq, storage;
     uint32_t dep;              /* copy that must complete first, or NONE */
     uint32_t waiters;          /* releases waiting on this copy */
     uint32_t engine;
@@ -68,10 +68,15 @@ typedef struct jrel {
     bool host;
 } jrel;
 
+/* Per storage, everything the hot loop touches in one place. */
 typedef struct jst {
-    uint32_t h2d, d2h;    /* latest copies, NONE */
-    uint32_t host_ready;  /* copy whose completion readies the host copy */
+    double h2d_end, d2h_end; /* their completion: 0 none, HUGE_VAL pending */
+    uint64_t bytes;          /* the trace's */
+    uint32_t last_acc;       /* last accessing op, NONE (the trace's) */
+    uint32_t h2d, d2h;       /* latest copies, NONE */
+    uint32_t host_ready;     /* copy whose completion readies the host copy */
     bool on_dev, has_host;
+    bool retained;           /* the trace's */
 } jst;
 
 enum {
@@ -94,7 +99,6 @@ typedef struct jclient {
     const plan_schedule *s;
     uint32_t dev;
     uint32_t eng[2];        /* engine per direction (equal when simplex) */
-    uint32_t *last_acc;     /* last accessing op per storage, NONE */
     uint8_t *init;          /* effective initial per storage (homes) */
     jst *st;
     uint64_t t0_dev, t0_host;
@@ -189,10 +193,16 @@ typedef struct judge {
     uint32_t *order;        /* scratch */
     double *lam;            /* scratch */
     uint8_t *frozen;        /* scratch */
+    double *fcap, *fw;      /* scratch: per moving copy */
+    const jpath **fpath;
+    uint32_t *touched;      /* scratch: capacities crossed */
+    uint32_t mark_gen;
     bool flows_changed, fluid_changed;
     double fluid_next;
     double T, base;
-    uint32_t n_done, n_live_copies, n_pending;
+    uint32_t n_done, n_live_copies, n_pending, n_alloc_blocked;
+    uint32_t *dirty;        /* engines to look at in dispatch */
+    uint32_t n_dirty;
     uint64_t n_copies_total, n_rate_updates;
     plan_node_violation *v;
     bool failed;
@@ -288,6 +298,8 @@ static jtimer tm_pop(judge *J)
 static void dev_note_release(judge *J, uint32_t d)
 {
     /* Every client of d blocked on an allocation may now fit. */
+    if (J->n_alloc_blocked == 0)
+        return;
     for (uint32_t i = 0; i < J->n; i++)
         if (J->c[i].dev == d && J->c[i].block == BL_ALLOC)
             set_ready(J, i);
@@ -403,6 +415,7 @@ static int alloc_point(judge *J, uint32_t ci, uint32_t storage, uint64_t b)
         c->alloc_wait += J->T - c->alloc_since;
         c->now = J->T;
         c->in_alloc = false;
+        J->n_alloc_blocked--;
         c->block = BL_NONE;
         return 0;
     }
@@ -413,16 +426,25 @@ static int alloc_point(judge *J, uint32_t ci, uint32_t storage, uint64_t b)
     c->alloc_storage = storage;
     c->alloc_since = J->T;
     c->block = BL_ALLOC;
+    J->n_alloc_blocked++;
     return 1;
 }
 
 /* ------------------------------------------------------------ copies */
 
+static void mark_dirty(judge *J, uint32_t e)
+{
+    if (!J->eng[e].dirty) {
+        J->eng[e].dirty = true;
+        J->dirty[J->n_dirty++] = e;
+    }
+}
+
 static uint32_t copy_issue(judge *J, uint32_t ci, int dir, uint32_t s,
                            uint32_t dep)
 {
     jclient *c = &J->c[ci];
-    uint64_t b = c->t->storages[s].bytes;
+    uint64_t b = c->st[s].bytes;
     uint32_t x = c->copy_base + c->n_copies;
     jcopy *p = &J->cp[x];
     jengine *e = &J->eng[c->eng[dir]];
@@ -432,6 +454,7 @@ static uint32_t copy_issue(judge *J, uint32_t ci, int dir, uint32_t s,
     p->anchor_t = p->anchor_lat = p->anchor_rem = p->rate = 0;
     p->bytes = b;
     p->client = ci;
+    p->storage = s;
     p->seq = c->n_copies++;
     p->dep = dep;
     p->waiters = NONE;
@@ -456,7 +479,7 @@ static uint32_t copy_issue(judge *J, uint32_t ci, int dir, uint32_t s,
         pos--;
     }
     e->q[(e->head + pos) % e->cap] = x;
-    e->dirty = true;
+    mark_dirty(J, c->eng[dir]);
     return x;
 }
 
@@ -474,14 +497,20 @@ static void copy_complete(judge *J, uint32_t x)
     p->state = CP_DONE;
     p->end = p->ev;
     e->active = NONE;
-    e->dirty = true;
     c->inflight--;
     J->n_live_copies--;
     if (p->end > c->last_copy_end)
         c->last_copy_end = p->end;
+    jst *ss = &c->st[p->storage];
+    if (p->dir ? ss->d2h == x : ss->h2d == x) {
+        if (p->dir)
+            ss->d2h_end = p->end;
+        else
+            ss->h2d_end = p->end;
+    }
     /* A head waiting on this copy may sit on the other engine. */
-    J->eng[c->eng[0]].dirty = true;
-    J->eng[c->eng[1]].dirty = true;
+    mark_dirty(J, c->eng[0]);
+    mark_dirty(J, c->eng[1]);
     rel_wake(J, x);
     if (c->block == BL_COPIES)
         set_ready(J, p->client);
@@ -502,10 +531,8 @@ static void start_moving(judge *J, uint32_t x)
 
 static void dispatch(judge *J)
 {
-    for (uint32_t i = 0; i < J->n_eng; i++) {
-        jengine *e = &J->eng[i];
-        if (!e->dirty)
-            continue;
+    for (uint32_t di = 0; di < J->n_dirty; di++) {
+        jengine *e = &J->eng[J->dirty[di]];
         e->dirty = false;
         if (e->active != NONE || e->n == 0)
             continue;
@@ -525,6 +552,7 @@ static void dispatch(judge *J)
         if (p->ev <= J->T)
             start_moving(J, x);
     }
+    J->n_dirty = 0;
 }
 
 /* ------------------------------------------------------------ fair rates */
@@ -543,53 +571,55 @@ static const jpath *flow_path(const judge *J, const jcopy *p)
  * every copy's rate rises in proportion to its client's weight until a
  * capacity on its path (its device's own figure for its direction, each
  * ancestor link's) is full; copies held by a full capacity keep their
- * rate, the others go on rising. */
+ * rate, the others go on rising.  A capacity is J->cons[] (a link
+ * direction, or a link's one capacity when it is not duplex, where a D2H
+ * byte counts h2d/d2h of an H2D byte); a device's own figure is the
+ * copy's own cap (one copy per engine). */
 static void compute_rates(judge *J, double *rate)
 {
-    uint32_t nf = J->n_moving;
+    uint32_t nf = J->n_moving, nt = 0;
+    uint32_t *tl = J->touched;
     bool fits = true;
 
     J->n_rate_updates++;
-    for (uint32_t f = 0; f < nf; f++) {
-        const jpath *pa = flow_path(J, &J->cp[J->moving[f]]);
-        for (uint32_t k = 0; k < pa->n; k++) {
-            jcons *q = &J->cons[pa->cons[k]];
-            q->resid = q->cap;
-            q->w = 0;
-            q->cnt = 0;
-        }
+    if (++J->mark_gen == 0) {
+        for (uint32_t i = 0; i < J->n_cons; i++)
+            J->cons[i].mark = 0;
+        J->mark_gen = 1;
     }
     for (uint32_t f = 0; f < nf; f++) {
         const jcopy *p = &J->cp[J->moving[f]];
         const jpath *pa = flow_path(J, p);
         double w = J->c[p->client].in->weight, cap = flow_cap(J, p);
+        J->fcap[f] = cap;
+        J->fw[f] = w;
+        J->fpath[f] = pa;
         for (uint32_t k = 0; k < pa->n; k++) {
             jcons *q = &J->cons[pa->cons[k]];
+            if (q->mark != J->mark_gen) {
+                q->mark = J->mark_gen;
+                q->resid = q->cap;
+                q->w = 0;
+                q->cnt = 0;
+                tl[nt++] = pa->cons[k];
+            }
             q->w += pa->coef[k] * w;
             q->cnt++;
-            q->resid -= pa->coef[k] * cap; /* demand check below */
+            q->resid -= pa->coef[k] * cap; /* demand at every own cap */
         }
     }
-    for (uint32_t f = 0; f < nf && fits; f++) {
-        const jpath *pa = flow_path(J, &J->cp[J->moving[f]]);
-        for (uint32_t k = 0; k < pa->n; k++)
-            if (J->cons[pa->cons[k]].resid < 0) {
-                fits = false;
-                break;
-            }
-    }
+    for (uint32_t i = 0; i < nt && fits; i++)
+        fits = J->cons[tl[i]].resid >= 0;
     if (fits) {
         /* No shared capacity binds: each copy at its own figure. */
         for (uint32_t f = 0; f < nf; f++)
-            rate[f] = flow_cap(J, &J->cp[J->moving[f]]);
+            rate[f] = J->fcap[f];
         return;
     }
+    for (uint32_t i = 0; i < nt; i++)
+        J->cons[tl[i]].resid = J->cons[tl[i]].cap;
     for (uint32_t f = 0; f < nf; f++) {
-        const jcopy *p = &J->cp[J->moving[f]];
-        const jpath *pa = flow_path(J, p);
-        for (uint32_t k = 0; k < pa->n; k++)
-            J->cons[pa->cons[k]].resid = J->cons[pa->cons[k]].cap;
-        J->lam[f] = flow_cap(J, p) / J->c[p->client].in->weight;
+        J->lam[f] = J->fcap[f] / J->fw[f];
         J->frozen[f] = 0;
         J->order[f] = f;
     }
@@ -607,78 +637,70 @@ static void compute_rates(judge *J, double *rate)
     while (left > 0) {
         while (oi < nf && J->frozen[J->order[oi]])
             oi++;
-        /* the capacity that fills first */
+        /* the capacity that fills first (lowest index on ties) */
         double best = HUGE_VAL;
         uint32_t bj = NONE;
-        for (uint32_t f = 0; f < nf; f++) {
-            if (J->frozen[f])
+        for (uint32_t i = 0; i < nt; i++) {
+            const jcons *q = &J->cons[tl[i]];
+            if (q->cnt == 0)
                 continue;
-            const jpath *pa = flow_path(J, &J->cp[J->moving[f]]);
-            for (uint32_t k = 0; k < pa->n; k++) {
-                const jcons *q = &J->cons[pa->cons[k]];
-                double l = q->w > 0 ? q->resid / q->w : HUGE_VAL;
-                if (l < level)
-                    l = level;
-                if (l < best || (l == best && pa->cons[k] < bj)) {
-                    best = l;
-                    bj = pa->cons[k];
-                }
+            double l = q->w > 0 ? q->resid / q->w : HUGE_VAL;
+            if (l < level)
+                l = level;
+            if (l < best || (l == best && tl[i] < bj)) {
+                best = l;
+                bj = tl[i];
             }
         }
         uint32_t fo = oi < nf ? J->order[oi] : NONE;
         if (fo != NONE && J->lam[fo] <= best) {
             /* this copy reaches its own figure first */
-            const jcopy *p = &J->cp[J->moving[fo]];
-            const jpath *pa = flow_path(J, p);
-            double w = J->c[p->client].in->weight;
-            rate[fo] = flow_cap(J, p);
+            const jpath *pa = J->fpath[fo];
+            rate[fo] = J->fcap[fo];
             level = J->lam[fo];
-            J->frozen[fo] = 2; /* accounted here */
+            J->frozen[fo] = 1;
             left--;
             for (uint32_t k = 0; k < pa->n; k++) {
                 jcons *q = &J->cons[pa->cons[k]];
                 q->resid -= pa->coef[k] * rate[fo];
                 if (q->resid < 0)
                     q->resid = 0;
-                q->w -= pa->coef[k] * w;
+                q->w -= pa->coef[k] * J->fw[fo];
                 q->cnt--;
             }
             continue;
         }
         /* capacity bj is full: freeze every unfrozen copy crossing it */
-        jcons *qb = &J->cons[bj];
+        const jcons *qb = &J->cons[bj];
         double resid = qb->resid, W = qb->w;
         bool clamped = W <= 0 || resid / W < level;
         level = best;
         for (uint32_t f = 0; f < nf; f++) {
             if (J->frozen[f])
                 continue;
-            const jcopy *p = &J->cp[J->moving[f]];
-            const jpath *pa = flow_path(J, p);
+            const jpath *pa = J->fpath[f];
             double a = 0;
             for (uint32_t k = 0; k < pa->n; k++)
                 if (pa->cons[k] == bj)
                     a = pa->coef[k];
             if (a == 0)
                 continue;
-            double w = J->c[p->client].in->weight;
+            double w = J->fw[f];
             rate[f] = clamped ? w * level : resid * ((a * w) / W) / a;
-            J->frozen[f] = 1;
+            J->frozen[f] = 2; /* accounted below */
             left--;
         }
         for (uint32_t f = 0; f < nf; f++) {
-            if (J->frozen[f] != 1)
+            if (J->frozen[f] != 2)
                 continue;
-            J->frozen[f] = 2; /* accounted */
-            const jcopy *p = &J->cp[J->moving[f]];
-            const jpath *pa = flow_path(J, p);
-            double w = J->c[p->client].in->weight;
+            J->frozen[f] = 1;
+            const jpath *pa = J->fpath[f];
             for (uint32_t k = 0; k < pa->n; k++) {
                 jcons *q = &J->cons[pa->cons[k]];
                 q->resid -= pa->coef[k] * rate[f];
                 if (q->resid < 0)
                     q->resid = 0;
-                q->w -= pa->coef[k] * w;
+                q->w -= pa->coef[k] * J->fw[f];
                 q->cnt--;
             }
         }
@@ -721,7 +743,7 @@ static int apply(judge *J, uint32_t ci, size_t ai)
     const plan_action *a = &c->s->actions[ai];
     uint32_t s = a->storage;
     jst *ss = &c->st[s];
-    uint64_t b = c->t->storages[s].bytes;
+    uint64_t b = ss->bytes;
 
     switch (a->kind) {
     case PLAN_ACT_PREFETCH:
@@ -729,6 +751,7 @@ static int apply(judge *J, uint32_t ci, size_t ai)
             return 1;
         ss->on_dev = true;
         ss->h2d = copy_issue(J, ci, 0, s, ss->host_ready);
+        ss->h2d_end = HUGE_VAL;
         return 0;
     case PLAN_ACT_STORE:
         if (!ss->has_host) {
@@ -738,6 +761,7 @@ static int apply(judge *J, uint32_t ci, size_t ai)
             ss->has_host = true;
         }
         ss->d2h = copy_issue(J, ci, 1, s, ss->h2d);
+        ss->d2h_end = HUGE_VAL;
         ss->host_ready = ss->d2h;
         return 0;
     case PLAN_ACT_FREE_DEVICE:
@@ -751,7 +775,7 @@ static int apply(judge *J, uint32_t ci, size_t ai)
     case PLAN_ACT_WAIT:
         /* the point's clock moves to the completion of s's copies issued
          * so far: the client sleeps until they are done (then T is it) */
-        if (!copy_done(J, ss->h2d) || !copy_done(J, ss->d2h)) {
+        if (ss->h2d_end == HUGE_VAL || ss->d2h_end == HUGE_VAL) {
             c->block = BL_COPIES;
             return 1;
         }
@@ -866,7 +890,7 @@ static void client_run(judge *J, uint32_t ci)
                 jst *ss = &c->st[w[c->k]];
                 if (ss->on_dev)
                     continue;
-                if (alloc_point(J, ci, w[c->k], t->storages[w[c->k]].bytes))
+                if (alloc_point(J, ci, w[c->k], ss->bytes))
                     return;
                 ss->on_dev = true;
             }
@@ -879,16 +903,15 @@ static void client_run(judge *J, uint32_t ci)
             double start = c->now;
             for (uint32_t k = 0; k < o->n_reads + o->n_writes; k++) {
                 const jst *ss = &c->st[r[k]];
-                if (!copy_done(J, ss->h2d) ||
-                    (k >= o->n_reads && !copy_done(J, ss->d2h))) {
-                    c->block = BL_COPIES;
-                    return;
-                }
-                if (ss->h2d != NONE && J->cp[ss->h2d].end > start)
-                    start = J->cp[ss->h2d].end;
-                if (k >= o->n_reads && ss->d2h != NONE &&
-                    J->cp[ss->d2h].end > start)
-                    start = J->cp[ss->d2h].end;
+                /* HUGE_VAL while pending: the op waits */
+                if (ss->h2d_end > start)
+                    start = ss->h2d_end;
+                if (k >= o->n_reads && ss->d2h_end > start)
+                    start = ss->d2h_end;
+            }
+            if (start == HUGE_VAL) {
+                c->block = BL_COPIES;
+                return;
             }
             c->now = start + o->duration_us;
             c->compute_us += o->duration_us;
@@ -913,11 +936,10 @@ static void client_run(judge *J, uint32_t ci)
             for (uint32_t k = 0; k < o->n_reads + o->n_writes; k++) {
                 uint32_t x = r[k];
                 jst *ss = &c->st[x];
-                if (!ss->on_dev || t->storages[x].retained ||
-                    c->last_acc[x] != c->op)
+                if (!ss->on_dev || ss->retained || ss->last_acc != c->op)
                     continue;
                 ss->on_dev = false;
-                rel_issue(J, ci, J->T, t->storages[x].bytes, false, ss->h2d,
+                rel_issue(J, ci, J->T, ss->bytes, false, ss->h2d,
                           ss->d2h);
             }
             c->op++;
@@ -966,8 +988,9 @@ static void client_step_begin(judge *J, uint32_t ci)
         for (uint32_t i = 0; i < c->t->n_storages; i++) {
             const plan_storage *sto = &c->t->storages[i];
             jst *ss = &c->st[i];
-            bool accessed = c->last_acc[i] != NONE;
+            bool accessed = ss->last_acc != NONE;
             ss->h2d = ss->d2h = ss->host_ready = NONE;
+            ss->h2d_end = ss->d2h_end = 0;
             ss->on_dev = c->init[i] == PLAN_INIT_DEVICE &&
                          (accessed || sto->retained);
             ss->has_host = c->init[i] == PLAN_INIT_HOST;
@@ -987,6 +1010,8 @@ static void client_step_begin(judge *J, uint32_t ci)
 /* A client blocked on an allocation that nothing pending can help. */
 static void check_stuck(judge *J)
 {
+    if (J->n_alloc_blocked == 0)
+        return;
     for (uint32_t i = 0; i < J->n && !J->failed; i++) {
         jclient *c = &J->c[i];
         if (c->block != BL_ALLOC)
@@ -1057,7 +1082,6 @@ static void judge_done(judge *J)
     if (J->c)
         for (uint32_t i = 0; i < J->n; i++) {
             free(J->c[i].st);
-            free(J->c[i].last_acc);
             free(J->c[i].init);
         }
     if (J->eng)
@@ -1077,6 +1101,11 @@ static void judge_done(judge *J)
     free(J->order);
     free(J->lam);
     free(J->frozen);
+    free(J->dirty);
+    free(J->fcap);
+    free(J->fw);
+    free(J->fpath);
+    free(J->touched);
 }
 
 static int setup(judge *J, const plan_node_input *in)
@@ -1099,9 +1128,15 @@ static int setup(judge *J, const plan_node_input *in)
     J->order = calloc(J->n_eng, sizeof(uint32_t));
     J->lam = calloc(2 * (size_t)J->n_eng, sizeof(double));
     J->frozen = calloc(J->n_eng, 1);
+    J->dirty = calloc(J->n_eng, sizeof(uint32_t));
+    J->fcap = calloc(J->n_eng, sizeof(double));
+    J->fw = calloc(J->n_eng, sizeof(double));
+    J->fpath = calloc(J->n_eng, sizeof(*J->fpath));
+    J->touched = calloc(J->n_cons ? J->n_cons : 1, sizeof(uint32_t));
     if (!J->c || !J->dev || !J->eng || !J->cons || !J->grp || !J->tm ||
         !J->ready || !J->active || !J->moving || !J->order || !J->lam ||
-        !J->frozen)
+        !J->frozen || !J->dirty || !J->fcap || !J->fw || !J->fpath ||
+        !J->touched)
         return -ENOMEM;
 
     for (uint32_t l = 0; l < node->n_links; l++) {
@@ -1171,10 +1206,8 @@ static int setup(judge *J, const plan_node_input *in)
                 nrel++;
         }
         c->st = calloc(t->n_storages ? t->n_storages : 1, sizeof(*c->st));
-        c->last_acc = malloc((t->n_storages ? t->n_storages : 1) *
-                             sizeof(*c->last_acc));
         c->init = malloc(t->n_storages ? t->n_storages : 1);
-        if (!c->st || !c->last_acc || !c->init)
+        if (!c->st || !c->init)
             return -ENOMEM;
         /* homes (checked by prevalidate: plan_simulate refuses bad ones) */
         if (plan_schedule_initials(t, s, c->init) < 0)
@@ -1183,8 +1216,10 @@ static int setup(judge *J, const plan_node_input *in)
         for (uint32_t x = 0; x < t->n_storages; x++) {
             const plan_storage *sto = &t->storages[x];
             bool accessed = t->acc_start[x] != t->acc_start[x + 1];
-            c->last_acc[x] = accessed ? t->acc[t->acc_start[x + 1] - 1].op
-                                      : NONE;
+            c->st[x].last_acc =
+                accessed ? t->acc[t->acc_start[x + 1] - 1].op : NONE;
+            c->st[x].bytes = sto->bytes;
+            c->st[x].retained = sto->retained;
             if (c->init[x] == PLAN_INIT_DEVICE && (accessed || sto->retained))
                 c->t0_dev += sto->bytes;
             else if (c->init[x] == PLAN_INIT_HOST)
@@ -1283,7 +1318,8 @@ static int run(judge *J)
     J->fluid_next = HUGE_VAL;
     for (;;) {
         /* 1 */
-        fluid_events(J);
+        if (J->fluid_next <= J->T)
+            fluid_events(J);
         /* copies whose rate is not yet known (just started moving) */
         /* 2 */
         while (J->n_tm > 0 && J->tm[0].t <= J->T)
