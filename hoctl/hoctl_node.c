@@ -452,6 +452,14 @@ static int node_check(const hoctl_globals *g, int argc, char **argv)
     }
     r = plan_wl_run_load(n, w, &run, err, sizeof err);
     if (r < 0) {
+        if (g->json) {
+            json_t *j = json_object();
+            json_object_set_new(j, "schema", json_integer(HOCTL_JSON_SCHEMA));
+            json_object_set_new(j, "valid", json_false());
+            json_object_set_new(j, "error",
+                                json_string(err[0] ? err : ho_strerror(r)));
+            emit(j);
+        }
         fprintf(stderr, "hoctl: node check: %s\n",
                 err[0] ? err : ho_strerror(r));
         rc = r == -ENOENT ? HOCTL_EXIT_NOT_FOUND : HOCTL_EXIT_FAILED;
