@@ -271,7 +271,7 @@ typedef struct plan_wl_run {
     uint32_t n;
     plan_node_input *in;        /* n, in workload order */
     plan_trace **traces;        /* n; clients with one path share one */
-    plan_schedule **schedules;  /* n, owned, bound */
+    plan_schedule **schedules;  /* n, bound; shared like traces */
     uint32_t n_groups;
     char **groups;              /* sync names, by group number (borrowed) */
 } plan_wl_run;

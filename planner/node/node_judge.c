@@ -1414,8 +1414,16 @@ int plan_node_judge(const plan_node *node, const plan_node_input *in,
     J.v = &v;
 
     r = setup(&J, in);
-    for (uint32_t i = 0; r == 0 && i < n && !J.failed; i++)
-        r = prevalidate(&J, i);
+    for (uint32_t i = 0; r == 0 && i < n && !J.failed; i++) {
+        /* clients sharing trace, schedule and budget are checked once */
+        uint32_t j = 0;
+        while (j < i && !(in[j].trace == in[i].trace &&
+                          in[j].schedule == in[i].schedule &&
+                          in[j].budget_bytes == in[i].budget_bytes))
+            j++;
+        if (j == i)
+            r = prevalidate(&J, i);
+    }
     if (r == 0 && !J.failed)
         r = run(&J);
     if (r == 0 && J.failed)

@@ -1,7 +1,8 @@
 /*
  * planner/node/node_load.c - a workload file's traces and schedules
  * loaded and bound, as the judge's inputs (plan_wl_run).  Clients that
- * name the same trace path share one loaded trace.
+ * name the same trace path share one loaded trace, and those that also
+ * name the same schedule path share one loaded schedule.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -22,7 +23,11 @@ plan_wl_run *plan_wl_run_free(plan_wl_run *r)
             shared = r->traces[j] == r->traces[i];
         if (!shared)
             plan_trace_free(r->traces[i]);
-        plan_schedule_free(r->schedules[i]);
+        shared = false;
+        for (uint32_t j = 0; j < i && !shared; j++)
+            shared = r->schedules[j] == r->schedules[i];
+        if (!shared)
+            plan_schedule_free(r->schedules[i]);
     }
     free(r->in);
     free(r->traces);
@@ -108,6 +113,12 @@ int plan_wl_run_load(const plan_node *node, const plan_workload *w,
             free(path);
             path = NULL;
         }
+        for (uint32_t j = 0; j < i && !run->schedules[i]; j++)
+            if (run->traces[j] == run->traces[i] &&
+                strcmp(w->clients[j].schedule, c->schedule) == 0)
+                run->schedules[i] = run->schedules[j];
+        if (run->schedules[i])
+            goto bound;
         path = plan_workload_path(w, c->schedule);
         if (!path) {
             k = ho_errf(err, errlen, -ENOMEM, "out of memory");
@@ -126,6 +137,7 @@ int plan_wl_run_load(const plan_node *node, const plan_workload *w,
         }
         free(path);
         path = NULL;
+    bound:
         run->in[i].trace = run->traces[i];
         run->in[i].schedule = run->schedules[i];
         run->in[i].budget_bytes =
