@@ -20,7 +20,11 @@
  * it) and freed from the device after its last access, so that the step
  * ends as it started.  Every other storage is left to the model's implicit
  * rules. */
-static int push_forced(plan_schedule *s, const plan_trace *t, uint32_t st)
+typedef int (*forced_fn)(void *ctx, const plan_trace *t, uint32_t op,
+                         plan_when when, plan_act_kind kind, uint32_t st);
+
+static int forced_actions(const plan_trace *t, uint32_t st, forced_fn fn,
+                          void *ctx)
 {
     const plan_storage *sto = &t->storages[st];
     uint32_t a0 = t->acc_start[st], a1 = t->acc_start[st + 1];
@@ -28,38 +32,42 @@ static int push_forced(plan_schedule *s, const plan_trace *t, uint32_t st)
     if (sto->initial != PLAN_INIT_HOST || a0 == a1)
         return 0;
     if (t->acc[a0].flags & PLAN_ACC_READ)
-        r = plan_schedule_push(s, t, t->acc[a0].op, PLAN_BEFORE,
-                               PLAN_ACT_PREFETCH, st);
+        r = fn(ctx, t, t->acc[a0].op, PLAN_BEFORE, PLAN_ACT_PREFETCH, st);
     if (r < 0 || !sto->retained)
         return r;
     for (uint32_t k = a1; k-- > a0;) {
         if (t->acc[k].flags & PLAN_ACC_WRITE) {
-            r = plan_schedule_push(s, t, t->acc[k].op, PLAN_AFTER,
-                                   PLAN_ACT_STORE, st);
+            r = fn(ctx, t, t->acc[k].op, PLAN_AFTER, PLAN_ACT_STORE, st);
             break;
         }
     }
     if (r == 0)
-        r = plan_schedule_push(s, t, t->acc[a1 - 1].op, PLAN_AFTER,
-                               PLAN_ACT_FREE_DEVICE, st);
+        r = fn(ctx, t, t->acc[a1 - 1].op, PLAN_AFTER, PLAN_ACT_FREE_DEVICE,
+               st);
     return r;
 }
 
-int plan_none(const plan_trace *t, uint64_t budget, plan_schedule **ret)
+static int forced_push(void *ctx, const plan_trace *t, uint32_t op,
+                       plan_when when, plan_act_kind kind, uint32_t st)
+{
+    return plan_schedule_push(ctx, t, op, when, kind, st);
+}
+
+int plan_none(const plan_trace *t, uint64_t budget, plan_schedule **ret_schedule)
 {
     plan_schedule *s = plan_schedule_new("none", budget);
     int r = 0;
     if (!s)
         return -ENOMEM;
     for (uint32_t st = 0; st < t->n_storages && r == 0; st++)
-        r = push_forced(s, t, st);
+        r = forced_actions(t, st, forced_push, s);
     if (r == 0)
         r = plan_schedule_sort(s);
     if (r < 0) {
         plan_schedule_free(s);
         return r;
     }
-    *ret = s;
+    *ret_schedule = s;
     return 0;
 }
 
@@ -86,46 +94,35 @@ typedef struct bl_list {
 static int ev_push(bl_list *l, uint32_t op, plan_when when, uint32_t cls,
                    uint32_t storage)
 {
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 256;
-        bl_ev *v = realloc(l->v, cap * sizeof(*v));
-        if (!v)
-            return -ENOMEM;
-        l->v = v;
-        l->cap = cap;
-    }
+    if (plan_reserve((void **)&l->v, &l->cap, l->n, sizeof(*l->v)) < 0)
+        return -ENOMEM;
     l->v[l->n++] = (bl_ev){(uint64_t)op * 2 + (uint64_t)when, cls, storage};
     return 0;
 }
 
+/* By (storage, point, class) and by (point, class, storage). */
 static int ev_cmp_storage(const void *x, const void *y)
 {
     const bl_ev *a = x, *b = y;
-    if (a->storage != b->storage)
-        return a->storage < b->storage ? -1 : 1;
-    if (a->point != b->point)
-        return a->point < b->point ? -1 : 1;
-    if (a->cls != b->cls)
-        return a->cls < b->cls ? -1 : 1;
-    return 0;
+    int c = plan_cmp_u64(a->storage, b->storage);
+    if (!c)
+        c = plan_cmp_u64(a->point, b->point);
+    return c ? c : plan_cmp_u64(a->cls, b->cls);
 }
 
 static int ev_cmp_point(const void *x, const void *y)
 {
     const bl_ev *a = x, *b = y;
-    if (a->point != b->point)
-        return a->point < b->point ? -1 : 1;
-    if (a->cls != b->cls)
-        return a->cls < b->cls ? -1 : 1;
-    if (a->storage != b->storage)
-        return a->storage < b->storage ? -1 : 1;
-    return 0;
+    int c = plan_cmp_u64(a->point, b->point);
+    if (!c)
+        c = plan_cmp_u64(a->cls, b->cls);
+    return c ? c : plan_cmp_u64(a->storage, b->storage);
 }
 
 /* Drop redundant stores (and free_host of storages without a host copy),
  * then build the schedule.  Consumes l. */
 static int ev_finish(bl_list *l, const plan_trace *t, const char *planner,
-                     uint64_t budget, plan_schedule **ret)
+                     uint64_t budget, plan_schedule **ret_schedule)
 {
     static const uint8_t kinds[4] = {PLAN_ACT_STORE, PLAN_ACT_FREE_DEVICE,
                                      PLAN_ACT_FREE_HOST, PLAN_ACT_PREFETCH};
@@ -173,7 +170,7 @@ static int ev_finish(bl_list *l, const plan_trace *t, const char *planner,
                                (plan_when)(l->v[i].point & 1),
                                kinds[l->v[i].cls], l->v[i].storage);
     if (r == 0) {
-        *ret = s;
+        *ret_schedule = s;
         s = NULL;
     }
 out:
@@ -184,34 +181,23 @@ out:
     return r;
 }
 
-/* The forced actions of `none` (see push_forced) as events. */
-static int ev_forced(bl_list *l, const plan_trace *t, uint32_t st)
+/* The forced actions of `none` (see forced_actions) as events. */
+static int forced_event(void *ctx, const plan_trace *t, uint32_t op,
+                        plan_when when, plan_act_kind kind, uint32_t st)
 {
-    const plan_storage *sto = &t->storages[st];
-    uint32_t a0 = t->acc_start[st], a1 = t->acc_start[st + 1];
-    int r = 0;
-    if (sto->initial != PLAN_INIT_HOST || a0 == a1)
-        return 0;
-    if (t->acc[a0].flags & PLAN_ACC_READ)
-        r = ev_push(l, t->acc[a0].op, PLAN_BEFORE, EV_PREFETCH, st);
-    if (r < 0 || !sto->retained)
-        return r;
-    for (uint32_t k = a1; k-- > a0;) {
-        if (t->acc[k].flags & PLAN_ACC_WRITE) {
-            r = ev_push(l, t->acc[k].op, PLAN_AFTER, EV_STORE, st);
-            break;
-        }
-    }
-    if (r == 0)
-        r = ev_push(l, t->acc[a1 - 1].op, PLAN_AFTER, EV_FREE_DEVICE, st);
-    return r;
+    (void)t;
+    return ev_push(ctx, op, when,
+                   kind == PLAN_ACT_PREFETCH ? EV_PREFETCH
+                   : kind == PLAN_ACT_STORE  ? EV_STORE
+                                             : EV_FREE_DEVICE,
+                   st);
 }
 
 /* The residency of the `none` schedule per op (what the seed planner
  * calls resident_bytes[op]): a storage counts from its allocation (step
  * start for `initial: device`, else its first access) to its last access,
  * or to the last op when it is retained on the device. */
-static int none_residency(const plan_trace *t, int64_t **ret)
+static int none_residency(const plan_trace *t, int64_t **ret_value)
 {
     uint32_t n = t->n_ops;
     int64_t *lv = calloc((size_t)n + 1, sizeof(*lv));
@@ -236,7 +222,7 @@ static int none_residency(const plan_trace *t, int64_t **ret)
     }
     for (uint32_t i = 1; i <= n; i++)
         lv[i] += lv[i - 1];
-    *ret = lv;
+    *ret_value = lv;
     return 0;
 }
 
@@ -267,7 +253,7 @@ static int sg_cmp(const void *x, const void *y)
 }
 
 int plan_seed_greedy(const plan_trace *t, uint64_t budget,
-                     plan_schedule **ret)
+                     plan_schedule **ret_schedule)
 {
     int64_t *res = NULL;
     sg_cand *c = NULL;
@@ -332,14 +318,14 @@ int plan_seed_greedy(const plan_trace *t, uint64_t budget,
     /* 7. forced actions; host copies of offloaded, non-retained storages
      * are released after their last access */
     for (uint32_t s = 0; s < t->n_storages; s++) {
-        if ((r = ev_forced(&l, t, s)) < 0)
+        if ((r = forced_actions(t, s, forced_event, &l)) < 0)
             goto out;
         if (taken_storage[s] && !t->storages[s].retained &&
             (r = ev_push(&l, plan_last_access(t, s), PLAN_AFTER, EV_FREE_HOST,
                          s)) < 0)
             goto out;
     }
-    r = ev_finish(&l, t, "seed-greedy", budget, ret);
+    r = ev_finish(&l, t, "seed-greedy", budget, ret_schedule);
 out:
     free(l.v);
     free(res);
@@ -369,7 +355,7 @@ static int ms_cmp(const void *x, const void *y)
 }
 
 int plan_ms_distance(const plan_trace *t, uint64_t budget,
-                     const plan_options *opt, plan_schedule **ret)
+                     const plan_options *opt, plan_schedule **ret_schedule)
 {
     uint32_t sd = opt && opt->select_distance ? opt->select_distance : 100;
     uint32_t sn = opt && opt->select_num ? opt->select_num : 100;
@@ -408,9 +394,9 @@ int plan_ms_distance(const plan_trace *t, uint64_t budget,
             goto out;
     }
     for (uint32_t s = 0; s < t->n_storages; s++)
-        if ((r = ev_forced(&l, t, s)) < 0)
+        if ((r = forced_actions(t, s, forced_event, &l)) < 0)
             goto out;
-    r = ev_finish(&l, t, "ms-distance", budget, ret);
+    r = ev_finish(&l, t, "ms-distance", budget, ret_schedule);
 out:
     free(l.v);
     free(c);
@@ -443,14 +429,8 @@ typedef struct lru_heap {
 
 static int lru_push(lru_heap *h, int64_t last, uint32_t s)
 {
-    if (h->n == h->cap) {
-        size_t cap = h->cap ? h->cap * 2 : 256;
-        lru_ent *v = realloc(h->v, cap * sizeof(*v));
-        if (!v)
-            return -ENOMEM;
-        h->v = v;
-        h->cap = cap;
-    }
+    if (plan_reserve((void **)&h->v, &h->cap, h->n, sizeof(*h->v)) < 0)
+        return -ENOMEM;
     lru_ent e = {last, s};
     size_t i = h->n++;
     while (i > 0) {
@@ -484,128 +464,174 @@ static lru_ent lru_pop(lru_heap *h)
     return top;
 }
 
-int plan_reactive_lru(const plan_trace *t, uint64_t budget,
-                      plan_schedule **ret)
-{
-    const uint32_t ns = t->n_storages ? t->n_storages : 1;
-    plan_schedule *s = NULL;
-    uint8_t *res = NULL, *cur = NULL; /* resident; host copy current */
-    int64_t *last = NULL;
-    uint32_t *mark = NULL;
-    lru_heap h = {0};
-    uint64_t bytes = 0;
-    int r = -ENOMEM;
+/* The state of the reactive-LRU run. */
+typedef struct lru_run {
+    const plan_trace *t;
+    uint64_t budget;
+    plan_schedule *s;
+    uint8_t *res, *cur;  /* resident; host copy current */
+    int64_t *last;       /* last use (op), -1 before the step */
+    uint32_t *mark;      /* op that last counted the storage */
+    lru_heap h;
+    uint64_t bytes;      /* resident bytes, as the runtime counts them */
+} lru_run;
 
-    s = plan_schedule_new("reactive-lru", budget);
-    res = calloc(ns, 1);
-    cur = calloc(ns, 1);
-    last = malloc(ns * sizeof(*last));
-    mark = malloc(ns * sizeof(*mark));
-    if (!s || !res || !cur || !last || !mark)
-        goto out;
-    memset(mark, 0xff, ns * sizeof(*mark));
+/* Step start: what is on device, every unpinned storage in the LRU. */
+static int lru_start(lru_run *x)
+{
+    const plan_trace *t = x->t;
     for (uint32_t i = 0; i < t->n_storages; i++) {
         const plan_storage *st = &t->storages[i];
         bool accessed = t->acc_start[i] != t->acc_start[i + 1];
-        last[i] = -1;
-        cur[i] = st->initial == PLAN_INIT_HOST;
+        x->last[i] = -1;
+        x->cur[i] = st->initial == PLAN_INIT_HOST;
         if (st->initial == PLAN_INIT_DEVICE && (accessed || st->retained)) {
-            res[i] = 1;
-            bytes += st->bytes;
-            if (!st->pinned && (r = lru_push(&h, -1, i)) < 0)
-                goto out;
+            x->res[i] = 1;
+            x->bytes += st->bytes;
+            if (!st->pinned && lru_push(&x->h, -1, i) < 0)
+                return -ENOMEM;
         }
     }
-    r = 0;
-    for (uint32_t i = 0; i < t->n_ops && r == 0; i++) {
-        const plan_op *o = &t->ops[i];
-        const uint32_t *ref = t->refs + o->first_ref;
-        uint32_t nr = o->n_reads + o->n_writes;
-        uint64_t incoming = 0;
-        for (uint32_t k = 0; k < nr; k++) {
-            if (mark[ref[k]] == i)
-                continue;
-            mark[ref[k]] = i;
-            if (!res[ref[k]])
-                incoming += t->storages[ref[k]].bytes;
+    return 0;
+}
+
+/* Before op i: while over budget, evict the least recently used storages
+ * the op does not need (store first if the host copy is not current). */
+static int lru_evict(lru_run *x, uint32_t i, uint64_t incoming)
+{
+    const plan_trace *t = x->t;
+    int r = 0;
+    while (x->bytes + incoming > x->budget && x->h.n > 0 && r == 0) {
+        lru_ent e = lru_pop(&x->h);
+        if (!x->res[e.s] || x->last[e.s] != e.last)
+            continue; /* stale entry */
+        if (x->mark[e.s] == i)
+            continue; /* needed now: pushed again below */
+        if (!x->cur[e.s]) {
+            r = plan_schedule_push(x->s, t, i, PLAN_BEFORE, PLAN_ACT_STORE,
+                                   e.s);
+            x->cur[e.s] = 1;
         }
-        /* evict least recently used storages the op does not need */
-        while (bytes + incoming > budget && h.n > 0 && r == 0) {
-            lru_ent e = lru_pop(&h);
-            if (!res[e.s] || last[e.s] != e.last)
-                continue; /* stale entry */
-            if (mark[e.s] == i)
-                continue; /* needed now: pushed again below */
-            if (!cur[e.s]) {
-                r = plan_schedule_push(s, t, i, PLAN_BEFORE, PLAN_ACT_STORE,
-                                       e.s);
-                cur[e.s] = 1;
-            }
-            if (r == 0)
-                r = plan_schedule_push(s, t, i, PLAN_BEFORE,
-                                       PLAN_ACT_FREE_DEVICE, e.s);
-            res[e.s] = 0;
-            bytes -= t->storages[e.s].bytes;
-        }
-        /* fetch on demand what the op reads */
-        for (uint32_t k = 0; k < o->n_reads && r == 0; k++) {
-            uint32_t x = ref[k];
-            if (res[x])
-                continue;
-            r = plan_schedule_push(s, t, i, PLAN_BEFORE, PLAN_ACT_PREFETCH, x);
-            res[x] = 1;
-            bytes += t->storages[x].bytes;
-        }
-        for (uint32_t k = o->n_reads; k < nr; k++) {
-            uint32_t x = ref[k];
-            if (!res[x]) { /* allocated by the write */
-                res[x] = 1;
-                bytes += t->storages[x].bytes;
-            }
-            cur[x] = 0;
-        }
-        for (uint32_t k = 0; k < nr && r == 0; k++) {
-            uint32_t x = ref[k];
-            if (last[x] == (int64_t)i)
-                continue;
-            last[x] = i;
-            const plan_storage *st = &t->storages[x];
-            if (!st->retained && plan_last_access(t, x) == i) {
-                res[x] = 0; /* freed implicitly by the model */
-                bytes -= st->bytes;
-            } else if (!st->pinned) {
-                r = lru_push(&h, i, x);
-            }
-        }
-    }
-    /* step end: retained data back where the next step expects it */
-    uint32_t end = t->n_ops - 1;
-    for (uint32_t x = 0; x < t->n_storages && r == 0; x++) {
-        const plan_storage *st = &t->storages[x];
-        if (!st->retained || st->initial != PLAN_INIT_HOST || !res[x])
-            continue;
-        if (!cur[x])
-            r = plan_schedule_push(s, t, end, PLAN_AFTER, PLAN_ACT_STORE, x);
         if (r == 0)
-            r = plan_schedule_push(s, t, end, PLAN_AFTER,
-                                   PLAN_ACT_FREE_DEVICE, x);
+            r = plan_schedule_push(x->s, t, i, PLAN_BEFORE,
+                                   PLAN_ACT_FREE_DEVICE, e.s);
+        x->res[e.s] = 0;
+        x->bytes -= t->storages[e.s].bytes;
     }
-    for (uint32_t x = 0; x < t->n_storages && r == 0; x++) {
-        const plan_storage *st = &t->storages[x];
-        if (st->retained && st->initial != PLAN_INIT_HOST && !res[x])
-            r = plan_schedule_push(s, t, end, PLAN_AFTER, PLAN_ACT_PREFETCH,
-                                   x);
+    return r;
+}
+
+/* Op i: evict, fetch on demand what it reads, account its writes, then
+ * refresh the LRU (and drop what the model frees after its last use). */
+static int lru_op(lru_run *x, uint32_t i)
+{
+    const plan_trace *t = x->t;
+    const plan_op *o = &t->ops[i];
+    const uint32_t *ref = t->refs + o->first_ref;
+    uint32_t nr = o->n_reads + o->n_writes;
+    uint64_t incoming = 0;
+    int r;
+
+    for (uint32_t k = 0; k < nr; k++) {
+        if (x->mark[ref[k]] == i)
+            continue;
+        x->mark[ref[k]] = i;
+        if (!x->res[ref[k]])
+            incoming += t->storages[ref[k]].bytes;
     }
+    if ((r = lru_evict(x, i, incoming)) < 0)
+        return r;
+    for (uint32_t k = 0; k < o->n_reads; k++) {
+        uint32_t s = ref[k];
+        if (x->res[s])
+            continue;
+        if ((r = plan_schedule_push(x->s, t, i, PLAN_BEFORE,
+                                    PLAN_ACT_PREFETCH, s)) < 0)
+            return r;
+        x->res[s] = 1;
+        x->bytes += t->storages[s].bytes;
+    }
+    for (uint32_t k = o->n_reads; k < nr; k++) {
+        uint32_t s = ref[k];
+        if (!x->res[s]) { /* allocated by the write */
+            x->res[s] = 1;
+            x->bytes += t->storages[s].bytes;
+        }
+        x->cur[s] = 0;
+    }
+    for (uint32_t k = 0; k < nr; k++) {
+        uint32_t s = ref[k];
+        if (x->last[s] == (int64_t)i)
+            continue;
+        x->last[s] = i;
+        const plan_storage *st = &t->storages[s];
+        if (!st->retained && plan_last_access(t, s) == i) {
+            x->res[s] = 0; /* freed implicitly by the model */
+            x->bytes -= st->bytes;
+        } else if (!st->pinned && (r = lru_push(&x->h, i, s)) < 0) {
+            return r;
+        }
+    }
+    return 0;
+}
+
+/* Step end: retained data back where the next step expects it. */
+static int lru_end(lru_run *x)
+{
+    const plan_trace *t = x->t;
+    uint32_t end = t->n_ops - 1;
+    int r = 0;
+    for (uint32_t s = 0; s < t->n_storages && r == 0; s++) {
+        const plan_storage *st = &t->storages[s];
+        if (!st->retained || st->initial != PLAN_INIT_HOST || !x->res[s])
+            continue;
+        if (!x->cur[s])
+            r = plan_schedule_push(x->s, t, end, PLAN_AFTER, PLAN_ACT_STORE,
+                                   s);
+        if (r == 0)
+            r = plan_schedule_push(x->s, t, end, PLAN_AFTER,
+                                   PLAN_ACT_FREE_DEVICE, s);
+    }
+    for (uint32_t s = 0; s < t->n_storages && r == 0; s++) {
+        const plan_storage *st = &t->storages[s];
+        if (st->retained && st->initial != PLAN_INIT_HOST && !x->res[s])
+            r = plan_schedule_push(x->s, t, end, PLAN_AFTER,
+                                   PLAN_ACT_PREFETCH, s);
+    }
+    return r;
+}
+
+int plan_reactive_lru(const plan_trace *t, uint64_t budget,
+                      plan_schedule **ret_schedule)
+{
+    const uint32_t ns = t->n_storages ? t->n_storages : 1;
+    lru_run x = {.t = t, .budget = budget};
+    int r = -ENOMEM;
+
+    x.s = plan_schedule_new("reactive-lru", budget);
+    x.res = calloc(ns, 1);
+    x.cur = calloc(ns, 1);
+    x.last = malloc(ns * sizeof(*x.last));
+    x.mark = malloc(ns * sizeof(*x.mark));
+    if (!x.s || !x.res || !x.cur || !x.last || !x.mark)
+        goto out;
+    memset(x.mark, 0xff, ns * sizeof(*x.mark));
+    if ((r = lru_start(&x)) < 0)
+        goto out;
+    for (uint32_t i = 0; i < t->n_ops && r == 0; i++)
+        r = lru_op(&x, i);
+    if (r == 0)
+        r = lru_end(&x);
     if (r == 0) {
-        *ret = s;
-        s = NULL;
+        *ret_schedule = x.s;
+        x.s = NULL;
     }
 out:
-    plan_schedule_free(s);
-    free(res);
-    free(cur);
-    free(last);
-    free(mark);
-    free(h.v);
+    plan_schedule_free(x.s);
+    free(x.res);
+    free(x.cur);
+    free(x.last);
+    free(x.mark);
+    free(x.h.v);
     return r;
 }

@@ -323,13 +323,13 @@ static int bq_push(bqueue *q, double key, uint32_t g)
 }
 
 /* Pop from the best non-empty bucket; *ret_bucket its index. */
-static bool bq_pop(bqueue *q, uint32_t *ret, int *ret_bucket)
+static bool bq_pop(bqueue *q, uint32_t *ret_value, int *ret_bucket)
 {
     while (q->top >= 0 && q->b[q->top].n == 0)
         q->top--;
     if (q->top < 0)
         return false;
-    *ret = q->b[q->top].v[--q->b[q->top].n];
+    *ret_value = q->b[q->top].v[--q->b[q->top].n];
     *ret_bucket = q->top;
     q->n--;
     return true;
@@ -738,11 +738,11 @@ static double gap_bound(const hstate *h, const ktree *k, uint32_t g)
     return area / cost;
 }
 
-static double gap_key(hstate *h, ktree *k, uint32_t g, gwin *ret)
+static double gap_key(hstate *h, ktree *k, uint32_t g, gwin *ret_win)
 {
     gwin w = gap_window(h, k, g);
-    if (ret)
-        *ret = w;
+    if (ret_win)
+        *ret_win = w;
     if (w.a >= w.z)
         return 0;
     kq q;
@@ -1267,7 +1267,7 @@ out:
 
 /* The `none` schedule renamed, valid for budgets at or above its peak. */
 static int none_fallback(const plan_trace *t, uint64_t budget,
-                         plan_schedule **ret, uint64_t *ret_peak)
+                         plan_schedule **ret_schedule, uint64_t *ret_peak)
 {
     plan_schedule *s = NULL;
     plan_metrics mt;
@@ -1283,11 +1283,11 @@ static int none_fallback(const plan_trace *t, uint64_t budget,
     snprintf(s->planner, sizeof(s->planner), "hoplan");
     s->budget_bytes = budget;
     *ret_peak = mt.peak_device_bytes;
-    *ret = s;
+    *ret_schedule = s;
     return 0;
 }
 
-int plan_hoplan(const plan_trace *t, uint64_t budget, plan_schedule **ret,
+int plan_hoplan(const plan_trace *t, uint64_t budget, plan_schedule **ret_schedule,
                 plan_result *result)
 {
     hp_model m;
@@ -1305,7 +1305,7 @@ int plan_hoplan(const plan_trace *t, uint64_t budget, plan_schedule **ret,
     result->no_offload_peak = m.none_peak;
     r = try_budget(&m, budget, &a);
     if (r == 0) {
-        *ret = a.sched;
+        *ret_schedule = a.sched;
         goto out;
     }
     if (r != HO_E_INFEASIBLE)
@@ -1314,7 +1314,7 @@ int plan_hoplan(const plan_trace *t, uint64_t budget, plan_schedule **ret,
     if (r < 0)
         goto out;
     if (budget >= none_peak) {
-        *ret = none;
+        *ret_schedule = none;
         none = NULL;
         r = 0;
         goto out;
@@ -1351,7 +1351,7 @@ int plan_hoplan(const plan_trace *t, uint64_t budget, plan_schedule **ret,
     if (best && hi <= budget) {
         /* a tighter budget worked where this one did not (the heuristic
          * is not monotonic): its schedule fits this budget too */
-        *ret = best;
+        *ret_schedule = best;
         r = 0;
         goto out;
     }

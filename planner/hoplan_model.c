@@ -665,15 +665,12 @@ typedef struct emit {
 static int emit_cmp(const void *x, const void *y)
 {
     const emit *a = x, *b = y;
-    if (a->point != b->point)
-        return a->point < b->point ? -1 : 1;
-    if (a->cls != b->cls)
-        return a->cls < b->cls ? -1 : 1;
-    if (a->key != b->key)
-        return a->key < b->key ? -1 : 1;
-    if (a->storage != b->storage)
-        return a->storage < b->storage ? -1 : 1;
-    return 0;
+    int c = plan_cmp_u64(a->point, b->point);
+    if (!c)
+        c = plan_cmp_u64(a->cls, b->cls);
+    if (!c)
+        c = plan_cmp_u64(a->key, b->key);
+    return c ? c : plan_cmp_u64(a->storage, b->storage);
 }
 
 /* The action point of boundary i: before op 0, else after op i - 1. */
@@ -972,10 +969,10 @@ static uint32_t place_prefetches(const hp_model *m, const uint8_t *sel,
     return npf;
 }
 
-/* The actions, sorted; a new schedule in *ret. */
+/* The actions, sorted; a new schedule in *ret_schedule. */
 static int emit_schedule(const hp_model *m, const uint8_t *sel, scratch *x,
                          uint32_t npf, const char *planner, uint64_t budget,
-                         plan_schedule **ret)
+                         plan_schedule **ret_schedule)
 {
     static const uint8_t kinds[4] = {PLAN_ACT_STORE, PLAN_ACT_FREE_DEVICE,
                                      PLAN_ACT_FREE_HOST, PLAN_ACT_PREFETCH};
@@ -1036,7 +1033,7 @@ static int emit_schedule(const hp_model *m, const uint8_t *sel, scratch *x,
     if (r < 0)
         plan_schedule_free(sched);
     else
-        *ret = sched;
+        *ret_schedule = sched;
 out:
     free(x->em);
     x->em = NULL;

@@ -20,8 +20,6 @@
 
 /* ------------------------------------------------------------------ misc */
 
-/* Grow *arr (element size `elem`) so that it can hold `need` elements;
- * capacity doubles, never above `limit`.  0, -ENOMEM or -E2BIG. */
 static int grow(void **arr, uint64_t *cap, uint64_t need, size_t elem,
                 uint64_t limit)
 {
@@ -42,6 +40,26 @@ static int grow(void **arr, uint64_t *cap, uint64_t need, size_t elem,
     return 0;
 }
 
+/* Room for element n (one more) in an array with a size_t capacity, at
+ * most `limit` elements.  0, -ENOMEM or -E2BIG. */
+static int reserve(void **arr, size_t *cap, size_t n, size_t elem,
+                   uint64_t limit)
+{
+    if (n < *cap)
+        return 0;
+    uint64_t c = *cap;
+    int r = grow(arr, &c, (uint64_t)n + 1, elem, limit);
+    if (r < 0)
+        return r;
+    *cap = (size_t)c;
+    return 0;
+}
+
+int plan_reserve(void **arr, size_t *cap, size_t n, size_t elem)
+{
+    return reserve(arr, cap, n, elem, SIZE_MAX / elem) < 0 ? -ENOMEM : 0;
+}
+
 /* ------------------------------------------------------------------ names */
 
 static const char *const kind_names[PLAN_KIND__COUNT] = {
@@ -55,75 +73,42 @@ static const char *const act_names[PLAN_ACT__COUNT] = {
 };
 static const char *const home_names[2] = {"device", "host"};
 
-const char *plan_kind_name(plan_kind k)
-{
-    return (unsigned)k < PLAN_KIND__COUNT ? kind_names[k] : "?";
-}
-
-const char *plan_initial_name(plan_initial i)
-{
-    return (unsigned)i < PLAN_INIT__COUNT ? initial_names[i] : "?";
-}
-
-const char *plan_act_name(plan_act_kind k)
-{
-    return (unsigned)k < PLAN_ACT__COUNT ? act_names[k] : "?";
-}
-
-const char *plan_home_name(plan_home h)
-{
-    return (unsigned)h < 2 ? home_names[h] : "?";
-}
-
 static int parse_name(const char *s, const char *const *names, unsigned n,
-                      unsigned *ret)
+                      unsigned *ret_value)
 {
     if (!s)
         return -EINVAL;
     for (unsigned i = 0; i < n; i++) {
         if (strcmp(s, names[i]) == 0) {
-            *ret = i;
+            *ret_value = i;
             return 0;
         }
     }
     return -EINVAL;
 }
 
-int plan_kind_parse(const char *s, plan_kind *ret)
-{
-    unsigned v;
-    int r = parse_name(s, kind_names, PLAN_KIND__COUNT, &v);
-    if (r == 0)
-        *ret = (plan_kind)v;
-    return r;
-}
+/* The name and the parser of one enum, from its table of spellings. */
+#define PLAN_ENUM_NAMES(type, name_fn, parse_fn, table, count)               \
+    const char *name_fn(type v)                                              \
+    {                                                                        \
+        return (unsigned)v < (count) ? table[v] : "?";                       \
+    }                                                                        \
+    int parse_fn(const char *s, type *ret_value)                             \
+    {                                                                        \
+        unsigned v;                                                          \
+        int r = parse_name(s, table, (count), &v);                           \
+        if (r == 0)                                                          \
+            *ret_value = (type)v;                                            \
+        return r;                                                            \
+    }
 
-int plan_initial_parse(const char *s, plan_initial *ret)
-{
-    unsigned v;
-    int r = parse_name(s, initial_names, PLAN_INIT__COUNT, &v);
-    if (r == 0)
-        *ret = (plan_initial)v;
-    return r;
-}
-
-int plan_act_parse(const char *s, plan_act_kind *ret)
-{
-    unsigned v;
-    int r = parse_name(s, act_names, PLAN_ACT__COUNT, &v);
-    if (r == 0)
-        *ret = (plan_act_kind)v;
-    return r;
-}
-
-int plan_home_parse(const char *s, plan_home *ret)
-{
-    unsigned v;
-    int r = parse_name(s, home_names, 2, &v);
-    if (r == 0)
-        *ret = (plan_home)v;
-    return r;
-}
+PLAN_ENUM_NAMES(plan_kind, plan_kind_name, plan_kind_parse, kind_names,
+                PLAN_KIND__COUNT)
+PLAN_ENUM_NAMES(plan_initial, plan_initial_name, plan_initial_parse,
+                initial_names, PLAN_INIT__COUNT)
+PLAN_ENUM_NAMES(plan_act_kind, plan_act_name, plan_act_parse, act_names,
+                PLAN_ACT__COUNT)
+PLAN_ENUM_NAMES(plan_home, plan_home_name, plan_home_parse, home_names, 2u)
 
 /* ------------------------------------------------------------------ id index
  *
@@ -240,10 +225,10 @@ static void free_derived(plan_trace *t)
     t->finished = false;
 }
 
-void plan_trace_free(plan_trace *t)
+plan_trace *plan_trace_free(plan_trace *t)
 {
     if (!t)
-        return;
+        return NULL;
     id_index *ix = t->id_index;
     if (ix)
         free(ix->slot);
@@ -255,6 +240,7 @@ void plan_trace_free(plan_trace *t)
     free(t->refs);
     free(t->names);
     free(t);
+    return NULL;
 }
 
 int plan_trace_add_storage(plan_trace *t, const plan_storage *s,
@@ -435,41 +421,25 @@ static void dedup_refs(plan_trace *t, uint32_t *mark)
     t->n_refs = out;
 }
 
-int plan_trace_finish(plan_trace *t, char *err, size_t errlen)
+static int check_total_bytes(const plan_trace *t, char *err, size_t errlen)
 {
-    uint32_t *mark = NULL, *written = NULL;
-    int r;
-
-    if (!t)
-        return -EINVAL;
-    if (t->finished)
-        return 0;
-    if (t->n_ops == 0)
-        return ho_errf(err, errlen, HO_E_BAD_TRACE, "trace has no ops");
-    r = check_link(&t->link, err, errlen);
-    if (r < 0)
-        return r;
     uint64_t total = 0;
     for (uint32_t s = 0; s < t->n_storages; s++) {
         total += t->storages[s].bytes; /* each <= 2^50, n <= 2^24: no wrap */
         if (total > PLAN_MAX_TOTAL_BYTES)
             return ho_errf(err, errlen, HO_E_BAD_TRACE,
-                             "total storage bytes exceed %llu",
-                             (unsigned long long)PLAN_MAX_TOTAL_BYTES);
+                           "total storage bytes exceed %llu",
+                           (unsigned long long)PLAN_MAX_TOTAL_BYTES);
     }
+    return 0;
+}
 
-    size_t ns = t->n_storages ? t->n_storages : 1;
-    /* Stamps are op*2+w < 2^26, so 0xffffffff never matches. */
-    mark = malloc(ns * sizeof(*mark));
-    t->acc_start = calloc((size_t)t->n_storages + 1, sizeof(*t->acc_start));
-    if (!mark || !t->acc_start)
-        goto oom;
-    memset(mark, 0xff, ns * sizeof(*mark));
-    dedup_refs(t, mark);
-
-    /* Count accesses per storage (one per op even when read and written). */
-    memset(mark, 0xff, ns * sizeof(*mark));
+/* acc_start[s + 1] = accesses of s (one per op even when read and
+ * written), then prefix sums; the total in *ret_n.  mark: scratch. */
+static void count_accesses(plan_trace *t, uint32_t *mark, uint64_t *ret_n)
+{
     uint64_t n_acc = 0;
+    memset(mark, 0xff, (t->n_storages ? t->n_storages : 1) * sizeof(*mark));
     for (uint32_t i = 0; i < t->n_ops; i++) {
         const plan_op *o = &t->ops[i];
         const uint32_t *ref = t->refs + o->first_ref;
@@ -483,61 +453,99 @@ int plan_trace_finish(plan_trace *t, char *err, size_t errlen)
     }
     for (uint32_t s = 0; s < t->n_storages; s++)
         t->acc_start[s + 1] += t->acc_start[s];
-    t->acc = malloc((n_acc ? n_acc : 1) * sizeof(*t->acc));
-    written = calloc(ns, sizeof(*written)); /* fill cursor per storage */
-    if (!t->acc || !written)
-        goto oom;
+    *ret_n = n_acc;
+}
 
-    /* Fill in op order; a write of a storage also read by the op sets the
-     * write flag on the read's entry.  Check read-before-write. */
+/* Fill t->acc in op order; a write of a storage also read by the op sets
+ * the write flag on the read's entry.  An initial:none storage must be
+ * written by an earlier op before it is read (reading it in the op that
+ * first writes it reads uninitialised data).  fill: n_storages zeros. */
+static int fill_accesses(plan_trace *t, uint32_t *fill, char *err,
+                         size_t errlen)
+{
     for (uint32_t i = 0; i < t->n_ops; i++) {
         const plan_op *o = &t->ops[i];
         const uint32_t *ref = t->refs + o->first_ref;
         for (uint32_t k = 0; k < o->n_reads + o->n_writes; k++) {
             uint32_t s = ref[k];
             uint32_t flag = k < o->n_reads ? PLAN_ACC_READ : PLAN_ACC_WRITE;
-            uint32_t pos = t->acc_start[s] + written[s];
-            if (written[s] > 0 && t->acc[pos - 1].op == i) {
+            uint32_t pos = t->acc_start[s] + fill[s];
+            if (fill[s] > 0 && t->acc[pos - 1].op == i) {
                 t->acc[pos - 1].flags |= flag;
                 continue;
             }
-            if (flag == PLAN_ACC_READ && written[s] == 0 &&
-                t->storages[s].initial == PLAN_INIT_NONE) {
-                /* First access; an initial:none storage must be written by
-                 * an earlier op (reading it in the op that first writes it
-                 * reads uninitialised data). */
-                r = ho_errf(err, errlen, HO_E_BAD_TRACE,
-                              "ops[%u] '%s': reads storage id %llu "
-                              "(initial: none) before any op writes it",
-                              i, plan_op_name(t, i),
-                              (unsigned long long)t->storages[s].id);
-                goto fail;
-            }
+            if (flag == PLAN_ACC_READ && fill[s] == 0 &&
+                t->storages[s].initial == PLAN_INIT_NONE)
+                return ho_errf(err, errlen, HO_E_BAD_TRACE,
+                               "ops[%u] '%s': reads storage id %llu "
+                               "(initial: none) before any op writes it",
+                               i, plan_op_name(t, i),
+                               (unsigned long long)t->storages[s].id);
             t->acc[pos].op = i;
             t->acc[pos].flags = flag;
-            written[s]++;
+            fill[s]++;
         }
     }
+    return 0;
+}
+
+/* Retained initial:none data must be created by some op. */
+static int check_retained_created(const plan_trace *t, char *err,
+                                  size_t errlen)
+{
     for (uint32_t s = 0; s < t->n_storages; s++) {
         const plan_storage *st = &t->storages[s];
         if (st->initial == PLAN_INIT_NONE && st->retained &&
-            t->acc_start[s] == t->acc_start[s + 1]) {
-            r = ho_errf(err, errlen, HO_E_BAD_TRACE,
-                          "storage id %llu is retained and initial: none but "
-                          "no op writes it",
-                          (unsigned long long)st->id);
-            goto fail;
-        }
+            t->acc_start[s] == t->acc_start[s + 1])
+            return ho_errf(err, errlen, HO_E_BAD_TRACE,
+                           "storage id %llu is retained and initial: none "
+                           "but no op writes it",
+                           (unsigned long long)st->id);
     }
+    return 0;
+}
+
+int plan_trace_finish(plan_trace *t, char *err, size_t errlen)
+{
+    uint32_t *mark = NULL, *fill = NULL;
+    uint64_t n_acc;
+    int r;
+
+    if (!t)
+        return -EINVAL;
+    if (t->finished)
+        return 0;
+    if (t->n_ops == 0)
+        return ho_errf(err, errlen, HO_E_BAD_TRACE, "trace has no ops");
+    if ((r = check_link(&t->link, err, errlen)) < 0 ||
+        (r = check_total_bytes(t, err, errlen)) < 0)
+        return r;
+
+    size_t ns = t->n_storages ? t->n_storages : 1;
+    /* Stamps are op*2+w < 2^26, so 0xffffffff never matches. */
+    mark = malloc(ns * sizeof(*mark));
+    t->acc_start = calloc((size_t)t->n_storages + 1, sizeof(*t->acc_start));
+    if (!mark || !t->acc_start)
+        goto oom;
+    memset(mark, 0xff, ns * sizeof(*mark));
+    dedup_refs(t, mark);
+    count_accesses(t, mark, &n_acc);
+    t->acc = malloc((n_acc ? n_acc : 1) * sizeof(*t->acc));
+    fill = calloc(ns, sizeof(*fill));
+    if (!t->acc || !fill)
+        goto oom;
+    if ((r = fill_accesses(t, fill, err, errlen)) < 0 ||
+        (r = check_retained_created(t, err, errlen)) < 0)
+        goto fail;
     free(mark);
-    free(written);
+    free(fill);
     t->finished = true;
     return 0;
 oom:
     r = ho_errf(err, errlen, -ENOMEM, "out of memory finishing the trace");
 fail:
     free(mark);
-    free(written);
+    free(fill);
     free_derived(t);
     return r;
 }
@@ -624,12 +632,12 @@ uint64_t plan_op_working_set(const plan_trace *t, uint32_t op, uint32_t *mark)
     return sum;
 }
 
-int plan_trace_summarize(const plan_trace *t, plan_trace_summary *ret)
+int plan_trace_summarize(const plan_trace *t, plan_trace_summary *ret_summary)
 {
-    return plan_summarize_core(t, ret, true);
+    return plan_summarize_core(t, ret_summary, true);
 }
 
-int plan_summarize_core(const plan_trace *t, plan_trace_summary *ret,
+int plan_summarize_core(const plan_trace *t, plan_trace_summary *ret_summary,
                         bool none_peak)
 {
     plan_trace_summary sm;
@@ -637,7 +645,7 @@ int plan_summarize_core(const plan_trace *t, plan_trace_summary *ret,
     uint32_t *mark = NULL;
     int r;
 
-    if (!t || !ret)
+    if (!t || !ret_summary)
         return -EINVAL;
     if (!t->finished)
         return HO_E_STATE;
@@ -669,7 +677,7 @@ int plan_summarize_core(const plan_trace *t, plan_trace_summary *ret,
         }
     }
     if (!none_peak) {
-        *ret = sm;
+        *ret_summary = sm;
         r = 0;
         goto fail;
     }
@@ -684,7 +692,7 @@ int plan_summarize_core(const plan_trace *t, plan_trace_summary *ret,
         goto fail;
     }
     sm.no_offload_peak = m.peak_device_bytes;
-    *ret = sm;
+    *ret_summary = sm;
 fail:
     free(mark);
     plan_schedule_free(none);
@@ -707,27 +715,24 @@ plan_schedule *plan_schedule_new(const char *planner, uint64_t budget)
     return s;
 }
 
-void plan_schedule_free(plan_schedule *s)
+plan_schedule *plan_schedule_free(plan_schedule *s)
 {
     if (!s)
-        return;
+        return NULL;
     free(s->actions);
     free(s->homes);
     free(s);
+    return NULL;
 }
 
 static int push_action(plan_schedule *s, const plan_action *a)
 {
     if (!s || a->when > PLAN_AFTER || a->kind >= PLAN_ACT__COUNT)
         return -EINVAL;
-    if (s->n_actions >= s->cap_actions) {
-        uint64_t cap = s->cap_actions;
-        int r = grow((void **)&s->actions, &cap, (uint64_t)s->n_actions + 1,
-                     sizeof(*s->actions), PLAN_MAX_ACTIONS);
-        if (r < 0)
-            return r;
-        s->cap_actions = (size_t)cap;
-    }
+    int r = reserve((void **)&s->actions, &s->cap_actions, s->n_actions,
+                    sizeof(*s->actions), PLAN_MAX_ACTIONS);
+    if (r < 0)
+        return r;
     s->actions[s->n_actions++] = *a;
     return 0;
 }
@@ -800,14 +805,10 @@ int plan_schedule_sort(plan_schedule *s)
 
 static int push_home(plan_schedule *s, const plan_home_entry *h)
 {
-    if (s->n_homes >= s->cap_homes) {
-        uint64_t cap = s->cap_homes;
-        int r = grow((void **)&s->homes, &cap, (uint64_t)s->n_homes + 1,
-                     sizeof(*s->homes), PLAN_MAX_HOMES);
-        if (r < 0)
-            return r;
-        s->cap_homes = (size_t)cap;
-    }
+    int r = reserve((void **)&s->homes, &s->cap_homes, s->n_homes,
+                    sizeof(*s->homes), PLAN_MAX_HOMES);
+    if (r < 0)
+        return r;
     s->homes[s->n_homes++] = *h;
     return 0;
 }

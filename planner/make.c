@@ -24,24 +24,10 @@ static double now_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-int plan_make(const plan_trace *t, uint64_t budget, const plan_options *opt,
-              plan_schedule **ret, plan_result *result)
+/* The options with the defaults filled in. */
+static plan_options with_defaults(const plan_options *opt)
 {
     static const plan_options defaults = {NULL, 100, 100, 50};
-    plan_trace_summary sm;
-    plan_result res;
-    plan_schedule *s = NULL;
-    int r;
-
-    memset(&res, 0, sizeof(res));
-    if (!t || !ret)
-        return -EINVAL;
-    double t0 = now_ms();
-    if (!t->finished) {
-        r = ho_errf(res.message, sizeof(res.message), -EINVAL,
-                      "trace is not finished");
-        goto out;
-    }
     plan_options o = opt ? *opt : defaults;
     if (!o.planner)
         o.planner = "hoplan";
@@ -51,57 +37,84 @@ int plan_make(const plan_trace *t, uint64_t budget, const plan_options *opt,
         o.select_num = defaults.select_num;
     if (o.prefetch_distance == 0)
         o.prefetch_distance = defaults.prefetch_distance;
+    return o;
+}
 
-    bool is_hoplan = strcmp(o.planner, "hoplan") == 0;
-    /* hoplan simulates `none` itself and reports its peak */
-    r = plan_summarize_core(t, &sm, !is_hoplan);
-    if (r < 0)
-        goto out;
-    res.no_offload_peak = sm.no_offload_peak;
-    res.working_set_bound = sm.max_op_working_set;
+/* Run the planner named by o->planner. */
+static int dispatch(const plan_trace *t, uint64_t budget,
+                    const plan_options *o, plan_schedule **ret_schedule,
+                    plan_result *res)
+{
+    const char *p = o->planner;
+    if (strcmp(p, "hoplan") == 0)
+        return plan_hoplan(t, budget, ret_schedule, res);
+    if (strcmp(p, "none") == 0)
+        return plan_none(t, budget, ret_schedule);
+    if (strcmp(p, "seed-greedy") == 0)
+        return plan_seed_greedy(t, budget, ret_schedule);
+    if (strcmp(p, "ms-distance") == 0)
+        return plan_ms_distance(t, budget, o, ret_schedule);
+    if (strcmp(p, "reactive-lru") == 0)
+        return plan_reactive_lru(t, budget, ret_schedule);
+    if (strcmp(p, "oracle") == 0)
+        return plan_oracle(t, budget, ret_schedule, res);
+    return ho_errf(res->message, sizeof(res->message), -EINVAL,
+                   "unknown planner '%s'", p);
+}
 
-    if (is_hoplan)
-        r = plan_hoplan(t, budget, &s, &res);
-    else if (strcmp(o.planner, "none") == 0)
-        r = plan_none(t, budget, &s);
-    else if (strcmp(o.planner, "seed-greedy") == 0)
-        r = plan_seed_greedy(t, budget, &s);
-    else if (strcmp(o.planner, "ms-distance") == 0)
-        r = plan_ms_distance(t, budget, &o, &s);
-    else if (strcmp(o.planner, "reactive-lru") == 0)
-        r = plan_reactive_lru(t, budget, &s);
-    else if (strcmp(o.planner, "oracle") == 0)
-        r = plan_oracle(t, budget, &s, &res);
-    else
-        r = ho_errf(res.message, sizeof(res.message), -EINVAL,
-                      "unknown planner '%s'", o.planner);
-    if (r < 0)
-        goto out;
-
-    /* Judge it: metrics come from a run without the budget (timing does
-     * not depend on it), the budget is checked against its peak. */
+/* Judge s: the metrics come from a run without the budget (timing does
+ * not depend on it); an invalid schedule, or a hoplan one over budget, is
+ * an internal error.  On success s carries the budget and predicted. */
+static int judge(const plan_trace *t, uint64_t budget, const char *planner,
+                 plan_schedule *s, plan_result *res)
+{
     plan_schedule unlimited = *s;
     plan_metrics m;
     plan_violation v;
     unlimited.budget_bytes = UINT64_MAX;
-    r = plan_simulate(t, &unlimited, &m, &v, NULL);
-    if (r < 0) {
-        r = ho_errf(res.message, sizeof(res.message), HO_E_INTERNAL,
-                      "%s produced an invalid schedule: %s", o.planner,
-                      v.message);
-        goto out;
-    }
-    if (strcmp(o.planner, "hoplan") == 0 && m.peak_device_bytes > budget) {
-        r = ho_errf(res.message, sizeof(res.message), HO_E_INTERNAL,
-                      "hoplan exceeded its budget (%llu > %llu)",
-                      (unsigned long long)m.peak_device_bytes,
-                      (unsigned long long)budget);
-        goto out;
-    }
+    if (plan_simulate(t, &unlimited, &m, &v, NULL) < 0)
+        return ho_errf(res->message, sizeof(res->message), HO_E_INTERNAL,
+                       "%s produced an invalid schedule: %s", planner,
+                       v.message);
+    if (strcmp(planner, "hoplan") == 0 && m.peak_device_bytes > budget)
+        return ho_errf(res->message, sizeof(res->message), HO_E_INTERNAL,
+                       "hoplan exceeded its budget (%llu > %llu)",
+                       (unsigned long long)m.peak_device_bytes,
+                       (unsigned long long)budget);
     s->budget_bytes = budget;
     s->has_predicted = true;
     s->predicted = m;
-    *ret = s;
+    return 0;
+}
+
+int plan_make(const plan_trace *t, uint64_t budget, const plan_options *opt,
+              plan_schedule **ret_schedule, plan_result *result)
+{
+    plan_trace_summary sm;
+    plan_result res;
+    plan_schedule *s = NULL;
+    int r;
+
+    memset(&res, 0, sizeof(res));
+    if (!t || !ret_schedule)
+        return -EINVAL;
+    double t0 = now_ms();
+    plan_options o = with_defaults(opt);
+    if (!t->finished) {
+        r = ho_errf(res.message, sizeof(res.message), -EINVAL,
+                    "trace is not finished");
+        goto out;
+    }
+    /* hoplan simulates `none` itself and reports its peak */
+    r = plan_summarize_core(t, &sm, strcmp(o.planner, "hoplan") != 0);
+    if (r < 0)
+        goto out;
+    res.no_offload_peak = sm.no_offload_peak;
+    res.working_set_bound = sm.max_op_working_set;
+    if ((r = dispatch(t, budget, &o, &s, &res)) < 0 ||
+        (r = judge(t, budget, o.planner, s, &res)) < 0)
+        goto out;
+    *ret_schedule = s;
     s = NULL;
 out:
     res.planning_ms = now_ms() - t0;

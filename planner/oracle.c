@@ -28,7 +28,7 @@ static bool better(const plan_metrics *x, const plan_metrics *y)
     return x->h2d_bytes + x->d2h_bytes < y->h2d_bytes + y->d2h_bytes;
 }
 
-int plan_oracle(const plan_trace *t, uint64_t budget, plan_schedule **ret,
+int plan_oracle(const plan_trace *t, uint64_t budget, plan_schedule **ret_schedule,
                 plan_result *result)
 {
     hp_model m;
@@ -105,7 +105,7 @@ int plan_oracle(const plan_trace *t, uint64_t budget, plan_schedule **ret,
         goto out;
     }
     best->budget_bytes = budget;
-    *ret = best;
+    *ret_schedule = best;
     best = NULL;
     r = 0;
 out:

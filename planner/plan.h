@@ -54,8 +54,8 @@ typedef enum plan_initial {
 
 const char *plan_kind_name(plan_kind k);       /* "activation", ... */
 const char *plan_initial_name(plan_initial i); /* "none", "device", "host" */
-int plan_kind_parse(const char *s, plan_kind *ret);       /* 0 / -EINVAL */
-int plan_initial_parse(const char *s, plan_initial *ret); /* 0 / -EINVAL */
+int plan_kind_parse(const char *s, plan_kind *ret_kind);       /* 0 / -EINVAL */
+int plan_initial_parse(const char *s, plan_initial *ret_initial); /* 0 / -EINVAL */
 
 typedef struct plan_storage {
     uint64_t id;      /* the trace's id, unique */
@@ -115,7 +115,8 @@ typedef struct plan_trace {
 
 /* A new, empty trace with the given name (copied) and link.  NULL on OOM. */
 plan_trace *plan_trace_new(const char *name, const plan_link *link);
-void plan_trace_free(plan_trace *t);
+/* Release a trace; accepts NULL; returns NULL (t = plan_trace_free(t)). */
+plan_trace *plan_trace_free(plan_trace *t);
 
 /* Append a storage.  Returns its index in *ret_index (may be NULL).
  * -EINVAL for bytes == 0 or above the limit, bad kind/initial;
@@ -165,7 +166,7 @@ typedef struct plan_trace_summary {
     uint64_t max_op_working_set;    /* largest bytes any single op needs */
     uint32_t max_op_working_set_op;
 } plan_trace_summary;
-int plan_trace_summarize(const plan_trace *t, plan_trace_summary *ret);
+int plan_trace_summarize(const plan_trace *t, plan_trace_summary *ret_summary);
 
 /* ------------------------------------------------------------------ schedule */
 
@@ -183,7 +184,7 @@ typedef enum plan_act_kind {
 typedef enum plan_when { PLAN_BEFORE = 0, PLAN_AFTER = 1 } plan_when;
 
 const char *plan_act_name(plan_act_kind k); /* "prefetch", ... */
-int plan_act_parse(const char *s, plan_act_kind *ret);
+int plan_act_parse(const char *s, plan_act_kind *ret_kind);
 
 typedef struct plan_action {
     uint64_t storage_id; /* authoritative (serialised) */
@@ -209,7 +210,7 @@ typedef struct plan_metrics {
 typedef enum plan_home { PLAN_HOME_DEVICE = 0, PLAN_HOME_HOST = 1 } plan_home;
 
 const char *plan_home_name(plan_home h);             /* "device", "host" */
-int plan_home_parse(const char *s, plan_home *ret);  /* 0 / -EINVAL */
+int plan_home_parse(const char *s, plan_home *ret_home);  /* 0 / -EINVAL */
 
 typedef struct plan_home_entry {
     uint64_t storage_id; /* authoritative (serialised) */
@@ -233,7 +234,8 @@ typedef struct plan_schedule {
 } plan_schedule;
 
 plan_schedule *plan_schedule_new(const char *planner, uint64_t budget);
-void plan_schedule_free(plan_schedule *s);
+/* Release a schedule; accepts NULL; returns NULL. */
+plan_schedule *plan_schedule_free(plan_schedule *s);
 /* Append; -ENOMEM, -E2BIG. `storage` is an index of `t` (t may be NULL if
  * the caller fills storage_id itself through plan_schedule_push_id). */
 int plan_schedule_push(plan_schedule *s, const plan_trace *t, uint32_t op,
@@ -324,7 +326,7 @@ extern const char *const plan_planner_names[];
  * caller sees it through plan_simulate), and fail only on bad input.
  * -EINVAL for an unknown planner name.  Deterministic. */
 int plan_make(const plan_trace *t, uint64_t budget, const plan_options *opt,
-              plan_schedule **ret, plan_result *result);
+              plan_schedule **ret_schedule, plan_result *result);
 
 #ifdef __cplusplus
 }

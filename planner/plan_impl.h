@@ -15,12 +15,23 @@
 /* plan_trace_summarize, with the `none` simulation (no_offload_peak) only
  * when none_peak; otherwise no_offload_peak is 0.  hoplan's model runs that
  * simulation itself, plan_make saves one. */
-int plan_summarize_core(const plan_trace *t, plan_trace_summary *ret,
+int plan_summarize_core(const plan_trace *t, plan_trace_summary *ret_summary,
                         bool none_peak);
 
 /* Stable sort of s->actions by (op, when); list order kept within a point.
  * 0 or -ENOMEM. */
 int plan_schedule_sort(plan_schedule *s);
+
+/* Make room in the array *arr (n elements of `elem` bytes, capacity
+ * *cap) for one more; the capacity doubles (from 16).  0 or -ENOMEM. */
+int plan_reserve(void **arr, size_t *cap, size_t n, size_t elem);
+
+/* -1, 0, 1 as a < b, a == b, a > b: for comparators that chain keys
+ * (`int c = plan_cmp_u64(..); if (!c) c = plan_cmp_u64(..);`). */
+static inline int plan_cmp_u64(uint64_t a, uint64_t b)
+{
+    return (a > b) - (a < b);
+}
 
 /* Copy duration in microseconds of `bytes` over a link direction. */
 static inline double plan_copy_us(const plan_link *l, int d2h, uint64_t bytes)
@@ -50,22 +61,22 @@ uint64_t plan_op_working_set(const plan_trace *t, uint32_t op, uint32_t *mark);
 
 /* Baselines (baselines.c).  Each returns 0 and a new schedule (owned by
  * the caller) or a negative code; the schedule is sorted and bound. */
-int plan_none(const plan_trace *t, uint64_t budget, plan_schedule **ret);
+int plan_none(const plan_trace *t, uint64_t budget, plan_schedule **ret_schedule);
 int plan_seed_greedy(const plan_trace *t, uint64_t budget,
-                     plan_schedule **ret);
+                     plan_schedule **ret_schedule);
 int plan_ms_distance(const plan_trace *t, uint64_t budget,
-                     const plan_options *opt, plan_schedule **ret);
+                     const plan_options *opt, plan_schedule **ret_schedule);
 int plan_reactive_lru(const plan_trace *t, uint64_t budget,
-                      plan_schedule **ret);
+                      plan_schedule **ret_schedule);
 
 /* hoplan (hoplan*.c): plan for `budget`; HO_E_INFEASIBLE with
  * result->min_budget and result->message when it cannot meet it.  Sets
  * result->no_offload_peak (from its own `none` simulation). */
-int plan_hoplan(const plan_trace *t, uint64_t budget, plan_schedule **ret,
+int plan_hoplan(const plan_trace *t, uint64_t budget, plan_schedule **ret_schedule,
                 plan_result *result);
 
 /* oracle (oracle.c): HO_E_UNSUPPORTED above 20 candidate gaps. */
-int plan_oracle(const plan_trace *t, uint64_t budget, plan_schedule **ret,
+int plan_oracle(const plan_trace *t, uint64_t budget, plan_schedule **ret_schedule,
                 plan_result *result);
 
 #endif

@@ -34,14 +34,8 @@ typedef struct rheap {
 
 static int rheap_push(rheap *h, double t, uint64_t bytes)
 {
-    if (h->n == h->cap) {
-        size_t cap = h->cap ? h->cap * 2 : 64;
-        release *v = realloc(h->v, cap * sizeof(*v));
-        if (!v)
-            return -ENOMEM;
-        h->v = v;
-        h->cap = cap;
-    }
+    if (plan_reserve((void **)&h->v, &h->cap, h->n, sizeof(*h->v)) < 0)
+        return -ENOMEM;
     size_t i = h->n++;
     while (i > 0) {
         size_t p = (i - 1) / 2;
@@ -127,6 +121,25 @@ static unsigned long long sid(const sim *x, uint32_t s)
     return (unsigned long long)x->t->storages[s].id;
 }
 
+/* A hard violation by action ai: recorded, and the run stops.  Returns 0
+ * (the action's own result: the run goes on to report it). */
+static int refuse(sim *x, size_t ai, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int refuse(sim *x, size_t ai, const char *fmt, ...)
+{
+    const plan_action *a = &x->s->actions[ai];
+    char msg[sizeof(x->v->message)];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    violate(x, a->op, a->storage, ai, "%s", msg);
+    x->failed = true;
+    return 0;
+}
+
 /* Apply every device release at or before t. */
 static void dev_flush(sim *x, double t)
 {
@@ -173,19 +186,21 @@ static void dev_alloc(sim *x, double t, uint32_t s, uint32_t op, size_t action)
     }
 }
 
-static int dev_release(sim *x, uint32_t s, double t)
+/* Completion of every copy of s issued so far (0 if none). */
+static double copies_done(const sstate *ss)
 {
-    const sstate *ss = &x->st[s];
-    double at = t;
-    if (ss->h2d_end > at)
-        at = ss->h2d_end;
-    if (ss->d2h_end > at)
-        at = ss->d2h_end;
-    x->st[s].on_dev = false;
-    return rheap_push(&x->dev_rel, at, x->t->storages[s].bytes);
+    return ss->h2d_end > ss->d2h_end ? ss->h2d_end : ss->d2h_end;
 }
 
-static int copy_issue(sim *x, int d2h, uint32_t s, double t, double dep)
+static int dev_release(sim *x, uint32_t s, double t)
+{
+    double done = copies_done(&x->st[s]);
+    x->st[s].on_dev = false;
+    return rheap_push(&x->dev_rel, done > t ? done : t,
+                      x->t->storages[s].bytes);
+}
+
+static void copy_issue(sim *x, int d2h, uint32_t s, double t, double dep)
 {
     const plan_trace *tr = x->t;
     uint64_t b = tr->storages[s].bytes;
@@ -196,135 +211,158 @@ static int copy_issue(sim *x, int d2h, uint32_t s, double t, double dep)
     if (dep > start)
         start = dep;
     double end = start + plan_copy_us(&tr->link, d2h, b);
+    uint64_t *moved = d2h ? &x->m->d2h_bytes : &x->m->h2d_bytes;
     x->eng_free[e] = end;
-    if (d2h) {
-        x->st[s].d2h_end = end;
-        x->m->d2h_bytes = x->m->d2h_bytes > UINT64_MAX - b ? UINT64_MAX
-                                                           : x->m->d2h_bytes + b;
-    } else {
-        x->st[s].h2d_end = end;
-        x->m->h2d_bytes = x->m->h2d_bytes > UINT64_MAX - b ? UINT64_MAX
-                                                           : x->m->h2d_bytes + b;
-    }
+    *(d2h ? &x->st[s].d2h_end : &x->st[s].h2d_end) = end;
+    *moved = *moved > UINT64_MAX - b ? UINT64_MAX : *moved + b;
     if (x->obs && x->obs->transfer)
         x->obs->transfer(x->obs->ctx, d2h, s, start, end, b);
-    return 0;
 }
 
 static const char *const when_names[2] = {"before", "after"};
 
-/* Apply action ai at the point's clock *clock (a wait moves it).  0, or
- * -ENOMEM; violations set x->failed. */
-static int apply(sim *x, size_t ai, double *clock)
+/* ------------------------------------------------------------ actions
+ * Each applies action ai at time t (the point's clock); 0 or -ENOMEM,
+ * violations set x->failed (rule 6). */
+
+static int act_prefetch(sim *x, size_t ai, double t)
 {
-    double t = *clock;
     const plan_action *a = &x->s->actions[ai];
     uint32_t s = a->storage;
     sstate *ss = &x->st[s];
-    const plan_storage *sto = &x->t->storages[s];
     const char *wn = when_names[a->when];
+
+    if (ss->on_dev)
+        return refuse(x, ai, "prefetch of storage %llu %s op %u: already "
+                      "on device", sid(x, s), wn, a->op);
+    if (!ss->has_host)
+        return refuse(x, ai, "prefetch of storage %llu %s op %u: no host "
+                      "copy", sid(x, s), wn, a->op);
+    if (ss->host_version != ss->version)
+        return refuse(x, ai, "prefetch of storage %llu %s op %u: host copy "
+                      "is stale (version %u, data version %u)", sid(x, s),
+                      wn, a->op, ss->host_version, ss->version);
+    dev_alloc(x, t, s, a->op, ai);
+    if (!x->failed)
+        copy_issue(x, 0, s, t, ss->host_ready);
+    return 0;
+}
+
+static int act_store(sim *x, size_t ai, double t)
+{
+    const plan_action *a = &x->s->actions[ai];
+    uint32_t s = a->storage;
+    sstate *ss = &x->st[s];
+    uint64_t bytes = x->t->storages[s].bytes;
+
+    if (!ss->on_dev)
+        return refuse(x, ai, "store of storage %llu %s op %u: not on device",
+                      sid(x, s), when_names[a->when], a->op);
+    if (!ss->has_host) {
+        host_flush(x, t);
+        if (x->host > UINT64_MAX - bytes)
+            return refuse(x, ai, "host byte counter overflow");
+        x->host += bytes;
+        if (x->host > x->m->peak_host_bytes)
+            x->m->peak_host_bytes = x->host;
+        ss->has_host = true;
+    }
+    copy_issue(x, 1, s, t, ss->h2d_end);
+    ss->host_version = ss->version;
+    ss->host_ready = ss->d2h_end;
+    return 0;
+}
+
+static int act_free_device(sim *x, size_t ai, double t)
+{
+    const plan_action *a = &x->s->actions[ai];
+    uint32_t s = a->storage;
+    const char *wn = when_names[a->when];
+
+    if (!x->st[s].on_dev)
+        return refuse(x, ai, "free_device of storage %llu %s op %u: not on "
+                      "device", sid(x, s), wn, a->op);
+    uint32_t last = plan_last_access(x->t, s);
+    if (x->t->storages[s].pinned && last != PLAN_NONE &&
+        (a->op < last || (a->op == last && a->when == PLAN_BEFORE)))
+        return refuse(x, ai, "free_device of pinned storage %llu %s op %u: "
+                      "before its last access (op %u)", sid(x, s), wn,
+                      a->op, last);
+    return dev_release(x, s, t);
+}
+
+static int act_free_host(sim *x, size_t ai, double t)
+{
+    const plan_action *a = &x->s->actions[ai];
+    uint32_t s = a->storage;
+    sstate *ss = &x->st[s];
+
+    if (!ss->has_host)
+        return refuse(x, ai, "free_host of storage %llu %s op %u: no host "
+                      "copy", sid(x, s), when_names[a->when], a->op);
+    ss->has_host = false;
+    double done = copies_done(ss);
+    return rheap_push(&x->host_rel, done > t ? done : t,
+                      x->t->storages[s].bytes);
+}
+
+/* Apply action ai at the point's clock *clock: a wait raises it to the
+ * completion of the storage's copies issued so far (rule 13). */
+static int apply(sim *x, size_t ai, double *clock)
+{
+    const plan_action *a = &x->s->actions[ai];
 
     switch (a->kind) {
     case PLAN_ACT_PREFETCH:
-        if (ss->on_dev) {
-            violate(x, a->op, s, ai,
-                    "prefetch of storage %llu %s op %u: already on device",
-                    sid(x, s), wn, a->op);
-            x->failed = true;
-            return 0;
-        }
-        if (!ss->has_host) {
-            violate(x, a->op, s, ai,
-                    "prefetch of storage %llu %s op %u: no host copy",
-                    sid(x, s), wn, a->op);
-            x->failed = true;
-            return 0;
-        }
-        if (ss->host_version != ss->version) {
-            violate(x, a->op, s, ai,
-                    "prefetch of storage %llu %s op %u: host copy is stale "
-                    "(version %u, data version %u)",
-                    sid(x, s), wn, a->op, ss->host_version, ss->version);
-            x->failed = true;
-            return 0;
-        }
-        dev_alloc(x, t, s, a->op, ai);
-        if (x->failed)
-            return 0;
-        return copy_issue(x, 0, s, t, ss->host_ready);
+        return act_prefetch(x, ai, *clock);
     case PLAN_ACT_STORE:
-        if (!ss->on_dev) {
-            violate(x, a->op, s, ai,
-                    "store of storage %llu %s op %u: not on device",
-                    sid(x, s), wn, a->op);
-            x->failed = true;
-            return 0;
-        }
-        if (!ss->has_host) {
-            host_flush(x, t);
-            if (x->host > UINT64_MAX - sto->bytes) {
-                violate(x, a->op, s, ai, "host byte counter overflow");
-                x->failed = true;
-                return 0;
-            }
-            x->host += sto->bytes;
-            if (x->host > x->m->peak_host_bytes)
-                x->m->peak_host_bytes = x->host;
-            ss->has_host = true;
-        }
-        copy_issue(x, 1, s, t, ss->h2d_end);
-        ss->host_version = ss->version;
-        ss->host_ready = ss->d2h_end;
+        return act_store(x, ai, *clock);
+    case PLAN_ACT_FREE_DEVICE:
+        return act_free_device(x, ai, *clock);
+    case PLAN_ACT_FREE_HOST:
+        return act_free_host(x, ai, *clock);
+    case PLAN_ACT_WAIT: {
+        double done = copies_done(&x->st[a->storage]);
+        if (done > *clock)
+            *clock = done;
         return 0;
-    case PLAN_ACT_FREE_DEVICE: {
-        if (!ss->on_dev) {
-            violate(x, a->op, s, ai,
-                    "free_device of storage %llu %s op %u: not on device",
-                    sid(x, s), wn, a->op);
-            x->failed = true;
-            return 0;
-        }
-        uint32_t last = plan_last_access(x->t, s);
-        if (sto->pinned && last != PLAN_NONE &&
-            (a->op < last || (a->op == last && a->when == PLAN_BEFORE))) {
-            violate(x, a->op, s, ai,
-                    "free_device of pinned storage %llu %s op %u: before "
-                    "its last access (op %u)",
-                    sid(x, s), wn, a->op, last);
-            x->failed = true;
-            return 0;
-        }
-        return dev_release(x, s, t);
     }
-    case PLAN_ACT_FREE_HOST: {
-        if (!ss->has_host) {
-            violate(x, a->op, s, ai,
-                    "free_host of storage %llu %s op %u: no host copy",
-                    sid(x, s), wn, a->op);
-            x->failed = true;
-            return 0;
-        }
-        ss->has_host = false;
-        double at = t;
-        if (ss->h2d_end > at)
-            at = ss->h2d_end;
-        if (ss->d2h_end > at)
-            at = ss->d2h_end;
-        return rheap_push(&x->host_rel, at, sto->bytes);
-    }
-    case PLAN_ACT_WAIT:
-        /* rule 13: until every copy of s issued so far has completed */
-        if (ss->h2d_end > *clock)
-            *clock = ss->h2d_end;
-        if (ss->d2h_end > *clock)
-            *clock = ss->d2h_end;
-        return 0;
     default:
         return HO_E_INTERNAL;
     }
 }
 
-/* Check that s is bound to t and sorted by point. */
+/* Run the actions of point (op, when) from *ai on, starting at the clock
+ * *now, which they may move.  0 or -ENOMEM. */
+static int run_point(sim *x, uint32_t op, plan_when when, size_t *ai,
+                     double *now)
+{
+    const plan_schedule *s = x->s;
+    for (; *ai < s->n_actions && s->actions[*ai].op == op &&
+           s->actions[*ai].when == when && !x->failed;
+         (*ai)++) {
+        int r = apply(x, *ai, now);
+        if (r < 0)
+            return r;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------ checks */
+
+static int bound_fail(plan_violation *v, uint32_t op, uint64_t storage_id,
+                      size_t action, const char *what, size_t i,
+                      const char *why)
+{
+    v->code = HO_E_BAD_SCHEDULE;
+    v->op = op;
+    v->storage_id = storage_id;
+    v->action = action;
+    snprintf(v->message, sizeof(v->message), "%s[%zu]: %s", what, i, why);
+    return HO_E_BAD_SCHEDULE;
+}
+
+/* Check that s is bound to t and sorted by point, and its homes bound. */
 static int check_bound(const plan_trace *t, const plan_schedule *s,
                        plan_violation *v)
 {
@@ -341,15 +379,9 @@ static int check_bound(const plan_trace *t, const plan_schedule *s,
         else if (i > 0 && (a[-1].op > a->op ||
                            (a[-1].op == a->op && a[-1].when > a->when)))
             why = "actions not sorted by point (call plan_schedule_bind)";
-        if (why) {
-            v->code = HO_E_BAD_SCHEDULE;
-            v->op = a->op < t->n_ops ? a->op : PLAN_NONE;
-            v->storage_id = a->storage_id;
-            v->action = i;
-            snprintf(v->message, sizeof(v->message), "actions[%zu]: %s", i,
-                     why);
-            return HO_E_BAD_SCHEDULE;
-        }
+        if (why)
+            return bound_fail(v, a->op < t->n_ops ? a->op : PLAN_NONE,
+                              a->storage_id, i, "actions", i, why);
     }
     for (size_t i = 0; i < s->n_homes; i++) {
         const plan_home_entry *h = &s->homes[i];
@@ -361,17 +393,164 @@ static int check_bound(const plan_trace *t, const plan_schedule *s,
             why = "storage is not movable";
         else if (h->home > PLAN_HOME_HOST)
             why = "bad home";
-        if (why) {
-            v->code = HO_E_BAD_SCHEDULE;
-            v->op = PLAN_NONE;
-            v->storage_id = h->storage_id;
-            v->action = SIZE_MAX;
-            snprintf(v->message, sizeof(v->message), "homes[%zu]: %s", i,
-                     why);
-            return HO_E_BAD_SCHEDULE;
-        }
+        if (why)
+            return bound_fail(v, PLAN_NONE, h->storage_id, SIZE_MAX,
+                              "homes", i, why);
     }
     return 0;
+}
+
+/* ------------------------------------------------------------ steps */
+
+/* t = 0 (rules 1, 2, with the effective initials of rule 14). */
+static void sim_start(sim *x)
+{
+    const plan_trace *t = x->t;
+    for (uint32_t i = 0; i < t->n_storages; i++) {
+        const plan_storage *sto = &t->storages[i];
+        bool accessed = t->acc_start[i] != t->acc_start[i + 1];
+        if (x->init[i] == PLAN_INIT_DEVICE && (accessed || sto->retained)) {
+            x->st[i].on_dev = true;
+            x->dev += sto->bytes; /* total <= PLAN_MAX_TOTAL_BYTES */
+            if (x->dev > x->s->budget_bytes && !x->over_budget) {
+                x->over_budget = true;
+                violate(x, 0, i, SIZE_MAX,
+                        "over budget at step start: storage %llu brings "
+                        "device bytes to %llu > budget %llu",
+                        sid(x, i), (unsigned long long)x->dev,
+                        (unsigned long long)x->s->budget_bytes);
+            }
+        } else if (x->init[i] == PLAN_INIT_HOST) {
+            x->st[i].has_host = true;
+            x->host += sto->bytes;
+        }
+    }
+    x->m->peak_device_bytes = x->dev;
+    x->m->peak_host_bytes = x->host;
+    if (x->obs && x->obs->device_bytes)
+        x->obs->device_bytes(x->obs->ctx, 0, x->dev);
+}
+
+/* Steps 2-3 of op i at `now`: allocate its writes, check its reads; the
+ * start time in *ret_start. */
+static void sim_op_start(sim *x, uint32_t i, double now, double *ret_start)
+{
+    const plan_trace *t = x->t;
+    const plan_op *o = &t->ops[i];
+    const uint32_t *reads = t->refs + o->first_ref;
+    const uint32_t *writes = reads + o->n_reads;
+    double start = now;
+
+    for (uint32_t k = 0; k < o->n_writes && !x->failed; k++)
+        if (!x->st[writes[k]].on_dev) {
+            dev_alloc(x, now, writes[k], i, SIZE_MAX);
+            x->st[writes[k]].blank = true;
+        }
+    for (uint32_t k = 0; k < o->n_reads && !x->failed; k++) {
+        const sstate *ss = &x->st[reads[k]];
+        if (!ss->on_dev || ss->blank) {
+            /* rule 3: a buffer allocated for this op's write holds no
+             * data, so a read of it fails too */
+            violate(x, i, reads[k], SIZE_MAX,
+                    ss->blank ? "storage %llu not on device with its "
+                                "latest version at op %u ('%s')"
+                              : "storage %llu not on device at op %u ('%s')",
+                    sid(x, reads[k]), i, plan_op_name(t, i));
+            x->failed = true;
+        } else if (ss->h2d_end > start) {
+            start = ss->h2d_end;
+        }
+    }
+    for (uint32_t k = 0; k < o->n_writes; k++) {
+        double done = copies_done(&x->st[writes[k]]);
+        if (done > start)
+            start = done;
+    }
+    *ret_start = start;
+}
+
+/* Op i, steps 1-6 of §3, from `*now` (the end of op i-1) to the end of
+ * its after point.  0 or -ENOMEM. */
+static int sim_op(sim *x, uint32_t i, size_t *ai, double *now)
+{
+    const plan_trace *t = x->t;
+    const plan_op *o = &t->ops[i];
+    const uint32_t *refs = t->refs + o->first_ref;
+    double start;
+    int r;
+
+    /* 1. before actions; a wait moves the clock, and the op's allocations
+     * and start with it (rule 13) */
+    if ((r = run_point(x, i, PLAN_BEFORE, ai, now)) < 0 || x->failed)
+        return r;
+    /* 2-3. allocations, reads, start */
+    sim_op_start(x, i, *now, &start);
+    if (x->failed)
+        return 0;
+    /* 4. run; the writes bump versions */
+    *now = start + o->duration_us;
+    x->m->compute_us += o->duration_us;
+    if (x->obs && x->obs->op)
+        x->obs->op(x->obs->ctx, i, start, *now);
+    for (uint32_t k = o->n_reads; k < o->n_reads + o->n_writes; k++) {
+        x->st[refs[k]].version++;
+        x->st[refs[k]].blank = false;
+    }
+    /* 5. after actions; a wait here delays what follows */
+    if ((r = run_point(x, i, PLAN_AFTER, ai, now)) < 0 || x->failed)
+        return r;
+    /* 6. implicit frees of non-retained storages after their last access */
+    for (uint32_t k = 0; k < o->n_reads + o->n_writes; k++) {
+        uint32_t s = refs[k];
+        if (!x->st[s].on_dev || t->storages[s].retained ||
+            plan_last_access(t, s) != i)
+            continue;
+        if ((r = dev_release(x, s, *now)) < 0)
+            return r;
+    }
+    return 0;
+}
+
+/* Step end (rule 10): its time, then the end checks in storage order. */
+static void sim_end(sim *x, double now)
+{
+    const plan_trace *t = x->t;
+    double end = now;
+    if (x->eng_free[0] > end)
+        end = x->eng_free[0];
+    if (x->eng_free[1] > end)
+        end = x->eng_free[1];
+    x->m->step_time_us = end;
+    x->m->exposed_us = end - x->m->compute_us;
+    if (x->failed)
+        return;
+    dev_flush(x, end); /* for the observer's picture */
+    for (uint32_t i = 0; i < t->n_storages; i++) {
+        const plan_storage *sto = &t->storages[i];
+        const sstate *ss = &x->st[i];
+        const char *what = sto->initial == PLAN_INIT_HOST ? "initial:host"
+                                                          : "home:host";
+        if (!sto->retained)
+            continue;
+        if (x->init[i] != PLAN_INIT_HOST) {
+            if (!ss->on_dev) {
+                violate(x, PLAN_NONE, i, SIZE_MAX,
+                        "retained storage %llu not on device at step end",
+                        sid(x, i));
+                return;
+            }
+        } else if (!ss->has_host || ss->host_version != ss->version) {
+            violate(x, PLAN_NONE, i, SIZE_MAX,
+                    "retained %s storage %llu has no current host copy at "
+                    "step end", what, sid(x, i));
+            return;
+        } else if (ss->on_dev) {
+            violate(x, PLAN_NONE, i, SIZE_MAX,
+                    "retained %s storage %llu still on device at step end",
+                    what, sid(x, i));
+            return;
+        }
+    }
 }
 
 int plan_simulate(const plan_trace *t, const plan_schedule *s,
@@ -410,157 +589,13 @@ int plan_simulate(const plan_trace *t, const plan_schedule *s,
     r = plan_schedule_initials(t, s, x.init);
     if (r < 0)
         goto out;
-
-    /* t = 0 (rules 1, 2). */
-    for (uint32_t i = 0; i < t->n_storages; i++) {
-        const plan_storage *sto = &t->storages[i];
-        bool accessed = t->acc_start[i] != t->acc_start[i + 1];
-        if (x.init[i] == PLAN_INIT_DEVICE && (accessed || sto->retained)) {
-            x.st[i].on_dev = true;
-            x.dev += sto->bytes; /* total <= PLAN_MAX_TOTAL_BYTES */
-            if (x.dev > s->budget_bytes && !x.over_budget) {
-                x.over_budget = true;
-                violate(&x, 0, i, SIZE_MAX,
-                        "over budget at step start: storage %llu brings "
-                        "device bytes to %llu > budget %llu",
-                        sid(&x, i), (unsigned long long)x.dev,
-                        (unsigned long long)s->budget_bytes);
-            }
-        } else if (x.init[i] == PLAN_INIT_HOST) {
-            x.st[i].has_host = true;
-            x.host += sto->bytes;
-        }
-    }
-    m.peak_device_bytes = x.dev;
-    m.peak_host_bytes = x.host;
-    if (obs && obs->device_bytes)
-        obs->device_bytes(obs->ctx, 0, x.dev);
-
+    sim_start(&x);
     double now = 0;
     size_t ai = 0;
-    for (uint32_t i = 0; i < t->n_ops && !x.failed; i++) {
-        const plan_op *o = &t->ops[i];
-        const uint32_t *reads = t->refs + o->first_ref;
-        const uint32_t *writes = reads + o->n_reads;
-
-        /* 1. before actions; a wait moves the clock, and the op's
-         * allocations and start with it (rule 13) */
-        for (; ai < s->n_actions && s->actions[ai].op == i &&
-               s->actions[ai].when == PLAN_BEFORE && !x.failed;
-             ai++) {
-            r = apply(&x, ai, &now);
-            if (r < 0)
-                goto out;
-        }
-        if (x.failed)
-            break;
-        /* 2. allocate written storages not on device */
-        for (uint32_t k = 0; k < o->n_writes && !x.failed; k++)
-            if (!x.st[writes[k]].on_dev) {
-                dev_alloc(&x, now, writes[k], i, SIZE_MAX);
-                x.st[writes[k]].blank = true;
-            }
-        if (x.failed)
-            break;
-        /* 3. start */
-        double start = now;
-        for (uint32_t k = 0; k < o->n_reads; k++) {
-            const sstate *ss = &x.st[reads[k]];
-            if (!ss->on_dev || ss->blank) {
-                /* execution-model.md rule 3: a buffer allocated for this
-                 * op's write holds no data, so a read of it fails too. */
-                violate(&x, i, reads[k], SIZE_MAX,
-                        ss->blank ? "storage %llu not on device with its "
-                                    "latest version at op %u ('%s')"
-                                  : "storage %llu not on device at op %u "
-                                    "('%s')",
-                        sid(&x, reads[k]), i, plan_op_name(t, i));
-                x.failed = true;
-                break;
-            }
-            if (ss->h2d_end > start)
-                start = ss->h2d_end;
-        }
-        if (x.failed)
-            break;
-        for (uint32_t k = 0; k < o->n_writes; k++) {
-            const sstate *ss = &x.st[writes[k]];
-            if (ss->h2d_end > start)
-                start = ss->h2d_end;
-            if (ss->d2h_end > start)
-                start = ss->d2h_end;
-        }
-        /* 4. run */
-        now = start + o->duration_us;
-        m.compute_us += o->duration_us;
-        if (obs && obs->op)
-            obs->op(obs->ctx, i, start, now);
-        for (uint32_t k = 0; k < o->n_writes; k++) {
-            x.st[writes[k]].version++;
-            x.st[writes[k]].blank = false;
-        }
-        /* 5. after actions; a wait here delays what follows */
-        for (; ai < s->n_actions && s->actions[ai].op == i && !x.failed;
-             ai++) {
-            r = apply(&x, ai, &now);
-            if (r < 0)
-                goto out;
-        }
-        if (x.failed)
-            break;
-        /* 6. implicit frees of non-retained storages after last access */
-        for (uint32_t k = 0; k < o->n_reads + o->n_writes; k++) {
-            uint32_t sidx = reads[k];
-            if (!x.st[sidx].on_dev || t->storages[sidx].retained ||
-                plan_last_access(t, sidx) != i)
-                continue;
-            r = dev_release(&x, sidx, now);
-            if (r < 0)
-                goto out;
-        }
-    }
-
-    double end = now;
-    if (x.eng_free[0] > end)
-        end = x.eng_free[0];
-    if (x.eng_free[1] > end)
-        end = x.eng_free[1];
-    m.step_time_us = end;
-    m.exposed_us = end - m.compute_us;
-    if (!x.failed) {
-        dev_flush(&x, end); /* for the observer's picture */
-        /* 10. end checks, in storage order */
-        for (uint32_t i = 0; i < t->n_storages; i++) {
-            const plan_storage *sto = &t->storages[i];
-            const sstate *ss = &x.st[i];
-            if (!sto->retained)
-                continue;
-            if (x.init[i] != PLAN_INIT_HOST) {
-                if (!ss->on_dev) {
-                    violate(&x, PLAN_NONE, i, SIZE_MAX,
-                            "retained storage %llu not on device at step end",
-                            sid(&x, i));
-                    break;
-                }
-            } else if (!ss->has_host || ss->host_version != ss->version) {
-                violate(&x, PLAN_NONE, i, SIZE_MAX,
-                        "retained %s storage %llu has no current host copy "
-                        "at step end",
-                        sto->initial == PLAN_INIT_HOST ? "initial:host"
-                                                       : "home:host",
-                        sid(&x, i));
-                break;
-            } else if (ss->on_dev) {
-                violate(&x, PLAN_NONE, i, SIZE_MAX,
-                        "retained %s storage %llu still on device at step "
-                        "end",
-                        sto->initial == PLAN_INIT_HOST ? "initial:host"
-                                                       : "home:host",
-                        sid(&x, i));
-                break;
-            }
-        }
-    }
+    for (uint32_t i = 0; i < t->n_ops && !x.failed; i++)
+        if ((r = sim_op(&x, i, &ai, &now)) < 0)
+            goto out;
+    sim_end(&x, now);
     r = v.code ? HO_E_BAD_SCHEDULE : 0;
 out:
     free(x.st);

@@ -36,7 +36,12 @@ How it works (see README.md for the limits):
   ``grad``; tensors held in ``optimizer.state`` are ``optimizer``; other
   storages created during the step are ``activation``, storages that
   existed before (inputs, targets, buffers) ``other``.  ``retained`` means
-  the storage is still alive when the step ends.
+  the storage is still alive when the step ends.  Parameters, gradients
+  and optimizer state that exist when the step starts (``initial``
+  ``device``) and are retained are ``movable``: the planner may choose
+  whether they live on device or host between steps (PLANNER.md §1).
+  Those the step creates (a first step's Adam state, gradients after
+  ``zero_grad(set_to_none=True)``) are ``initial: none`` and cannot be.
 * Only standard library and torch; CPU is fine.
 """
 
@@ -63,6 +68,10 @@ DEVICES = {
 }
 
 MAX_NAME = 255  # bytes of an op or trace name (planner/plan.h)
+
+# Kinds whose storages may change home between steps (ZeRO-style offload
+# of parameters, gradients and optimizer state across steps).
+MOVABLE_KINDS = ("param", "grad", "optimizer")
 
 
 def link_for(device):
@@ -235,11 +244,13 @@ class TraceRecorder(TorchDispatchMode):
             kind = kinds.get(rec.id)
             if kind is None:
                 kind = "activation" if rec.initial == "none" else "other"
+            initial = "device" if kind == "param" else rec.initial
+            retained = kind == "param" or not rec.weak.expired()
             storages.append({
                 "id": rec.id, "bytes": rec.nbytes, "kind": kind,
-                "initial": "device" if kind == "param" else rec.initial,
-                "retained": kind == "param" or not rec.weak.expired(),
-                "pinned": False})
+                "initial": initial, "retained": retained, "pinned": False,
+                "movable": kind in MOVABLE_KINDS and retained and
+                initial != "none"})
         ops = [{"name": n, "duration_us": d, "reads": r, "writes": w}
                for n, d, r, w in self.ops]
         if not ops:

@@ -46,12 +46,14 @@ typedef struct plan_gen_train_cfg {
     bool params_on_host;     /* parameters initial: host */
     bool optimizer_on_host;  /* optimizer state initial: host */
     bool optimizer_step;     /* include the optimizer update ops */
+    bool params_movable;     /* parameters movable (PLANNER.md §1) */
+    bool optimizer_movable;  /* optimizer state (m, v, master) movable */
 } plan_gen_train_cfg;
 
 /* Decoder-only transformer training step (forward, backward per micro-
  * batch, gradient accumulation, optimizer update) with durations from
  * FLOPs and the device profile. */
-int plan_gen_train(const plan_gen_train_cfg *cfg, plan_trace **ret,
+int plan_gen_train(const plan_gen_train_cfg *cfg, plan_trace **ret_trace,
                    char *err, size_t errlen);
 
 typedef struct plan_gen_decode_cfg {
@@ -65,7 +67,7 @@ typedef struct plan_gen_decode_cfg {
 } plan_gen_decode_cfg;
 
 /* Inference decode with a KV cache that grows by blocks. */
-int plan_gen_decode(const plan_gen_decode_cfg *cfg, plan_trace **ret,
+int plan_gen_decode(const plan_gen_decode_cfg *cfg, plan_trace **ret_trace,
                     char *err, size_t errlen);
 
 typedef struct plan_gen_random_cfg {
@@ -75,10 +77,13 @@ typedef struct plan_gen_random_cfg {
     uint32_t max_refs_per_op;
     uint64_t min_bytes, max_bytes;
     double p_initial_device, p_initial_host, p_retained, p_pinned;
+    double p_movable;        /* of a retained, initial device/host storage
+                                (drawn only when > 0: traces without it
+                                are as before) */
 } plan_gen_random_cfg;
 
 /* Random but well-formed trace, for property tests and scale benchmarks. */
-int plan_gen_random(const plan_gen_random_cfg *cfg, plan_trace **ret,
+int plan_gen_random(const plan_gen_random_cfg *cfg, plan_trace **ret_trace,
                     char *err, size_t errlen);
 
 #ifdef __cplusplus

@@ -19,6 +19,7 @@ void plan_gen_begin(plan_gen_b *b, const char *name, const plan_link *link,
     b->reads = malloc(sizeof *b->reads * PLAN_MAX_OP_REFS);
     b->writes = malloc(sizeof *b->writes * PLAN_MAX_OP_REFS);
     b->n_reads = b->n_writes = 0;
+    b->dev = NULL;
     b->err = err;
     b->errlen = errlen;
     b->rc = b->t && b->reads && b->writes
@@ -26,8 +27,8 @@ void plan_gen_begin(plan_gen_b *b, const char *name, const plan_link *link,
                 : ho_errf(err, errlen, -ENOMEM, "out of memory");
 }
 
-uint32_t plan_gen_storage(plan_gen_b *b, uint64_t bytes, plan_kind kind,
-                          plan_initial initial, bool retained)
+static uint32_t add_storage(plan_gen_b *b, uint64_t bytes, plan_kind kind,
+                            plan_initial initial, bool retained, bool movable)
 {
     plan_storage s = {0};
     uint32_t ix = 0;
@@ -40,6 +41,7 @@ uint32_t plan_gen_storage(plan_gen_b *b, uint64_t bytes, plan_kind kind,
     s.kind = (uint8_t)kind;
     s.initial = (uint8_t)initial;
     s.retained = retained;
+    s.movable = movable;
     r = plan_trace_add_storage(b->t, &s, &ix, b->err, b->errlen);
     if (r < 0) {
         b->rc = r;
@@ -48,28 +50,41 @@ uint32_t plan_gen_storage(plan_gen_b *b, uint64_t bytes, plan_kind kind,
     return ix;
 }
 
-void plan_gen_read(plan_gen_b *b, uint32_t s)
+uint32_t plan_gen_storage(plan_gen_b *b, uint64_t bytes, plan_kind kind,
+                          plan_initial initial, bool retained)
+{
+    return add_storage(b, bytes, kind, initial, retained, false);
+}
+
+uint32_t plan_gen_storage_movable(plan_gen_b *b, uint64_t bytes,
+                                  plan_kind kind, plan_initial initial,
+                                  bool movable)
+{
+    return add_storage(b, bytes, kind, initial, true, movable);
+}
+
+/* Queue storage s in list[*n] (the reads or the writes of the next op). */
+static void queue(plan_gen_b *b, uint32_t *list, uint32_t *n, uint32_t s,
+                  const char *what)
 {
     if (b->rc < 0)
         return;
-    if (b->n_reads >= PLAN_MAX_OP_REFS) {
+    if (*n >= PLAN_MAX_OP_REFS) {
         b->rc = ho_errf(b->err, b->errlen, HO_E_INTERNAL,
-                              "generator: too many reads in one op");
+                        "generator: too many %s in one op", what);
         return;
     }
-    b->reads[b->n_reads++] = s;
+    list[(*n)++] = s;
+}
+
+void plan_gen_read(plan_gen_b *b, uint32_t s)
+{
+    queue(b, b->reads, &b->n_reads, s, "reads");
 }
 
 void plan_gen_write(plan_gen_b *b, uint32_t s)
 {
-    if (b->rc < 0)
-        return;
-    if (b->n_writes >= PLAN_MAX_OP_REFS) {
-        b->rc = ho_errf(b->err, b->errlen, HO_E_INTERNAL,
-                              "generator: too many writes in one op");
-        return;
-    }
-    b->writes[b->n_writes++] = s;
+    queue(b, b->writes, &b->n_writes, s, "writes");
 }
 
 void plan_gen_op(plan_gen_b *b, double duration_us, const char *fmt, ...)
@@ -90,7 +105,7 @@ void plan_gen_op(plan_gen_b *b, double duration_us, const char *fmt, ...)
         b->rc = r;
 }
 
-int plan_gen_done(plan_gen_b *b, plan_trace **ret)
+int plan_gen_finish(plan_gen_b *b, plan_trace **ret_trace)
 {
     int r = b->rc;
 
@@ -104,7 +119,7 @@ int plan_gen_done(plan_gen_b *b, plan_trace **ret)
         b->t = NULL;
         return r;
     }
-    *ret = b->t;
+    *ret_trace = b->t;
     b->t = NULL;
     return 0;
 }
@@ -174,11 +189,11 @@ plan_link plan_gen_link(const plan_device *d)
     return l;
 }
 
-bool plan_gen_mul(uint64_t a, uint64_t b, uint64_t max, uint64_t *ret)
+bool plan_gen_mul(uint64_t a, uint64_t b, uint64_t max, uint64_t *ret_value)
 {
     uint64_t p;
     if (__builtin_mul_overflow(a, b, &p) || p > max)
         return false;
-    *ret = p;
+    *ret_value = p;
     return true;
 }

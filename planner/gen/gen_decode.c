@@ -127,54 +127,43 @@ static void make_weights(dgen *g)
     g->head = weight(g, (uint64_t)m->vocab * h, NULL);
 }
 
-static uint32_t act(dgen *g, uint64_t bytes)
-{
-    return plan_gen_storage(&g->b, bytes, PLAN_KIND_ACTIVATION,
-                            PLAN_INIT_NONE, false);
-}
 
-static double mm(const dgen *g, double flops, double bytes)
-{
-    return plan_gen_time(&g->c->device, flops, bytes, PLAN_GEN_MATMUL_EFF);
-}
 
-static double mem(const dgen *g, double bytes)
-{
-    return plan_gen_time(&g->c->device, 0.0, bytes, PLAN_GEN_MATMUL_EFF);
-}
 
-static void layer(dgen *g, uint32_t t, uint32_t l, uint64_t pos, uint32_t x,
-                  uint32_t *ret_x)
+/* Layer l's attention half for token t at position pos, input x: norm1,
+ * QKV, the new K/V appended to the current KV block (created when the
+ * token starts a block), attention over every block so far, output
+ * projection, residual.  Returns the residual sum. */
+static uint32_t dec_attention(dgen *g, uint32_t t, uint32_t l, uint64_t pos,
+                              uint32_t x)
 {
-    const plan_model *m = &g->c->model;
-    const double B = g->c->batch, h = m->hidden, f = m->ffn;
-    const double kv = (double)g->kv;
-    const double ah = (double)g->act_h, af = (double)g->act_f;
+    const double B = g->c->batch, h = g->c->model.hidden;
+    const double kv = (double)g->kv, ah = (double)g->act_h;
     const uint32_t *w = g->w + (size_t)l * DW__COUNT;
     const uint64_t *wb = g->wbytes + (size_t)l * DW__COUNT;
     uint32_t *blocks = g->blocks + (size_t)l * g->max_blocks;
     uint32_t blk = (uint32_t)(pos / g->c->kv_block);
-    uint32_t a, q, kvn, o, p, xm, mn, f1, f2 = PLAN_NONE, f3, mo, xn;
+    uint32_t a, q, kvn, o, p, xm;
     bool fresh = blocks[blk] == PLAN_NONE;
     double kv_bytes;
 
-    a = act(g, g->act_h);
+    a = gen_act(&g->b, g->act_h);
     plan_gen_read(&g->b, x);
     plan_gen_read(&g->b, w[DW_NORM1]);
     plan_gen_write(&g->b, a);
-    plan_gen_op(&g->b, mem(g, 2 * ah), "t%u.l%u.norm1", t, l);
+    plan_gen_op(&g->b, gen_mem(&g->b, 2 * ah), "t%u.l%u.norm1", t, l);
 
-    q = act(g, g->act_h);
-    kvn = act(g, g->act_kv2);
+    q = gen_act(&g->b, g->act_h);
+    kvn = gen_act(&g->b, g->act_kv2);
     plan_gen_read(&g->b, a);
     plan_gen_read(&g->b, w[DW_WQ]);
     plan_gen_read(&g->b, w[DW_WK]);
     plan_gen_read(&g->b, w[DW_WV]);
     plan_gen_write(&g->b, q);
     plan_gen_write(&g->b, kvn);
-    plan_gen_op(&g->b, mm(g, 2 * B * h * (h + 2 * kv),
-                          (double)(wb[DW_WQ] + wb[DW_WK] + wb[DW_WV]) +
-                          2 * ah + (double)g->act_kv2),
+    plan_gen_op(&g->b, gen_mm(&g->b, 2 * B * h * (h + 2 * kv),
+                              (double)(wb[DW_WQ] + wb[DW_WK] + wb[DW_WV]) +
+                              2 * ah + (double)g->act_kv2),
                 "t%u.l%u.qkv", t, l);
 
     if (fresh)
@@ -184,10 +173,10 @@ static void layer(dgen *g, uint32_t t, uint32_t l, uint64_t pos, uint32_t x,
     if (!fresh)
         plan_gen_read(&g->b, blocks[blk]);
     plan_gen_write(&g->b, blocks[blk]);
-    plan_gen_op(&g->b, mem(g, 2 * (double)g->act_kv2), "t%u.l%u.kv_append",
-                t, l);
+    plan_gen_op(&g->b, gen_mem(&g->b, 2 * (double)g->act_kv2),
+                "t%u.l%u.kv_append", t, l);
 
-    o = act(g, g->act_h);
+    o = gen_act(&g->b, g->act_h);
     plan_gen_read(&g->b, q);
     for (uint32_t i = 0; i <= blk; i++)
         plan_gen_read(&g->b, blocks[i]);
@@ -198,28 +187,43 @@ static void layer(dgen *g, uint32_t t, uint32_t l, uint64_t pos, uint32_t x,
                                      PLAN_GEN_ATTN_EFF),
                 "t%u.l%u.attn", t, l);
 
-    p = act(g, g->act_h);
+    p = gen_act(&g->b, g->act_h);
     plan_gen_read(&g->b, o);
     plan_gen_read(&g->b, w[DW_WO]);
     plan_gen_write(&g->b, p);
-    plan_gen_op(&g->b, mm(g, 2 * B * h * h, (double)wb[DW_WO] + 2 * ah),
+    plan_gen_op(&g->b,
+                gen_mm(&g->b, 2 * B * h * h, (double)wb[DW_WO] + 2 * ah),
                 "t%u.l%u.wo", t, l);
 
-    xm = act(g, g->act_h);
+    xm = gen_act(&g->b, g->act_h);
     plan_gen_read(&g->b, x);
     plan_gen_read(&g->b, p);
     plan_gen_write(&g->b, xm);
-    plan_gen_op(&g->b, mem(g, 3 * ah), "t%u.l%u.res1", t, l);
+    plan_gen_op(&g->b, gen_mem(&g->b, 3 * ah), "t%u.l%u.res1", t, l);
 
-    mn = act(g, g->act_h);
+    return xm;
+}
+
+/* Layer l's MLP half, input xm: norm2, SwiGLU or GELU MLP, residual.
+ * Returns the layer's output. */
+static uint32_t dec_mlp(dgen *g, uint32_t t, uint32_t l, uint32_t xm)
+{
+    const plan_model *m = &g->c->model;
+    const double B = g->c->batch, h = m->hidden, f = m->ffn;
+    const double ah = (double)g->act_h, af = (double)g->act_f;
+    const uint32_t *w = g->w + (size_t)l * DW__COUNT;
+    const uint64_t *wb = g->wbytes + (size_t)l * DW__COUNT;
+    uint32_t mn, f1, f2 = PLAN_NONE, f3, mo, xn;
+
+    mn = gen_act(&g->b, g->act_h);
     plan_gen_read(&g->b, xm);
     plan_gen_read(&g->b, w[DW_NORM2]);
     plan_gen_write(&g->b, mn);
-    plan_gen_op(&g->b, mem(g, 2 * ah), "t%u.l%u.norm2", t, l);
+    plan_gen_op(&g->b, gen_mem(&g->b, 2 * ah), "t%u.l%u.norm2", t, l);
 
-    f1 = act(g, g->act_f);
+    f1 = gen_act(&g->b, g->act_f);
     if (m->swiglu)
-        f2 = act(g, g->act_f);
+        f2 = gen_act(&g->b, g->act_f);
     plan_gen_read(&g->b, mn);
     plan_gen_read(&g->b, w[DW_W1]);
     if (m->swiglu)
@@ -227,37 +231,38 @@ static void layer(dgen *g, uint32_t t, uint32_t l, uint64_t pos, uint32_t x,
     plan_gen_write(&g->b, f1);
     if (m->swiglu)
         plan_gen_write(&g->b, f2);
-    plan_gen_op(&g->b, mm(g, (m->swiglu ? 4 : 2) * B * h * f,
-                          (double)(wb[DW_W1] + (m->swiglu ? wb[DW_W2] : 0)) +
-                          ah + (m->swiglu ? 2 : 1) * af),
+    plan_gen_op(&g->b,
+                gen_mm(&g->b, (m->swiglu ? 4 : 2) * B * h * f,
+                       (double)(wb[DW_W1] + (m->swiglu ? wb[DW_W2] : 0)) + ah +
+                       (m->swiglu ? 2 : 1) * af),
                 m->swiglu ? "t%u.l%u.gate_up" : "t%u.l%u.fc", t, l);
 
-    f3 = act(g, g->act_f);
+    f3 = gen_act(&g->b, g->act_f);
     plan_gen_read(&g->b, f1);
     if (m->swiglu)
         plan_gen_read(&g->b, f2);
     plan_gen_write(&g->b, f3);
-    plan_gen_op(&g->b, mem(g, (m->swiglu ? 3 : 2) * af),
+    plan_gen_op(&g->b, gen_mem(&g->b, (m->swiglu ? 3 : 2) * af),
                 m->swiglu ? "t%u.l%u.swiglu" : "t%u.l%u.gelu", t, l);
 
-    mo = act(g, g->act_h);
+    mo = gen_act(&g->b, g->act_h);
     plan_gen_read(&g->b, f3);
     plan_gen_read(&g->b, m->swiglu ? w[DW_W3] : w[DW_W2]);
     plan_gen_write(&g->b, mo);
-    plan_gen_op(&g->b, mm(g, 2 * B * h * f,
-                          (double)(m->swiglu ? wb[DW_W3] : wb[DW_W2]) + af +
-                          ah),
+    plan_gen_op(&g->b,
+                gen_mm(&g->b, 2 * B * h * f,
+                       (double)(m->swiglu ? wb[DW_W3] : wb[DW_W2]) + af + ah),
                 m->swiglu ? "t%u.l%u.down" : "t%u.l%u.proj", t, l);
 
-    xn = act(g, g->act_h);
+    xn = gen_act(&g->b, g->act_h);
     plan_gen_read(&g->b, xm);
     plan_gen_read(&g->b, mo);
     plan_gen_write(&g->b, xn);
-    plan_gen_op(&g->b, mem(g, 3 * ah), "t%u.l%u.res2", t, l);
-    *ret_x = xn;
+    plan_gen_op(&g->b, gen_mem(&g->b, 3 * ah), "t%u.l%u.res2", t, l);
+    return xn;
 }
 
-int plan_gen_decode(const plan_gen_decode_cfg *cfg, plan_trace **ret,
+int plan_gen_decode(const plan_gen_decode_cfg *cfg, plan_trace **ret_trace,
                     char *err, size_t errlen)
 {
     const plan_model *m = &cfg->model;
@@ -269,11 +274,10 @@ int plan_gen_decode(const plan_gen_decode_cfg *cfg, plan_trace **ret,
 
     if (err && errlen)
         err[0] = '\0';
-    if ((r = check_cfg(cfg, err, errlen)) < 0)
-        return r;
     memset(&g, 0, sizeof g);
     g.c = cfg;
-    if ((r = sizes(&g, err, errlen)) < 0)
+    if ((r = check_cfg(cfg, err, errlen)) < 0 ||
+        (r = sizes(&g, err, errlen)) < 0)
         return r;
     nw = (size_t)m->layers * DW__COUNT;
     nb = (size_t)m->layers * g.max_blocks;
@@ -289,47 +293,53 @@ int plan_gen_decode(const plan_gen_decode_cfg *cfg, plan_trace **ret,
              cfg->batch);
     link = plan_gen_link(&cfg->device);
     plan_gen_begin(&g.b, name, &link, err, errlen);
+    g.b.dev = &cfg->device;
     make_weights(&g);
     /* the next input token of every sequence (int32), kept across steps */
     g.tok = plan_gen_storage(&g.b, (uint64_t)cfg->batch * 4u,
                              PLAN_KIND_OTHER, PLAN_INIT_DEVICE, true);
-    /* the prompt's blocks are on device at the start */
+    /* the prompt's blocks are on device at the start, movable: the plan
+     * may keep old blocks on the host between steps (the blocks this step
+     * creates start as initial: none and cannot be) */
     for (uint32_t l = 0; l < m->layers; l++)
         for (uint32_t i = 0; i < g.max_blocks; i++)
             g.blocks[(size_t)l * g.max_blocks + i] =
                 (uint64_t)i * cfg->kv_block < cfg->prompt
-                    ? plan_gen_storage(&g.b, g.block_bytes, PLAN_KIND_KV,
-                                       PLAN_INIT_DEVICE, true)
+                    ? plan_gen_storage_movable(&g.b, g.block_bytes,
+                                               PLAN_KIND_KV,
+                                               PLAN_INIT_DEVICE, true)
                     : PLAN_NONE;
     for (uint32_t t = 0; t < cfg->tokens && g.b.rc == 0; t++) {
         uint64_t pos = (uint64_t)cfg->prompt + t;
         uint32_t x, fn, lg;
 
-        x = act(&g, g.act_h);
+        x = gen_act(&g.b, g.act_h);
         plan_gen_read(&g.b, g.tok);
         plan_gen_read(&g.b, g.embed);
         plan_gen_write(&g.b, x);
-        plan_gen_op(&g.b, mem(&g, 2 * (double)g.act_h), "t%u.embed", t);
+        plan_gen_op(&g.b, gen_mem(&g.b, 2 * (double)g.act_h), "t%u.embed", t);
         for (uint32_t l = 0; l < m->layers; l++)
-            layer(&g, t, l, pos, x, &x);
-        fn = act(&g, g.act_h);
+            x = dec_mlp(&g, t, l, dec_attention(&g, t, l, pos, x));
+        fn = gen_act(&g.b, g.act_h);
         plan_gen_read(&g.b, x);
         plan_gen_read(&g.b, g.fnorm);
         plan_gen_write(&g.b, fn);
-        plan_gen_op(&g.b, mem(&g, 2 * (double)g.act_h), "t%u.final_norm", t);
-        lg = act(&g, g.logits);
+        plan_gen_op(&g.b, gen_mem(&g.b, 2 * (double)g.act_h),
+                    "t%u.final_norm", t);
+        lg = gen_act(&g.b, g.logits);
         plan_gen_read(&g.b, fn);
         plan_gen_read(&g.b, g.head);
         plan_gen_write(&g.b, lg);
-        plan_gen_op(&g.b, mm(&g, 2.0 * cfg->batch * m->hidden * m->vocab,
-                             1.0 * m->vocab * m->hidden * cfg->dtype_bytes +
-                             (double)g.logits + (double)g.act_h),
+        plan_gen_op(&g.b,
+                    gen_mm(&g.b, 2.0 * cfg->batch * m->hidden * m->vocab,
+                           1.0 * m->vocab * m->hidden * cfg->dtype_bytes +
+                           (double)g.logits + (double)g.act_h),
                     "t%u.head", t);
         plan_gen_read(&g.b, lg);
         plan_gen_write(&g.b, g.tok);
-        plan_gen_op(&g.b, mem(&g, (double)g.logits), "t%u.sample", t);
+        plan_gen_op(&g.b, gen_mem(&g.b, (double)g.logits), "t%u.sample", t);
     }
-    r = plan_gen_done(&g.b, ret);
+    r = plan_gen_finish(&g.b, ret_trace);
 out:
     free(g.w);
     free(g.wbytes);

@@ -4,7 +4,7 @@
  * planner/.
  *
  * The builder keeps a sticky error: once a call fails, every later call is
- * a no-op and plan_gen_done() returns the first error, so generator code
+ * a no-op and plan_gen_finish() returns the first error, so generator code
  * reads as a plain sequence of storages and ops.
  */
 #ifndef HO_PLANNER_GEN_PRIVATE_H
@@ -25,16 +25,17 @@
 #define PLAN_GEN_OP_OVERHEAD_US 2.0 /* launch/dispatch cost of every op */
 
 typedef struct plan_gen_b {
-    plan_trace *t;          /* owned until plan_gen_done hands it over */
+    plan_trace *t;          /* owned until plan_gen_finish hands it over */
     uint32_t *reads, *writes; /* PLAN_MAX_OP_REFS each, owned */
     uint32_t n_reads, n_writes;
+    const plan_device *dev; /* for gen_mm / gen_mem; set by the generator */
     char *err;
     size_t errlen;
     int rc;                 /* first error, sticky */
 } plan_gen_b;
 
 /* Start a trace named `name` with `link`.  On OOM, rc is -ENOMEM.
- * plan_gen_done must be called afterwards in every case. */
+ * plan_gen_finish must be called afterwards in every case. */
 void plan_gen_begin(plan_gen_b *b, const char *name, const plan_link *link,
                     char *err, size_t errlen);
 
@@ -42,6 +43,10 @@ void plan_gen_begin(plan_gen_b *b, const char *name, const plan_link *link,
  * error, which is then sticky). */
 uint32_t plan_gen_storage(plan_gen_b *b, uint64_t bytes, plan_kind kind,
                           plan_initial initial, bool retained);
+/* The same, retained, with `movable` set (initial device or host). */
+uint32_t plan_gen_storage_movable(plan_gen_b *b, uint64_t bytes,
+                                  plan_kind kind, plan_initial initial,
+                                  bool movable);
 
 /* Queue a read / write of storage index s for the next op. */
 void plan_gen_read(plan_gen_b *b, uint32_t s);
@@ -51,15 +56,33 @@ void plan_gen_write(plan_gen_b *b, uint32_t s);
 void plan_gen_op(plan_gen_b *b, double duration_us, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* Finish the trace and release the builder: on success *ret owns the
+/* Finish the trace and release the builder: on success *ret_trace owns the
  * trace and 0 is returned; otherwise the trace is freed and the first
  * error is returned (message in err). */
-int plan_gen_done(plan_gen_b *b, plan_trace **ret);
+int plan_gen_finish(plan_gen_b *b, plan_trace **ret_trace);
 
 /* Roofline duration of an op on device d: overhead + max(flops at
  * flop_eff of peak, bytes at PLAN_GEN_HBM_EFF of HBM bandwidth). */
 double plan_gen_time(const plan_device *d, double flops, double bytes,
                      double flop_eff);
+
+/* An activation (initial none, not retained) of `bytes`. */
+static inline uint32_t gen_act(plan_gen_b *b, uint64_t bytes)
+{
+    return plan_gen_storage(b, bytes, PLAN_KIND_ACTIVATION, PLAN_INIT_NONE,
+                            false);
+}
+
+/* Duration of a GEMM / of a memory-bound op on the builder's device. */
+static inline double gen_mm(const plan_gen_b *b, double flops, double bytes)
+{
+    return plan_gen_time(b->dev, flops, bytes, PLAN_GEN_MATMUL_EFF);
+}
+
+static inline double gen_mem(const plan_gen_b *b, double bytes)
+{
+    return plan_gen_time(b->dev, 0.0, bytes, PLAN_GEN_MATMUL_EFF);
+}
 
 /* Validate a model's dimensions (what both transformer generators need).
  * 0 or -EINVAL + message. */
@@ -71,7 +94,7 @@ int plan_gen_check_device(const plan_device *d, char *err, size_t errlen);
 /* The link of a device profile: h2d = d2h = link_gbps, duplex. */
 plan_link plan_gen_link(const plan_device *d);
 
-/* a * b into *ret unless it overflows or exceeds max (then false). */
-bool plan_gen_mul(uint64_t a, uint64_t b, uint64_t max, uint64_t *ret);
+/* a * b into *ret_value unless it overflows or exceeds max (then false). */
+bool plan_gen_mul(uint64_t a, uint64_t b, uint64_t max, uint64_t *ret_value);
 
 #endif

@@ -110,7 +110,7 @@ static int check_cfg(plan_gen_random_cfg *c, char *err, size_t errlen)
     if (!(c->p_initial_device >= 0 && c->p_initial_host >= 0 &&
           c->p_initial_device + c->p_initial_host <= 1.0 &&
           c->p_retained >= 0 && c->p_retained <= 1.0 && c->p_pinned >= 0 &&
-          c->p_pinned <= 1.0))
+          c->p_pinned <= 1.0 && c->p_movable >= 0 && c->p_movable <= 1.0))
         return ho_errf(err, errlen, -EINVAL, "probabilities must be in "
                              "[0, 1] with p_initial_device + p_initial_host "
                              "<= 1");
@@ -123,154 +123,195 @@ static int check_cfg(plan_gen_random_cfg *c, char *err, size_t errlen)
     return 0;
 }
 
-int plan_gen_random(const plan_gen_random_cfg *cfg, plan_trace **ret,
+/* The state of one random trace being generated. */
+typedef struct rgen {
+    plan_gen_random_cfg c;
+    plan_gen_b b;
+    rng r;
+    uint8_t *cls;              /* class of each storage (C_*) */
+    uint32_t *born;            /* initial:none storages, in birth order */
+    uint32_t *longl, *hot;     /* pick lists: long-lived, hot */
+    uint32_t *stamp;           /* op + 1 of the last reference */
+    uint32_t n_none, n_born, n_long, n_hot, next_none, none_rank;
+} rgen;
+
+/* Storage i: its class, size, initial, flags and kind. */
+static void random_storage(rgen *x, uint32_t i)
+{
+    const plan_gen_random_cfg *c = &x->c;
+    plan_storage s = {0};
+    uint64_t u = below(&x->r, 100);
+
+    x->cls[i] = u < 55 ? C_TRANSIENT : u < 80 ? C_SAVED : u < 90 ? C_HOT
+                                                                  : C_OTHER;
+    s.id = ID_BASE + (uint64_t)i * ID_STRIDE;
+    s.bytes = log_uniform(&x->r, c->min_bytes, c->max_bytes);
+    if (chance(&x->r, c->p_initial_device))
+        s.initial = PLAN_INIT_DEVICE;
+    else if (chance(&x->r, c->p_initial_device + c->p_initial_host < 1.0
+                               ? c->p_initial_host /
+                                     (1.0 - c->p_initial_device)
+                               : 1.0))
+        s.initial = PLAN_INIT_HOST;
+    else
+        s.initial = PLAN_INIT_NONE;
+    s.retained = chance(&x->r, c->p_retained);
+    s.pinned = chance(&x->r, c->p_pinned);
+    if (c->p_movable > 0 && s.retained && s.initial != PLAN_INIT_NONE)
+        s.movable = chance(&x->r, c->p_movable);
+    s.kind = x->cls[i] == C_HOT ? PLAN_KIND_PARAM
+             : s.initial == PLAN_INIT_HOST ? PLAN_KIND_OPTIMIZER
+             : x->cls[i] == C_OTHER
+                 ? (uint8_t)(PLAN_KIND_GRAD + below(&x->r, 4))
+                 : PLAN_KIND_ACTIVATION;
+    if (s.kind > PLAN_KIND_OTHER)
+        s.kind = PLAN_KIND_OTHER;
+    if (s.initial == PLAN_INIT_NONE) {
+        x->n_none++;
+    } else {
+        /* present from the start: pickable at once */
+        if (x->cls[i] == C_HOT)
+            x->hot[x->n_hot++] = i;
+        else
+            x->longl[x->n_long++] = i;
+    }
+    x->b.rc = plan_trace_add_storage(x->b.t, &s, NULL, x->b.err,
+                                     x->b.errlen);
+}
+
+/* The births of op `op`: initial:none storages, rank * n_ops / n_none,
+ * each written by it.  Returns how many. */
+static uint32_t op_births(rgen *x, uint32_t op)
+{
+    uint32_t births = 0;
+    while (x->none_rank < x->n_none &&
+           (uint64_t)x->none_rank * x->c.n_ops / x->n_none == op) {
+        while (x->b.t->storages[x->next_none].initial != PLAN_INIT_NONE)
+            x->next_none++;
+        plan_gen_write(&x->b, x->next_none);
+        x->stamp[x->next_none] = op + 1;
+        x->born[x->n_born++] = x->next_none;
+        x->next_none++;
+        x->none_rank++;
+        births++;
+    }
+    return births;
+}
+
+/* One pick: a recently born storage, a long-lived or a hot one; into
+ * *ret_s, false when the chosen list had nothing. */
+static bool pick(rgen *x, uint32_t births, uint32_t *ret_s)
+{
+    uint64_t u = below(&x->r, 100);
+    uint32_t recent = x->n_born - births;
+
+    if (u < 45 || u >= 95) { /* recently born (before this op) */
+        /* geometric: the latest birth half the time, the one before a
+         * quarter, ... so these die young */
+        uint32_t back = (uint32_t)__builtin_ctzll(next(&x->r) |
+                                                  (1ull << RECENT));
+        if (back >= recent)
+            return false;
+        *ret_s = x->born[recent - 1 - back];
+    } else if (u < 75) {     /* anything long-lived */
+        if (!x->n_long)
+            return false;
+        *ret_s = x->longl[below(&x->r, x->n_long)];
+    } else {                 /* hot */
+        if (!x->n_hot)
+            return false;
+        *ret_s = x->hot[below(&x->r, x->n_hot)];
+    }
+    return true;
+}
+
+/* Up to max_refs_per_op - births more references of op `op`. */
+static void op_references(rgen *x, uint32_t op, uint32_t births)
+{
+    uint32_t extra = x->c.max_refs_per_op > births
+                         ? (uint32_t)below(&x->r, x->c.max_refs_per_op -
+                                                      births + 1)
+                         : 0;
+    /* each pick attempt uses up at least one of the `extra` refs, so the
+     * loop ends even when nothing can be picked */
+    for (uint32_t e = 0; e < extra;) {
+        uint32_t s = 0;
+        if (!pick(x, births, &s) || x->stamp[s] == op + 1) {
+            e++;
+            continue;
+        }
+        x->stamp[s] = op + 1;
+        /* read (80%), read+write (13%, two references), write (7%) */
+        uint64_t u = below(&x->r, 100);
+        if (u >= 80 && u < 93 && extra - e < 2)
+            u = 0;
+        if (u < 93) {
+            plan_gen_read(&x->b, s);
+            e++;
+        }
+        if (u >= 80) {
+            plan_gen_write(&x->b, s);
+            e++;
+        }
+    }
+    /* this op's newborns join the pick lists for later ops */
+    for (uint32_t i = x->n_born - births; i < x->n_born; i++) {
+        uint32_t s = x->born[i];
+        if (x->cls[s] == C_HOT)
+            x->hot[x->n_hot++] = s;
+        else if (x->cls[s] != C_TRANSIENT)
+            x->longl[x->n_long++] = s;
+    }
+}
+
+/* 0.25-512 us, log-spread; one op in a hundred ten times longer. */
+static double op_duration(rgen *x)
+{
+    uint32_t ex = (uint32_t)below(&x->r, 11);
+    double d = (double)((1u << ex) + below(&x->r, 1u << ex)) / 4.0;
+    if (below(&x->r, 100) == 0)
+        d *= 10.0;
+    return d;
+}
+
+int plan_gen_random(const plan_gen_random_cfg *cfg, plan_trace **ret_trace,
                     char *err, size_t errlen)
 {
-    plan_gen_random_cfg c = *cfg;
-    plan_gen_b b;
     plan_link link = {16.0, 16.0, 10.0, true};
-    rng r;
     char name[PLAN_MAX_NAME];
-    uint8_t *cls = NULL;
-    uint32_t *born = NULL, *longl = NULL, *hot = NULL, *stamp = NULL;
-    uint32_t n_none = 0, n_born = 0, n_long = 0, n_hot = 0, next_none = 0;
-    uint32_t none_rank = 0;
+    rgen x;
     int k;
 
     if (err && errlen)
         err[0] = '\0';
-    if ((k = check_cfg(&c, err, errlen)) < 0)
+    memset(&x, 0, sizeof x);
+    x.c = *cfg;
+    if ((k = check_cfg(&x.c, err, errlen)) < 0)
         return k;
-    seed_rng(&r, c.seed);
+    seed_rng(&x.r, x.c.seed);
     snprintf(name, sizeof name, "random-s%llu-o%u-st%u",
-             (unsigned long long)c.seed, c.n_ops, c.n_storages);
-    plan_gen_begin(&b, name, &link, err, errlen);
-    cls = malloc(c.n_storages);
-    born = malloc(sizeof *born * c.n_storages);
-    longl = malloc(sizeof *longl * c.n_storages);
-    hot = malloc(sizeof *hot * c.n_storages);
-    stamp = calloc(c.n_storages, sizeof *stamp);
-    if (!cls || !born || !longl || !hot || !stamp) {
-        b.rc = ho_errf(err, errlen, -ENOMEM, "out of memory");
+             (unsigned long long)x.c.seed, x.c.n_ops, x.c.n_storages);
+    plan_gen_begin(&x.b, name, &link, err, errlen);
+    x.cls = malloc(x.c.n_storages);
+    x.born = malloc(sizeof *x.born * x.c.n_storages);
+    x.longl = malloc(sizeof *x.longl * x.c.n_storages);
+    x.hot = malloc(sizeof *x.hot * x.c.n_storages);
+    x.stamp = calloc(x.c.n_storages, sizeof *x.stamp);
+    if (!x.cls || !x.born || !x.longl || !x.hot || !x.stamp) {
+        x.b.rc = ho_errf(err, errlen, -ENOMEM, "out of memory");
         goto out;
     }
-
-    for (uint32_t i = 0; i < c.n_storages && b.rc == 0; i++) {
-        plan_storage s = {0};
-        uint64_t u = below(&r, 100);
-        cls[i] = u < 55 ? C_TRANSIENT : u < 80 ? C_SAVED : u < 90 ? C_HOT
-                                                                 : C_OTHER;
-        s.id = ID_BASE + (uint64_t)i * ID_STRIDE;
-        s.bytes = log_uniform(&r, c.min_bytes, c.max_bytes);
-        if (chance(&r, c.p_initial_device))
-            s.initial = PLAN_INIT_DEVICE;
-        else if (chance(&r, c.p_initial_device + c.p_initial_host < 1.0
-                                ? c.p_initial_host /
-                                      (1.0 - c.p_initial_device)
-                                : 1.0))
-            s.initial = PLAN_INIT_HOST;
-        else
-            s.initial = PLAN_INIT_NONE;
-        s.retained = chance(&r, c.p_retained);
-        s.pinned = chance(&r, c.p_pinned);
-        s.kind = cls[i] == C_HOT ? PLAN_KIND_PARAM
-                 : s.initial == PLAN_INIT_HOST ? PLAN_KIND_OPTIMIZER
-                 : cls[i] == C_OTHER ? (uint8_t)(PLAN_KIND_GRAD + below(&r, 4))
-                                     : PLAN_KIND_ACTIVATION;
-        if (s.kind > PLAN_KIND_OTHER)
-            s.kind = PLAN_KIND_OTHER;
-        if (s.initial == PLAN_INIT_NONE) {
-            n_none++;
-        } else {
-            /* present from the start: pickable at once */
-            if (cls[i] == C_HOT)
-                hot[n_hot++] = i;
-            else
-                longl[n_long++] = i;
-        }
-        b.rc = plan_trace_add_storage(b.t, &s, NULL, err, errlen);
-    }
-
-    for (uint32_t op = 0; op < c.n_ops && b.rc == 0; op++) {
-        uint32_t births = 0, extra, e;
-        /* births of `initial: none` storages, rank * n_ops / n_none */
-        while (none_rank < n_none &&
-               (uint64_t)none_rank * c.n_ops / n_none == op) {
-            while (b.t->storages[next_none].initial != PLAN_INIT_NONE)
-                next_none++;
-            plan_gen_write(&b, next_none);
-            stamp[next_none] = op + 1;
-            born[n_born++] = next_none;
-            next_none++;
-            none_rank++;
-            births++;
-        }
-        extra = c.max_refs_per_op > births
-                    ? (uint32_t)below(&r, c.max_refs_per_op - births + 1)
-                    : 0;
-        /* each pick attempt uses up at least one of the `extra` refs, so
-         * the loop ends even when nothing can be picked */
-        for (e = 0; e < extra;) {
-            uint64_t u = below(&r, 100);
-            uint32_t s = 0, recent = n_born - births;
-            bool found = false;
-            if (u < 45 || u >= 95) { /* recently born (before this op) */
-                /* geometric: the latest birth half the time, the one
-                 * before a quarter, ... so these die young */
-                uint32_t back = (uint32_t)__builtin_ctzll(next(&r) |
-                                                          (1ull << RECENT));
-                if (back < recent) {
-                    s = born[recent - 1 - back];
-                    found = true;
-                }
-            } else if (u < 75) {     /* anything long-lived */
-                if (n_long) {
-                    s = longl[below(&r, n_long)];
-                    found = true;
-                }
-            } else if (n_hot) {      /* hot */
-                s = hot[below(&r, n_hot)];
-                found = true;
-            }
-            if (!found || stamp[s] == op + 1) {
-                e++;
-                continue;
-            }
-            stamp[s] = op + 1;
-            /* read (80%), read+write (13%, two references), write (7%) */
-            u = below(&r, 100);
-            if (u >= 80 && u < 93 && extra - e < 2)
-                u = 0;
-            if (u < 93) {
-                plan_gen_read(&b, s);
-                e++;
-            }
-            if (u >= 80) {
-                plan_gen_write(&b, s);
-                e++;
-            }
-        }
-        /* this op's newborns join the pick lists for later ops */
-        for (uint32_t i = n_born - births; i < n_born; i++) {
-            uint32_t s = born[i];
-            if (cls[s] == C_HOT)
-                hot[n_hot++] = s;
-            else if (cls[s] != C_TRANSIENT)
-                longl[n_long++] = s;
-        }
-        {
-            uint32_t ex = (uint32_t)below(&r, 11);
-            double d = (double)((1u << ex) + below(&r, 1u << ex)) / 4.0;
-            if (below(&r, 100) == 0)
-                d *= 10.0;
-            plan_gen_op(&b, d, "op%u", op);
-        }
+    for (uint32_t i = 0; i < x.c.n_storages && x.b.rc == 0; i++)
+        random_storage(&x, i);
+    for (uint32_t op = 0; op < x.c.n_ops && x.b.rc == 0; op++) {
+        op_references(&x, op, op_births(&x, op));
+        plan_gen_op(&x.b, op_duration(&x), "op%u", op);
     }
 out:
-    free(cls);
-    free(born);
-    free(longl);
-    free(hot);
-    free(stamp);
-    return plan_gen_done(&b, ret);
+    free(x.cls);
+    free(x.born);
+    free(x.longl);
+    free(x.hot);
+    free(x.stamp);
+    return plan_gen_finish(&x.b, ret_trace);
 }

@@ -132,16 +132,20 @@ static void add_param(tgen *g, const char *name, uint64_t elems)
 
     snprintf(p->name, sizeof p->name, "%s", name);
     p->elems = elems;
-    p->p = plan_gen_storage(&g->b, elems * g->d, PLAN_KIND_PARAM, pi, true);
+    p->p = plan_gen_storage_movable(&g->b, elems * g->d, PLAN_KIND_PARAM,
+                                    pi, c->params_movable);
     /* Gradients are consumed by the optimizer inside the step; without it
      * they are the step's output and stay. */
     p->g = plan_gen_storage(&g->b, elems * g->d, PLAN_KIND_GRAD,
                             PLAN_INIT_NONE, !c->optimizer_step);
-    p->m = plan_gen_storage(&g->b, elems * 4u, PLAN_KIND_OPTIMIZER, oi, true);
-    p->v = plan_gen_storage(&g->b, elems * 4u, PLAN_KIND_OPTIMIZER, oi, true);
+    p->m = plan_gen_storage_movable(&g->b, elems * 4u, PLAN_KIND_OPTIMIZER,
+                                    oi, c->optimizer_movable);
+    p->v = plan_gen_storage_movable(&g->b, elems * 4u, PLAN_KIND_OPTIMIZER,
+                                    oi, c->optimizer_movable);
     /* An fp32 master copy only when the weights are narrower. */
-    p->master = g->d < 4 ? plan_gen_storage(&g->b, elems * 4u,
-                                            PLAN_KIND_OPTIMIZER, oi, true)
+    p->master = g->d < 4 ? plan_gen_storage_movable(&g->b, elems * 4u,
+                                                    PLAN_KIND_OPTIMIZER, oi,
+                                                    c->optimizer_movable)
                          : PLAN_NONE;
 }
 
@@ -203,346 +207,414 @@ static void grad_out(tgen *g, uint32_t i, uint32_t mb)
     plan_gen_write(&g->b, g->params[i].g);
 }
 
-static uint32_t act(tgen *g, uint64_t bytes)
-{
-    return plan_gen_storage(&g->b, bytes, PLAN_KIND_ACTIVATION,
-                            PLAN_INIT_NONE, false);
-}
 
-static double mm(const tgen *g, double flops, double bytes)
-{
-    return plan_gen_time(&g->c->device, flops, bytes, PLAN_GEN_MATMUL_EFF);
-}
 
-static double mem(const tgen *g, double bytes)
-{
-    return plan_gen_time(&g->c->device, 0.0, bytes, PLAN_GEN_MATMUL_EFF);
-}
 
 static double pbytes(const tgen *g, uint32_t i)
 {
     return (double)g->params[i].elems * (double)g->d;
 }
 
-static void forward(tgen *g, uint32_t mb, uint32_t tok, uint32_t *ret_x,
-                    uint32_t *ret_fn, uint32_t *ret_lg, uint32_t *ret_loss)
+/* The step's dimensions as doubles, for durations and byte counts. */
+typedef struct tdim {
+    double T, h, f, kv, V;  /* tokens, hidden, ffn, kv width, vocab */
+    double ah, akv, af;     /* activation bytes: hidden, kv, ffn wide */
+    double attn;            /* causal flash attention forward FLOPs: QK^T
+                               and PV over half the score matrix */
+} tdim;
+
+static tdim tdims(const tgen *g)
 {
     const plan_model *m = &g->c->model;
-    const double T = (double)g->T, h = m->hidden, f = m->ffn;
-    const double kv = (double)g->kv, V = m->vocab;
-    const double ah = (double)g->act_h, akv = (double)g->act_kv;
-    const double af = (double)g->act_f;
-    /* causal flash attention: QK^T and PV over half the score matrix */
-    const double attn_flops = 2.0 * (double)g->c->micro_batch *
-                              (double)g->c->seq * (double)g->c->seq * h;
-    uint32_t x, fn, lg, loss;
+    tdim d = {(double)g->T, m->hidden, m->ffn, (double)g->kv, m->vocab,
+              (double)g->act_h, (double)g->act_kv, (double)g->act_f,
+              2.0 * (double)g->c->micro_batch * (double)g->c->seq *
+                  (double)g->c->seq * m->hidden};
+    return d;
+}
 
-    x = act(g, g->act_h);
+/* Embedding lookup: the first layer's input. */
+static uint32_t fwd_embed(tgen *g, uint32_t mb, uint32_t tok)
+{
+    const tdim d = tdims(g);
+    uint32_t x;
+
+    x = gen_act(&g->b, g->act_h);
     plan_gen_read(&g->b, tok);
     use_weight(g, g->embed);
     plan_gen_write(&g->b, x);
-    plan_gen_op(&g->b, mem(g, 2 * ah), "mb%u.embed.fwd", mb);
+    plan_gen_op(&g->b, gen_mem(&g->b, 2 * d.ah), "mb%u.embed.fwd", mb);
+    return x;
+}
 
-    for (uint32_t l = 0; l < m->layers; l++) {
-        tsaved *s = &g->saved[l];
-        uint32_t p, mo, xn;
+/* Layer l's attention half, input x: norm1, QKV, attention, output
+ * projection, residual; the saved activations in g->saved[l].  Returns
+ * the residual sum (the MLP half's input). */
+static uint32_t fwd_attention(tgen *g, uint32_t mb, uint32_t l, uint32_t x)
+{
+    const tdim d = tdims(g);
+    tsaved *s = &g->saved[l];
+    uint32_t p;
 
-        s->x = x;
-        s->a = act(g, g->act_h);
-        plan_gen_read(&g->b, x);
-        use_weight(g, lparam(g, l, LP_NORM1));
-        plan_gen_write(&g->b, s->a);
-        plan_gen_op(&g->b, mem(g, 2 * ah), "mb%u.l%u.norm1.fwd", mb, l);
+    s->x = x;
+    s->a = gen_act(&g->b, g->act_h);
+    plan_gen_read(&g->b, x);
+    use_weight(g, lparam(g, l, LP_NORM1));
+    plan_gen_write(&g->b, s->a);
+    plan_gen_op(&g->b, gen_mem(&g->b, 2 * d.ah),
+                "mb%u.l%u.norm1.fwd", mb, l);
 
-        s->q = act(g, g->act_h);
-        s->k = act(g, g->act_kv);
-        s->v = act(g, g->act_kv);
-        plan_gen_read(&g->b, s->a);
-        use_weight(g, lparam(g, l, LP_WQ));
-        use_weight(g, lparam(g, l, LP_WK));
-        use_weight(g, lparam(g, l, LP_WV));
-        plan_gen_write(&g->b, s->q);
-        plan_gen_write(&g->b, s->k);
-        plan_gen_write(&g->b, s->v);
-        plan_gen_op(&g->b, mm(g, 2 * T * h * (h + 2 * kv),
-                              2 * ah + 2 * akv + pbytes(g, lparam(g, l, LP_WQ))
-                              + 2 * pbytes(g, lparam(g, l, LP_WK))),
-                    "mb%u.l%u.qkv.fwd", mb, l);
+    s->q = gen_act(&g->b, g->act_h);
+    s->k = gen_act(&g->b, g->act_kv);
+    s->v = gen_act(&g->b, g->act_kv);
+    plan_gen_read(&g->b, s->a);
+    use_weight(g, lparam(g, l, LP_WQ));
+    use_weight(g, lparam(g, l, LP_WK));
+    use_weight(g, lparam(g, l, LP_WV));
+    plan_gen_write(&g->b, s->q);
+    plan_gen_write(&g->b, s->k);
+    plan_gen_write(&g->b, s->v);
+    plan_gen_op(&g->b, gen_mm(&g->b, 2 * d.T * d.h * (d.h + 2 * d.kv),
+                              2 * d.ah + 2 * d.akv +
+                              pbytes(g, lparam(g, l, LP_WQ)) +
+                              2 * pbytes(g, lparam(g, l, LP_WK))),
+                "mb%u.l%u.qkv.fwd", mb, l);
 
-        s->o = act(g, g->act_h);
-        s->lse = act(g, g->lse);
-        plan_gen_read(&g->b, s->q);
-        plan_gen_read(&g->b, s->k);
-        plan_gen_read(&g->b, s->v);
-        plan_gen_write(&g->b, s->o);
-        plan_gen_write(&g->b, s->lse);
-        plan_gen_op(&g->b, plan_gen_time(&g->c->device, attn_flops,
-                                         2 * ah + 2 * akv, PLAN_GEN_ATTN_EFF),
-                    "mb%u.l%u.attn.fwd", mb, l);
+    s->o = gen_act(&g->b, g->act_h);
+    s->lse = gen_act(&g->b, g->lse);
+    plan_gen_read(&g->b, s->q);
+    plan_gen_read(&g->b, s->k);
+    plan_gen_read(&g->b, s->v);
+    plan_gen_write(&g->b, s->o);
+    plan_gen_write(&g->b, s->lse);
+    plan_gen_op(&g->b, plan_gen_time(g->b.dev, d.attn,
+                                     2 * d.ah + 2 * d.akv, PLAN_GEN_ATTN_EFF),
+                "mb%u.l%u.attn.fwd", mb, l);
 
-        p = act(g, g->act_h);
-        plan_gen_read(&g->b, s->o);
-        use_weight(g, lparam(g, l, LP_WO));
-        plan_gen_write(&g->b, p);
-        plan_gen_op(&g->b, mm(g, 2 * T * h * h,
-                              2 * ah + pbytes(g, lparam(g, l, LP_WO))),
-                    "mb%u.l%u.wo.fwd", mb, l);
+    p = gen_act(&g->b, g->act_h);
+    plan_gen_read(&g->b, s->o);
+    use_weight(g, lparam(g, l, LP_WO));
+    plan_gen_write(&g->b, p);
+    plan_gen_op(&g->b, gen_mm(&g->b, 2 * d.T * d.h * d.h,
+                              2 * d.ah + pbytes(g, lparam(g, l, LP_WO))),
+                "mb%u.l%u.wo.fwd", mb, l);
 
-        s->xm = act(g, g->act_h);
-        plan_gen_read(&g->b, x);
-        plan_gen_read(&g->b, p);
-        plan_gen_write(&g->b, s->xm);
-        plan_gen_op(&g->b, mem(g, 3 * ah), "mb%u.l%u.res1.fwd", mb, l);
+    s->xm = gen_act(&g->b, g->act_h);
+    plan_gen_read(&g->b, x);
+    plan_gen_read(&g->b, p);
+    plan_gen_write(&g->b, s->xm);
+    plan_gen_op(&g->b, gen_mem(&g->b, 3 * d.ah), "mb%u.l%u.res1.fwd", mb, l);
+    return s->xm;
+}
 
-        s->mn = act(g, g->act_h);
-        plan_gen_read(&g->b, s->xm);
-        use_weight(g, lparam(g, l, LP_NORM2));
-        plan_gen_write(&g->b, s->mn);
-        plan_gen_op(&g->b, mem(g, 2 * ah), "mb%u.l%u.norm2.fwd", mb, l);
+/* Layer l's MLP half: norm2, SwiGLU or GELU MLP, residual.  Returns the
+ * layer's output. */
+static uint32_t fwd_mlp(tgen *g, uint32_t mb, uint32_t l)
+{
+    const plan_model *m = &g->c->model;
+    const tdim d = tdims(g);
+    tsaved *s = &g->saved[l];
+    uint32_t mo, xn;
 
-        mo = act(g, g->act_h);
-        if (m->swiglu) {
-            s->f1 = act(g, g->act_f);
-            s->f2 = act(g, g->act_f);
-            plan_gen_read(&g->b, s->mn);
-            use_weight(g, lparam(g, l, LP_W1));
-            use_weight(g, lparam(g, l, LP_W2));
-            plan_gen_write(&g->b, s->f1);
-            plan_gen_write(&g->b, s->f2);
-            plan_gen_op(&g->b, mm(g, 4 * T * h * f,
-                                  ah + 2 * af +
+    s->mn = gen_act(&g->b, g->act_h);
+    plan_gen_read(&g->b, s->xm);
+    use_weight(g, lparam(g, l, LP_NORM2));
+    plan_gen_write(&g->b, s->mn);
+    plan_gen_op(&g->b, gen_mem(&g->b, 2 * d.ah),
+                "mb%u.l%u.norm2.fwd", mb, l);
+
+    mo = gen_act(&g->b, g->act_h);
+    if (m->swiglu) {
+        s->f1 = gen_act(&g->b, g->act_f);
+        s->f2 = gen_act(&g->b, g->act_f);
+        plan_gen_read(&g->b, s->mn);
+        use_weight(g, lparam(g, l, LP_W1));
+        use_weight(g, lparam(g, l, LP_W2));
+        plan_gen_write(&g->b, s->f1);
+        plan_gen_write(&g->b, s->f2);
+        plan_gen_op(&g->b, gen_mm(&g->b, 4 * d.T * d.h * d.f,
+                                  d.ah + 2 * d.af +
                                   2 * pbytes(g, lparam(g, l, LP_W1))),
-                        "mb%u.l%u.gate_up.fwd", mb, l);
-            s->f3 = act(g, g->act_f);
-            plan_gen_read(&g->b, s->f1);
-            plan_gen_read(&g->b, s->f2);
-            plan_gen_write(&g->b, s->f3);
-            plan_gen_op(&g->b, mem(g, 3 * af), "mb%u.l%u.swiglu.fwd", mb, l);
-            plan_gen_read(&g->b, s->f3);
-            use_weight(g, lparam(g, l, LP_W3));
-            plan_gen_write(&g->b, mo);
-            plan_gen_op(&g->b, mm(g, 2 * T * h * f,
-                                  af + ah + pbytes(g, lparam(g, l, LP_W3))),
-                        "mb%u.l%u.down.fwd", mb, l);
-        } else {
-            s->f1 = act(g, g->act_f);
-            plan_gen_read(&g->b, s->mn);
-            use_weight(g, lparam(g, l, LP_W1));
-            plan_gen_write(&g->b, s->f1);
-            plan_gen_op(&g->b, mm(g, 2 * T * h * f,
-                                  ah + af + pbytes(g, lparam(g, l, LP_W1))),
-                        "mb%u.l%u.fc.fwd", mb, l);
-            s->f2 = act(g, g->act_f);
-            plan_gen_read(&g->b, s->f1);
-            plan_gen_write(&g->b, s->f2);
-            plan_gen_op(&g->b, mem(g, 2 * af), "mb%u.l%u.gelu.fwd", mb, l);
-            s->f3 = PLAN_NONE;
-            plan_gen_read(&g->b, s->f2);
-            use_weight(g, lparam(g, l, LP_W2));
-            plan_gen_write(&g->b, mo);
-            plan_gen_op(&g->b, mm(g, 2 * T * h * f,
-                                  af + ah + pbytes(g, lparam(g, l, LP_W2))),
-                        "mb%u.l%u.proj.fwd", mb, l);
-        }
-
-        xn = act(g, g->act_h);
-        plan_gen_read(&g->b, s->xm);
-        plan_gen_read(&g->b, mo);
-        plan_gen_write(&g->b, xn);
-        plan_gen_op(&g->b, mem(g, 3 * ah), "mb%u.l%u.res2.fwd", mb, l);
-        x = xn;
+                    "mb%u.l%u.gate_up.fwd", mb, l);
+        s->f3 = gen_act(&g->b, g->act_f);
+        plan_gen_read(&g->b, s->f1);
+        plan_gen_read(&g->b, s->f2);
+        plan_gen_write(&g->b, s->f3);
+        plan_gen_op(&g->b, gen_mem(&g->b, 3 * d.af),
+                    "mb%u.l%u.swiglu.fwd", mb, l);
+        plan_gen_read(&g->b, s->f3);
+        use_weight(g, lparam(g, l, LP_W3));
+        plan_gen_write(&g->b, mo);
+        plan_gen_op(&g->b,
+                    gen_mm(&g->b, 2 * d.T * d.h * d.f,
+                           d.af + d.ah + pbytes(g, lparam(g, l, LP_W3))),
+                    "mb%u.l%u.down.fwd", mb, l);
+    } else {
+        s->f1 = gen_act(&g->b, g->act_f);
+        plan_gen_read(&g->b, s->mn);
+        use_weight(g, lparam(g, l, LP_W1));
+        plan_gen_write(&g->b, s->f1);
+        plan_gen_op(&g->b,
+                    gen_mm(&g->b, 2 * d.T * d.h * d.f,
+                           d.ah + d.af + pbytes(g, lparam(g, l, LP_W1))),
+                    "mb%u.l%u.fc.fwd", mb, l);
+        s->f2 = gen_act(&g->b, g->act_f);
+        plan_gen_read(&g->b, s->f1);
+        plan_gen_write(&g->b, s->f2);
+        plan_gen_op(&g->b, gen_mem(&g->b, 2 * d.af),
+                    "mb%u.l%u.gelu.fwd", mb, l);
+        s->f3 = PLAN_NONE;
+        plan_gen_read(&g->b, s->f2);
+        use_weight(g, lparam(g, l, LP_W2));
+        plan_gen_write(&g->b, mo);
+        plan_gen_op(&g->b,
+                    gen_mm(&g->b, 2 * d.T * d.h * d.f,
+                           d.af + d.ah + pbytes(g, lparam(g, l, LP_W2))),
+                    "mb%u.l%u.proj.fwd", mb, l);
     }
 
-    fn = act(g, g->act_h);
+    xn = gen_act(&g->b, g->act_h);
+    plan_gen_read(&g->b, s->xm);
+    plan_gen_read(&g->b, mo);
+    plan_gen_write(&g->b, xn);
+    plan_gen_op(&g->b, gen_mem(&g->b, 3 * d.ah), "mb%u.l%u.res2.fwd", mb, l);
+    return xn;
+}
+
+/* Final norm, LM head and loss over the last layer's output x. */
+static void fwd_head(tgen *g, uint32_t mb, uint32_t tok, uint32_t x,
+                     uint32_t *ret_fn, uint32_t *ret_lg, uint32_t *ret_loss)
+{
+    const tdim d = tdims(g);
+    uint32_t fn, lg, loss;
+
+    fn = gen_act(&g->b, g->act_h);
     plan_gen_read(&g->b, x);
     use_weight(g, g->fnorm);
     plan_gen_write(&g->b, fn);
-    plan_gen_op(&g->b, mem(g, 2 * ah), "mb%u.final_norm.fwd", mb);
+    plan_gen_op(&g->b, gen_mem(&g->b, 2 * d.ah), "mb%u.final_norm.fwd", mb);
 
-    lg = act(g, g->logits);
+    lg = gen_act(&g->b, g->logits);
     plan_gen_read(&g->b, fn);
     use_weight(g, g->head);
     plan_gen_write(&g->b, lg);
-    plan_gen_op(&g->b, mm(g, 2 * T * h * V,
-                          ah + (double)g->logits + pbytes(g, g->head)),
+    plan_gen_op(&g->b, gen_mm(&g->b, 2 * d.T * d.h * d.V,
+                              d.ah + (double)g->logits + pbytes(g, g->head)),
                 "mb%u.head.fwd", mb);
 
     loss = plan_gen_storage(&g->b, 4, PLAN_KIND_OTHER, PLAN_INIT_NONE, false);
     plan_gen_read(&g->b, lg);
     plan_gen_read(&g->b, tok);
     plan_gen_write(&g->b, loss);
-    plan_gen_op(&g->b, mem(g, (double)g->logits), "mb%u.loss.fwd", mb);
-
-    *ret_x = x;
+    plan_gen_op(&g->b, gen_mem(&g->b, (double)g->logits), "mb%u.loss.fwd", mb);
     *ret_fn = fn;
     *ret_lg = lg;
     *ret_loss = loss;
 }
 
-static void backward(tgen *g, uint32_t mb, uint32_t tok, uint32_t xL,
-                     uint32_t fn, uint32_t lg, uint32_t loss)
+static void forward(tgen *g, uint32_t mb, uint32_t tok, uint32_t *ret_x,
+                    uint32_t *ret_fn, uint32_t *ret_lg, uint32_t *ret_loss)
 {
-    const plan_model *m = &g->c->model;
-    const double T = (double)g->T, h = m->hidden, f = m->ffn;
-    const double kv = (double)g->kv, V = m->vocab;
-    const double ah = (double)g->act_h, akv = (double)g->act_kv;
-    const double af = (double)g->act_f;
-    /* flash attention backward: recomputes the scores, 5 matmuls vs 2 */
-    const double attn_flops = 2.5 * 2.0 * (double)g->c->micro_batch *
-                              (double)g->c->seq * (double)g->c->seq * h;
+    uint32_t x = fwd_embed(g, mb, tok);
+
+    for (uint32_t l = 0; l < g->c->model.layers; l++) {
+        fwd_attention(g, mb, l, x);
+        x = fwd_mlp(g, mb, l);
+    }
+    fwd_head(g, mb, tok, x, ret_fn, ret_lg, ret_loss);
+    *ret_x = x;
+}
+
+/* Loss, LM head and final norm backward; returns the gradient of the
+ * last layer's output. */
+static uint32_t bwd_head(tgen *g, uint32_t mb, uint32_t tok, uint32_t xL,
+                         uint32_t fn, uint32_t lg, uint32_t loss)
+{
+    const tdim d = tdims(g);
     uint32_t dlg, dfn, dx;
 
-    dlg = act(g, g->logits);
+    dlg = gen_act(&g->b, g->logits);
     plan_gen_read(&g->b, lg);
     plan_gen_read(&g->b, tok);
     plan_gen_read(&g->b, loss);
     plan_gen_write(&g->b, dlg);
-    plan_gen_op(&g->b, mem(g, 2 * (double)g->logits), "mb%u.loss.bwd", mb);
+    plan_gen_op(&g->b, gen_mem(&g->b, 2 * (double)g->logits),
+                "mb%u.loss.bwd", mb);
 
-    dfn = act(g, g->act_h);
+    dfn = gen_act(&g->b, g->act_h);
     plan_gen_read(&g->b, dlg);
     plan_gen_read(&g->b, fn);
     use_weight(g, g->head);
     grad_out(g, g->head, mb);
     plan_gen_write(&g->b, dfn);
-    plan_gen_op(&g->b, mm(g, 4 * T * h * V, 2 * (double)g->logits + 2 * ah +
-                          2 * pbytes(g, g->head)), "mb%u.head.bwd", mb);
+    plan_gen_op(&g->b, gen_mm(&g->b, 4 * d.T * d.h * d.V,
+                              2 * (double)g->logits + 2 * d.ah +
+                              2 * pbytes(g, g->head)),
+                "mb%u.head.bwd", mb);
 
-    dx = act(g, g->act_h);
+    dx = gen_act(&g->b, g->act_h);
     plan_gen_read(&g->b, dfn);
     plan_gen_read(&g->b, xL);
     use_weight(g, g->fnorm);
     grad_out(g, g->fnorm, mb);
     plan_gen_write(&g->b, dx);
-    plan_gen_op(&g->b, mem(g, 3 * ah), "mb%u.final_norm.bwd", mb);
+    plan_gen_op(&g->b, gen_mem(&g->b, 3 * d.ah), "mb%u.final_norm.bwd", mb);
+    return dx;
+}
 
-    for (uint32_t l = m->layers; l-- > 0;) {
-        const tsaved *s = &g->saved[l];
-        uint32_t dh, dm, dxm, dob, dq, dk, dv, da, dxl;
+/* Layer l's MLP backward from the output gradient dx; returns the
+ * gradient of the MLP's input (norm2's output). */
+static uint32_t bwd_mlp(tgen *g, uint32_t mb, uint32_t l, uint32_t dx)
+{
+    const plan_model *m = &g->c->model;
+    const tdim d = tdims(g);
+    const tsaved *s = &g->saved[l];
+    uint32_t dh, dm;
 
-        dh = act(g, g->act_f);
-        plan_gen_read(&g->b, dx);
-        if (m->swiglu) {
-            plan_gen_read(&g->b, s->f3);
-            use_weight(g, lparam(g, l, LP_W3));
-            grad_out(g, lparam(g, l, LP_W3), mb);
-            plan_gen_write(&g->b, dh);
-            plan_gen_op(&g->b, mm(g, 4 * T * h * f, 2 * af + 2 * ah +
-                                  2 * pbytes(g, lparam(g, l, LP_W3))),
-                        "mb%u.l%u.down.bwd", mb, l);
-            uint32_t dg = act(g, g->act_f), du = act(g, g->act_f);
-            plan_gen_read(&g->b, dh);
-            plan_gen_read(&g->b, s->f1);
-            plan_gen_read(&g->b, s->f2);
-            plan_gen_write(&g->b, dg);
-            plan_gen_write(&g->b, du);
-            plan_gen_op(&g->b, mem(g, 5 * af), "mb%u.l%u.swiglu.bwd", mb, l);
-            dm = act(g, g->act_h);
-            plan_gen_read(&g->b, dg);
-            plan_gen_read(&g->b, du);
-            plan_gen_read(&g->b, s->mn);
-            use_weight(g, lparam(g, l, LP_W1));
-            use_weight(g, lparam(g, l, LP_W2));
-            grad_out(g, lparam(g, l, LP_W1), mb);
-            grad_out(g, lparam(g, l, LP_W2), mb);
-            plan_gen_write(&g->b, dm);
-            plan_gen_op(&g->b, mm(g, 8 * T * h * f, 2 * af + 2 * ah +
+    /* the MLP's output projection: down (SwiGLU) or proj (GELU) */
+    const uint32_t wout = lparam(g, l, m->swiglu ? LP_W3 : LP_W2);
+    dh = gen_act(&g->b, g->act_f);
+    plan_gen_read(&g->b, dx);
+    plan_gen_read(&g->b, m->swiglu ? s->f3 : s->f2);
+    use_weight(g, wout);
+    grad_out(g, wout, mb);
+    plan_gen_write(&g->b, dh);
+    plan_gen_op(&g->b, gen_mm(&g->b, 4 * d.T * d.h * d.f,
+                              2 * d.af + 2 * d.ah + 2 * pbytes(g, wout)),
+                m->swiglu ? "mb%u.l%u.down.bwd" : "mb%u.l%u.proj.bwd", mb, l);
+    if (m->swiglu) {
+        uint32_t dg = gen_act(&g->b, g->act_f);
+        uint32_t du = gen_act(&g->b, g->act_f);
+        plan_gen_read(&g->b, dh);
+        plan_gen_read(&g->b, s->f1);
+        plan_gen_read(&g->b, s->f2);
+        plan_gen_write(&g->b, dg);
+        plan_gen_write(&g->b, du);
+        plan_gen_op(&g->b, gen_mem(&g->b, 5 * d.af),
+                    "mb%u.l%u.swiglu.bwd", mb, l);
+        dm = gen_act(&g->b, g->act_h);
+        plan_gen_read(&g->b, dg);
+        plan_gen_read(&g->b, du);
+        plan_gen_read(&g->b, s->mn);
+        use_weight(g, lparam(g, l, LP_W1));
+        use_weight(g, lparam(g, l, LP_W2));
+        grad_out(g, lparam(g, l, LP_W1), mb);
+        grad_out(g, lparam(g, l, LP_W2), mb);
+        plan_gen_write(&g->b, dm);
+        plan_gen_op(&g->b, gen_mm(&g->b, 8 * d.T * d.h * d.f,
+                                  2 * d.af + 2 * d.ah +
                                   4 * pbytes(g, lparam(g, l, LP_W1))),
-                        "mb%u.l%u.gate_up.bwd", mb, l);
-        } else {
-            plan_gen_read(&g->b, s->f2);
-            use_weight(g, lparam(g, l, LP_W2));
-            grad_out(g, lparam(g, l, LP_W2), mb);
-            plan_gen_write(&g->b, dh);
-            plan_gen_op(&g->b, mm(g, 4 * T * h * f, 2 * af + 2 * ah +
-                                  2 * pbytes(g, lparam(g, l, LP_W2))),
-                        "mb%u.l%u.proj.bwd", mb, l);
-            uint32_t dg = act(g, g->act_f);
-            plan_gen_read(&g->b, dh);
-            plan_gen_read(&g->b, s->f1);
-            plan_gen_write(&g->b, dg);
-            plan_gen_op(&g->b, mem(g, 3 * af), "mb%u.l%u.gelu.bwd", mb, l);
-            dm = act(g, g->act_h);
-            plan_gen_read(&g->b, dg);
-            plan_gen_read(&g->b, s->mn);
-            use_weight(g, lparam(g, l, LP_W1));
-            grad_out(g, lparam(g, l, LP_W1), mb);
-            plan_gen_write(&g->b, dm);
-            plan_gen_op(&g->b, mm(g, 4 * T * h * f, af + 2 * ah +
+                    "mb%u.l%u.gate_up.bwd", mb, l);
+    } else {
+        uint32_t dg = gen_act(&g->b, g->act_f);
+        plan_gen_read(&g->b, dh);
+        plan_gen_read(&g->b, s->f1);
+        plan_gen_write(&g->b, dg);
+        plan_gen_op(&g->b, gen_mem(&g->b, 3 * d.af),
+                    "mb%u.l%u.gelu.bwd", mb, l);
+        dm = gen_act(&g->b, g->act_h);
+        plan_gen_read(&g->b, dg);
+        plan_gen_read(&g->b, s->mn);
+        use_weight(g, lparam(g, l, LP_W1));
+        grad_out(g, lparam(g, l, LP_W1), mb);
+        plan_gen_write(&g->b, dm);
+        plan_gen_op(&g->b, gen_mm(&g->b, 4 * d.T * d.h * d.f, d.af + 2 * d.ah +
                                   2 * pbytes(g, lparam(g, l, LP_W1))),
-                        "mb%u.l%u.fc.bwd", mb, l);
-        }
+                    "mb%u.l%u.fc.bwd", mb, l);
+    }
+    return dm;
+}
 
-        /* norm backward plus the residual branch's gradient dx */
-        dxm = act(g, g->act_h);
-        plan_gen_read(&g->b, dm);
-        plan_gen_read(&g->b, s->xm);
-        plan_gen_read(&g->b, dx);
-        use_weight(g, lparam(g, l, LP_NORM2));
-        grad_out(g, lparam(g, l, LP_NORM2), mb);
-        plan_gen_write(&g->b, dxm);
-        plan_gen_op(&g->b, mem(g, 4 * ah), "mb%u.l%u.norm2.bwd", mb, l);
+/* Layer l's norm2, attention and norm1 backward, with the residual
+ * branches' gradients; returns the gradient of the layer's input. */
+static uint32_t bwd_attention(tgen *g, uint32_t mb, uint32_t l, uint32_t dx,
+                              uint32_t dm)
+{
+    const tdim d = tdims(g);
+    const tsaved *s = &g->saved[l];
+    uint32_t dxm, dob, dq, dk, dv, da, dxl;
 
-        dob = act(g, g->act_h);
-        plan_gen_read(&g->b, dxm);
-        plan_gen_read(&g->b, s->o);
-        use_weight(g, lparam(g, l, LP_WO));
-        grad_out(g, lparam(g, l, LP_WO), mb);
-        plan_gen_write(&g->b, dob);
-        plan_gen_op(&g->b, mm(g, 4 * T * h * h, 3 * ah +
+    /* norm backward plus the residual branch's gradient dx */
+    dxm = gen_act(&g->b, g->act_h);
+    plan_gen_read(&g->b, dm);
+    plan_gen_read(&g->b, s->xm);
+    plan_gen_read(&g->b, dx);
+    use_weight(g, lparam(g, l, LP_NORM2));
+    grad_out(g, lparam(g, l, LP_NORM2), mb);
+    plan_gen_write(&g->b, dxm);
+    plan_gen_op(&g->b, gen_mem(&g->b, 4 * d.ah),
+                "mb%u.l%u.norm2.bwd", mb, l);
+
+    dob = gen_act(&g->b, g->act_h);
+    plan_gen_read(&g->b, dxm);
+    plan_gen_read(&g->b, s->o);
+    use_weight(g, lparam(g, l, LP_WO));
+    grad_out(g, lparam(g, l, LP_WO), mb);
+    plan_gen_write(&g->b, dob);
+    plan_gen_op(&g->b, gen_mm(&g->b, 4 * d.T * d.h * d.h, 3 * d.ah +
                               2 * pbytes(g, lparam(g, l, LP_WO))),
-                    "mb%u.l%u.wo.bwd", mb, l);
+                "mb%u.l%u.wo.bwd", mb, l);
 
-        dq = act(g, g->act_h);
-        dk = act(g, g->act_kv);
-        dv = act(g, g->act_kv);
-        plan_gen_read(&g->b, dob);
-        plan_gen_read(&g->b, s->q);
-        plan_gen_read(&g->b, s->k);
-        plan_gen_read(&g->b, s->v);
-        plan_gen_read(&g->b, s->o);
-        plan_gen_read(&g->b, s->lse);
-        plan_gen_write(&g->b, dq);
-        plan_gen_write(&g->b, dk);
-        plan_gen_write(&g->b, dv);
-        plan_gen_op(&g->b, plan_gen_time(&g->c->device, attn_flops,
-                                         5 * ah + 4 * akv, PLAN_GEN_ATTN_EFF),
-                    "mb%u.l%u.attn.bwd", mb, l);
+    dq = gen_act(&g->b, g->act_h);
+    dk = gen_act(&g->b, g->act_kv);
+    dv = gen_act(&g->b, g->act_kv);
+    plan_gen_read(&g->b, dob);
+    plan_gen_read(&g->b, s->q);
+    plan_gen_read(&g->b, s->k);
+    plan_gen_read(&g->b, s->v);
+    plan_gen_read(&g->b, s->o);
+    plan_gen_read(&g->b, s->lse);
+    plan_gen_write(&g->b, dq);
+    plan_gen_write(&g->b, dk);
+    plan_gen_write(&g->b, dv);
+    plan_gen_op(&g->b, plan_gen_time(g->b.dev, 2.5 * d.attn,
+                                     5 * d.ah + 4 * d.akv, PLAN_GEN_ATTN_EFF),
+                "mb%u.l%u.attn.bwd", mb, l);
 
-        da = act(g, g->act_h);
-        plan_gen_read(&g->b, dq);
-        plan_gen_read(&g->b, dk);
-        plan_gen_read(&g->b, dv);
-        plan_gen_read(&g->b, s->a);
-        use_weight(g, lparam(g, l, LP_WQ));
-        use_weight(g, lparam(g, l, LP_WK));
-        use_weight(g, lparam(g, l, LP_WV));
-        grad_out(g, lparam(g, l, LP_WQ), mb);
-        grad_out(g, lparam(g, l, LP_WK), mb);
-        grad_out(g, lparam(g, l, LP_WV), mb);
-        plan_gen_write(&g->b, da);
-        plan_gen_op(&g->b, mm(g, 4 * T * h * (h + 2 * kv),
-                              3 * ah + 2 * akv +
+    da = gen_act(&g->b, g->act_h);
+    plan_gen_read(&g->b, dq);
+    plan_gen_read(&g->b, dk);
+    plan_gen_read(&g->b, dv);
+    plan_gen_read(&g->b, s->a);
+    use_weight(g, lparam(g, l, LP_WQ));
+    use_weight(g, lparam(g, l, LP_WK));
+    use_weight(g, lparam(g, l, LP_WV));
+    grad_out(g, lparam(g, l, LP_WQ), mb);
+    grad_out(g, lparam(g, l, LP_WK), mb);
+    grad_out(g, lparam(g, l, LP_WV), mb);
+    plan_gen_write(&g->b, da);
+    plan_gen_op(&g->b, gen_mm(&g->b, 4 * d.T * d.h * (d.h + 2 * d.kv),
+                              3 * d.ah + 2 * d.akv +
                               2 * (pbytes(g, lparam(g, l, LP_WQ)) +
                                    2 * pbytes(g, lparam(g, l, LP_WK)))),
-                    "mb%u.l%u.qkv.bwd", mb, l);
+                "mb%u.l%u.qkv.bwd", mb, l);
 
-        dxl = act(g, g->act_h);
-        plan_gen_read(&g->b, da);
-        plan_gen_read(&g->b, s->x);
-        plan_gen_read(&g->b, dxm);
-        use_weight(g, lparam(g, l, LP_NORM1));
-        grad_out(g, lparam(g, l, LP_NORM1), mb);
-        plan_gen_write(&g->b, dxl);
-        plan_gen_op(&g->b, mem(g, 4 * ah), "mb%u.l%u.norm1.bwd", mb, l);
-        dx = dxl;
-    }
+    dxl = gen_act(&g->b, g->act_h);
+    plan_gen_read(&g->b, da);
+    plan_gen_read(&g->b, s->x);
+    plan_gen_read(&g->b, dxm);
+    use_weight(g, lparam(g, l, LP_NORM1));
+    grad_out(g, lparam(g, l, LP_NORM1), mb);
+    plan_gen_write(&g->b, dxl);
+    plan_gen_op(&g->b, gen_mem(&g->b, 4 * d.ah),
+                "mb%u.l%u.norm1.bwd", mb, l);
+    return dxl;
+}
 
+static void backward(tgen *g, uint32_t mb, uint32_t tok, uint32_t xL,
+                     uint32_t fn, uint32_t lg, uint32_t loss)
+{
+    const tdim d = tdims(g);
+    uint32_t dx = bwd_head(g, mb, tok, xL, fn, lg, loss);
+
+    for (uint32_t l = g->c->model.layers; l-- > 0;)
+        dx = bwd_attention(g, mb, l, dx, bwd_mlp(g, mb, l, dx));
     /* scatter-add into the embedding gradient (zeroed by the first) */
     plan_gen_read(&g->b, dx);
     plan_gen_read(&g->b, tok);
     grad_out(g, g->embed, mb);
-    plan_gen_op(&g->b, mem(g, 2 * ah + (mb == 0 ? pbytes(g, g->embed) : 0)),
+    plan_gen_op(&g->b,
+                gen_mem(&g->b, 2 * d.ah + (mb == 0 ? pbytes(g, g->embed) : 0)),
                 "mb%u.embed.bwd", mb);
 }
 
@@ -575,7 +647,7 @@ static void optimizer(tgen *g)
     }
 }
 
-int plan_gen_train(const plan_gen_train_cfg *cfg, plan_trace **ret,
+int plan_gen_train(const plan_gen_train_cfg *cfg, plan_trace **ret_trace,
                    char *err, size_t errlen)
 {
     tgen g;
@@ -586,11 +658,10 @@ int plan_gen_train(const plan_gen_train_cfg *cfg, plan_trace **ret,
 
     if (err && errlen)
         err[0] = '\0';
-    if ((r = check_cfg(cfg, err, errlen)) < 0)
-        return r;
     memset(&g, 0, sizeof g);
     g.c = cfg;
-    if ((r = sizes(&g, err, errlen)) < 0)
+    if ((r = check_cfg(cfg, err, errlen)) < 0 ||
+        (r = sizes(&g, err, errlen)) < 0)
         return r;
     n_params = cfg->model.layers * LP__COUNT + 3u;
     g.params = calloc(n_params, sizeof *g.params);
@@ -605,6 +676,7 @@ int plan_gen_train(const plan_gen_train_cfg *cfg, plan_trace **ret,
              cfg->optimizer_step ? "" : "-noopt");
     link = plan_gen_link(&cfg->device);
     plan_gen_begin(&g.b, name, &link, err, errlen);
+    g.b.dev = &cfg->device;
     make_params(&g);
     for (uint32_t mb = 0; mb < cfg->n_micro && g.b.rc == 0; mb++) {
         uint32_t tok, x, fn, lg, loss;
@@ -612,13 +684,13 @@ int plan_gen_train(const plan_gen_train_cfg *cfg, plan_trace **ret,
         tok = plan_gen_storage(&g.b, g.tok, PLAN_KIND_OTHER, PLAN_INIT_NONE,
                                false);
         plan_gen_write(&g.b, tok);
-        plan_gen_op(&g.b, mem(&g, (double)g.tok), "mb%u.input", mb);
+        plan_gen_op(&g.b, gen_mem(&g.b, (double)g.tok), "mb%u.input", mb);
         forward(&g, mb, tok, &x, &fn, &lg, &loss);
         backward(&g, mb, tok, x, fn, lg, loss);
     }
     if (cfg->optimizer_step)
         optimizer(&g);
-    r = plan_gen_done(&g.b, ret);
+    r = plan_gen_finish(&g.b, ret_trace);
 out:
     free(g.params);
     free(g.saved);

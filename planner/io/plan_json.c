@@ -212,7 +212,7 @@ static const char *describe(const json_t *v, char *buf, size_t len)
 /* Fetch obj[key].  1 when present, 0 when absent and optional, negative
  * (message set) when absent and required. */
 static int field(const rd *r, const json_t *obj, const char *place,
-                 const char *key, bool required, json_t **ret)
+                 const char *key, bool required, json_t **ret_value)
 {
     json_t *v = json_object_get(obj, key);
     if (!v) {
@@ -220,7 +220,7 @@ static int field(const rd *r, const json_t *obj, const char *place,
             return rd_fail(r, place, key, "missing required field");
         return 0;
     }
-    *ret = v;
+    *ret_value = v;
     return 1;
 }
 
@@ -269,7 +269,7 @@ static int want_array(const rd *r, const json_t *v, const char *place,
 /* An integer in [min, max]; `what` completes "must be ...". */
 static int int_value(const rd *r, const json_t *v, const char *place,
                      const char *key, uint64_t min, uint64_t max,
-                     const char *what, uint64_t *ret)
+                     const char *what, uint64_t *ret_value)
 {
     char b[64];
     json_int_t x;
@@ -284,26 +284,26 @@ static int int_value(const rd *r, const json_t *v, const char *place,
     if ((uint64_t)x > max)
         return rd_fail(r, place, key, "must be at most %llu, got %s",
                        (unsigned long long)max, describe(v, b, sizeof b));
-    *ret = (uint64_t)x;
+    *ret_value = (uint64_t)x;
     return 0;
 }
 
 static int get_int(const rd *r, const json_t *obj, const char *place,
                    const char *key, bool required, uint64_t min,
-                   uint64_t max, const char *what, uint64_t *ret)
+                   uint64_t max, const char *what, uint64_t *ret_value)
 {
     json_t *v = NULL;
     int k = field(r, obj, place, key, required, &v);
     if (k <= 0)
         return k;
-    return int_value(r, v, place, key, min, max, what, ret);
+    return int_value(r, v, place, key, min, max, what, ret_value);
 }
 
 /* A finite number in [min, max] (min exclusive when min_open). */
 static int get_double(const rd *r, const json_t *obj, const char *place,
                       const char *key, bool required, double min,
                       bool min_open, double max, const char *what,
-                      double *ret)
+                      double *ret_value)
 {
     char b[64];
     json_t *v = NULL;
@@ -322,12 +322,12 @@ static int get_double(const rd *r, const json_t *obj, const char *place,
     if (x > max)
         return rd_fail(r, place, key, "must be at most %g, got %s", max,
                        describe(v, b, sizeof b));
-    *ret = x + 0.0; /* -0 reads as +0: what we write for it */
+    *ret_value = x + 0.0; /* -0 reads as +0: what we write for it */
     return 0;
 }
 
 static int get_bool(const rd *r, const json_t *obj, const char *place,
-                    const char *key, bool *ret)
+                    const char *key, bool *ret_value)
 {
     char b[64];
     json_t *v = NULL;
@@ -338,13 +338,13 @@ static int get_bool(const rd *r, const json_t *obj, const char *place,
     if (!json_is_boolean(v))
         return rd_fail(r, place, key, "must be true or false, got %s",
                        describe(v, b, sizeof b));
-    *ret = json_is_true(v);
+    *ret_value = json_is_true(v);
     return 0;
 }
 
 static int get_string(const rd *r, const json_t *obj, const char *place,
                       const char *key, bool required, size_t maxlen,
-                      const char **ret)
+                      const char **ret_value)
 {
     char b[64];
     json_t *v = NULL;
@@ -357,7 +357,7 @@ static int get_string(const rd *r, const json_t *obj, const char *place,
                        describe(v, b, sizeof b));
     if (json_string_length(v) > maxlen)
         return rd_fail(r, place, key, "longer than %zu bytes", maxlen);
-    *ret = json_string_value(v);
+    *ret_value = json_string_value(v);
     return 0;
 }
 
@@ -366,52 +366,52 @@ static int get_string(const rd *r, const json_t *obj, const char *place,
 static int get_enum(const rd *r, const json_t *obj, const char *place,
                     const char *key, bool required,
                     int (*parse)(const char *, int *), const char *names,
-                    int *ret)
+                    int *ret_value)
 {
     const char *s = NULL;
     int k = get_string(r, obj, place, key, required, 64, &s);
 
     if (k < 0 || !s)
         return k;
-    if (parse(s, ret) < 0)
+    if (parse(s, ret_value) < 0)
         return rd_fail(r, place, key, "unknown value \"%s\" (expected %s)",
                        s, names);
     return 0;
 }
 
-static int parse_kind(const char *s, int *ret)
+static int parse_kind(const char *s, int *ret_value)
 {
     plan_kind k;
     int r = plan_kind_parse(s, &k);
     if (r == 0)
-        *ret = (int)k;
+        *ret_value = (int)k;
     return r;
 }
 
-static int parse_initial(const char *s, int *ret)
+static int parse_initial(const char *s, int *ret_value)
 {
     plan_initial i;
     int r = plan_initial_parse(s, &i);
     if (r == 0)
-        *ret = (int)i;
+        *ret_value = (int)i;
     return r;
 }
 
-static int parse_act(const char *s, int *ret)
+static int parse_act(const char *s, int *ret_value)
 {
     plan_act_kind k;
     int r = plan_act_parse(s, &k);
     if (r == 0)
-        *ret = (int)k;
+        *ret_value = (int)k;
     return r;
 }
 
-static int parse_when(const char *s, int *ret)
+static int parse_when(const char *s, int *ret_value)
 {
     if (strcmp(s, "before") == 0)
-        *ret = PLAN_BEFORE;
+        *ret_value = PLAN_BEFORE;
     else if (strcmp(s, "after") == 0)
-        *ret = PLAN_AFTER;
+        *ret_value = PLAN_AFTER;
     else
         return -EINVAL;
     return 0;
@@ -628,7 +628,7 @@ static int read_op(const rd *r, plan_trace *t, const json_t *v, size_t i,
     return 0;
 }
 
-int plan_trace_parse_json(const char *buf, size_t len, plan_trace **ret,
+int plan_trace_parse_json(const char *buf, size_t len, plan_trace **ret_trace,
                           char *err, size_t errlen)
 {
     rd r = {err, errlen, HO_E_BAD_TRACE};
@@ -682,7 +682,7 @@ int plan_trace_parse_json(const char *buf, size_t len, plan_trace **ret,
     if (k < 0)
         goto fail;
     free(idx);
-    *ret = t;
+    *ret_trace = t;
     return 0;
 fail:
     json_decref(root);
@@ -691,7 +691,7 @@ fail:
     return k;
 }
 
-int plan_trace_read_json(const char *path, plan_trace **ret, char *err,
+int plan_trace_read_json(const char *path, plan_trace **ret_trace, char *err,
                          size_t errlen)
 {
     char *buf = NULL;
@@ -700,7 +700,7 @@ int plan_trace_read_json(const char *path, plan_trace **ret, char *err,
 
     if (k < 0)
         return k;
-    k = plan_trace_parse_json(buf, len, ret, err, errlen);
+    k = plan_trace_parse_json(buf, len, ret_trace, err, errlen);
     free(buf);
     return k;
 }
@@ -748,12 +748,12 @@ static int read_action(const rd *r, plan_schedule *s, const json_t *v,
     return 0;
 }
 
-static int parse_home(const char *s, int *ret)
+static int parse_home(const char *s, int *ret_value)
 {
     plan_home h;
     int r = plan_home_parse(s, &h);
     if (r == 0)
-        *ret = (int)h;
+        *ret_value = (int)h;
     return r;
 }
 
@@ -831,7 +831,7 @@ static int read_metrics(const rd *r, const json_t *root, plan_schedule *s)
 }
 
 int plan_schedule_parse_json(const char *buf, size_t len,
-                             plan_schedule **ret, char *err, size_t errlen)
+                             plan_schedule **ret_schedule, char *err, size_t errlen)
 {
     rd r = {err, errlen, HO_E_BAD_SCHEDULE};
     json_t *root, *actions = NULL, *v;
@@ -868,7 +868,7 @@ int plan_schedule_parse_json(const char *buf, size_t len,
         (k = read_metrics(&r, root, s)) < 0)
         goto fail;
     json_decref(root);
-    *ret = s;
+    *ret_schedule = s;
     return 0;
 fail:
     json_decref(root);
@@ -876,7 +876,7 @@ fail:
     return k;
 }
 
-int plan_schedule_read_json(const char *path, plan_schedule **ret,
+int plan_schedule_read_json(const char *path, plan_schedule **ret_schedule,
                             char *err, size_t errlen)
 {
     char *buf = NULL;
@@ -885,7 +885,7 @@ int plan_schedule_read_json(const char *path, plan_schedule **ret,
 
     if (k < 0)
         return k;
-    k = plan_schedule_parse_json(buf, len, ret, err, errlen);
+    k = plan_schedule_parse_json(buf, len, ret_schedule, err, errlen);
     free(buf);
     return k;
 }

@@ -155,7 +155,7 @@ static int check_double(double v, double min, bool min_open, double max,
     return 0;
 }
 
-static int trace_from_msg(const Hyperoffload__Trace *m, plan_trace **ret,
+static int trace_from_msg(const Hyperoffload__Trace *m, plan_trace **ret_trace,
                           char *err, size_t errlen)
 {
     const int code = HO_E_BAD_TRACE;
@@ -314,7 +314,7 @@ static int trace_from_msg(const Hyperoffload__Trace *m, plan_trace **ret,
     if ((r = plan_trace_finish(t, err, errlen)) < 0)
         goto fail;
     free(idx);
-    *ret = t;
+    *ret_trace = t;
     return 0;
 fail:
     if (r == -ENOMEM)
@@ -324,7 +324,7 @@ fail:
     return r;
 }
 
-int plan_trace_from_pb(const uint8_t *buf, size_t len, plan_trace **ret,
+int plan_trace_from_pb(const uint8_t *buf, size_t len, plan_trace **ret_trace,
                        char *err, size_t errlen)
 {
     Hyperoffload__Trace *m;
@@ -341,7 +341,7 @@ int plan_trace_from_pb(const uint8_t *buf, size_t len, plan_trace **ret,
         return ho_errf(err, errlen, HO_E_BAD_TRACE,
                              "protobuf: not a valid hyperoffload.Trace "
                              "message (truncated or corrupt)");
-    r = trace_from_msg(m, ret, err, errlen);
+    r = trace_from_msg(m, ret_trace, err, errlen);
     hyperoffload__trace__free_unpacked(m, NULL);
     return r;
 }
@@ -432,7 +432,7 @@ out:
 }
 
 static int schedule_from_msg(const Hyperoffload__Schedule *m,
-                             plan_schedule **ret, char *err, size_t errlen)
+                             plan_schedule **ret_schedule, char *err, size_t errlen)
 {
     const int code = HO_E_BAD_SCHEDULE;
     plan_schedule *s = NULL;
@@ -538,7 +538,7 @@ static int schedule_from_msg(const Hyperoffload__Schedule *m,
         s->predicted.h2d_bytes = p->h2d_bytes;
         s->predicted.d2h_bytes = p->d2h_bytes;
     }
-    *ret = s;
+    *ret_schedule = s;
     return 0;
 fail:
     if (r == -ENOMEM)
@@ -548,7 +548,7 @@ fail:
 }
 
 int plan_schedule_from_pb(const uint8_t *buf, size_t len,
-                          plan_schedule **ret, char *err, size_t errlen)
+                          plan_schedule **ret_schedule, char *err, size_t errlen)
 {
     Hyperoffload__Schedule *m;
     int r;
@@ -564,14 +564,14 @@ int plan_schedule_from_pb(const uint8_t *buf, size_t len,
         return ho_errf(err, errlen, HO_E_BAD_SCHEDULE,
                              "protobuf: not a valid hyperoffload.Schedule "
                              "message (truncated or corrupt)");
-    r = schedule_from_msg(m, ret, err, errlen);
+    r = schedule_from_msg(m, ret_schedule, err, errlen);
     hyperoffload__schedule__free_unpacked(m, NULL);
     return r;
 }
 
 /* ------------------------------------------------------------ file readers */
 
-int plan_trace_read_file(const char *path, plan_trace **ret, char *err,
+int plan_trace_read_file(const char *path, plan_trace **ret_trace, char *err,
                          size_t errlen)
 {
     char *buf = NULL;
@@ -581,14 +581,14 @@ int plan_trace_read_file(const char *path, plan_trace **ret, char *err,
     if (r < 0)
         return r;
     if (plan_fmt_looks_json(buf, len))
-        r = plan_trace_parse_json(buf, len, ret, err, errlen);
+        r = plan_trace_parse_json(buf, len, ret_trace, err, errlen);
     else
-        r = plan_trace_from_pb((const uint8_t *)buf, len, ret, err, errlen);
+        r = plan_trace_from_pb((const uint8_t *)buf, len, ret_trace, err, errlen);
     free(buf);
     return r;
 }
 
-int plan_schedule_read_file(const char *path, plan_schedule **ret,
+int plan_schedule_read_file(const char *path, plan_schedule **ret_schedule,
                             char *err, size_t errlen)
 {
     char *buf = NULL;
@@ -598,9 +598,9 @@ int plan_schedule_read_file(const char *path, plan_schedule **ret,
     if (r < 0)
         return r;
     if (plan_fmt_looks_json(buf, len))
-        r = plan_schedule_parse_json(buf, len, ret, err, errlen);
+        r = plan_schedule_parse_json(buf, len, ret_schedule, err, errlen);
     else
-        r = plan_schedule_from_pb((const uint8_t *)buf, len, ret, err,
+        r = plan_schedule_from_pb((const uint8_t *)buf, len, ret_schedule, err,
                                   errlen);
     free(buf);
     return r;

@@ -109,11 +109,12 @@ typedef struct plan_staging {
  * limits), -ENOMEM, HO_E_INFEASIBLE when no plan meets the limit: the
  * message gives the figures (the bytes of slots one op needs at once, or
  * the smallest limit the planner meets) and *ret_min_limit (may be NULL)
- * the smallest feasible limit.  On success *ret is owned by the caller
+ * the smallest feasible limit.  On success *ret_plan is owned by the caller
  * (plan_staging_free). */
-int plan_staging_make(const plan_staging_input *in, plan_staging **ret,
+int plan_staging_make(const plan_staging_input *in, plan_staging **ret_plan,
                       uint64_t *ret_min_limit, char *err, size_t errlen);
-void plan_staging_free(plan_staging *p);
+/* Accepts NULL; returns NULL. */
+plan_staging *plan_staging_free(plan_staging *p);
 
 #ifdef __cplusplus
 }

@@ -231,6 +231,7 @@ START_TEST(test_baselines_valid_on_generated)
         c.p_initial_host = 0.2;
         c.p_retained = 0.3;
         c.p_pinned = 0.1;
+        c.p_movable = it % 2 ? 0.6 : 0.0;
         plan_trace *t = NULL;
         ck_assert_int_eq(plan_gen_random(&c, &t, tu_err, sizeof tu_err), 0);
         t->link.duplex = it & 1;

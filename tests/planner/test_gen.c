@@ -350,6 +350,10 @@ START_TEST(decode_kv)
             ck_assert(t->storages[s].retained);
             if (t->storages[s].initial == PLAN_INIT_DEVICE)
                 n_init++;
+            /* the prompt's blocks are movable, the step's new ones (initial
+             * none) cannot be */
+            ck_assert_int_eq(t->storages[s].movable,
+                             t->storages[s].initial == PLAN_INIT_DEVICE);
         }
         ck_assert_uint_eq(n_kv, 32 * blocks);
         ck_assert_uint_eq(n_init, 32 * 16); /* the prompt's 16 blocks */
@@ -373,6 +377,74 @@ START_TEST(decode_kv)
                               : 2 * 8030261248ull);
         plan_trace_free(t);
     }
+}
+END_TEST
+
+/* params_movable / optimizer_movable mark exactly those storages; the
+ * random generator's p_movable only retained, initial device/host ones
+ * and leaves traces without it unchanged. */
+START_TEST(movable_flags)
+{
+    plan_gen_train_cfg c;
+    plan_trace *t = NULL, *u = NULL;
+
+    memset(&c, 0, sizeof c);
+    c.model = *plan_model_find("qwen2.5-0.5b");
+    c.model.layers = 2;
+    c.device = *plan_device_find("a100");
+    c.seq = 256;
+    c.micro_batch = 1;
+    c.n_micro = 2;
+    c.dtype_bytes = 2;
+    c.optimizer_step = true;
+    c.optimizer_on_host = true;
+    for (int f = 0; f < 4; f++) {
+        c.params_movable = f & 1;
+        c.optimizer_movable = (f & 2) != 0;
+        ck_assert_int_eq(plan_gen_train(&c, &t, err, sizeof err), 0);
+        uint32_t np = 0, no = 0;
+        for (uint32_t s = 0; s < t->n_storages; s++) {
+            const plan_storage *st = &t->storages[s];
+            if (!st->movable)
+                continue;
+            ck_assert(st->kind == PLAN_KIND_PARAM ||
+                      st->kind == PLAN_KIND_OPTIMIZER);
+            np += st->kind == PLAN_KIND_PARAM;
+            no += st->kind == PLAN_KIND_OPTIMIZER;
+        }
+        plan_trace_summary sm;
+        ck_assert_int_eq(plan_trace_summarize(t, &sm), 0);
+        ck_assert_uint_eq(np, c.params_movable
+                                  ? sm.count_by_kind[PLAN_KIND_PARAM] : 0);
+        ck_assert_uint_eq(no, c.optimizer_movable
+                                  ? sm.count_by_kind[PLAN_KIND_OPTIMIZER]
+                                  : 0);
+        ck_assert_uint_eq(sm.n_movable, np + no);
+        plan_trace_free(t);
+    }
+
+    plan_gen_random_cfg r = {.seed = 5, .n_ops = 3000, .n_storages = 800,
+                             .p_initial_device = 0.2, .p_initial_host = 0.2,
+                             .p_retained = 0.4, .p_pinned = 0.02};
+    ck_assert_int_eq(plan_gen_random(&r, &t, err, sizeof err), 0);
+    r.p_movable = 0.5;
+    ck_assert_int_eq(plan_gen_random(&r, &u, err, sizeof err), 0);
+    uint32_t n = 0, eligible = 0;
+    for (uint32_t s = 0; s < t->n_storages; s++) {
+        ck_assert(!t->storages[s].movable);
+        const plan_storage *st = &u->storages[s];
+        eligible += st->retained && st->initial != PLAN_INIT_NONE;
+        if (st->movable) {
+            n++;
+            ck_assert(st->retained && st->initial != PLAN_INIT_NONE);
+        }
+    }
+    ck_assert_uint_gt(n, eligible / 4);
+    ck_assert_uint_lt(n, eligible * 3 / 4);
+    plan_trace_free(t);
+    plan_trace_free(u);
+    r.p_movable = 1.5;
+    ck_assert_int_eq(plan_gen_random(&r, &t, err, sizeof err), -EINVAL);
 }
 END_TEST
 
@@ -502,6 +574,7 @@ static Suite *suite(void)
     tcase_add_test(tc, train_bad_config);
     tcase_add_test(tc, decode_kv);
     tcase_add_test(tc, decode_deterministic);
+    tcase_add_test(tc, movable_flags);
     tcase_add_test(tc, random_properties);
     tcase_add_test(tc, random_scale);
     suite_add_tcase(s, tc);

@@ -28,6 +28,8 @@ static plan_trace *random_trace(unsigned it)
     c.p_initial_host = tu_frand() * 0.4;
     c.p_retained = tu_frand() * 0.5;
     c.p_pinned = tu_frand() * 0.2;
+    /* movable marks change nothing for planners that set no homes */
+    c.p_movable = it % 2 ? 0.5 : 0.0;
     plan_trace *t = NULL;
     int r = plan_gen_random(&c, &t, tu_err, sizeof tu_err);
     ck_assert_msg(r == 0, "gen %u: %s", it, tu_err);

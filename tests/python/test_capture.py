@@ -97,6 +97,50 @@ class CaptureTest(unittest.TestCase):
         dead = [s for s in by_kind["activation"] if not s["retained"]]
         self.assertGreater(len(dead), len(by_kind["activation"]) // 2)
 
+    def test_movable_marks(self):
+        # parameters exist at step start and are retained: movable; the
+        # gradients and Adam state this first step creates cannot be
+        for s in self.trace["storages"]:
+            if s["kind"] == "param":
+                self.assertTrue(s["movable"], s)
+            elif s["kind"] in ("grad", "optimizer"):
+                self.assertFalse(s["movable"], s)  # initial: none
+            else:
+                self.assertFalse(s["movable"], s)
+            if s["movable"]:
+                self.assertTrue(s["retained"])
+                self.assertNotEqual(s["initial"], "none")
+        # after a warm-up step, with gradients kept (set_to_none=False),
+        # gradients and optimizer state exist at step start: movable too
+        torch.manual_seed(2)
+        model = torch.nn.Sequential(torch.nn.Linear(16, 32),
+                                    torch.nn.GELU(), torch.nn.Linear(32, 4))
+        opt = torch.optim.Adam(model.parameters())
+        x = torch.randn(8, 16)
+
+        def step():
+            opt.zero_grad(set_to_none=False)
+            model(x).square().mean().backward()
+            opt.step()
+
+        step()
+        warm = hot.capture_step(step, model=model, optimizer=opt,
+                                name="warm", device="a100")
+        marked = {}
+        for s in warm["storages"]:
+            if s["movable"]:
+                marked[s["kind"]] = marked.get(s["kind"], 0) + 1
+                self.assertEqual(s["initial"], "device")
+                self.assertTrue(s["retained"])
+        n = len(list(model.parameters()))
+        self.assertEqual(marked.get("param"), n)
+        self.assertEqual(marked.get("grad"), n)
+        self.assertGreaterEqual(marked.get("optimizer", 0), 2 * n)
+        path = self.scratch.path("warm.json")
+        hot.save(warm, path)
+        _, show = hotest.hoctl_json("trace", "show", path)
+        self.assertEqual(show["storages"], len(warm["storages"]))
+
     def test_views_and_inplace(self):
         ops = self.trace["ops"]
         views = [o for o in ops if o["name"] in (
