@@ -11,7 +11,7 @@
 #include "proto/hyperoffload.pb-c.h"
 
 /* Send `req` (request_id assigned here) and wait for the reply with the
- * same id (hoc_call in client_internal.h).  The reply must have body
+ * same id (hoc_call_fds in client_internal.h).  The reply must have body
  * `want`: an Error reply returns its code (its sentence in ho_last_error),
  * another body HO_E_PROTOCOL (the connection stays usable).  On 0
  * *ret_reply is the reply, owned by the caller (ho_frame_envelope_free in
@@ -20,5 +20,14 @@
 int hoc_call_expect(ho_client *c, Hyperoffload__Envelope *req,
                     Hyperoffload__Envelope__BodyCase want,
                     Hyperoffload__Envelope **ret_reply, int *ret_fd);
+
+/* Declare the stack envelope `env` around the request message at `req`,
+ * as body BODY (HYPEROFFLOAD__ENVELOPE__BODY_##BODY) in the Envelope's
+ * oneof field `field` -- the three lines every request starts with:
+ *   HOC_ENVELOPE(env, FREE_REQUEST, free_request, &req);  */
+#define HOC_ENVELOPE(env, BODY, field, req)                                \
+    Hyperoffload__Envelope env = HYPEROFFLOAD__ENVELOPE__INIT;             \
+    env.body_case = HYPEROFFLOAD__ENVELOPE__BODY_##BODY;                   \
+    env.field = (req)
 
 #endif

@@ -5,7 +5,7 @@
  *
  * Files:
  *   transport.c  socket path, connect, frame I/O, descriptor queue, request
- *                and reply matching across threads (hoc_call), errors
+ *                and reply matching across threads (hoc_call_fds), errors
  *   connect.c    handshake (ho_connect/ho_close), Welcome facts, register
  *                and the pool mapping, last error
  *   pool.c       DDR extents: alloc / free / spill / fill
@@ -32,13 +32,7 @@
 #include "proto/frame.h"
 #include "hyperoffload/client.h"
 #include "client/admin_call.h"
-
-#define HOC_RBUF_SIZE (64u * 1024u)  /* socket read buffer */
-#define HOC_MAX_FDS 8u               /* descriptors queued, at most */
-#define HOC_MAX_FDS_PER_MSG 4u       /* descriptors one recvmsg accepts */
-#define HOC_MAX_FDS_PER_REPLY 2u     /* descriptors one reply may carry */
-#define HOC_MAX_CAPS 64u             /* capabilities kept from Welcome */
-#define HOC_ERRLEN 512u
+#include "client/limits.h" /* HOC_*: buffers, descriptors, capabilities */
 
 /* One request waiting for its reply; lives on the caller's stack. */
 typedef struct hoc_pending {
@@ -72,7 +66,7 @@ struct ho_client {
     int fdq[HOC_MAX_FDS];      /* received descriptors, arrival order */
     unsigned fdq_len;
 
-    char read_why[160];        /* detail of a read failure (under mu) */
+    char read_why[HOC_READ_WHY_LEN]; /* detail of a read failure (under mu) */
 
     uint32_t send_limit;       /* largest frame payload we may send */
     atomic_int shutting_down;
@@ -83,7 +77,7 @@ struct ho_client {
     uint32_t max_frame;
     bool admin;
     uint32_t uid, gid, pid;
-    char server_version[64];
+    char server_version[HOC_SERVER_VERSION_LEN];
     char *caps[HOC_MAX_CAPS];  /* owned */
     size_t ncaps;
 
@@ -119,23 +113,18 @@ void hoc_transport_done(ho_client *c);
 /* Send `req` (its version and request_id are overwritten) and wait for
  * the reply with the same request id.  On success returns 0, *ret_reply is
  * the decoded reply (owned by the caller, ho_frame_envelope_free()) and
- * *ret_fd (may be NULL) the descriptor that came with it or -1 (owned by
- * the caller; when ret_fd is NULL such a descriptor is closed).  An Error
+ * ret_fds[0..*ret_nfds) (ret_nfds may be NULL) the descriptors that came
+ * with it, in the order sent, owned by the caller; descriptors beyond
+ * `max_fds` are closed.  ret_fds may be NULL when max_fds is 0.  An Error
  * reply is not a success: its message is stored as the last error, the
  * reply is freed and its negative code returned.  Transport failures:
  * HO_E_DISCONNECTED (peer closed, reset, or the client is already dead),
  * HO_E_FRAME_TOO_LARGE (request above the send limit: nothing sent, the
  * connection stays usable; or a reply above the receive limit: the
  * connection is closed), HO_E_PROTOCOL (undecodable reply, excess
- * descriptors: the connection is closed), -ENOMEM. */
-int hoc_call(ho_client *c, Hyperoffload__Envelope *req,
-             Hyperoffload__Envelope **ret_reply, int *ret_fd);
-
-/* Like hoc_call(), for replies that carry several descriptors (StageReply:
- * the control region and an eventfd).  On success ret_fds[0..*ret_nfds)
- * are the descriptors that came with the reply, in the order sent, owned
- * by the caller; descriptors beyond `max_fds` are closed.  ret_fds may be
- * NULL when max_fds is 0. */
+ * descriptors: the connection is closed), -ENOMEM.  Outputs untouched on
+ * failure.  hoc_call_expect (client/admin_call.h) and hoc_call_expect_fds
+ * add the check of the reply's body. */
 int hoc_call_fds(ho_client *c, Hyperoffload__Envelope *req,
                  Hyperoffload__Envelope **ret_reply, int *ret_fds,
                  unsigned max_fds, unsigned *ret_nfds);

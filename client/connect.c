@@ -1,5 +1,5 @@
 /*
- * client/session.c - handshake, Welcome facts, session registration and
+ * client/connect.c - handshake, Welcome facts, session registration and
  * the mapping of the session's DDR arena.
  */
 #include "client/client_internal.h"
@@ -50,7 +50,7 @@ static int take_welcome(ho_client *c, const Hyperoffload__Welcome *w)
     for (size_t i = 0; i < w->n_capabilities && c->ncaps < HOC_MAX_CAPS;
          i++) {
         const char *cap = w->capabilities[i] ? w->capabilities[i] : "";
-        c->caps[c->ncaps] = strndup(cap, 64);
+        c->caps[c->ncaps] = strndup(cap, HOC_MAX_CAP_LEN);
         if (!c->caps[c->ncaps])
             return -ENOMEM;
         c->ncaps++;
@@ -95,15 +95,13 @@ HO_EXPORT int ho_connect(const char *socket_path, const char *client_name,
     c->device = -1;
     atomic_init(&c->session_id, 0);
 
-    Hyperoffload__Envelope env = HYPEROFFLOAD__ENVELOPE__INIT;
     Hyperoffload__Hello hello = HYPEROFFLOAD__HELLO__INIT;
     hello.min_version = HO_PROTO_MIN_VERSION;
     hello.max_version = HO_PROTO_VERSION;
     hello.client_name = c->client_name;
     hello.pid = (uint32_t)getpid();
     hello.device = -1;
-    env.body_case = HYPEROFFLOAD__ENVELOPE__BODY_HELLO;
-    env.hello = &hello;
+    HOC_ENVELOPE(env, HELLO, hello, &hello);
 
     rc = hoc_call_expect(c, &env, HYPEROFFLOAD__ENVELOPE__BODY_WELCOME,
                          &reply, NULL);
@@ -281,14 +279,12 @@ HO_EXPORT int ho_register(ho_client *c, const char *job, int device,
     c->register_state = 1;
     pthread_mutex_unlock(&c->mu);
 
-    Hyperoffload__Envelope env = HYPEROFFLOAD__ENVELOPE__INIT;
     Hyperoffload__RegisterRequest req = HYPEROFFLOAD__REGISTER_REQUEST__INIT;
     req.job = (char *)(job ? job : "");
     req.device = device;
     req.hbm_budget = hbm_budget;
     req.client_name = c->client_name;
-    env.body_case = HYPEROFFLOAD__ENVELOPE__BODY_REGISTER_REQUEST;
-    env.register_request = &req;
+    HOC_ENVELOPE(env, REGISTER_REQUEST, register_request, &req);
 
     rc = hoc_call_expect(c, &env, HYPEROFFLOAD__ENVELOPE__BODY_REGISTER_REPLY,
                          &reply, &fd);

@@ -1,5 +1,6 @@
 /*
- * client/extent.c - DDR extents: alloc, free, spill to flash, fill back.
+ * client/pool.c - DDR extents of the session's pool: alloc, free, spill to
+ * flash, fill back.
  */
 #include "client/client_internal.h"
 
@@ -7,13 +8,11 @@
 
 static int send_free(ho_client *c, uint64_t extent_id)
 {
-    Hyperoffload__Envelope env = HYPEROFFLOAD__ENVELOPE__INIT;
     Hyperoffload__FreeRequest req = HYPEROFFLOAD__FREE_REQUEST__INIT;
     Hyperoffload__Envelope *reply = NULL;
 
     req.extent_id = extent_id;
-    env.body_case = HYPEROFFLOAD__ENVELOPE__BODY_FREE_REQUEST;
-    env.free_request = &req;
+    HOC_ENVELOPE(env, FREE_REQUEST, free_request, &req);
     int rc = hoc_call_expect(c, &env, HYPEROFFLOAD__ENVELOPE__BODY_OK,
                              &reply, NULL);
     ho_frame_envelope_free(reply);
@@ -23,13 +22,11 @@ static int send_free(ho_client *c, uint64_t extent_id)
 HO_EXPORT int ho_extent_alloc(ho_client *c, uint64_t bytes,
                               ho_extent *ret_extent)
 {
-    Hyperoffload__Envelope env = HYPEROFFLOAD__ENVELOPE__INIT;
     Hyperoffload__AllocRequest req = HYPEROFFLOAD__ALLOC_REQUEST__INIT;
     Hyperoffload__Envelope *reply = NULL;
 
     req.bytes = bytes;
-    env.body_case = HYPEROFFLOAD__ENVELOPE__BODY_ALLOC_REQUEST;
-    env.alloc_request = &req;
+    HOC_ENVELOPE(env, ALLOC_REQUEST, alloc_request, &req);
     int rc = hoc_call_expect(c, &env, HYPEROFFLOAD__ENVELOPE__BODY_ALLOC_REPLY,
                              &reply, NULL);
     if (rc < 0)
@@ -72,14 +69,12 @@ HO_EXPORT int ho_extent_free(ho_client *c, uint64_t extent_id)
 static int move(ho_client *c, uint64_t extent_id,
                 Hyperoffload__MoveDirection dir, ho_move_result *ret)
 {
-    Hyperoffload__Envelope env = HYPEROFFLOAD__ENVELOPE__INIT;
     Hyperoffload__MoveRequest req = HYPEROFFLOAD__MOVE_REQUEST__INIT;
     Hyperoffload__Envelope *reply = NULL;
 
     req.extent_id = extent_id;
     req.direction = dir;
-    env.body_case = HYPEROFFLOAD__ENVELOPE__BODY_MOVE_REQUEST;
-    env.move_request = &req;
+    HOC_ENVELOPE(env, MOVE_REQUEST, move_request, &req);
     int rc = hoc_call_expect(c, &env, HYPEROFFLOAD__ENVELOPE__BODY_MOVE_REPLY,
                              &reply, NULL);
     if (rc < 0)

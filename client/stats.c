@@ -41,14 +41,12 @@ void hoc_tier_stats_copy(ho_tier_stats *dst, const Hyperoffload__TierStats *src)
 HO_EXPORT int ho_stats(ho_client *c, ho_tier_stats *tiers, size_t max_tiers,
                        size_t *ret_ntiers, ho_usage *ret_usage)
 {
-    Hyperoffload__Envelope env = HYPEROFFLOAD__ENVELOPE__INIT;
     Hyperoffload__StatsRequest req = HYPEROFFLOAD__STATS_REQUEST__INIT;
     Hyperoffload__Envelope *reply = NULL;
 
     if (max_tiers > 0 && !tiers)
         return -EINVAL;
-    env.body_case = HYPEROFFLOAD__ENVELOPE__BODY_STATS_REQUEST;
-    env.stats_request = &req;
+    HOC_ENVELOPE(env, STATS_REQUEST, stats_request, &req);
     int rc = hoc_call_expect(c, &env, HYPEROFFLOAD__ENVELOPE__BODY_STATS_REPLY,
                              &reply, NULL);
     if (rc < 0)

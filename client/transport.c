@@ -9,6 +9,7 @@
  * thread whose own reply arrived stops reading; another waiter takes over.
  */
 #include "client/client_internal.h"
+#include "proto/errfmt.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -247,16 +248,13 @@ static int recv_more(ho_client *c, char *why, size_t whylen)
                 c->fdq[c->fdq_len++] = fd;
             } else {
                 close(fd);
-                snprintf(why, whylen, "more than %u descriptors pending",
-                         HOC_MAX_FDS);
-                rc = HO_E_PROTOCOL;
+                rc = ho_errf(why, whylen, HO_E_PROTOCOL,
+                             "more than %u descriptors pending", HOC_MAX_FDS);
             }
         }
     }
-    if (msg.msg_flags & MSG_CTRUNC) {
-        snprintf(why, whylen, "ancillary data truncated");
-        rc = HO_E_PROTOCOL;
-    }
+    if (msg.msg_flags & MSG_CTRUNC)
+        rc = ho_errf(why, whylen, HO_E_PROTOCOL, "ancillary data truncated");
     if (rc < 0)
         return rc;
     if (n == 0)
@@ -287,65 +285,72 @@ static void close_fds(const int *fds, unsigned n)
             close(fds[i]);
 }
 
-/* Read one envelope.  Reader context, mu not held.  On success *ret_env
- * is set; a body this library does not know decodes with body_case
- * NOT_SET.  ret_fds[0..*ret_nfds) are the descriptors the envelope
- * announced (at most HOC_MAX_FDS_PER_REPLY).  Returns 0 or a
- * connection-fatal code. */
+/* Decode a complete payload (freed here) and take the descriptors it
+ * announces off the queue into ret_fds.  Reader context.  0, or
+ * HO_E_PROTOCOL with the reason in why (undecodable, or descriptors that
+ * did not arrive). */
+static int take_envelope(ho_client *c, uint8_t *payload, size_t plen,
+                         Hyperoffload__Envelope **ret_env, int *ret_fds,
+                         unsigned *ret_nfds, char *why, size_t whylen)
+{
+    Hyperoffload__Envelope *env =
+        hyperoffload__envelope__unpack(NULL, plen, payload);
+    free(payload);
+    if (!env)
+        return ho_errf(why, whylen, HO_E_PROTOCOL,
+                       "undecodable frame of %zu bytes", plen);
+    unsigned want = wanted_fds(env);
+    if (want > HOC_MAX_FDS_PER_REPLY || c->fdq_len < want) {
+        ho_frame_envelope_free(env);
+        if (want == 1)
+            return ho_errf(why, whylen, HO_E_PROTOCOL, "a reply announces a "
+                           "descriptor that did not arrive");
+        return ho_errf(why, whylen, HO_E_PROTOCOL, "a reply announces %u "
+                       "descriptors that did not arrive (%u did)", want,
+                       c->fdq_len);
+    }
+    for (unsigned i = 0; i < want; i++)
+        ret_fds[i] = c->fdq[i];
+    memmove(c->fdq, c->fdq + want, (c->fdq_len - want) * sizeof(int));
+    c->fdq_len -= want;
+    *ret_env = env;
+    *ret_nfds = want;
+    return 0;
+}
+
+/* Read one envelope: feed the frame reader from rbuf, receiving more when
+ * it is empty.  Reader context, mu not held.  On success *ret_env is set;
+ * a body this library does not know decodes with body_case NOT_SET.
+ * ret_fds[0..*ret_nfds) are the descriptors the envelope announced (at
+ * most HOC_MAX_FDS_PER_REPLY).  Returns 0 or a connection-fatal code. */
 static int read_envelope(ho_client *c, Hyperoffload__Envelope **ret_env,
                          int *ret_fds, unsigned *ret_nfds, char *why,
                          size_t whylen)
 {
     for (;;) {
-        if (c->rbuf_off < c->rbuf_end) {
-            size_t used = 0, plen = 0;
-            uint8_t *payload = NULL;
-            int rc = ho_frame_reader_feed(&c->reader, c->rbuf + c->rbuf_off,
-                                          c->rbuf_end - c->rbuf_off, &used,
-                                          &payload, &plen);
-            c->rbuf_off += used;
-            if (rc == HO_E_FRAME_TOO_LARGE)
-                snprintf(why, whylen, "reply of %u bytes exceeds the limit %u",
-                         ho_frame_header_len(c->reader.hdr), c->reader.limit);
-            else if (rc == HO_E_PROTOCOL)
-                snprintf(why, whylen, "zero-length frame");
+        if (c->rbuf_off == c->rbuf_end) {
+            int rc = recv_more(c, why, whylen);
             if (rc < 0)
                 return rc;
-            if (rc == 1) {
-                Hyperoffload__Envelope *env =
-                    hyperoffload__envelope__unpack(NULL, plen, payload);
-                free(payload);
-                if (!env) {
-                    snprintf(why, whylen, "undecodable frame of %zu bytes",
-                             plen);
-                    return HO_E_PROTOCOL;
-                }
-                unsigned want = wanted_fds(env);
-                if (want > HOC_MAX_FDS_PER_REPLY || c->fdq_len < want) {
-                    ho_frame_envelope_free(env);
-                    if (want == 1)
-                        snprintf(why, whylen, "a reply announces a "
-                                 "descriptor that did not arrive");
-                    else
-                        snprintf(why, whylen, "a reply announces %u "
-                                 "descriptors that did not arrive (%u "
-                                 "did)", want, c->fdq_len);
-                    return HO_E_PROTOCOL;
-                }
-                for (unsigned i = 0; i < want; i++)
-                    ret_fds[i] = c->fdq[i];
-                memmove(c->fdq, c->fdq + want,
-                        (c->fdq_len - want) * sizeof(int));
-                c->fdq_len -= want;
-                *ret_env = env;
-                *ret_nfds = want;
-                return 0;
-            }
             continue;
         }
-        int rc = recv_more(c, why, whylen);
+        size_t used = 0, plen = 0;
+        uint8_t *payload = NULL;
+        int rc = ho_frame_reader_feed(&c->reader, c->rbuf + c->rbuf_off,
+                                      c->rbuf_end - c->rbuf_off, &used,
+                                      &payload, &plen);
+        c->rbuf_off += used;
+        if (rc == HO_E_FRAME_TOO_LARGE)
+            return ho_errf(why, whylen, rc, "reply of %u bytes exceeds the "
+                           "limit %u", ho_frame_header_len(c->reader.hdr),
+                           c->reader.limit);
+        if (rc == HO_E_PROTOCOL)
+            return ho_errf(why, whylen, rc, "zero-length frame");
         if (rc < 0)
             return rc;
+        if (rc == 1)
+            return take_envelope(c, payload, plen, ret_env, ret_fds,
+                                 ret_nfds, why, whylen);
     }
 }
 
@@ -395,30 +400,39 @@ static void unlink_locked(ho_client *c, hoc_pending *p)
     }
 }
 
-int hoc_call_fds(ho_client *c, Hyperoffload__Envelope *req,
-                 Hyperoffload__Envelope **ret_reply, int *ret_fds,
-                 unsigned max_fds, unsigned *ret_nfds)
+/* Step 1 of a call: give req a request id and version, and put the
+ * waiter on the pending list (before anything is sent, so that its reply
+ * finds it).  *ret_send_limit is the frame limit to send under.  0, or the
+ * code a dead connection returns. */
+static int enqueue_request(ho_client *c, Hyperoffload__Envelope *req,
+                           hoc_pending *p, uint32_t *ret_send_limit)
 {
-    hoc_pending p = {.nfds = 0};
-    uint8_t *frame = NULL;
-    size_t flen = 0;
-    int rc;
-
     pthread_mutex_lock(&c->mu);
     if (c->dead) {
-        rc = c->dead;
+        int rc = c->dead;
         pthread_mutex_unlock(&c->mu);
         return rc;
     }
-    p.request_id = ++c->next_request_id;
-    uint32_t send_limit = c->send_limit;
+    p->request_id = ++c->next_request_id;
+    *ret_send_limit = c->send_limit;
     req->version = c->version ? c->version : HO_PROTO_VERSION;
-    req->request_id = p.request_id;
-    p.next = c->pending;
-    c->pending = &p;
+    req->request_id = p->request_id;
+    p->next = c->pending;
+    c->pending = p;
     pthread_mutex_unlock(&c->mu);
+    return 0;
+}
 
-    rc = ho_frame_encode(req, &frame, &flen);
+/* Step 2: encode req as one frame within send_limit.  On failure the
+ * waiter leaves the pending list and the sentence is the last error
+ * (nothing was sent: the connection stays usable). */
+static int encode_request(ho_client *c, const Hyperoffload__Envelope *req,
+                          hoc_pending *p, uint32_t send_limit,
+                          uint8_t **ret_frame, size_t *ret_len)
+{
+    uint8_t *frame = NULL;
+    size_t flen = 0;
+    int rc = ho_frame_encode(req, &frame, &flen);
     if (rc == 0 && flen - HO_FRAME_HEADER > send_limit) {
         free(frame);
         frame = NULL;
@@ -426,7 +440,7 @@ int hoc_call_fds(ho_client *c, Hyperoffload__Envelope *req,
     }
     if (rc < 0) {
         pthread_mutex_lock(&c->mu);
-        unlink_locked(c, &p);
+        unlink_locked(c, p);
         snprintf(c->last_error, sizeof(c->last_error),
                  rc == HO_E_FRAME_TOO_LARGE
                      ? "request of %zu bytes exceeds the frame limit %u"
@@ -435,16 +449,19 @@ int hoc_call_fds(ho_client *c, Hyperoffload__Envelope *req,
         pthread_mutex_unlock(&c->mu);
         return rc;
     }
+    *ret_frame = frame;
+    *ret_len = flen;
+    return 0;
+}
 
-    pthread_mutex_lock(&c->wmu);
-    rc = send_all(c->fd, frame, flen);
-    pthread_mutex_unlock(&c->wmu);
-    free(frame);
-
-    pthread_mutex_lock(&c->mu);
-    if (rc < 0)
-        kill_locked(c, rc); /* a partial frame leaves the stream unusable */
-    while (!p.done) {
+/* Step 3, with mu held: wait until p is done.  Whichever waiter finds
+ * nobody reading becomes the reader (leader/follower): it reads one
+ * envelope without mu, then dispatches it to its waiter under mu and
+ * wakes everyone; a read failure kills the connection, which completes
+ * every waiter. */
+static void wait_reply_locked(ho_client *c, hoc_pending *p)
+{
+    while (!p->done) {
         if (c->reader_busy) {
             pthread_cond_wait(&c->cv, &c->mu);
             continue;
@@ -466,30 +483,61 @@ int hoc_call_fds(ho_client *c, Hyperoffload__Envelope *req,
             dispatch_locked(c, env, fds, nfds);
         pthread_cond_broadcast(&c->cv);
     }
-    unlink_locked(c, &p);
+}
 
+/* Step 4, with mu held (released here): an Error reply becomes its code
+ * with its sentence as the last error (reply and descriptors freed). */
+static int error_reply_unlock(ho_client *c, hoc_pending *p)
+{
+    const Hyperoffload__Error *e = p->reply->error;
+    int rc = e ? ho_frame_error_code(e) : HO_E_PROTOCOL;
+    if (rc >= 0)
+        rc = HO_E_INTERNAL;
+    snprintf(c->last_error, sizeof(c->last_error), "%s",
+             e && e->message && e->message[0] ? e->message
+                                              : ho_strerror(rc));
+    pthread_mutex_unlock(&c->mu);
+    close_fds(p->fds, p->nfds);
+    ho_frame_envelope_free(p->reply);
+    return rc;
+}
+
+/* Steps: enqueue, encode, send (a partial frame leaves the stream
+ * unusable: the connection dies), wait for the reply, hand it over. */
+int hoc_call_fds(ho_client *c, Hyperoffload__Envelope *req,
+                 Hyperoffload__Envelope **ret_reply, int *ret_fds,
+                 unsigned max_fds, unsigned *ret_nfds)
+{
+    hoc_pending p = {.nfds = 0};
+    uint8_t *frame = NULL;
+    size_t flen = 0;
+    uint32_t send_limit = 0;
+    int rc;
+
+    if ((rc = enqueue_request(c, req, &p, &send_limit)) < 0 ||
+        (rc = encode_request(c, req, &p, send_limit, &frame, &flen)) < 0)
+        return rc;
+
+    pthread_mutex_lock(&c->wmu);
+    rc = send_all(c->fd, frame, flen);
+    pthread_mutex_unlock(&c->wmu);
+    free(frame);
+
+    pthread_mutex_lock(&c->mu);
+    if (rc < 0)
+        kill_locked(c, rc);
+    wait_reply_locked(c, &p);
+    unlink_locked(c, &p);
     if (p.err) {
         rc = p.err;
         pthread_mutex_unlock(&c->mu);
         return rc;
     }
-    Hyperoffload__Envelope *reply = p.reply;
-    if (reply->body_case == HYPEROFFLOAD__ENVELOPE__BODY_ERROR) {
-        const Hyperoffload__Error *e = reply->error;
-        rc = e ? ho_frame_error_code(e) : HO_E_PROTOCOL;
-        if (rc >= 0)
-            rc = HO_E_INTERNAL;
-        snprintf(c->last_error, sizeof(c->last_error), "%s",
-                 e && e->message && e->message[0] ? e->message
-                                                  : ho_strerror(rc));
-        pthread_mutex_unlock(&c->mu);
-        close_fds(p.fds, p.nfds);
-        ho_frame_envelope_free(reply);
-        return rc;
-    }
+    if (p.reply->body_case == HYPEROFFLOAD__ENVELOPE__BODY_ERROR)
+        return error_reply_unlock(c, &p);
     pthread_mutex_unlock(&c->mu);
 
-    *ret_reply = reply;
+    *ret_reply = p.reply;
     unsigned keep = p.nfds < max_fds ? p.nfds : max_fds;
     for (unsigned i = 0; i < keep; i++)
         ret_fds[i] = p.fds[i];
@@ -497,17 +545,6 @@ int hoc_call_fds(ho_client *c, Hyperoffload__Envelope *req,
     if (ret_nfds)
         *ret_nfds = keep;
     return 0;
-}
-
-int hoc_call(ho_client *c, Hyperoffload__Envelope *req,
-             Hyperoffload__Envelope **ret_reply, int *ret_fd)
-{
-    int fd = -1;
-    unsigned n = 0;
-    int rc = hoc_call_fds(c, req, ret_reply, &fd, ret_fd ? 1 : 0, &n);
-    if (rc == 0 && ret_fd)
-        *ret_fd = n ? fd : -1;
-    return rc;
 }
 
 static const char *body_name(Hyperoffload__Envelope__BodyCase b)
@@ -552,27 +589,13 @@ int hoc_call_expect(ho_client *c, Hyperoffload__Envelope *req,
                     Hyperoffload__Envelope__BodyCase want,
                     Hyperoffload__Envelope **ret_reply, int *ret_fd)
 {
-    Hyperoffload__Envelope *reply = NULL;
     int fd = -1;
-    int rc = hoc_call(c, req, &reply, ret_fd ? &fd : NULL);
-    if (rc < 0)
-        return rc;
-    if (reply->body_case != want) {
-        Hyperoffload__Envelope__BodyCase got = reply->body_case;
-        if (fd >= 0)
-            close(fd);
-        ho_frame_envelope_free(reply);
-        return hoc_fail(c, HO_E_PROTOCOL,
-                        "daemon answered %s with %s instead of %s",
-                        body_name(req->body_case), body_name(got),
-                        body_name(want));
-    }
-    *ret_reply = reply;
-    if (ret_fd)
-        *ret_fd = fd;
-    else if (fd >= 0)
-        close(fd);
-    return 0;
+    unsigned n = 0;
+    int rc = hoc_call_expect_fds(c, req, want, ret_reply, &fd,
+                                 ret_fd ? 1 : 0, &n);
+    if (rc == 0 && ret_fd)
+        *ret_fd = n ? fd : -1;
+    return rc;
 }
 
 int hoc_peer_gone(ho_client *c)

@@ -1,7 +1,7 @@
 /*
- * client/hoctl.c - hoctl's entry point: global options, noun dispatch,
+ * hoctl/hoctl.c - hoctl's entry point: global options, noun dispatch,
  * usage.  Daemon commands live in hoctl_admin.c, offline planning tools in
- * hoctl_plan.c.
+ * hoctl_plan.c, everything they print goes through output.c.
  *
  *   hoctl [--socket PATH] [--json] [--help] [--version] NOUN [VERB] [ARGS]
  *
@@ -13,15 +13,9 @@
 #include <string.h>
 
 #include "hoctl/hoctl.h"
-#include "hoctl/hoctl_admin.h"
 #include "hoctl/hoctl_node.h"
+#include "hoctl/output.h"
 #include "hyperoffload/client.h"
-
-
-const char *hoctl_iec(unsigned long long bytes, char *buf, unsigned len)
-{
-    return ho_size_format((uint64_t)bytes, buf, len);
-}
 
 static void usage(FILE *f)
 {
@@ -69,83 +63,82 @@ static const struct {
     {"node", hoctl_cmd_node},
 };
 
-int main(int argc, char **argv)
-{
-    hoctl_globals g = {.socket = NULL, .json = false};
-    bool help = false, version = false;
-    char **rest = calloc((size_t)argc + 1, sizeof(char *));
-    int nrest = 0, rc;
+/* The command line with the global options taken out. */
+typedef struct cmdline {
+    hoctl_globals g;
+    bool help, version;
+    char **rest; /* the other words, in order (owned, NULL-terminated) */
+    int nrest;
+} cmdline;
 
-    if (!rest) {
-        fputs("hoctl: out of memory\n", stderr);
-        return HOCTL_EXIT_FAILED;
-    }
+/* Step 1: take the global options from anywhere on the command line
+ * (`--` ends the scan).  0 or HOCTL_EXIT_USAGE with the reason printed. */
+static int parse_globals(int argc, char **argv, cmdline *cl)
+{
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--") == 0) {
             while (++i < argc)
-                rest[nrest++] = argv[i];
+                cl->rest[cl->nrest++] = argv[i];
             break;
         } else if (strcmp(a, "--json") == 0) {
-            g.json = true;
+            cl->g.json = true;
         } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            help = true;
+            cl->help = true;
         } else if (strcmp(a, "--version") == 0 || strcmp(a, "-V") == 0) {
-            version = true;
+            cl->version = true;
         } else if (strcmp(a, "--socket") == 0) {
-            if (i + 1 >= argc || argv[i + 1][0] == '\0') {
-                fputs("hoctl: --socket needs a path\n", stderr);
-                rc = HOCTL_EXIT_USAGE;
-                goto out;
-            }
-            g.socket = argv[++i];
+            if (i + 1 >= argc || argv[i + 1][0] == '\0')
+                return hoctl_usage_error("--socket needs a path");
+            cl->g.socket = argv[++i];
         } else if (strncmp(a, "--socket=", 9) == 0) {
-            if (a[9] == '\0') {
-                fputs("hoctl: --socket needs a path\n", stderr);
-                rc = HOCTL_EXIT_USAGE;
-                goto out;
-            }
-            g.socket = a + 9;
+            if (a[9] == '\0')
+                return hoctl_usage_error("--socket needs a path");
+            cl->g.socket = a + 9;
         } else {
-            rest[nrest++] = argv[i];
+            cl->rest[cl->nrest++] = argv[i];
         }
     }
+    return 0;
+}
 
-    if (version) {
+/* Step 2: --version, the usage, or the noun's command (its help with
+ * --help).  The exit code. */
+static int dispatch(const cmdline *cl)
+{
+    if (cl->version) {
         printf("hoctl %s\n", HO_VERSION_STRING);
-        rc = HOCTL_EXIT_OK;
-        goto out;
+        return HOCTL_EXIT_OK;
     }
-    if (nrest == 0) {
-        if (help) {
-            usage(stdout);
-            rc = HOCTL_EXIT_OK;
-        } else {
-            usage(stderr);
-            rc = HOCTL_EXIT_USAGE;
-        }
-        goto out;
+    if (cl->nrest == 0) {
+        usage(cl->help ? stdout : stderr);
+        return cl->help ? HOCTL_EXIT_OK : HOCTL_EXIT_USAGE;
     }
     for (size_t k = 0; k < sizeof(nouns) / sizeof(nouns[0]); k++) {
-        if (strcmp(rest[0], nouns[k].noun) != 0)
+        if (strcmp(cl->rest[0], nouns[k].noun) != 0)
             continue;
-        if (help) {
-            if (hoctl_admin_help(rest[0])) {
-                rc = HOCTL_EXIT_OK;
-            } else {
-                /* The planning nouns print their own help for "help". */
-                char *help_argv[] = {"help", NULL};
-                rc = nouns[k].fn(&g, 1, help_argv);
-            }
-            goto out;
-        }
-        rc = nouns[k].fn(&g, nrest - 1, rest + 1);
-        goto out;
+        if (!cl->help)
+            return nouns[k].fn(&cl->g, cl->nrest - 1, cl->rest + 1);
+        if (hoctl_admin_help(cl->rest[0]))
+            return HOCTL_EXIT_OK;
+        /* The planning nouns print their own help for "help". */
+        char *help_argv[] = {"help", NULL};
+        return nouns[k].fn(&cl->g, 1, help_argv);
     }
-    fprintf(stderr, "hoctl: unknown command '%s' (try hoctl --help)\n",
-            rest[0]);
-    rc = HOCTL_EXIT_USAGE;
-out:
-    free(rest);
+    return hoctl_usage_error_help("unknown command '%s'", cl->rest[0]);
+}
+
+int main(int argc, char **argv)
+{
+    cmdline cl = {.g = {.socket = NULL, .json = false}};
+    cl.rest = calloc((size_t)argc + 1, sizeof(char *));
+    if (!cl.rest) {
+        fputs("hoctl: out of memory\n", stderr);
+        return HOCTL_EXIT_FAILED;
+    }
+    int rc = parse_globals(argc, argv, &cl);
+    if (rc == 0)
+        rc = dispatch(&cl);
+    free(cl.rest);
     return rc;
 }

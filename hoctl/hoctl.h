@@ -1,5 +1,5 @@
 /*
- * client/hoctl.h - hoctl's command modules.
+ * hoctl/hoctl.h - hoctl's command modules.
  *
  * hoctl.c parses the global options (--socket PATH, --json, --help,
  * --version; accepted anywhere on the command line), picks the noun and
@@ -9,10 +9,16 @@
  *
  * Every command returns an exit code from the table below and prints
  * machine output (--json: one JSON object with "schema": 1 and raw byte
- * counts) or human output (IEC sizes) on stdout, errors on stderr.
+ * counts) or human output (IEC sizes) on stdout, errors on stderr, all
+ * through hoctl/output.h.
+ *
+ * Files: hoctl.c (options, noun dispatch, usage), hoctl_admin.c (daemon
+ * nouns: the public API plus client/admin_call.h), hoctl_plan.c (offline
+ * nouns: the planner libraries), output.c (tables, fields, sizes,
+ * durations, JSON).
  */
-#ifndef HO_CLIENT_HOCTL_H
-#define HO_CLIENT_HOCTL_H
+#ifndef HO_HOCTL_HOCTL_H
+#define HO_HOCTL_HOCTL_H
 
 #include <stdbool.h>
 
@@ -42,8 +48,13 @@ int hoctl_cmd_plan(const hoctl_globals *g, int argc, char **argv);
 int hoctl_cmd_status(const hoctl_globals *g, int argc, char **argv);
 int hoctl_cmd_clients(const hoctl_globals *g, int argc, char **argv);
 int hoctl_cmd_quota(const hoctl_globals *g, int argc, char **argv);
+/* `hoctl version`: hoctl's and the library's version, then the daemon's
+ * (server version, protocol) when it is reachable.  Unreachable is 69
+ * after the local versions are printed. */
+int hoctl_cmd_version(const hoctl_globals *g, int argc, char **argv);
 
-/* Format bytes as IEC ("1.5 GiB", "512 B") into buf; returns buf. */
-const char *hoctl_iec(unsigned long long bytes, char *buf, unsigned len);
+/* Per-noun help text for the daemon nouns (status, clients, quota,
+ * version) on stdout; returns 1 when `noun` is one of them, else 0. */
+int hoctl_admin_help(const char *noun);
 
 #endif

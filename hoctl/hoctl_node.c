@@ -27,64 +27,19 @@
 
 #include "hoctl/hoctl.h"
 #include "hoctl/hoctl_node.h"
+#include "hoctl/output.h"
 #include "hyperoffload/errors.h"
 #include "planner/node/node.h"
 
 #define ERRLEN 512
 
-__attribute__((format(printf, 1, 2)))
-static int usage_error(const char *fmt, ...)
-{
-    va_list ap;
-    fputs("hoctl: ", stderr);
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-    return HOCTL_EXIT_USAGE;
-}
+
 
 static int read_failure(int r, const char *what, const char *err)
 {
     fprintf(stderr, "hoctl: cannot read %s: %s\n", what,
             err[0] ? err : ho_strerror(r));
     return r == -ENOENT ? HOCTL_EXIT_NOT_FOUND : HOCTL_EXIT_FAILED;
-}
-
-static const char *iec(uint64_t bytes, char *buf, unsigned len)
-{
-    return hoctl_iec((unsigned long long)bytes, buf, len);
-}
-
-/* "3.520 s", "812.5 us", "12.300 ms" */
-static const char *dur(double us, char *buf, size_t len)
-{
-    double a = fabs(us);
-    if (a >= 1e6)
-        snprintf(buf, len, "%.3f s", us / 1e6);
-    else if (a >= 1e3)
-        snprintf(buf, len, "%.3f ms", us / 1e3);
-    else
-        snprintf(buf, len, "%.1f us", us);
-    return buf;
-}
-
-static json_t *json_u64(uint64_t v)
-{
-    return json_integer((json_int_t)(v > INT64_MAX ? INT64_MAX : v));
-}
-
-static int emit(json_t *o)
-{
-    int r;
-    if (!o) {
-        fputs("hoctl: out of memory\n", stderr);
-        return HOCTL_EXIT_FAILED;
-    }
-    r = json_dumpf(o, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
-    fputc('\n', stdout);
-    json_decref(o);
-    return r == 0 ? HOCTL_EXIT_OK : HOCTL_EXIT_FAILED;
 }
 
 /* --name VALUE / --name=VALUE options; no positionals. */
@@ -101,7 +56,7 @@ static int parse_opts(const char *cmd, int argc, char **argv,
         const nopt *o;
         size_t n;
         if (strncmp(a, "--", 2) != 0)
-            return usage_error("%s: unexpected argument '%s'", cmd, a);
+            return hoctl_usage_error("%s: unexpected argument '%s'", cmd, a);
         a += 2;
         eq = strchr(a, '=');
         n = eq ? (size_t)(eq - a) : strlen(a);
@@ -109,13 +64,13 @@ static int parse_opts(const char *cmd, int argc, char **argv,
             if (strlen(o->name) == n && strncmp(o->name, a, n) == 0)
                 break;
         if (!o->name)
-            return usage_error("%s: unknown option '--%.*s'", cmd, (int)n,
+            return hoctl_usage_error("%s: unknown option '--%.*s'", cmd, (int)n,
                                a);
         if (eq) {
             *o->value = eq + 1;
         } else {
             if (i + 1 >= argc)
-                return usage_error("%s: --%s needs a value", cmd, o->name);
+                return hoctl_usage_error("%s: --%s needs a value", cmd, o->name);
             *o->value = argv[++i];
         }
     }
@@ -137,12 +92,12 @@ static void print_device(FILE *f, const plan_node *n, uint32_t d,
                          const char *prefix, bool last)
 {
     const plan_node_device *x = &n->devices[d];
-    char b1[32], b2[32];
+    hoctl_fmt b1, b2;
     fprintf(f, "%s%s%s (device %u): HBM %s", prefix,
             last ? "`-- " : "|-- ", x->name,
-            x->id, iec(x->hbm_bytes, b1, sizeof b1));
+            x->id, hoctl_fmt_size(x->hbm_bytes, b1));
     if (x->reserve_bytes)
-        fprintf(f, " (reserve %s)", iec(x->reserve_bytes, b2, sizeof b2));
+        fprintf(f, " (reserve %s)", hoctl_fmt_size(x->reserve_bytes, b2));
     fputs("; ", f);
     fprintf(f, "H2D %g GB/s, D2H %g GB/s, latency %g us, %s\n", x->h2d_gbps,
             x->d2h_gbps, x->latency_us,
@@ -183,7 +138,7 @@ static void print_subtree(FILE *f, const plan_node *n, uint32_t link,
 void hoctl_node_print_tree(FILE *f, const plan_node *n)
 {
     char prefix[4 * (PLAN_NODE_MAX_DEPTH + 2) + 1];
-    char b1[32], b2[32];
+    hoctl_fmt b1, b2;
 
     prefix[0] = '\0';
     for (uint32_t i = 0; i < n->n_links; i++) {
@@ -199,10 +154,10 @@ void hoctl_node_print_tree(FILE *f, const plan_node *n)
         fputs("host (no links)\n", f);
         print_subtree(f, n, PLAN_NONE, prefix, 0, sizeof prefix);
     }
-    fprintf(f, "DDR %s", iec(n->ddr_bytes, b1, sizeof b1));
+    fprintf(f, "DDR %s", hoctl_fmt_size(n->ddr_bytes, b1));
     if (n->has_flash)
         fprintf(f, "; flash %s, read %g GB/s, write %g GB/s",
-                iec(n->flash.bytes, b2, sizeof b2), n->flash.read_gbps,
+                hoctl_fmt_size(n->flash.bytes, b2), n->flash.read_gbps,
                 n->flash.write_gbps);
     fputc('\n', f);
 }
@@ -227,7 +182,7 @@ static int node_show(const hoctl_globals *g, int argc, char **argv)
     if ((r = parse_opts("node show", argc, argv, opts)) != 0)
         return r;
     if (!npath)
-        return usage_error("usage: hoctl node show --node N.json [--json]");
+        return hoctl_usage_error("usage: hoctl node show --node N.json [--json]");
     r = plan_node_read_json(npath, &n, err, sizeof err);
     if (r < 0)
         return read_failure(r, npath, err);
@@ -288,7 +243,7 @@ static json_t *violation_json(const plan_wl_run *run,
                                              : json_null());
     json_object_set_new(o, "storage", v->storage_id == UINT64_MAX
                                           ? json_null()
-                                          : json_u64(v->storage_id));
+                                          : hoctl_json_u64(v->storage_id));
     json_object_set_new(o, "message", json_string(v->message));
     return o;
 }
@@ -297,10 +252,15 @@ static json_t *result_json(const plan_node *n, const plan_workload *w,
                            const plan_wl_run *run, const plan_node_result *r,
                            const double *judge_ms, bool *ret_match)
 {
-    json_t *o = json_object(), *cl = json_array(), *dv = json_array();
+    json_t *o = hoctl_json_root(), *cl = json_array(), *dv = json_array();
     bool all = true;
 
-    json_object_set_new(o, "schema", json_integer(HOCTL_JSON_SCHEMA));
+    if (!o || !cl || !dv) {
+        json_decref(o);
+        json_decref(cl);
+        json_decref(dv);
+        return NULL;
+    }
     json_object_set_new(o, "valid", json_true());
     json_object_set_new(o, "steps", json_integer(r->steps));
     for (uint32_t i = 0; i < r->n_clients; i++) {
@@ -317,18 +277,18 @@ static json_t *result_json(const plan_node *n, const plan_workload *w,
         json_object_set_new(x, "sync", c->sync ? json_string(c->sync)
                                                : json_null());
         json_object_set_new(x, "budget_bytes",
-                            json_u64(run->in[i].budget_bytes));
+                            hoctl_json_u64(run->in[i].budget_bytes));
         json_object_set_new(x, "compute_us", json_real(f->compute_us));
         json_object_set_new(x, "step_time_us", json_real(f->step_time_us));
         json_object_set_new(x, "exposed_us", json_real(f->exposed_us));
         json_object_set_new(x, "alloc_wait_us", json_real(f->alloc_wait_us));
         json_object_set_new(x, "slowdown", json_real(f->slowdown));
-        json_object_set_new(x, "h2d_bytes", json_u64(f->h2d_bytes));
-        json_object_set_new(x, "d2h_bytes", json_u64(f->d2h_bytes));
+        json_object_set_new(x, "h2d_bytes", hoctl_json_u64(f->h2d_bytes));
+        json_object_set_new(x, "d2h_bytes", hoctl_json_u64(f->d2h_bytes));
         json_object_set_new(x, "peak_device_bytes",
-                            json_u64(f->peak_device_bytes));
+                            hoctl_json_u64(f->peak_device_bytes));
         json_object_set_new(x, "peak_host_bytes",
-                            json_u64(f->peak_host_bytes));
+                            hoctl_json_u64(f->peak_host_bytes));
         json_object_set_new(x, "start_us", json_real(f->start_us));
         json_object_set_new(x, "end_us", json_real(f->end_us));
         json_object_set_new(x, "predicted_matches",
@@ -343,9 +303,9 @@ static json_t *result_json(const plan_node *n, const plan_workload *w,
         json_object_set_new(x, "clients",
                             json_integer(r->devices[d].n_clients));
         json_object_set_new(x, "peak_bytes",
-                            json_u64(r->devices[d].peak_bytes));
+                            hoctl_json_u64(r->devices[d].peak_bytes));
         json_object_set_new(x, "capacity_bytes",
-                            json_u64(r->devices[d].capacity_bytes));
+                            hoctl_json_u64(r->devices[d].capacity_bytes));
         json_array_append_new(dv, x);
     }
     json_object_set_new(o, "clients", cl);
@@ -357,8 +317,8 @@ static json_t *result_json(const plan_node *n, const plan_workload *w,
                   "alloc_wait_us", r->alloc_wait_us, "end_us", r->end_us));
     json_object_set_new(
         o, "stats",
-        json_pack("{s:o, s:o, s:f, s:f}", "copies", json_u64(r->n_copies),
-                  "rate_updates", json_u64(r->n_rate_updates), "judge_ms",
+        json_pack("{s:o, s:o, s:f, s:f}", "copies", hoctl_json_u64(r->n_copies),
+                  "rate_updates", hoctl_json_u64(r->n_rate_updates), "judge_ms",
                   judge_ms[0], "judge_cpu_ms", judge_ms[1]));
     *ret_match = all;
     return o;
@@ -368,46 +328,57 @@ static void print_result(const plan_node *n, const plan_workload *w,
                          const plan_wl_run *run, const plan_node_result *r,
                          const double *judge_ms)
 {
-    char b[6][32];
+    hoctl_table t;
+    hoctl_fmt b[12];
+
     printf("%u clients on %u devices, %u steps; figures of the last step\n",
            r->n_clients, r->n_devices, r->steps);
-    printf("%-16s %6s %6s %-10s %11s %11s %11s %11s %8s %10s %10s %10s "
-           "%10s\n", "client", "device", "weight", "sync", "compute",
-           "step time", "exposed", "alloc wait", "slowdown", "H2D", "D2H",
-           "peak HBM", "budget");
+    hoctl_table_init(&t, 13);
+    hoctl_table_row(&t, "CLIENT", "DEVICE", "WEIGHT", "SYNC", "COMPUTE",
+                    "STEP TIME", "EXPOSED", "ALLOC WAIT", "SLOWDOWN", "H2D",
+                    "D2H", "PEAK HBM", "BUDGET");
     for (uint32_t i = 0; i < r->n_clients; i++) {
         const plan_node_client_fig *f = &r->clients[i];
         const plan_wl_client *c = &w->clients[i];
-        char bw[6][32];
-        printf("%-16s %6u %6g %-10s %11s %11s %11s %11s %8.3f %10s %10s "
-               "%10s %10s\n", c->name, c->device, c->weight,
-               c->sync ? c->sync : "-",
-               dur(f->compute_us, bw[0], sizeof bw[0]),
-               dur(f->step_time_us, bw[1], sizeof bw[1]),
-               dur(f->exposed_us, bw[2], sizeof bw[2]),
-               dur(f->alloc_wait_us, bw[3], sizeof bw[3]), f->slowdown,
-               iec(f->h2d_bytes, b[0], sizeof b[0]),
-               iec(f->d2h_bytes, b[1], sizeof b[1]),
-               iec(f->peak_device_bytes, b[2], sizeof b[2]),
-               iec(run->in[i].budget_bytes, b[3], sizeof b[3]));
-        const char *mm = predicted_mismatch(c, f);
-        if (mm)
-            printf("  %s: predicted %s differs from the judge's\n", c->name,
-                   mm);
+        snprintf(b[0], sizeof b[0], "%g", c->weight);
+        snprintf(b[1], sizeof b[1], "%.3f", f->slowdown);
+        hoctl_table_row(&t, c->name, hoctl_fmt_u64(c->device, b[2]), b[0],
+                        c->sync ? c->sync : "-",
+                        hoctl_fmt_us(f->compute_us, b[3]),
+                        hoctl_fmt_us(f->step_time_us, b[4]),
+                        hoctl_fmt_us(f->exposed_us, b[5]),
+                        hoctl_fmt_us(f->alloc_wait_us, b[6]), b[1],
+                        hoctl_fmt_size(f->h2d_bytes, b[7]),
+                        hoctl_fmt_size(f->d2h_bytes, b[8]),
+                        hoctl_fmt_size(f->peak_device_bytes, b[9]),
+                        hoctl_fmt_size(run->in[i].budget_bytes, b[10]));
     }
-    printf("\n%-16s %6s %7s %10s %10s\n", "device", "id", "clients",
-           "peak HBM", "capacity");
+    hoctl_table_print(&t, "");
+    for (uint32_t i = 0; i < r->n_clients; i++) {
+        const char *mm = predicted_mismatch(&w->clients[i], &r->clients[i]);
+        if (mm)
+            printf("%s: predicted %s differs from the judge's\n",
+                   w->clients[i].name, mm);
+    }
+    putchar('\n');
+    hoctl_table_init(&t, 5);
+    hoctl_table_row(&t, "DEVICE", "ID", "CLIENTS", "PEAK HBM", "CAPACITY");
     for (uint32_t d = 0; d < r->n_devices; d++)
-        printf("%-16s %6u %7u %10s %10s\n", n->devices[d].name,
-               n->devices[d].id, r->devices[d].n_clients,
-               iec(r->devices[d].peak_bytes, b[4], sizeof b[4]),
-               iec(r->devices[d].capacity_bytes, b[5], sizeof b[5]));
-    printf("\nnode: weighted exposed %s, max slowdown %.3f, alloc wait %s\n",
-           dur(r->weighted_exposed_us, b[0], sizeof b[0]), r->max_slowdown,
-           dur(r->alloc_wait_us, b[1], sizeof b[1]));
-    printf("judge: %llu copies, %llu rate updates, %.1f ms (%.1f ms CPU)\n",
-           (unsigned long long)r->n_copies,
-           (unsigned long long)r->n_rate_updates, judge_ms[0], judge_ms[1]);
+        hoctl_table_row(&t, n->devices[d].name,
+                        hoctl_fmt_u64(n->devices[d].id, b[0]),
+                        hoctl_fmt_u64(r->devices[d].n_clients, b[1]),
+                        hoctl_fmt_size(r->devices[d].peak_bytes, b[2]),
+                        hoctl_fmt_size(r->devices[d].capacity_bytes, b[3]));
+    hoctl_table_print(&t, "");
+    putchar('\n');
+    hoctl_field("weighted exposed", "%s",
+                hoctl_fmt_us(r->weighted_exposed_us, b[0]));
+    hoctl_field("max slowdown", "%.3f", r->max_slowdown);
+    hoctl_field("alloc wait", "%s", hoctl_fmt_us(r->alloc_wait_us, b[1]));
+    hoctl_field("judge", "%llu copies, %llu rate updates, %.1f ms (%.1f ms "
+                "CPU)", (unsigned long long)r->n_copies,
+                (unsigned long long)r->n_rate_updates, judge_ms[0],
+                judge_ms[1]);
 }
 
 static int node_check(const hoctl_globals *g, int argc, char **argv)
@@ -429,7 +400,7 @@ static int node_check(const hoctl_globals *g, int argc, char **argv)
     if ((r = parse_opts("node check", argc, argv, opts)) != 0)
         return r;
     if (!npath || !wpath)
-        return usage_error("usage: hoctl node check --node N.json "
+        return hoctl_usage_error("usage: hoctl node check --node N.json "
                            "--workload W.json [--steps K] [--json]");
     if (steps) {
         char *end;
@@ -438,7 +409,7 @@ static int node_check(const hoctl_globals *g, int argc, char **argv)
         k = strtoul(steps, &end, 10);
         if (errno || *end || !*steps || steps[0] == '-' || k < 1 ||
             k > PLAN_NODE_MAX_STEPS)
-            return usage_error("--steps: expected an integer in [1, %u], "
+            return hoctl_usage_error("--steps: expected an integer in [1, %u], "
                                "got '%s'", PLAN_NODE_MAX_STEPS, steps);
         o.steps = (uint32_t)k;
     }
@@ -453,12 +424,11 @@ static int node_check(const hoctl_globals *g, int argc, char **argv)
     r = plan_wl_run_load(n, w, &run, err, sizeof err);
     if (r < 0) {
         if (g->json) {
-            json_t *j = json_object();
-            json_object_set_new(j, "schema", json_integer(HOCTL_JSON_SCHEMA));
+            json_t *j = hoctl_json_root();
             json_object_set_new(j, "valid", json_false());
             json_object_set_new(j, "error",
                                 json_string(err[0] ? err : ho_strerror(r)));
-            emit(j);
+            hoctl_json_emit(j);
         }
         fprintf(stderr, "hoctl: node check: %s\n",
                 err[0] ? err : ho_strerror(r));
@@ -477,11 +447,10 @@ static int node_check(const hoctl_globals *g, int argc, char **argv)
                         (double)(c1.tv_nsec - c0.tv_nsec) / 1e6};
     if (r == HO_E_BAD_SCHEDULE) {
         if (g->json) {
-            json_t *j = json_object();
-            json_object_set_new(j, "schema", json_integer(HOCTL_JSON_SCHEMA));
+            json_t *j = hoctl_json_root();
             json_object_set_new(j, "valid", json_false());
             json_object_set_new(j, "violation", violation_json(run, &v));
-            emit(j);
+            hoctl_json_emit(j);
         }
         fprintf(stderr, "hoctl: node check: workload invalid: %s\n",
                 v.message);
@@ -493,7 +462,7 @@ static int node_check(const hoctl_globals *g, int argc, char **argv)
     }
     if (g->json) {
         bool match = true;
-        rc = emit(result_json(n, w, run, res, ms, &match));
+        rc = hoctl_json_emit(result_json(n, w, run, res, ms, &match));
         if (rc == HOCTL_EXIT_OK && !match) {
             fputs("hoctl: node check: predicted figures differ from the "
                   "judge's\n", stderr);
@@ -524,7 +493,7 @@ int hoctl_cmd_node(const hoctl_globals *g, int argc, char **argv)
         return node_show(g, argc - 1, argv + 1);
     if (strcmp(argv[0], "check") == 0)
         return node_check(g, argc - 1, argv + 1);
-    usage_error("node: unknown verb '%s'", argv[0]);
+    hoctl_usage_error("node: unknown verb '%s'", argv[0]);
     fputs(node_usage, stderr);
     return HOCTL_EXIT_USAGE;
 }

@@ -1,5 +1,5 @@
 /*
- * client/hoctl_plan.c - hoctl's offline planning tools (no daemon):
+ * hoctl/hoctl_plan.c - hoctl's offline planning tools (no daemon):
  *
  *   hoctl trace gen train|decode|random [OPTIONS] [--out T]
  *   hoctl trace show T
@@ -14,10 +14,10 @@
  * file name ends in ".pb" or --to pb is given, as JSON otherwise ("-" is
  * stdout, JSON only).  Exit codes as in hoctl.h: 0 ok, 1 failed (bad file,
  * invalid schedule, infeasible budget), 2 usage, 4 file not found.
+ * Everything is printed through hoctl/output.h.
  */
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +25,7 @@
 #include <jansson.h>
 
 #include "hoctl/hoctl.h"
+#include "hoctl/output.h"
 #include "hyperoffload/errors.h"
 #include "hyperoffload/size.h"
 #include "planner/plan.h"
@@ -35,61 +36,12 @@
 
 /* ------------------------------------------------------------ helpers */
 
-__attribute__((format(printf, 1, 2)))
-static int usage_error(const char *fmt, ...)
-{
-    va_list ap;
-    fputs("hoctl: ", stderr);
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-    return HOCTL_EXIT_USAGE;
-}
-
 /* Exit code for a failure to read a file. */
 static int read_failure(int r, const char *what, const char *err)
 {
     fprintf(stderr, "hoctl: cannot read %s: %s\n", what,
             err[0] ? err : ho_strerror(r));
     return r == -ENOENT ? HOCTL_EXIT_NOT_FOUND : HOCTL_EXIT_FAILED;
-}
-
-static const char *iec(uint64_t bytes, char *buf, unsigned len)
-{
-    return hoctl_iec((unsigned long long)bytes, buf, len);
-}
-
-/* "3.52 s", "812.5 us", "12.3 ms" */
-static const char *dur(double us, char *buf, size_t len)
-{
-    double a = fabs(us);
-    if (a >= 1e6)
-        snprintf(buf, len, "%.3f s", us / 1e6);
-    else if (a >= 1e3)
-        snprintf(buf, len, "%.3f ms", us / 1e3);
-    else
-        snprintf(buf, len, "%.1f us", us);
-    return buf;
-}
-
-/* Print a JSON object on stdout and release it. */
-static int emit(json_t *o)
-{
-    int r;
-    if (!o) {
-        fputs("hoctl: out of memory\n", stderr);
-        return HOCTL_EXIT_FAILED;
-    }
-    r = json_dumpf(o, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
-    fputc('\n', stdout);
-    json_decref(o);
-    return r == 0 ? HOCTL_EXIT_OK : HOCTL_EXIT_FAILED;
-}
-
-static json_t *json_u64(uint64_t v)
-{
-    return json_integer((json_int_t)(v > INT64_MAX ? INT64_MAX : v));
 }
 
 /* --------------------------------------------------------- option parsing */
@@ -100,6 +52,8 @@ typedef struct opt {
     const char **value; /* has_arg: where the argument goes */
     bool *flag;         /* !has_arg: set to true */
 } opt;
+
+#define OPT_END {NULL, false, NULL, NULL}
 
 /* Parse argv into options (--name VALUE, --name=VALUE, --flag) and up to
  * max_pos positional words.  HOCTL_EXIT_OK or a usage error. */
@@ -116,7 +70,8 @@ static int parse_opts(const char *cmd, int argc, char **argv, const opt *opts,
 
         if (strncmp(a, "--", 2) != 0 || a[2] == '\0') {
             if (npos >= max_pos)
-                return usage_error("%s: unexpected argument '%s'", cmd, a);
+                return hoctl_usage_error("%s: unexpected argument '%s'", cmd,
+                                         a);
             pos[npos++] = a;
             continue;
         }
@@ -127,16 +82,19 @@ static int parse_opts(const char *cmd, int argc, char **argv, const opt *opts,
             if (strlen(o->name) == n && strncmp(o->name, a, n) == 0)
                 break;
         if (!o->name)
-            return usage_error("%s: unknown option '--%.*s'", cmd, (int)n, a);
+            return hoctl_usage_error("%s: unknown option '--%.*s'", cmd,
+                                     (int)n, a);
         if (!o->has_arg) {
             if (eq)
-                return usage_error("%s: --%s takes no value", cmd, o->name);
+                return hoctl_usage_error("%s: --%s takes no value", cmd,
+                                         o->name);
             *o->flag = true;
         } else if (eq) {
             *o->value = eq + 1;
         } else {
             if (i + 1 >= argc)
-                return usage_error("%s: --%s needs a value", cmd, o->name);
+                return hoctl_usage_error("%s: --%s needs a value", cmd,
+                                         o->name);
             *o->value = argv[++i];
         }
     }
@@ -159,9 +117,9 @@ static int parse_u64(const char *opt_name, const char *s, uint64_t min,
     *ret = v;
     return 0;
 bad:
-    usage_error("--%s: expected an integer in [%llu, %llu], got '%s'",
-                opt_name, (unsigned long long)min, (unsigned long long)max,
-                s ? s : "");
+    hoctl_usage_error("--%s: expected an integer in [%llu, %llu], got '%s'",
+                      opt_name, (unsigned long long)min,
+                      (unsigned long long)max, s ? s : "");
     return -EINVAL;
 }
 
@@ -175,27 +133,29 @@ static int parse_u32(const char *opt_name, const char *s, uint32_t min,
     return r;
 }
 
+/* An optional u32 option: 0 when absent (*ret keeps its default). */
+static int parse_u32_opt(const char *opt_name, const char *s, uint32_t min,
+                         uint32_t max, uint32_t *ret)
+{
+    return s ? parse_u32(opt_name, s, min, max, ret) : 0;
+}
+
 static int parse_prob(const char *opt_name, const char *s, double *ret)
 {
     char *end;
     double v;
 
+    if (!s)
+        return 0; /* absent: the default stays */
     errno = 0;
-    v = s && *s ? strtod(s, &end) : NAN;
-    if (!s || !*s || errno || *end || !(v >= 0.0 && v <= 1.0)) {
-        usage_error("--%s: expected a probability in [0, 1], got '%s'",
-                    opt_name, s ? s : "");
+    v = *s ? strtod(s, &end) : NAN;
+    if (!*s || errno || *end || !(v >= 0.0 && v <= 1.0)) {
+        hoctl_usage_error("--%s: expected a probability in [0, 1], got '%s'",
+                          opt_name, s);
         return -EINVAL;
     }
     *ret = v;
     return 0;
-}
-
-/* Sizes follow the project's one rule (hyperoffload/size.h): IEC units,
- * "2GB" refused as ambiguous. */
-static int parse_size(const char *s, uint64_t *ret)
-{
-    return ho_size_parse(s, ret);
 }
 
 /* Output format: --to wins, else the extension (.pb protobuf, JSON
@@ -295,6 +255,17 @@ typedef struct model_args {
     bool gelu;
 } model_args;
 
+/* The option rows of model_args `ma` (train and decode take them all). */
+#define MODEL_OPTS(ma)                                                     \
+    {"model", true, &(ma).model, NULL},                                    \
+    {"layers", true, &(ma).layers, NULL},                                  \
+    {"hidden", true, &(ma).hidden, NULL},                                  \
+    {"heads", true, &(ma).heads, NULL},                                    \
+    {"kv-heads", true, &(ma).kv_heads, NULL},                              \
+    {"ffn", true, &(ma).ffn, NULL},                                        \
+    {"vocab", true, &(ma).vocab, NULL},                                    \
+    {"gelu", false, NULL, &(ma).gelu}
+
 static int resolve_model(const model_args *a, plan_model *ret)
 {
     plan_model m;
@@ -302,23 +273,21 @@ static int resolve_model(const model_args *a, plan_model *ret)
     if (a->model) {
         const plan_model *f = plan_model_find(a->model);
         if (!f)
-            return usage_error("unknown model '%s' (see hoctl trace help)",
-                               a->model);
+            return hoctl_usage_error("unknown model '%s' (see hoctl trace "
+                                     "help)", a->model);
         m = *f;
     } else {
         if (!a->layers || !a->hidden || !a->heads || !a->ffn || !a->vocab)
-            return usage_error("give --model, or --layers --hidden --heads "
-                               "--ffn --vocab");
+            return hoctl_usage_error("give --model, or --layers --hidden "
+                                     "--heads --ffn --vocab");
         m.swiglu = true;
     }
-    if ((a->layers && parse_u32("layers", a->layers, 1, 1024, &m.layers)) ||
-        (a->hidden &&
-         parse_u32("hidden", a->hidden, 1, 1u << 20, &m.hidden)) ||
-        (a->heads && parse_u32("heads", a->heads, 1, 1u << 20, &m.heads)) ||
-        (a->kv_heads &&
-         parse_u32("kv-heads", a->kv_heads, 1, 1u << 20, &m.kv_heads)) ||
-        (a->ffn && parse_u32("ffn", a->ffn, 1, 1u << 22, &m.ffn)) ||
-        (a->vocab && parse_u32("vocab", a->vocab, 1, 1u << 24, &m.vocab)))
+    if (parse_u32_opt("layers", a->layers, 1, 1024, &m.layers) ||
+        parse_u32_opt("hidden", a->hidden, 1, 1u << 20, &m.hidden) ||
+        parse_u32_opt("heads", a->heads, 1, 1u << 20, &m.heads) ||
+        parse_u32_opt("kv-heads", a->kv_heads, 1, 1u << 20, &m.kv_heads) ||
+        parse_u32_opt("ffn", a->ffn, 1, 1u << 22, &m.ffn) ||
+        parse_u32_opt("vocab", a->vocab, 1, 1u << 24, &m.vocab))
         return HOCTL_EXIT_USAGE;
     if (!a->model && !a->kv_heads)
         m.kv_heads = m.heads;
@@ -338,20 +307,30 @@ typedef struct profile_args {
     const char *tflops, *hbm_gbps, *link_gbps, *latency_us;
 } profile_args;
 
-/* A finite number in (lo, hi] (or [0, hi] when lo < 0). */
+/* The option rows of profile_args `pa`. */
+#define PROFILE_OPTS(pa)                                                   \
+    {"tflops", true, &(pa).tflops, NULL},                                  \
+    {"hbm-gbps", true, &(pa).hbm_gbps, NULL},                              \
+    {"link-gbps", true, &(pa).link_gbps, NULL},                            \
+    {"latency-us", true, &(pa).latency_us, NULL}
+
+/* A finite number in (lo, hi] (or [0, hi] when lo < 0); 0 when s is NULL
+ * (*ret keeps its default). */
 static int parse_figure(const char *opt_name, const char *s, double lo,
                         double hi, double *ret)
 {
     char *end;
     double v;
 
+    if (!s)
+        return 0;
     errno = 0;
-    v = s && *s ? strtod(s, &end) : NAN;
-    if (!s || !*s || errno || *end || !isfinite(v) || v > hi ||
+    v = *s ? strtod(s, &end) : NAN;
+    if (!*s || errno || *end || !isfinite(v) || v > hi ||
         (lo < 0 ? v < 0 : v <= lo)) {
-        usage_error("--%s: expected a number in %s%g, %g], got '%s'",
-                    opt_name, lo < 0 ? "[" : "(", lo < 0 ? 0.0 : lo, hi,
-                    s ? s : "");
+        hoctl_usage_error("--%s: expected a number in %s%g, %g], got '%s'",
+                          opt_name, lo < 0 ? "[" : "(", lo < 0 ? 0.0 : lo,
+                          hi, s);
         return -EINVAL;
     }
     *ret = v;
@@ -365,17 +344,14 @@ static int resolve_device(const char *name, const profile_args *pa,
     plan_device dev;
 
     if (!d)
-        return usage_error("unknown device '%s' (910b, 910c, h200, a100)",
-                           name);
+        return hoctl_usage_error("unknown device '%s' (910b, 910c, h200, "
+                                 "a100)", name);
     dev = *d;
-    if ((pa->tflops &&
-         parse_figure("tflops", pa->tflops, 0, 1e6, &dev.tflops)) ||
-        (pa->hbm_gbps &&
-         parse_figure("hbm-gbps", pa->hbm_gbps, 0, 1e6, &dev.hbm_gbps)) ||
-        (pa->link_gbps &&
-         parse_figure("link-gbps", pa->link_gbps, 0, 1e6, &dev.link_gbps)) ||
-        (pa->latency_us && parse_figure("latency-us", pa->latency_us, -1,
-                                        1e9, &dev.link_latency_us)))
+    if (parse_figure("tflops", pa->tflops, 0, 1e6, &dev.tflops) ||
+        parse_figure("hbm-gbps", pa->hbm_gbps, 0, 1e6, &dev.hbm_gbps) ||
+        parse_figure("link-gbps", pa->link_gbps, 0, 1e6, &dev.link_gbps) ||
+        parse_figure("latency-us", pa->latency_us, -1, 1e9,
+                     &dev.link_latency_us))
         return HOCTL_EXIT_USAGE;
     if (pa->tflops || pa->hbm_gbps || pa->link_gbps || pa->latency_us)
         snprintf(dev.name, sizeof dev.name, "custom");
@@ -390,24 +366,58 @@ static int resolve_dtype(const char *s, uint32_t *ret)
     else if (strcmp(s, "fp32") == 0)
         *ret = 4;
     else
-        return usage_error("--dtype: expected bf16, fp16 or fp32, got '%s'",
-                           s);
+        return hoctl_usage_error("--dtype: expected bf16, fp16 or fp32, got "
+                                 "'%s'", s);
     return HOCTL_EXIT_OK;
 }
 
-static int resolve_place(const char *opt_name, const char *s, bool *on_host)
+static int resolve_place(const char *opt_name, const char *s,
+                         bool *ret_on_host)
 {
     if (!s || strcmp(s, "device") == 0)
-        *on_host = false;
+        *ret_on_host = false;
     else if (strcmp(s, "host") == 0)
-        *on_host = true;
+        *ret_on_host = true;
     else
-        return usage_error("--%s: expected device or host, got '%s'",
-                           opt_name, s);
+        return hoctl_usage_error("--%s: expected device or host, got '%s'",
+                                 opt_name, s);
     return HOCTL_EXIT_OK;
 }
 
-/* Write the generated trace and report it. */
+/* What train and decode share: the model, the device profile and its
+ * overrides, the data type. */
+typedef struct gen_common {
+    model_args ma;
+    profile_args pa;
+    const char *device, *dtype;
+} gen_common;
+
+/* The option rows of gen_common `gc`. */
+#define COMMON_OPTS(gc)                                                    \
+    MODEL_OPTS((gc).ma), PROFILE_OPTS((gc).pa),                            \
+    {"device", true, &(gc).device, NULL},                                  \
+    {"dtype", true, &(gc).dtype, NULL}
+
+static int resolve_common(const gen_common *gc, plan_model *ret_model,
+                          plan_device *ret_device, uint32_t *ret_dtype_bytes)
+{
+    int r;
+    if ((r = resolve_model(&gc->ma, ret_model)) != 0 ||
+        (r = resolve_device(gc->device, &gc->pa, ret_device)) != 0 ||
+        (r = resolve_dtype(gc->dtype, ret_dtype_bytes)) != 0)
+        return r;
+    return HOCTL_EXIT_OK;
+}
+
+/* A generator refused its configuration (or failed): say why. */
+static int gen_failed(const char *kind, int r, const char *err)
+{
+    fprintf(stderr, "hoctl: trace gen %s: %s\n", kind,
+            err[0] ? err : ho_strerror(r));
+    return r == -EINVAL ? HOCTL_EXIT_USAGE : HOCTL_EXIT_FAILED;
+}
+
+/* Write the generated trace and report it; frees t. */
 static int finish_gen(const hoctl_globals *g, plan_trace *t, const char *out,
                       const char *to)
 {
@@ -416,17 +426,21 @@ static int finish_gen(const hoctl_globals *g, plan_trace *t, const char *out,
 
     if (pb < 0) {
         plan_trace_free(t);
-        return usage_error("--to: expected json or pb, got '%s'", to);
+        return hoctl_usage_error("--to: expected json or pb, got '%s'", to);
     }
     r = write_out(path, pb, t, NULL);
     if (r == 0 && strcmp(path, "-") != 0) {
         if (g->json) {
-            json_t *o = json_pack("{s:i, s:s, s:s, s:I, s:I, s:I}", "schema",
-                                  HOCTL_JSON_SCHEMA, "name", t->name, "out",
-                                  path, "ops", (json_int_t)t->n_ops,
-                                  "storages", (json_int_t)t->n_storages,
-                                  "refs", (json_int_t)t->n_refs);
-            r = emit(o) == HOCTL_EXIT_OK ? 0 : -EIO;
+            json_t *o = hoctl_json_root();
+            if (o) {
+                json_object_set_new(o, "name", hoctl_json_str(t->name));
+                json_object_set_new(o, "out", hoctl_json_str(path));
+                json_object_set_new(o, "ops", json_integer(t->n_ops));
+                json_object_set_new(o, "storages",
+                                    json_integer(t->n_storages));
+                json_object_set_new(o, "refs", json_integer(t->n_refs));
+            }
+            r = hoctl_json_emit(o) == HOCTL_EXIT_OK ? 0 : -EIO;
         } else {
             printf("wrote %s: %s, %u ops, %u storages\n", path, t->name,
                    t->n_ops, t->n_storages);
@@ -438,27 +452,18 @@ static int finish_gen(const hoctl_globals *g, plan_trace *t, const char *out,
 
 static int gen_train(const hoctl_globals *g, int argc, char **argv)
 {
-    model_args ma = {0};
-    const char *seq = NULL, *mbs = NULL, *micro = NULL, *device = NULL;
-    const char *params = NULL, *optim = NULL, *dtype = NULL, *out = NULL;
-    const char *to = NULL;
-    profile_args pa = {0};
+    gen_common gc = {0};
+    const char *seq = NULL, *mbs = NULL, *micro = NULL;
+    const char *params = NULL, *optim = NULL, *out = NULL, *to = NULL;
     bool no_step = false;
     const opt opts[] = {
-        {"model", true, &ma.model, NULL}, {"layers", true, &ma.layers, NULL},
-        {"hidden", true, &ma.hidden, NULL}, {"heads", true, &ma.heads, NULL},
-        {"kv-heads", true, &ma.kv_heads, NULL}, {"ffn", true, &ma.ffn, NULL},
-        {"vocab", true, &ma.vocab, NULL}, {"gelu", false, NULL, &ma.gelu},
+        COMMON_OPTS(gc),
         {"seq", true, &seq, NULL}, {"mbs", true, &mbs, NULL},
-        {"micro", true, &micro, NULL}, {"device", true, &device, NULL},
+        {"micro", true, &micro, NULL},
         {"params", true, &params, NULL}, {"optimizer", true, &optim, NULL},
         {"no-optimizer-step", false, NULL, &no_step},
-        {"dtype", true, &dtype, NULL}, {"out", true, &out, NULL},
-        {"to", true, &to, NULL}, {"tflops", true, &pa.tflops, NULL},
-        {"hbm-gbps", true, &pa.hbm_gbps, NULL},
-        {"link-gbps", true, &pa.link_gbps, NULL},
-        {"latency-us", true, &pa.latency_us, NULL},
-        {NULL, false, NULL, NULL}};
+        {"out", true, &out, NULL}, {"to", true, &to, NULL},
+        OPT_END};
     plan_gen_train_cfg c;
     plan_trace *t = NULL;
     char err[ERRLEN] = "";
@@ -467,49 +472,35 @@ static int gen_train(const hoctl_globals *g, int argc, char **argv)
     memset(&c, 0, sizeof c);
     if ((r = parse_opts("trace gen train", argc, argv, opts, NULL, 0,
                         &npos)) != 0 ||
-        (r = resolve_model(&ma, &c.model)) != 0 ||
-        (r = resolve_device(device, &pa, &c.device)) != 0 ||
-        (r = resolve_dtype(dtype, &c.dtype_bytes)) != 0 ||
+        (r = resolve_common(&gc, &c.model, &c.device, &c.dtype_bytes)) != 0 ||
         (r = resolve_place("params", params, &c.params_on_host)) != 0 ||
         (r = resolve_place("optimizer", optim, &c.optimizer_on_host)) != 0)
         return r;
     c.seq = 4096;
     c.micro_batch = 1;
     c.n_micro = 1;
-    if ((seq && parse_u32("seq", seq, 1, 1u << 22, &c.seq)) ||
-        (mbs && parse_u32("mbs", mbs, 1, 65536, &c.micro_batch)) ||
-        (micro && parse_u32("micro", micro, 1, 65536, &c.n_micro)))
+    if (parse_u32_opt("seq", seq, 1, 1u << 22, &c.seq) ||
+        parse_u32_opt("mbs", mbs, 1, 65536, &c.micro_batch) ||
+        parse_u32_opt("micro", micro, 1, 65536, &c.n_micro))
         return HOCTL_EXIT_USAGE;
     c.optimizer_step = !no_step;
     r = plan_gen_train(&c, &t, err, sizeof err);
-    if (r < 0) {
-        fprintf(stderr, "hoctl: trace gen train: %s\n",
-                err[0] ? err : ho_strerror(r));
-        return r == -EINVAL ? HOCTL_EXIT_USAGE : HOCTL_EXIT_FAILED;
-    }
+    if (r < 0)
+        return gen_failed("train", r, err);
     return finish_gen(g, t, out, to);
 }
 
 static int gen_decode(const hoctl_globals *g, int argc, char **argv)
 {
-    model_args ma = {0};
+    gen_common gc = {0};
     const char *prompt = NULL, *tokens = NULL, *batch = NULL, *block = NULL;
-    const char *device = NULL, *dtype = NULL, *out = NULL, *to = NULL;
-    profile_args pa = {0};
+    const char *out = NULL, *to = NULL;
     const opt opts[] = {
-        {"model", true, &ma.model, NULL}, {"layers", true, &ma.layers, NULL},
-        {"hidden", true, &ma.hidden, NULL}, {"heads", true, &ma.heads, NULL},
-        {"kv-heads", true, &ma.kv_heads, NULL}, {"ffn", true, &ma.ffn, NULL},
-        {"vocab", true, &ma.vocab, NULL}, {"gelu", false, NULL, &ma.gelu},
+        COMMON_OPTS(gc),
         {"prompt", true, &prompt, NULL}, {"tokens", true, &tokens, NULL},
         {"batch", true, &batch, NULL}, {"kv-block", true, &block, NULL},
-        {"device", true, &device, NULL}, {"dtype", true, &dtype, NULL},
         {"out", true, &out, NULL}, {"to", true, &to, NULL},
-        {"tflops", true, &pa.tflops, NULL},
-        {"hbm-gbps", true, &pa.hbm_gbps, NULL},
-        {"link-gbps", true, &pa.link_gbps, NULL},
-        {"latency-us", true, &pa.latency_us, NULL},
-        {NULL, false, NULL, NULL}};
+        OPT_END};
     plan_gen_decode_cfg c;
     plan_trace *t = NULL;
     char err[ERRLEN] = "";
@@ -518,26 +509,30 @@ static int gen_decode(const hoctl_globals *g, int argc, char **argv)
     memset(&c, 0, sizeof c);
     if ((r = parse_opts("trace gen decode", argc, argv, opts, NULL, 0,
                         &npos)) != 0 ||
-        (r = resolve_model(&ma, &c.model)) != 0 ||
-        (r = resolve_device(device, &pa, &c.device)) != 0 ||
-        (r = resolve_dtype(dtype, &c.dtype_bytes)) != 0)
+        (r = resolve_common(&gc, &c.model, &c.device, &c.dtype_bytes)) != 0)
         return r;
     c.prompt = 4096;
     c.tokens = 64;
     c.batch = 1;
     c.kv_block = 256;
-    if ((prompt && parse_u32("prompt", prompt, 0, 1u << 24, &c.prompt)) ||
-        (tokens && parse_u32("tokens", tokens, 1, 1u << 20, &c.tokens)) ||
-        (batch && parse_u32("batch", batch, 1, 65536, &c.batch)) ||
-        (block && parse_u32("kv-block", block, 1, 1u << 24, &c.kv_block)))
+    if (parse_u32_opt("prompt", prompt, 0, 1u << 24, &c.prompt) ||
+        parse_u32_opt("tokens", tokens, 1, 1u << 20, &c.tokens) ||
+        parse_u32_opt("batch", batch, 1, 65536, &c.batch) ||
+        parse_u32_opt("kv-block", block, 1, 1u << 24, &c.kv_block))
         return HOCTL_EXIT_USAGE;
     r = plan_gen_decode(&c, &t, err, sizeof err);
-    if (r < 0) {
-        fprintf(stderr, "hoctl: trace gen decode: %s\n",
-                err[0] ? err : ho_strerror(r));
-        return r == -EINVAL ? HOCTL_EXIT_USAGE : HOCTL_EXIT_FAILED;
-    }
+    if (r < 0)
+        return gen_failed("decode", r, err);
     return finish_gen(g, t, out, to);
+}
+
+/* An optional positive size (--min-bytes, --max-bytes); 0 when absent. */
+static int parse_size_opt(const char *opt_name, const char *s, uint64_t *ret)
+{
+    if (s && (ho_size_parse(s, ret) < 0 || *ret == 0))
+        return hoctl_usage_error("--%s: expected a positive size, got '%s'",
+                                 opt_name, s);
+    return 0;
 }
 
 static int gen_random(const hoctl_globals *g, int argc, char **argv)
@@ -552,7 +547,7 @@ static int gen_random(const hoctl_globals *g, int argc, char **argv)
         {"p-device", true, &pdev, NULL}, {"p-host", true, &phost, NULL},
         {"p-retained", true, &pret, NULL}, {"p-pinned", true, &ppin, NULL},
         {"out", true, &out, NULL}, {"to", true, &to, NULL},
-        {NULL, false, NULL, NULL}};
+        OPT_END};
     plan_gen_random_cfg c = {.seed = 0, .max_refs_per_op = 6,
                              .min_bytes = 4096, .max_bytes = 64ull << 20,
                              .p_initial_device = 0.1, .p_initial_host = 0.05,
@@ -565,51 +560,106 @@ static int gen_random(const hoctl_globals *g, int argc, char **argv)
                         &npos)) != 0)
         return r;
     if (!ops || !storages)
-        return usage_error("trace gen random: --ops and --storages are "
-                           "required");
+        return hoctl_usage_error("trace gen random: --ops and --storages "
+                                 "are required");
     if ((seed && parse_u64("seed", seed, 0, UINT64_MAX, &c.seed)) ||
         parse_u32("ops", ops, 1, PLAN_MAX_OPS, &c.n_ops) ||
         parse_u32("storages", storages, 1, PLAN_MAX_STORAGES,
                   &c.n_storages) ||
-        (refs && parse_u32("max-refs", refs, 1, PLAN_MAX_OP_REFS,
-                           &c.max_refs_per_op)) ||
-        (pdev && parse_prob("p-device", pdev, &c.p_initial_device)) ||
-        (phost && parse_prob("p-host", phost, &c.p_initial_host)) ||
-        (pret && parse_prob("p-retained", pret, &c.p_retained)) ||
-        (ppin && parse_prob("p-pinned", ppin, &c.p_pinned)))
+        parse_u32_opt("max-refs", refs, 1, PLAN_MAX_OP_REFS,
+                      &c.max_refs_per_op) ||
+        parse_prob("p-device", pdev, &c.p_initial_device) ||
+        parse_prob("p-host", phost, &c.p_initial_host) ||
+        parse_prob("p-retained", pret, &c.p_retained) ||
+        parse_prob("p-pinned", ppin, &c.p_pinned))
         return HOCTL_EXIT_USAGE;
-    if (minb && (parse_size(minb, &c.min_bytes) < 0 || c.min_bytes == 0))
-        return usage_error("--min-bytes: expected a positive size, got '%s'",
-                           minb);
-    if (maxb && (parse_size(maxb, &c.max_bytes) < 0 || c.max_bytes == 0))
-        return usage_error("--max-bytes: expected a positive size, got '%s'",
-                           maxb);
+    if ((r = parse_size_opt("min-bytes", minb, &c.min_bytes)) != 0 ||
+        (r = parse_size_opt("max-bytes", maxb, &c.max_bytes)) != 0)
+        return r;
     r = plan_gen_random(&c, &t, err, sizeof err);
-    if (r < 0) {
-        fprintf(stderr, "hoctl: trace gen random: %s\n",
-                err[0] ? err : ho_strerror(r));
-        return r == -EINVAL ? HOCTL_EXIT_USAGE : HOCTL_EXIT_FAILED;
-    }
+    if (r < 0)
+        return gen_failed("random", r, err);
     return finish_gen(g, t, out, to);
 }
 
 /* ------------------------------------------------------------ trace show */
 
+static int trace_show_json(const plan_trace *t, const plan_trace_summary *sm,
+                           uint64_t accesses, const char *wsname)
+{
+    json_t *o = hoctl_json_root(), *bk = json_object(), *ck = json_object();
+    json_t *link = json_pack("{s:f, s:f, s:f, s:b}", "h2d_gbps",
+                             t->link.h2d_gbps, "d2h_gbps", t->link.d2h_gbps,
+                             "latency_us", t->link.latency_us, "duplex",
+                             t->link.duplex);
+    for (int k = 0; k < PLAN_KIND__COUNT; k++) {
+        json_object_set_new(bk, plan_kind_name((plan_kind)k),
+                            hoctl_json_u64(sm->bytes_by_kind[k]));
+        json_object_set_new(ck, plan_kind_name((plan_kind)k),
+                            json_integer(sm->count_by_kind[k]));
+    }
+    json_object_set_new(o, "name", json_string(t->name));
+    json_object_set_new(o, "ops", json_integer(sm->n_ops));
+    json_object_set_new(o, "storages", json_integer(sm->n_storages));
+    json_object_set_new(o, "refs", hoctl_json_u64(sm->n_refs));
+    json_object_set_new(o, "accesses", hoctl_json_u64(accesses));
+    json_object_set_new(o, "link", link);
+    json_object_set_new(o, "total_bytes", hoctl_json_u64(sm->total_bytes));
+    json_object_set_new(o, "bytes_by_kind", bk);
+    json_object_set_new(o, "count_by_kind", ck);
+    json_object_set_new(o, "compute_us", json_real(sm->compute_us));
+    json_object_set_new(o, "no_offload_peak",
+                        hoctl_json_u64(sm->no_offload_peak));
+    json_object_set_new(o, "max_op_working_set",
+                        hoctl_json_u64(sm->max_op_working_set));
+    json_object_set_new(o, "max_op_working_set_op",
+                        sm->max_op_working_set_op == PLAN_NONE
+                            ? json_null()
+                            : json_integer(sm->max_op_working_set_op));
+    json_object_set_new(o, "max_op_working_set_name", json_string(wsname));
+    json_object_set_new(o, "hash", json_sprintf("%016llx",
+                        (unsigned long long)plan_trace_hash(t)));
+    return hoctl_json_emit(o);
+}
+
+static void trace_show_text(const plan_trace *t, const plan_trace_summary *sm,
+                            uint64_t accesses, const char *wsname)
+{
+    hoctl_fmt b;
+    hoctl_field("trace", "%s", t->name);
+    hoctl_field("ops", "%u", sm->n_ops);
+    hoctl_field("storages", "%u", sm->n_storages);
+    hoctl_field("accesses", "%llu (%llu references)",
+                (unsigned long long)accesses, (unsigned long long)sm->n_refs);
+    hoctl_field("link", "H2D %g GB/s, D2H %g GB/s, latency %g us, %s",
+                t->link.h2d_gbps, t->link.d2h_gbps, t->link.latency_us,
+                t->link.duplex ? "duplex" : "one engine");
+    hoctl_field_size("total bytes", sm->total_bytes);
+    hoctl_field_us("compute", sm->compute_us);
+    hoctl_field_size("no-offload peak", sm->no_offload_peak);
+    hoctl_field("largest op", "%s (op %u %s)",
+                hoctl_fmt_size(sm->max_op_working_set, b),
+                sm->max_op_working_set_op, wsname);
+    hoctl_field("by kind", "%-10s %8s %12s", "", "count", "bytes");
+    for (int k = 0; k < PLAN_KIND__COUNT; k++)
+        hoctl_field("", "%-10s %8u %12s", plan_kind_name((plan_kind)k),
+                    sm->count_by_kind[k],
+                    hoctl_fmt_size(sm->bytes_by_kind[k], b));
+}
+
 static int trace_show(const hoctl_globals *g, int argc, char **argv)
 {
-    const opt opts[] = {{NULL, false, NULL, NULL}};
+    const opt opts[] = {OPT_END};
     const char *pos[1];
     plan_trace *t = NULL;
     plan_trace_summary sm;
-    char err[ERRLEN] = "", b1[32], b2[32];
-    uint64_t accesses;
-    const char *wsname;
-    int npos, r;
+    char err[ERRLEN] = "";
+    int npos, r, rc = HOCTL_EXIT_OK;
 
     if ((r = parse_opts("trace show", argc, argv, opts, pos, 1, &npos)) != 0)
         return r;
     if (npos != 1)
-        return usage_error("usage: hoctl trace show T");
+        return hoctl_usage_error("usage: hoctl trace show T");
     r = plan_trace_read_file(pos[0], &t, err, sizeof err);
     if (r < 0)
         return read_failure(r, pos[0], err);
@@ -620,70 +670,16 @@ static int trace_show(const hoctl_globals *g, int argc, char **argv)
         plan_trace_free(t);
         return HOCTL_EXIT_FAILED;
     }
-    accesses = t->acc_start[t->n_storages];
-    wsname = sm.max_op_working_set_op != PLAN_NONE
-                 ? plan_op_name(t, sm.max_op_working_set_op)
-                 : "";
-    if (g->json) {
-        json_t *o = json_object(), *bk = json_object(), *ck = json_object();
-        json_t *link = json_pack("{s:f, s:f, s:f, s:b}", "h2d_gbps",
-                                 t->link.h2d_gbps, "d2h_gbps",
-                                 t->link.d2h_gbps, "latency_us",
-                                 t->link.latency_us, "duplex",
-                                 t->link.duplex);
-        for (int k = 0; k < PLAN_KIND__COUNT; k++) {
-            json_object_set_new(bk, plan_kind_name((plan_kind)k),
-                                json_u64(sm.bytes_by_kind[k]));
-            json_object_set_new(ck, plan_kind_name((plan_kind)k),
-                                json_integer(sm.count_by_kind[k]));
-        }
-        json_object_set_new(o, "schema", json_integer(HOCTL_JSON_SCHEMA));
-        json_object_set_new(o, "name", json_string(t->name));
-        json_object_set_new(o, "ops", json_integer(sm.n_ops));
-        json_object_set_new(o, "storages", json_integer(sm.n_storages));
-        json_object_set_new(o, "refs", json_u64(sm.n_refs));
-        json_object_set_new(o, "accesses", json_u64(accesses));
-        json_object_set_new(o, "link", link);
-        json_object_set_new(o, "total_bytes", json_u64(sm.total_bytes));
-        json_object_set_new(o, "bytes_by_kind", bk);
-        json_object_set_new(o, "count_by_kind", ck);
-        json_object_set_new(o, "compute_us", json_real(sm.compute_us));
-        json_object_set_new(o, "no_offload_peak",
-                            json_u64(sm.no_offload_peak));
-        json_object_set_new(o, "max_op_working_set",
-                            json_u64(sm.max_op_working_set));
-        json_object_set_new(o, "max_op_working_set_op",
-                            sm.max_op_working_set_op == PLAN_NONE
-                                ? json_null()
-                                : json_integer(sm.max_op_working_set_op));
-        json_object_set_new(o, "max_op_working_set_name",
-                            json_string(wsname));
-        json_object_set_new(o, "hash", json_sprintf("%016llx",
-                            (unsigned long long)plan_trace_hash(t)));
-        plan_trace_free(t);
-        return emit(o);
-    }
-    printf("trace              %s\n", t->name);
-    printf("ops                %u\n", sm.n_ops);
-    printf("storages           %u\n", sm.n_storages);
-    printf("accesses           %llu (%llu references)\n",
-           (unsigned long long)accesses, (unsigned long long)sm.n_refs);
-    printf("link               H2D %g GB/s, D2H %g GB/s, latency %g us, %s\n",
-           t->link.h2d_gbps, t->link.d2h_gbps, t->link.latency_us,
-           t->link.duplex ? "duplex" : "one engine");
-    printf("total bytes        %s\n", iec(sm.total_bytes, b1, sizeof b1));
-    printf("compute            %s\n", dur(sm.compute_us, b1, sizeof b1));
-    printf("no-offload peak    %s\n", iec(sm.no_offload_peak, b1, sizeof b1));
-    printf("largest op         %s (op %u %s)\n",
-           iec(sm.max_op_working_set, b1, sizeof b1),
-           sm.max_op_working_set_op, wsname);
-    printf("by kind            %-10s %8s %12s\n", "", "count", "bytes");
-    for (int k = 0; k < PLAN_KIND__COUNT; k++)
-        printf("                   %-10s %8u %12s\n",
-               plan_kind_name((plan_kind)k), sm.count_by_kind[k],
-               iec(sm.bytes_by_kind[k], b2, sizeof b2));
+    uint64_t accesses = t->acc_start[t->n_storages];
+    const char *wsname = sm.max_op_working_set_op != PLAN_NONE
+                             ? plan_op_name(t, sm.max_op_working_set_op)
+                             : "";
+    if (g->json)
+        rc = trace_show_json(t, &sm, accesses, wsname);
+    else
+        trace_show_text(t, &sm, accesses, wsname);
     plan_trace_free(t);
-    return HOCTL_EXIT_OK;
+    return rc;
 }
 
 /* ------------------------------------------------------------ convert */
@@ -691,7 +687,7 @@ static int trace_show(const hoctl_globals *g, int argc, char **argv)
 static int convert(const char *noun, int argc, char **argv)
 {
     const char *to = NULL;
-    const opt opts[] = {{"to", true, &to, NULL}, {NULL, false, NULL, NULL}};
+    const opt opts[] = {{"to", true, &to, NULL}, OPT_END};
     const char *pos[2];
     char err[ERRLEN] = "", cmd[32];
     bool trace = strcmp(noun, "trace") == 0;
@@ -703,11 +699,11 @@ static int convert(const char *noun, int argc, char **argv)
     if ((r = parse_opts(cmd, argc, argv, opts, pos, 2, &npos)) != 0)
         return r;
     if (npos != 2)
-        return usage_error("usage: hoctl %s convert IN OUT [--to json|pb]",
-                           noun);
+        return hoctl_usage_error("usage: hoctl %s convert IN OUT [--to "
+                                 "json|pb]", noun);
     pb = want_pb(pos[1], to);
     if (pb < 0)
-        return usage_error("--to: expected json or pb, got '%s'", to);
+        return hoctl_usage_error("--to: expected json or pb, got '%s'", to);
     r = trace ? plan_trace_read_file(pos[0], &t, err, sizeof err)
               : plan_schedule_read_file(pos[0], &s, err, sizeof err);
     if (r < 0)
@@ -723,26 +719,23 @@ static int convert(const char *noun, int argc, char **argv)
 static json_t *metrics_json(const plan_metrics *m)
 {
     return json_pack("{s:o, s:o, s:f, s:f, s:f, s:o, s:o}",
-                     "peak_device_bytes", json_u64(m->peak_device_bytes),
-                     "peak_host_bytes", json_u64(m->peak_host_bytes),
+                     "peak_device_bytes", hoctl_json_u64(m->peak_device_bytes),
+                     "peak_host_bytes", hoctl_json_u64(m->peak_host_bytes),
                      "compute_us", m->compute_us, "step_time_us",
                      m->step_time_us, "exposed_us", m->exposed_us,
-                     "h2d_bytes", json_u64(m->h2d_bytes), "d2h_bytes",
-                     json_u64(m->d2h_bytes));
+                     "h2d_bytes", hoctl_json_u64(m->h2d_bytes), "d2h_bytes",
+                     hoctl_json_u64(m->d2h_bytes));
 }
 
 static void print_metrics(const plan_metrics *m)
 {
-    char b[32];
-    printf("peak device        %s (%llu B)\n",
-           iec(m->peak_device_bytes, b, sizeof b),
-           (unsigned long long)m->peak_device_bytes);
-    printf("peak host          %s\n", iec(m->peak_host_bytes, b, sizeof b));
-    printf("compute            %s\n", dur(m->compute_us, b, sizeof b));
-    printf("step time          %s\n", dur(m->step_time_us, b, sizeof b));
-    printf("exposed            %s\n", dur(m->exposed_us, b, sizeof b));
-    printf("H2D                %s\n", iec(m->h2d_bytes, b, sizeof b));
-    printf("D2H                %s\n", iec(m->d2h_bytes, b, sizeof b));
+    hoctl_field_bytes("peak device", m->peak_device_bytes);
+    hoctl_field_size("peak host", m->peak_host_bytes);
+    hoctl_field_us("compute", m->compute_us);
+    hoctl_field_us("step time", m->step_time_us);
+    hoctl_field_us("exposed", m->exposed_us);
+    hoctl_field_size("H2D", m->h2d_bytes);
+    hoctl_field_size("D2H", m->d2h_bytes);
 }
 
 static json_t *violation_json(const plan_trace *t, const plan_violation *v)
@@ -755,10 +748,10 @@ static json_t *violation_json(const plan_trace *t, const plan_violation *v)
                                : json_null());
     json_object_set_new(o, "storage", v->storage_id == UINT64_MAX
                                           ? json_null()
-                                          : json_u64(v->storage_id));
+                                          : hoctl_json_u64(v->storage_id));
     json_object_set_new(o, "action", v->action == SIZE_MAX
                                          ? json_null()
-                                         : json_u64(v->action));
+                                         : hoctl_json_u64(v->action));
     json_object_set_new(o, "message", json_string(v->message));
     return o;
 }
@@ -806,27 +799,57 @@ static const char *predicted_mismatch(const plan_metrics *p,
     return NULL;
 }
 
-static int schedule_check(const hoctl_globals *g, int argc, char **argv)
-{
-    const char *tpath = NULL, *spath = NULL;
-    const opt opts[] = {{"trace", true, &tpath, NULL},
-                        {"schedule", true, &spath, NULL},
-                        {NULL, false, NULL, NULL}};
-    plan_trace *t = NULL;
-    plan_schedule *s = NULL;
+/* What `schedule check` found: the simulation's code r (0 valid), its
+ * metrics and violation, and the first predicted figure that disagrees. */
+typedef struct check_result {
+    int r;
     plan_metrics m;
     plan_violation v;
-    const char *mismatch = NULL;
-    char err[ERRLEN] = "";
-    int npos, r, rc;
+    const char *mismatch;
+} check_result;
 
-    if ((r = parse_opts("schedule check", argc, argv, opts, NULL, 0,
-                        &npos)) != 0)
-        return r;
-    if (!tpath || !spath)
-        return usage_error("usage: hoctl schedule check --trace T "
-                           "--schedule S");
-    r = plan_trace_read_file(tpath, &t, err, sizeof err);
+static int check_report_json(const plan_trace *t, const plan_schedule *s,
+                             const check_result *k)
+{
+    json_t *o = hoctl_json_root();
+    json_object_set_new(o, "valid", json_boolean(k->r == 0));
+    json_object_set_new(o, "planner", json_string(s->planner));
+    json_object_set_new(o, "budget_bytes", hoctl_json_u64(s->budget_bytes));
+    json_object_set_new(o, "actions", hoctl_json_u64(s->n_actions));
+    json_object_set_new(o, "metrics", metrics_json(&k->m));
+    json_object_set_new(o, "violation",
+                        k->r == 0 ? json_null() : violation_json(t, &k->v));
+    json_object_set_new(o, "predicted_matches",
+                        !s->has_predicted || k->r != 0
+                            ? json_null()
+                            : json_boolean(k->mismatch == NULL));
+    return hoctl_json_emit(o);
+}
+
+static void check_report_text(const plan_trace *t, const plan_schedule *s,
+                              const check_result *k)
+{
+    if (k->r != 0) {
+        print_violation(t, &k->v);
+        return;
+    }
+    printf("valid\n");
+    hoctl_field_bytes("budget", s->budget_bytes);
+    print_metrics(&k->m);
+    if (k->mismatch)
+        printf("predicted figures do not match the simulation (%s)\n",
+               k->mismatch);
+}
+
+/* Read the trace and the schedule and bind them; 0, or the exit code with
+ * the reason printed (nothing left to free then). */
+static int check_load(const char *tpath, const char *spath,
+                      plan_trace **ret_t, plan_schedule **ret_s)
+{
+    plan_trace *t = NULL;
+    plan_schedule *s = NULL;
+    char err[ERRLEN] = "";
+    int r = plan_trace_read_file(tpath, &t, err, sizeof err);
     if (r < 0)
         return read_failure(r, tpath, err);
     r = plan_schedule_read_file(spath, &s, err, sizeof err);
@@ -838,47 +861,44 @@ static int schedule_check(const hoctl_globals *g, int argc, char **argv)
     if (r < 0) {
         fprintf(stderr, "hoctl: %s does not fit %s: %s\n", spath, tpath,
                 err[0] ? err : ho_strerror(r));
-        rc = HOCTL_EXIT_FAILED;
-        goto out;
+        plan_trace_free(t);
+        plan_schedule_free(s);
+        return HOCTL_EXIT_FAILED;
     }
-    memset(&m, 0, sizeof m);
-    memset(&v, 0, sizeof v);
-    r = plan_simulate(t, s, &m, &v, NULL);
-    if (r == 0 && s->has_predicted)
-        mismatch = predicted_mismatch(&s->predicted, &m);
-    rc = r == 0 && !mismatch ? HOCTL_EXIT_OK : HOCTL_EXIT_FAILED;
+    *ret_t = t;
+    *ret_s = s;
+    return 0;
+}
+
+static int schedule_check(const hoctl_globals *g, int argc, char **argv)
+{
+    const char *tpath = NULL, *spath = NULL;
+    const opt opts[] = {{"trace", true, &tpath, NULL},
+                        {"schedule", true, &spath, NULL}, OPT_END};
+    plan_trace *t = NULL;
+    plan_schedule *s = NULL;
+    check_result k;
+    int npos, r, rc;
+
+    if ((r = parse_opts("schedule check", argc, argv, opts, NULL, 0,
+                        &npos)) != 0)
+        return r;
+    if (!tpath || !spath)
+        return hoctl_usage_error("usage: hoctl schedule check --trace T "
+                                 "--schedule S");
+    if ((rc = check_load(tpath, spath, &t, &s)) != 0)
+        return rc;
+    memset(&k, 0, sizeof k);
+    k.r = plan_simulate(t, s, &k.m, &k.v, NULL);
+    if (k.r == 0 && s->has_predicted)
+        k.mismatch = predicted_mismatch(&s->predicted, &k.m);
+    rc = k.r == 0 && !k.mismatch ? HOCTL_EXIT_OK : HOCTL_EXIT_FAILED;
     if (g->json) {
-        json_t *o = json_object();
-        json_object_set_new(o, "schema", json_integer(HOCTL_JSON_SCHEMA));
-        json_object_set_new(o, "valid", json_boolean(r == 0));
-        json_object_set_new(o, "planner", json_string(s->planner));
-        json_object_set_new(o, "budget_bytes", json_u64(s->budget_bytes));
-        json_object_set_new(o, "actions", json_u64(s->n_actions));
-        json_object_set_new(o, "metrics", metrics_json(&m));
-        json_object_set_new(o, "violation",
-                            r == 0 ? json_null() : violation_json(t, &v));
-        json_object_set_new(o, "predicted_matches",
-                            !s->has_predicted || r != 0
-                                ? json_null()
-                                : json_boolean(mismatch == NULL));
-        if (emit(o) != HOCTL_EXIT_OK)
+        if (check_report_json(t, s, &k) != HOCTL_EXIT_OK)
             rc = HOCTL_EXIT_FAILED;
-        goto out;
-    }
-    if (r == 0) {
-        char b[32];
-        printf("valid\n");
-        printf("budget             %s (%llu B)\n",
-               iec(s->budget_bytes, b, sizeof b),
-               (unsigned long long)s->budget_bytes);
-        print_metrics(&m);
-        if (mismatch)
-            printf("predicted figures do not match the simulation (%s)\n",
-                   mismatch);
     } else {
-        print_violation(t, &v);
+        check_report_text(t, s, &k);
     }
-out:
     plan_trace_free(t);
     plan_schedule_free(s);
     return rc;
@@ -887,6 +907,8 @@ out:
 static const char schedule_usage[] =
     "usage: hoctl schedule check --trace T --schedule S\n"
     "       hoctl schedule convert IN OUT [--to json|pb]\n";
+
+/* ------------------------------------------------------------ plan */
 
 static const char plan_usage[] =
     "usage: hoctl plan --trace T --budget B [--planner P] [--out S]\n"
@@ -904,176 +926,235 @@ static void print_planners(FILE *f)
     fputc('\n', f);
 }
 
-int hoctl_cmd_plan(const hoctl_globals *g, int argc, char **argv)
+/* The command line of `hoctl plan`. */
+typedef struct plan_args {
+    const char *tpath, *bstr, *out;
+    bool pb;           /* write --out as protobuf */
+    bool percent;      /* bstr is a percentage of the no-offload peak */
+    uint64_t budget;   /* bytes, when !percent */
+    plan_options po;
+} plan_args;
+
+static bool planner_known(const char *name)
 {
-    const char *tpath = NULL, *bstr = NULL, *planner = NULL, *out = NULL;
-    const char *sd = NULL, *sn = NULL, *pd = NULL, *to = NULL;
-    const opt opts[] = {{"trace", true, &tpath, NULL},
-                        {"budget", true, &bstr, NULL},
+    for (const char *const *pn = plan_planner_names; *pn; pn++)
+        if (strcmp(*pn, name) == 0)
+            return true;
+    return false;
+}
+
+/* Step 1: options, planner name, the planners' tuning knobs, --to, the
+ * budget's syntax.  0, or the exit code with the reason printed. */
+static int plan_parse(int argc, char **argv, plan_args *a)
+{
+    const char *planner = NULL, *to = NULL;
+    const char *sd = NULL, *sn = NULL, *pd = NULL;
+    const opt opts[] = {{"trace", true, &a->tpath, NULL},
+                        {"budget", true, &a->bstr, NULL},
                         {"planner", true, &planner, NULL},
-                        {"out", true, &out, NULL},
+                        {"out", true, &a->out, NULL},
                         {"to", true, &to, NULL},
                         {"select-distance", true, &sd, NULL},
                         {"select-num", true, &sn, NULL},
                         {"prefetch-distance", true, &pd, NULL},
-                        {NULL, false, NULL, NULL}};
+                        OPT_END};
+    int npos, r;
+
+    if ((r = parse_opts("plan", argc, argv, opts, NULL, 0, &npos)) != 0)
+        return r;
+    if (!a->tpath || !a->bstr) {
+        fputs(plan_usage, stderr);
+        print_planners(stderr);
+        return HOCTL_EXIT_USAGE;
+    }
+    a->po.planner = planner ? planner : "hoplan";
+    if (!planner_known(a->po.planner)) {
+        hoctl_usage_error("plan: unknown planner '%s'", a->po.planner);
+        print_planners(stderr);
+        return HOCTL_EXIT_USAGE;
+    }
+    if (parse_u32_opt("select-distance", sd, 1, UINT32_MAX,
+                      &a->po.select_distance) ||
+        parse_u32_opt("select-num", sn, 1, UINT32_MAX, &a->po.select_num) ||
+        parse_u32_opt("prefetch-distance", pd, 1, UINT32_MAX,
+                      &a->po.prefetch_distance))
+        return HOCTL_EXIT_USAGE;
+    if (a->out) {
+        int pb = want_pb(a->out, to);
+        if (pb < 0)
+            return hoctl_usage_error("--to: expected json or pb, got '%s'",
+                                     to);
+        a->pb = pb == 1;
+    }
+    size_t blen = strlen(a->bstr);
+    a->percent = blen > 0 && a->bstr[blen - 1] == '%';
+    if (blen == 0 || (!a->percent && ho_size_parse(a->bstr, &a->budget) < 0))
+        return hoctl_usage_error("--budget: expected a size (20GiB, "
+                                 "21474836480, 20GB) or a percentage (70%%), "
+                                 "got '%s'", a->bstr);
+    return 0;
+}
+
+/* Step 2: the budget in bytes; a percentage is of the trace's no-offload
+ * peak (sm).  0, or the exit code with the reason printed. */
+static int plan_budget(plan_args *a, const plan_trace_summary *sm)
+{
+    if (!a->percent)
+        return 0;
+    size_t blen = strlen(a->bstr);
+    char *end;
+    double pct;
+    errno = 0;
+    pct = strtod(a->bstr, &end);
+    if (errno || end != a->bstr + blen - 1 || end == a->bstr ||
+        !(pct >= 0 && pct <= 1000))
+        return hoctl_usage_error("--budget: expected a percentage in [0, "
+                                 "1000], got '%s'", a->bstr);
+    a->budget = (uint64_t)((long double)sm->no_offload_peak * pct / 100.0L);
+    return 0;
+}
+
+/* Step 3a: the budget is below what the planner can meet: the JSON
+ * document (with --json) and, always, the sentence on stderr. */
+static void plan_report_infeasible(const hoctl_globals *g, const plan_args *a,
+                                   const plan_result *res)
+{
+    hoctl_fmt b1, b2, b3;
+    if (g->json) {
+        json_t *o = hoctl_json_root();
+        json_object_set_new(o, "feasible", json_false());
+        json_object_set_new(o, "planner", json_string(a->po.planner));
+        json_object_set_new(o, "budget_bytes", hoctl_json_u64(a->budget));
+        json_object_set_new(o, "min_budget", hoctl_json_u64(res->min_budget));
+        json_object_set_new(o, "working_set_bound",
+                            hoctl_json_u64(res->working_set_bound));
+        json_object_set_new(o, "no_offload_peak",
+                            hoctl_json_u64(res->no_offload_peak));
+        json_object_set_new(o, "message", json_string(res->message));
+        hoctl_json_emit(o);
+    }
+    fprintf(stderr, "budget %s (%llu B) is infeasible for %s; smallest "
+            "feasible budget is %s (%llu B) (largest single-op working "
+            "set %s)\n", hoctl_fmt_size(a->budget, b1),
+            (unsigned long long)a->budget, a->po.planner,
+            hoctl_fmt_size(res->min_budget, b2),
+            (unsigned long long)res->min_budget,
+            hoctl_fmt_size(res->working_set_bound, b3));
+}
+
+/* The schedule made, judged against the budget: plan_simulate's code r
+ * (0: within it) and the violation when not. */
+typedef struct plan_outcome {
+    const plan_schedule *s;
+    plan_result res;
+    int r;
+    plan_violation v;
+} plan_outcome;
+
+/* Step 3b: the plan as JSON; the exit code of the write. */
+static int plan_report_json(const plan_args *a, const plan_trace *t,
+                            const plan_outcome *p)
+{
+    json_t *o = hoctl_json_root();
+    json_object_set_new(o, "feasible", json_true());
+    json_object_set_new(o, "valid", json_boolean(p->r == 0));
+    json_object_set_new(o, "planner", json_string(a->po.planner));
+    json_object_set_new(o, "budget_bytes", hoctl_json_u64(a->budget));
+    json_object_set_new(o, "no_offload_peak",
+                        hoctl_json_u64(p->res.no_offload_peak));
+    json_object_set_new(o, "working_set_bound",
+                        hoctl_json_u64(p->res.working_set_bound));
+    json_object_set_new(o, "min_budget", hoctl_json_u64(p->res.min_budget));
+    json_object_set_new(o, "metrics", metrics_json(&p->s->predicted));
+    json_object_set_new(o, "violation",
+                        p->r == 0 ? json_null() : violation_json(t, &p->v));
+    json_object_set_new(o, "actions", hoctl_json_u64(p->s->n_actions));
+    json_object_set_new(o, "planning_ms", json_real(p->res.planning_ms));
+    json_object_set_new(o, "out", a->out ? json_string(a->out) : json_null());
+    return hoctl_json_emit(o);
+}
+
+/* Step 3b: the plan for a human. */
+static void plan_report_text(const plan_args *a, const plan_trace *t,
+                             const plan_outcome *p)
+{
+    const plan_metrics *m = &p->s->predicted;
+    hoctl_field("planner", "%s", a->po.planner);
+    hoctl_field_bytes("budget", a->budget);
+    hoctl_field_bytes("no-offload peak", p->res.no_offload_peak);
+    hoctl_field_bytes("planned peak", m->peak_device_bytes);
+    hoctl_field_us("compute", m->compute_us);
+    hoctl_field_us("step time", m->step_time_us);
+    hoctl_field_us("exposed", m->exposed_us);
+    hoctl_field_size("H2D", m->h2d_bytes);
+    hoctl_field_size("D2H", m->d2h_bytes);
+    hoctl_field_size("peak host", m->peak_host_bytes);
+    hoctl_field("actions", "%zu", p->s->n_actions);
+    hoctl_field("planning time", "%.1f ms", p->res.planning_ms);
+    if (a->out)
+        hoctl_field("schedule", "%s", a->out);
+    if (p->r < 0)
+        print_violation(t, &p->v);
+}
+
+/* `hoctl plan`: parse, read and summarize the trace, resolve the budget,
+ * plan, judge the schedule against the budget (baselines may exceed it),
+ * write it (--out), report. */
+int hoctl_cmd_plan(const hoctl_globals *g, int argc, char **argv)
+{
+    plan_args a;
+    plan_outcome p;
     plan_trace *t = NULL;
     plan_schedule *s = NULL;
     plan_trace_summary sm;
-    plan_options po;
-    plan_result res;
     plan_metrics m;
-    plan_violation v;
-    uint64_t budget = 0;
-    char err[ERRLEN] = "", b1[32], b2[32], b3[32];
-    const char *const *pn;
-    size_t blen;
-    int npos, r, rc = HOCTL_EXIT_FAILED, pb = 0;
+    char err[ERRLEN] = "";
+    int r, rc = HOCTL_EXIT_FAILED;
 
-    memset(&po, 0, sizeof po);
     if (argc == 1 && strcmp(argv[0], "help") == 0) {
         fputs(plan_usage, stdout);
         print_planners(stdout);
         return HOCTL_EXIT_OK;
     }
-    if ((r = parse_opts("plan", argc, argv, opts, NULL, 0, &npos)) != 0)
+    memset(&a, 0, sizeof a);
+    if ((r = plan_parse(argc, argv, &a)) != 0)
         return r;
-    if (!tpath || !bstr) {
-        fputs(plan_usage, stderr);
-        print_planners(stderr);
-        return HOCTL_EXIT_USAGE;
-    }
-    po.planner = planner ? planner : "hoplan";
-    for (pn = plan_planner_names; *pn; pn++)
-        if (strcmp(*pn, po.planner) == 0)
-            break;
-    if (!*pn) {
-        usage_error("plan: unknown planner '%s'", po.planner);
-        print_planners(stderr);
-        return HOCTL_EXIT_USAGE;
-    }
-    if ((sd && parse_u32("select-distance", sd, 1, UINT32_MAX,
-                         &po.select_distance)) ||
-        (sn && parse_u32("select-num", sn, 1, UINT32_MAX, &po.select_num)) ||
-        (pd && parse_u32("prefetch-distance", pd, 1, UINT32_MAX,
-                         &po.prefetch_distance)))
-        return HOCTL_EXIT_USAGE;
-    if (out && (pb = want_pb(out, to)) < 0)
-        return usage_error("--to: expected json or pb, got '%s'", to);
-    blen = strlen(bstr);
-    if (blen == 0 || (bstr[blen - 1] != '%' && parse_size(bstr, &budget) < 0))
-        return usage_error("--budget: expected a size (20GiB, 21474836480, "
-                           "20GB) or a percentage (70%%), got '%s'", bstr);
-
-    r = plan_trace_read_file(tpath, &t, err, sizeof err);
+    r = plan_trace_read_file(a.tpath, &t, err, sizeof err);
     if (r < 0)
-        return read_failure(r, tpath, err);
+        return read_failure(r, a.tpath, err);
     r = plan_trace_summarize(t, &sm);
     if (r < 0) {
-        fprintf(stderr, "hoctl: summarizing %s: %s\n", tpath,
+        fprintf(stderr, "hoctl: summarizing %s: %s\n", a.tpath,
                 ho_strerror(r));
         goto out;
     }
-    if (bstr[blen - 1] == '%') {
-        char *end;
-        double pct;
-        errno = 0;
-        pct = strtod(bstr, &end);
-        if (errno || end != bstr + blen - 1 || end == bstr ||
-            !(pct >= 0 && pct <= 1000)) {
-            rc = usage_error("--budget: expected a percentage in [0, 1000], "
-                             "got '%s'", bstr);
-            goto out;
-        }
-        budget = (uint64_t)((long double)sm.no_offload_peak * pct / 100.0L);
+    if ((r = plan_budget(&a, &sm)) != 0) {
+        rc = r;
+        goto out;
     }
 
-    memset(&res, 0, sizeof res);
-    r = plan_make(t, budget, &po, &s, &res);
+    memset(&p, 0, sizeof p);
+    r = plan_make(t, a.budget, &a.po, &s, &p.res);
     if (r == HO_E_INFEASIBLE) {
-        if (g->json) {
-            json_t *o = json_object();
-            json_object_set_new(o, "schema", json_integer(HOCTL_JSON_SCHEMA));
-            json_object_set_new(o, "feasible", json_false());
-            json_object_set_new(o, "planner", json_string(po.planner));
-            json_object_set_new(o, "budget_bytes", json_u64(budget));
-            json_object_set_new(o, "min_budget", json_u64(res.min_budget));
-            json_object_set_new(o, "working_set_bound",
-                                json_u64(res.working_set_bound));
-            json_object_set_new(o, "no_offload_peak",
-                                json_u64(res.no_offload_peak));
-            json_object_set_new(o, "message", json_string(res.message));
-            emit(o);
-        }
-        fprintf(stderr, "budget %s (%llu B) is infeasible for %s; smallest "
-                "feasible budget is %s (%llu B) (largest single-op working "
-                "set %s)\n", iec(budget, b1, sizeof b1),
-                (unsigned long long)budget, po.planner,
-                iec(res.min_budget, b2, sizeof b2),
-                (unsigned long long)res.min_budget,
-                iec(res.working_set_bound, b3, sizeof b3));
+        plan_report_infeasible(g, &a, &p.res);
         goto out;
     }
     if (r < 0) {
-        fprintf(stderr, "hoctl: plan (%s): %s\n", po.planner,
-                res.message[0] ? res.message : ho_strerror(r));
+        fprintf(stderr, "hoctl: plan (%s): %s\n", a.po.planner,
+                p.res.message[0] ? p.res.message : ho_strerror(r));
         goto out;
     }
-    /* Judge it against the budget (baselines may exceed it). */
-    memset(&v, 0, sizeof v);
-    r = plan_simulate(t, s, &m, &v, NULL);
-    if (out && write_out(out, pb, NULL, s) < 0)
+    p.s = s;
+    p.r = plan_simulate(t, s, &m, &p.v, NULL);
+    if (a.out && write_out(a.out, a.pb, NULL, s) < 0)
         goto out;
-    rc = r == 0 ? HOCTL_EXIT_OK : HOCTL_EXIT_FAILED;
+    rc = p.r == 0 ? HOCTL_EXIT_OK : HOCTL_EXIT_FAILED;
     if (g->json) {
-        json_t *o = json_object();
-        json_object_set_new(o, "schema", json_integer(HOCTL_JSON_SCHEMA));
-        json_object_set_new(o, "feasible", json_true());
-        json_object_set_new(o, "valid", json_boolean(r == 0));
-        json_object_set_new(o, "planner", json_string(po.planner));
-        json_object_set_new(o, "budget_bytes", json_u64(budget));
-        json_object_set_new(o, "no_offload_peak",
-                            json_u64(res.no_offload_peak));
-        json_object_set_new(o, "working_set_bound",
-                            json_u64(res.working_set_bound));
-        json_object_set_new(o, "min_budget", json_u64(res.min_budget));
-        json_object_set_new(o, "metrics", metrics_json(&s->predicted));
-        json_object_set_new(o, "violation",
-                            r == 0 ? json_null() : violation_json(t, &v));
-        json_object_set_new(o, "actions", json_u64(s->n_actions));
-        json_object_set_new(o, "planning_ms", json_real(res.planning_ms));
-        json_object_set_new(o, "out", out ? json_string(out) : json_null());
-        if (emit(o) != HOCTL_EXIT_OK)
+        if (plan_report_json(&a, t, &p) != HOCTL_EXIT_OK)
             rc = HOCTL_EXIT_FAILED;
-        goto out;
+    } else {
+        plan_report_text(&a, t, &p);
     }
-    printf("planner            %s\n", po.planner);
-    printf("budget             %s (%llu B)\n", iec(budget, b1, sizeof b1),
-           (unsigned long long)budget);
-    printf("no-offload peak    %s (%llu B)\n",
-           iec(res.no_offload_peak, b1, sizeof b1),
-           (unsigned long long)res.no_offload_peak);
-    printf("planned peak       %s (%llu B)\n",
-           iec(s->predicted.peak_device_bytes, b1, sizeof b1),
-           (unsigned long long)s->predicted.peak_device_bytes);
-    printf("compute            %s\n",
-           dur(s->predicted.compute_us, b1, sizeof b1));
-    printf("step time          %s\n",
-           dur(s->predicted.step_time_us, b1, sizeof b1));
-    printf("exposed            %s\n",
-           dur(s->predicted.exposed_us, b1, sizeof b1));
-    printf("H2D                %s\n",
-           iec(s->predicted.h2d_bytes, b1, sizeof b1));
-    printf("D2H                %s\n",
-           iec(s->predicted.d2h_bytes, b1, sizeof b1));
-    printf("peak host          %s\n",
-           iec(s->predicted.peak_host_bytes, b1, sizeof b1));
-    printf("actions            %zu\n", s->n_actions);
-    printf("planning time      %.1f ms\n", res.planning_ms);
-    if (out)
-        printf("schedule           %s\n", out);
-    if (r < 0)
-        print_violation(t, &v);
 out:
     plan_trace_free(t);
     plan_schedule_free(s);
@@ -1103,15 +1184,15 @@ int hoctl_cmd_trace(const hoctl_globals *g, int argc, char **argv)
             return gen_decode(g, argc - 2, argv + 2);
         if (strcmp(argv[1], "random") == 0)
             return gen_random(g, argc - 2, argv + 2);
-        return usage_error("trace gen: unknown generator '%s' (train, "
-                           "decode, random)", argv[1]);
+        return hoctl_usage_error("trace gen: unknown generator '%s' (train, "
+                                 "decode, random)", argv[1]);
     }
     if (strcmp(argv[0], "show") == 0)
         return trace_show(g, argc - 1, argv + 1);
     if (strcmp(argv[0], "convert") == 0)
         return convert("trace", argc - 1, argv + 1);
     fputs(trace_usage, stderr);
-    return usage_error("trace: unknown verb '%s'", argv[0]);
+    return hoctl_usage_error("trace: unknown verb '%s'", argv[0]);
 }
 
 int hoctl_cmd_schedule(const hoctl_globals *g, int argc, char **argv)
@@ -1129,5 +1210,5 @@ int hoctl_cmd_schedule(const hoctl_globals *g, int argc, char **argv)
     if (strcmp(argv[0], "convert") == 0)
         return convert("schedule", argc - 1, argv + 1);
     fputs(schedule_usage, stderr);
-    return usage_error("schedule: unknown verb '%s'", argv[0]);
+    return hoctl_usage_error("schedule: unknown verb '%s'", argv[0]);
 }

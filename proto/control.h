@@ -26,10 +26,10 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "proto/limits.h" /* HO_CTL_MAX_SLOTS, HO_CTL_MAX_OPS */
+
 #define HO_CTL_MAGIC 0x31304c5443304f48ull /* "HO0CTL01" little-endian */
 #define HO_CTL_VERSION 1u
-#define HO_CTL_MAX_SLOTS (1u << 22)
-#define HO_CTL_MAX_OPS (1u << 25)
 #define HO_CTL_IDLE UINT32_MAX   /* header.op between steps */
 
 /* Residency of a staged host copy. */

@@ -42,10 +42,11 @@ int ho_frame_decode(const uint8_t *payload, size_t len,
     return 0;
 }
 
-void ho_frame_envelope_free(Hyperoffload__Envelope *env)
+Hyperoffload__Envelope *ho_frame_envelope_free(Hyperoffload__Envelope *env)
 {
     if (env)
         hyperoffload__envelope__free_unpacked(env, NULL);
+    return NULL;
 }
 
 void ho_frame_reader_init(ho_frame_reader *r, uint32_t limit)
@@ -72,7 +73,7 @@ int ho_frame_reader_partial(const ho_frame_reader *r)
 }
 
 int ho_frame_reader_feed(ho_frame_reader *r, const uint8_t *data, size_t len,
-                         size_t *consumed, uint8_t **ret_payload,
+                         size_t *ret_consumed, uint8_t **ret_payload,
                          size_t *ret_len)
 {
     size_t used = 0;
@@ -89,16 +90,16 @@ int ho_frame_reader_feed(ho_frame_reader *r, const uint8_t *data, size_t len,
                 break;
             uint32_t n = ho_frame_header_len(r->hdr);
             if (n == 0) {
-                *consumed = used;
+                *ret_consumed = used;
                 return HO_E_PROTOCOL;
             }
             if (n > r->limit) {
-                *consumed = used;
+                *ret_consumed = used;
                 return HO_E_FRAME_TOO_LARGE;
             }
             r->buf = malloc(n);
             if (!r->buf) {
-                *consumed = used;
+                *ret_consumed = used;
                 return -ENOMEM;
             }
             r->need = n;
@@ -115,11 +116,11 @@ int ho_frame_reader_feed(ho_frame_reader *r, const uint8_t *data, size_t len,
             *ret_len = r->need;
             r->buf = NULL;
             r->hdr_have = r->need = r->have = 0;
-            *consumed = used;
+            *ret_consumed = used;
             return 1;
         }
     }
-    *consumed = used;
+    *ret_consumed = used;
     return 0;
 }
 

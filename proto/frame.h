@@ -13,14 +13,14 @@
 #include <stdint.h>
 
 #include "proto/hyperoffload.pb-c.h"
+#include "proto/limits.h"
 #include "hyperoffload/errors.h"
 
 #define HO_PROTO_VERSION 1u          /* the version this build speaks */
 #define HO_PROTO_MIN_VERSION 1u      /* oldest version this build accepts */
-#define HO_FRAME_HEADER 4u
-#define HO_FRAME_LIMIT_HANDSHAKE (64u * 1024u)   /* until Welcome */
-#define HO_FRAME_LIMIT_DEFAULT (64u << 20)       /* after, unless configured */
-#define HO_FRAME_LIMIT_MAX (1u << 30)            /* config upper bound */
+#define HO_FRAME_HEADER 4u           /* big-endian payload length */
+/* Frame size limits: HO_FRAME_LIMIT_HANDSHAKE, _DEFAULT, _MAX in
+ * proto/limits.h. */
 
 /* Serialise `env` into a new malloc'ed buffer holding header + payload.
  * On success *ret_buf (owned by the caller, free()) and *ret_len are set.
@@ -35,7 +35,10 @@ int ho_frame_encode(const Hyperoffload__Envelope *env, uint8_t **ret_buf,
 int ho_frame_decode(const uint8_t *payload, size_t len,
                     Hyperoffload__Envelope **ret_env);
 
-void ho_frame_envelope_free(Hyperoffload__Envelope *env);
+/* Free a decoded envelope (ho_frame_decode, hoc_call).  NULL ok; returns
+ * NULL, so that `env = ho_frame_envelope_free(env);` leaves no dangling
+ * pointer. */
+Hyperoffload__Envelope *ho_frame_envelope_free(Hyperoffload__Envelope *env);
 
 /* Read the big-endian length from a 4-byte header. */
 static inline uint32_t ho_frame_header_len(const uint8_t hdr[4])
@@ -66,18 +69,21 @@ typedef struct ho_frame_reader {
     uint32_t have;
 } ho_frame_reader;
 
+/* An embedded reader: init sets it up empty with `limit`, done frees a
+ * partial payload (the reader may be init'ed again). */
 void ho_frame_reader_init(ho_frame_reader *r, uint32_t limit);
 void ho_frame_reader_done(ho_frame_reader *r);
 void ho_frame_reader_set_limit(ho_frame_reader *r, uint32_t limit);
 
-/* Consume bytes from data[0..len).  *consumed is set to how many were used.
+/* Consume bytes from data[0..len).  *ret_consumed is set to how many were
+ * used (on every return, errors included).
  * Returns 1 and hands over a complete payload in *ret_payload and *ret_len
  * (caller frees it), 0 when more bytes are needed (all of `len` consumed),
  * HO_E_FRAME_TOO_LARGE when a header announces more than the limit, or
  * HO_E_PROTOCOL for a zero-length frame.  After an error the reader must
  * not be fed again.  Call repeatedly while it returns 1 and bytes remain. */
 int ho_frame_reader_feed(ho_frame_reader *r, const uint8_t *data, size_t len,
-                         size_t *consumed, uint8_t **ret_payload,
+                         size_t *ret_consumed, uint8_t **ret_payload,
                          size_t *ret_len);
 
 /* True when the reader holds a partial frame (used to report a truncated

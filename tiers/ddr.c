@@ -36,18 +36,17 @@
 #include "hyperoffload/errors.h"
 #include "proto/errfmt.h"
 
+/* Limits (arenas, owner names, NUMA nodes, capacity, alignment) are in
+ * tiers/limits.h. */
 #define DDR_GROW_STEP (2ULL << 20) /* committed granularity; a huge page */
-#define DDR_HUGE_PAGE (2ULL << 20)
-#define DDR_OWNER_MAX 48           /* owner name kept for diagnostics */
-#define DDR_ARENAS_MAX 65536       /* arenas per pool (one fd each) */
-#define DDR_NUMA_NODES_MAX 1024    /* bits in our mbind node mask */
-#define DDR_TAG_EVICTED 1u
+#define DDR_HUGE_PAGE (2ULL << 20) /* MFD_HUGETLB's default page size */
+#define DDR_TAG_EVICTED 1u         /* extent tag: allocation is evicted */
 
 struct tier_arena {
     tier_ddr *ddr;
     tier_arena *prev, *next;
     uint64_t id;
-    char owner[DDR_OWNER_MAX];
+    char owner[TIER_DDR_OWNER_MAX];
     int fd;
     uint8_t *base;
     uint64_t map_size;
@@ -71,14 +70,6 @@ struct tier_ddr {
     char numa_detail[72];
     char lock_detail[72];
 };
-
-static bool round_up(uint64_t len, uint64_t align, uint64_t *ret)
-{
-    if (len > UINT64_MAX - (align - 1))
-        return false;
-    *ret = (len + align - 1) & ~(align - 1);
-    return true;
-}
 
 /* "8 MiB", "64 KiB", "12345 bytes", "unlimited" */
 static void fmt_limit(char *buf, size_t n, rlim_t v)
@@ -195,21 +186,29 @@ static uint64_t huge_memory(int node, bool use_numa)
     return (uint64_t)n * DDR_HUGE_PAGE;
 }
 
-int tier_ddr_new(const tier_ddr_config *cfg, tier_ddr **ret, char *err,
-                 size_t errlen)
+/* What tier_ddr_new derives from a configuration it accepts. */
+typedef struct ddr_plan {
+    uint64_t capacity;     /* rounded down to the alignment */
+    uint64_t arena_space;  /* every arena's offset space */
+    bool use_numa;         /* bind to cfg->numa_node */
+} ddr_plan;
+
+/* Step 1 of tier_ddr_new: check cfg against the alignment rules, the
+ * limits and the memory (and huge pages) of the node or host.  0 with
+ * *ret filled, or HO_E_BAD_CONFIG with the sentence in err. */
+static int ddr_check_config(const tier_ddr_config *cfg, ddr_plan *ret,
+                            char *err, size_t errlen)
 {
-    tier_ddr *d = NULL;
     uint64_t cap, mem = 0;
     bool use_numa = false;
     char what[32];
     int rc;
 
-    if (!cfg || !ret) {
-        return ho_errf(err, errlen, HO_E_BAD_CONFIG, "no configuration");
-    }
-    if (cfg->align < 4096 || (cfg->align & (cfg->align - 1)) != 0) {
-        return ho_errf(err, errlen, HO_E_BAD_CONFIG, "DDR align %llu is not a power of two >= 4096",
-                (unsigned long long)cfg->align);
+    if (cfg->align < TIER_DDR_MIN_ALIGN ||
+        (cfg->align & (cfg->align - 1)) != 0) {
+        return ho_errf(err, errlen, HO_E_BAD_CONFIG,
+                       "DDR align %llu is not a power of two >= %u",
+                       (unsigned long long)cfg->align, TIER_DDR_MIN_ALIGN);
     }
     if (cfg->hugepages && cfg->align % DDR_HUGE_PAGE != 0) {
         return ho_errf(err, errlen, HO_E_BAD_CONFIG,
@@ -222,11 +221,11 @@ int tier_ddr_new(const tier_ddr_config *cfg, tier_ddr **ret, char *err,
                 (unsigned long long)cfg->capacity,
                 (unsigned long long)cfg->align);
     }
-    if (cap > (uint64_t)INT64_MAX) {
+    if (cap > TIER_DDR_MAX_CAPACITY) {
         return ho_errf(err, errlen, HO_E_BAD_CONFIG, "DDR capacity %llu is too large",
                 (unsigned long long)cap);
     }
-    if (cfg->numa_node < -1 || cfg->numa_node >= DDR_NUMA_NODES_MAX) {
+    if (cfg->numa_node < -1 || cfg->numa_node >= TIER_DDR_NUMA_NODES_MAX) {
         return ho_errf(err, errlen, HO_E_BAD_CONFIG, "NUMA node %d is out of range", cfg->numa_node);
     }
     if (cfg->numa_node >= 0 && numa_available() >= 0) {
@@ -269,52 +268,71 @@ int tier_ddr_new(const tier_ddr_config *cfg, tier_ddr **ret, char *err,
                 (unsigned long long)cfg->arena_space, (unsigned long long)cap,
                 (unsigned long long)TIER_ARENA_SPACE_MAX);
     }
+    ret->capacity = cap;
+    ret->arena_space = space;
+    ret->use_numa = use_numa;
+    return 0;
+}
 
-    d = calloc(1, sizeof(*d));
-    if (!d) {
-        return ho_errf(err, errlen, -ENOMEM, "out of memory");
+/* Step 2 of tier_ddr_new: probe mlock once on a scratch page, so the
+ * daemon can report at start whether locking works at all (a later
+ * refusal is recorded the same way). */
+static void ddr_probe_lock(tier_ddr *d)
+{
+    long pg = sysconf(_SC_PAGESIZE);
+    void *p = mmap(NULL, (size_t)pg, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    d->lock_ok = true;
+    if (p == MAP_FAILED) {
+        lock_refused(d, errno);
+        return;
     }
-    d->capacity = cap;
-    d->arena_space = space;
+    if (sys_mlock(p, (size_t)pg) != 0) {
+        lock_refused(d, errno);
+    } else {
+        sys_munlock(p, (size_t)pg);
+        snprintf(d->lock_detail, sizeof(d->lock_detail), "pages locked");
+    }
+    munmap(p, (size_t)pg);
+}
+
+int tier_ddr_new(const tier_ddr_config *cfg, tier_ddr **ret, char *err,
+                 size_t errlen)
+{
+    ddr_plan plan = {0};
+    tier_ddr *d;
+    int rc;
+
+    if (!cfg || !ret)
+        return ho_errf(err, errlen, HO_E_BAD_CONFIG, "no configuration");
+    rc = ddr_check_config(cfg, &plan, err, errlen);
+    if (rc < 0)
+        return rc;
+    d = calloc(1, sizeof(*d));
+    if (!d)
+        return ho_errf(err, errlen, -ENOMEM, "out of memory");
+    d->capacity = plan.capacity;
+    d->arena_space = plan.arena_space;
     d->align = cfg->align;
     d->numa_node = cfg->numa_node;
     d->lock = cfg->lock;
     d->hugepages = cfg->hugepages;
-    d->numa_ok = use_numa;
+    d->numa_ok = plan.use_numa;
     d->next_id = 1;
     if (cfg->numa_node < 0)
         snprintf(d->numa_detail, sizeof(d->numa_detail),
                  "no NUMA binding configured");
-    else if (!use_numa)
+    else if (!plan.use_numa)
         snprintf(d->numa_detail, sizeof(d->numa_detail),
                  "NUMA unavailable: node %d not bound", cfg->numa_node);
     else
         snprintf(d->numa_detail, sizeof(d->numa_detail),
                  "bound to NUMA node %d", cfg->numa_node);
-
-    if (cfg->lock) {
-        /* Probe once so the daemon can report at start whether locking
-         * works at all (a later refusal is recorded the same way). */
-        long pg = sysconf(_SC_PAGESIZE);
-        void *p = mmap(NULL, (size_t)pg, PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        d->lock_ok = true;
-        if (p == MAP_FAILED) {
-            lock_refused(d, errno);
-        } else {
-            if (sys_mlock(p, (size_t)pg) != 0) {
-                lock_refused(d, errno);
-            } else {
-                sys_munlock(p, (size_t)pg);
-                snprintf(d->lock_detail, sizeof(d->lock_detail),
-                         "pages locked");
-            }
-            munmap(p, (size_t)pg);
-        }
-    } else {
+    if (cfg->lock)
+        ddr_probe_lock(d);
+    else
         snprintf(d->lock_detail, sizeof(d->lock_detail),
                  "locking not configured");
-    }
     *ret = d;
     return 0;
 }
@@ -346,7 +364,7 @@ static void sanitize_owner(char *dst, size_t n, const char *src)
 
 static int bind_node(tier_ddr *d, void *base, uint64_t len)
 {
-    unsigned long mask[DDR_NUMA_NODES_MAX / (8 * sizeof(unsigned long))];
+    unsigned long mask[TIER_DDR_NUMA_NODES_MAX / (8 * sizeof(unsigned long))];
     int node = d->numa_node;
 
     memset(mask, 0, sizeof(mask));
@@ -354,8 +372,64 @@ static int bind_node(tier_ddr *d, void *base, uint64_t len)
         1UL << (node % (8 * sizeof(unsigned long)));
     /* On a shared mapping this sets the shmem file's shared policy, so
      * the pages faulted through the clients' mappings land there too. */
-    if (mbind(base, len, MPOL_BIND, mask, DDR_NUMA_NODES_MAX + 1, 0) != 0)
+    if (mbind(base, len, MPOL_BIND, mask, TIER_DDR_NUMA_NODES_MAX + 1, 0) != 0)
         return -errno;
+    return 0;
+}
+
+/* Step 1 of tier_arena_new: the memfd, at its full size (sparse), then
+ * sealed against any size change by anyone: shrinking would pull pages
+ * from under the clients' mappings, growing would let a client map and
+ * touch more than the pool charges.  0 or -1 with the sentence in err. */
+static int arena_open_memfd(tier_arena *a, char *err, size_t errlen)
+{
+    unsigned int flags = MFD_CLOEXEC | MFD_ALLOW_SEALING;
+    char name[96];
+
+    snprintf(name, sizeof(name), "hyperoffload-arena-%llu-%s",
+             (unsigned long long)a->id, a->owner);
+    if (a->ddr->hugepages)
+        flags |= MFD_HUGETLB;
+    a->fd = memfd_create(name, flags);
+    if (a->fd < 0)
+        return ho_errf(err, errlen, -1, "memfd_create: %s", strerror(errno));
+    if (ftruncate(a->fd, (off_t)a->map_size) != 0)
+        return ho_errf(err, errlen, -1, "sizing the arena to %llu bytes: %s",
+                       (unsigned long long)a->map_size, strerror(errno));
+    if (fcntl(a->fd, F_ADD_SEALS,
+              F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) != 0)
+        return ho_errf(err, errlen, -1, "sealing the arena: %s",
+                       strerror(errno));
+    return 0;
+}
+
+/* Step 2 of tier_arena_new: the daemon's shared mapping, bound to the NUMA
+ * node (a failing mbind turns binding off for the pool and says why in
+ * stats.detail), and a check that the file has the size it was given.
+ * 0 or -1 with the sentence in err. */
+static int arena_map(tier_arena *a, char *err, size_t errlen)
+{
+    tier_ddr *d = a->ddr;
+    struct stat st;
+
+    a->base = mmap(NULL, a->map_size, PROT_READ | PROT_WRITE,
+                   MAP_SHARED | MAP_NORESERVE, a->fd, 0);
+    if (a->base == MAP_FAILED)
+        return ho_errf(err, errlen, -1, "mmap of %llu bytes: %s",
+                       (unsigned long long)a->map_size, strerror(errno));
+    if (d->numa_ok) {
+        int rc = bind_node(d, a->base, a->map_size);
+        if (rc < 0) {
+            /* Stop trying: stats then say why the pool is not bound. */
+            snprintf(d->numa_detail, sizeof(d->numa_detail),
+                     "mbind to NUMA node %d failed: %s; not bound",
+                     d->numa_node, strerror(-rc));
+            d->numa_ok = false;
+        }
+    }
+    if (fstat(a->fd, &st) != 0 || (uint64_t)st.st_size != a->map_size)
+        return ho_errf(err, errlen, -1, "the arena file is not %llu bytes "
+                       "after sizing", (unsigned long long)a->map_size);
     return 0;
 }
 
@@ -363,11 +437,8 @@ tier_arena *tier_arena_new(tier_ddr *d, const char *owner, char *err,
                            size_t errlen)
 {
     tier_arena *a;
-    char name[96];
-    unsigned int flags = MFD_CLOEXEC | MFD_ALLOW_SEALING;
-    struct stat st;
 
-    if (d->narenas >= DDR_ARENAS_MAX) {
+    if (d->narenas >= TIER_DDR_ARENAS_MAX) {
         ho_errf(err, errlen, 0, "too many arenas (%u)", d->narenas);
         return NULL;
     }
@@ -382,51 +453,8 @@ tier_arena *tier_arena_new(tier_ddr *d, const char *owner, char *err,
     a->id = d->next_id;
     a->map_size = d->arena_space;
     sanitize_owner(a->owner, sizeof(a->owner), owner);
-    snprintf(name, sizeof(name), "hyperoffload-arena-%llu-%s",
-             (unsigned long long)a->id, a->owner);
-
-    if (d->hugepages)
-        flags |= MFD_HUGETLB;
-    a->fd = memfd_create(name, flags);
-    if (a->fd < 0) {
-        ho_errf(err, errlen, 0, "memfd_create: %s", strerror(errno));
+    if (arena_open_memfd(a, err, errlen) < 0 || arena_map(a, err, errlen) < 0)
         goto fail;
-    }
-    /* Full size now (sparse), then no size change by anyone: shrinking
-     * would pull pages from under the clients' mappings, growing would let
-     * a client map and touch more than the pool charges. */
-    if (ftruncate(a->fd, (off_t)a->map_size) != 0) {
-        ho_errf(err, errlen, 0, "sizing the arena to %llu bytes: %s",
-                (unsigned long long)a->map_size, strerror(errno));
-        goto fail;
-    }
-    if (fcntl(a->fd, F_ADD_SEALS,
-              F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) != 0) {
-        ho_errf(err, errlen, 0, "sealing the arena: %s", strerror(errno));
-        goto fail;
-    }
-    a->base = mmap(NULL, a->map_size, PROT_READ | PROT_WRITE,
-                   MAP_SHARED | MAP_NORESERVE, a->fd, 0);
-    if (a->base == MAP_FAILED) {
-        ho_errf(err, errlen, 0, "mmap of %llu bytes: %s",
-                (unsigned long long)a->map_size, strerror(errno));
-        goto fail;
-    }
-    if (d->numa_ok) {
-        int rc = bind_node(d, a->base, a->map_size);
-        if (rc < 0) {
-            /* Stop trying: stats then say why the pool is not bound. */
-            snprintf(d->numa_detail, sizeof(d->numa_detail),
-                     "mbind to NUMA node %d failed: %s; not bound",
-                     d->numa_node, strerror(-rc));
-            d->numa_ok = false;
-        }
-    }
-    if (fstat(a->fd, &st) != 0 || (uint64_t)st.st_size != a->map_size) {
-        ho_errf(err, errlen, 0, "the arena file is not %llu bytes after "
-                "sizing", (unsigned long long)a->map_size);
-        goto fail;
-    }
     a->ext = tier_extents_new(a->map_size, d->align);
     if (!a->ext) {
         ho_errf(err, errlen, 0, "out of memory");
@@ -462,7 +490,7 @@ tier_arena *tier_arena_free(tier_arena *a)
     munmap(a->base, a->map_size);
     close(a->fd);
     tier_extents_free(a->ext);
-    d->used -= a->resident;
+    d->used -= a->resident; /* its extents die with it */
     if (a->prev)
         a->prev->next = a->next;
     else
@@ -506,20 +534,44 @@ void tier_arena_stats_get(const tier_arena *a, tier_arena_stats *ret)
     ret->largest_free = es.largest_free;
 }
 
+/* ---- the state of an allocation ----
+ * The transitions (tiers/ddr.h lists them with their functions) change
+ * two things together: the extent tag (DDR_TAG_EVICTED or 0) and the
+ * pool's charge (d->used, a->resident).  These helpers keep them in step. */
+
+static void charge(tier_arena *a, uint64_t alen)
+{
+    a->ddr->used += alen;
+    a->resident += alen;
+}
+
+static void uncharge(tier_arena *a, uint64_t alen)
+{
+    a->ddr->used -= alen;
+    a->resident -= alen;
+}
+
+/* RESIDENT -> EVICTED bookkeeping (the pages are gone already). */
+static void become_evicted(tier_arena *a, uint64_t off, uint64_t alen)
+{
+    (void)tier_extents_set_tag(a->ext, off, DDR_TAG_EVICTED);
+    uncharge(a, alen);
+}
+
 /* Allocate offsets for len bytes; charge (and lock) them when `charge`,
  * else tag the allocation evicted. */
-static int alloc_range(tier_arena *a, uint64_t len, bool charge,
+static int alloc_range(tier_arena *a, uint64_t len, bool charge_it,
                        uint64_t *ret_off, uint64_t *ret_len)
 {
     tier_ddr *d = a->ddr;
     uint64_t rlen, off, alen, end;
     int rc;
 
-    if (len == 0 || !round_up(len, d->align, &rlen))
+    if (len == 0 || !tier_align_up(len, d->align, &rlen))
         return HO_E_INVALID_SIZE;
     if (rlen > d->capacity)
         return HO_E_TOO_LARGE;
-    if (charge && rlen > d->capacity - d->used)
+    if (charge_it && rlen > d->capacity - d->used)
         return HO_E_TIER_FULL;
     rc = tier_extents_alloc(a->ext, rlen, &off, &alen);
     if (rc < 0)
@@ -529,10 +581,9 @@ static int alloc_range(tier_arena *a, uint64_t len, bool charge,
         uint64_t hwm = (end + DDR_GROW_STEP - 1) & ~(DDR_GROW_STEP - 1);
         a->hwm = hwm < a->map_size ? hwm : a->map_size;
     }
-    if (charge) {
+    if (charge_it) {
         lock_range(d, a->base + off, alen);
-        d->used += alen;
-        a->resident += alen;
+        charge(a, alen);
     } else {
         (void)tier_extents_set_tag(a->ext, off, DDR_TAG_EVICTED);
     }
@@ -561,7 +612,7 @@ static int find_alloc(const tier_arena *a, uint64_t off, uint64_t len,
     uint64_t rlen, alen;
     uint32_t tag = 0;
 
-    if (len == 0 || !round_up(len, a->ddr->align, &rlen))
+    if (len == 0 || !tier_align_up(len, a->ddr->align, &rlen))
         return HO_E_UNKNOWN_EXTENT;
     alen = tier_extents_lookup(a->ext, off);
     if (alen == 0 || alen != rlen)
@@ -570,6 +621,22 @@ static int find_alloc(const tier_arena *a, uint64_t off, uint64_t len,
         return HO_E_UNKNOWN_EXTENT;
     *ret_len = alen;
     *ret_evicted = (tag & DDR_TAG_EVICTED) != 0;
+    return 0;
+}
+
+/* The live, resident allocation [off, off+len): its rounded length.
+ * HO_E_UNKNOWN_EXTENT, HO_E_STATE when it is evicted. */
+static int find_resident(const tier_arena *a, uint64_t off, uint64_t len,
+                         uint64_t *ret_len)
+{
+    uint64_t alen;
+    bool evicted;
+    int rc = find_alloc(a, off, len, &alen, &evicted);
+    if (rc < 0)
+        return rc;
+    if (evicted)
+        return HO_E_STATE;
+    *ret_len = alen;
     return 0;
 }
 
@@ -587,8 +654,7 @@ int tier_arena_release(tier_arena *a, uint64_t off, uint64_t len)
         rc = punch(a->fd, off, alen);
         if (rc < 0)
             return rc;
-        a->ddr->used -= alen;
-        a->resident -= alen;
+        uncharge(a, alen);
     }
     return tier_extents_release(a->ext, off, alen);
 }
@@ -596,23 +662,17 @@ int tier_arena_release(tier_arena *a, uint64_t off, uint64_t len)
 int tier_arena_evict(tier_arena *a, uint64_t off, uint64_t len)
 {
     uint64_t alen;
-    bool evicted;
-    int rc;
+    int rc = find_resident(a, off, len, &alen);
 
-    rc = find_alloc(a, off, len, &alen, &evicted);
     if (rc < 0)
         return rc;
-    if (evicted)
-        return HO_E_STATE;
     unlock_range(a->ddr, a->base + off, alen);
     rc = punch(a->fd, off, alen);
     if (rc < 0) {
         lock_range(a->ddr, a->base + off, alen);
         return rc;
     }
-    (void)tier_extents_set_tag(a->ext, off, DDR_TAG_EVICTED);
-    a->ddr->used -= alen;
-    a->resident -= alen;
+    become_evicted(a, off, alen);
     return 0;
 }
 
@@ -633,8 +693,7 @@ static int restore(tier_arena *a, uint64_t off, uint64_t len, bool lock)
     (void)tier_extents_set_tag(a->ext, off, 0);
     if (lock)
         lock_range(d, a->base + off, alen);
-    d->used += alen;
-    a->resident += alen;
+    charge(a, alen);
     return 0;
 }
 
@@ -651,23 +710,25 @@ int tier_arena_restore_unlocked(tier_arena *a, uint64_t off, uint64_t len)
 int tier_arena_lock(tier_arena *a, uint64_t off, uint64_t len)
 {
     uint64_t alen;
-    bool evicted;
-    int rc;
+    int rc = find_resident(a, off, len, &alen);
 
-    rc = find_alloc(a, off, len, &alen, &evicted);
     if (rc < 0)
         return rc;
-    if (evicted)
-        return HO_E_STATE;
     lock_range(a->ddr, a->base + off, alen);
     return 0;
 }
 
 /* ---- page work that may run on worker threads ---- */
 
+/* [off, off+len) is a non-empty range inside the arena's mapping. */
+static bool in_mapping(const tier_arena *a, uint64_t off, uint64_t len)
+{
+    return len > 0 && off <= a->map_size && len <= a->map_size - off;
+}
+
 int tier_arena_pages_drop(const tier_arena *a, uint64_t off, uint64_t len)
 {
-    if (len == 0 || off > a->map_size || len > a->map_size - off)
+    if (!in_mapping(a, off, len))
         return -EINVAL;
     unlock_range(a->ddr, a->base + off, len);
     return punch(a->fd, off, len);
@@ -675,7 +736,7 @@ int tier_arena_pages_drop(const tier_arena *a, uint64_t off, uint64_t len)
 
 int tier_arena_pages_lock(const tier_arena *a, uint64_t off, uint64_t len)
 {
-    if (len == 0 || off > a->map_size || len > a->map_size - off)
+    if (!in_mapping(a, off, len))
         return -EINVAL;
     return sys_mlock(a->base + off, len) == 0 ? 0 : -errno;
 }
@@ -694,17 +755,11 @@ void tier_arena_lock_refused(tier_arena *a, int err)
 int tier_arena_mark_evicted(tier_arena *a, uint64_t off, uint64_t len)
 {
     uint64_t alen;
-    bool evicted;
-    int rc;
+    int rc = find_resident(a, off, len, &alen);
 
-    rc = find_alloc(a, off, len, &alen, &evicted);
     if (rc < 0)
         return rc;
-    if (evicted)
-        return HO_E_STATE;
-    (void)tier_extents_set_tag(a->ext, off, DDR_TAG_EVICTED);
-    a->ddr->used -= alen;
-    a->resident -= alen;
+    become_evicted(a, off, alen);
     return 0;
 }
 

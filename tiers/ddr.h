@@ -18,6 +18,20 @@
  * page work (tier_arena_pages_drop / tier_arena_pages_lock); the fd and
  * the mapping stay valid until tier_arena_free, and the caller keeps the
  * arena alive (and the range allocated) while a worker uses it.
+ *
+ * An allocation of an arena is in one of two states, kept in its extent
+ * tag; RESIDENT is charged to the pool (`used`), EVICTED keeps only its
+ * offsets (its pages are punched out, they read as zeros):
+ *   (none)   -> RESIDENT  [tier_arena_alloc]
+ *   (none)   -> EVICTED   [tier_arena_reserve]
+ *   RESIDENT -> EVICTED   [tier_arena_evict; or tier_arena_pages_drop on a
+ *                          worker, then tier_arena_mark_evicted]
+ *   EVICTED  -> RESIDENT  [tier_arena_restore, tier_arena_restore_unlocked
+ *                          (then tier_arena_lock once the data is in)]
+ *   RESIDENT -> (none)    [tier_arena_release, tier_arena_free]
+ *   EVICTED  -> (none)    [tier_arena_release, tier_arena_free]
+ * Any other request (evict or lock an EVICTED one, restore a RESIDENT one)
+ * is HO_E_STATE and changes nothing.
  */
 #ifndef HO_TIERS_DDR_H
 #define HO_TIERS_DDR_H
@@ -25,6 +39,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "tiers/limits.h" /* TIER_ARENA_SPACE_MAX, TIER_DDR_*, TIER_DETAIL_LEN */
 
 typedef struct tier_ddr tier_ddr;
 typedef struct tier_arena tier_arena;
@@ -44,8 +60,6 @@ typedef struct tier_ddr_config {
                             (their mapping reserves real pages). */
 } tier_ddr_config;
 
-#define TIER_ARENA_SPACE_MAX (1ull << 46) /* 64 TiB of address space */
-
 typedef struct tier_ddr_stats {
     uint64_t capacity;
     uint64_t used;            /* bytes charged (live, DDR-resident extents) */
@@ -60,7 +74,7 @@ typedef struct tier_ddr_stats {
     uint32_t arenas;
     bool locked;              /* pages are being mlocked */
     int numa_node;            /* -1 when not bound */
-    char detail[160];         /* "<numa>; <lock>", e.g. "bound to NUMA
+    char detail[TIER_DETAIL_LEN]; /* "<numa>; <lock>", e.g. "bound to NUMA
                                  node 0; mlock refused: Operation not
                                  permitted (RLIMIT_MEMLOCK 8 MiB)" */
 } tier_ddr_stats;

@@ -194,37 +194,21 @@ static struct ext_blk *find_off(struct ext_node *n, uint64_t off)
     return NULL;
 }
 
-/* Free block with the largest offset below `off`, or NULL. */
-static struct ext_blk *free_pred(const tier_extents *ea, uint64_t off)
+/* The free block nearest to `off` on one side: the largest offset below
+ * it (below) or the smallest above it (!below), or NULL. */
+static struct ext_blk *free_neighbour(const tier_extents *ea, uint64_t off,
+                                      bool below)
 {
     struct ext_node *n = ea->free_by_off;
     struct ext_blk *best = NULL;
 
     while (n) {
         struct ext_blk *b = BLK_OF_OFF(n);
-        if (b->off < off) {
+        if (below ? b->off < off : b->off > off) {
             best = b;
-            n = n->r;
+            n = below ? n->r : n->l; /* look for a nearer one */
         } else {
-            n = n->l;
-        }
-    }
-    return best;
-}
-
-/* Free block with the smallest offset above `off`, or NULL. */
-static struct ext_blk *free_succ(const tier_extents *ea, uint64_t off)
-{
-    struct ext_node *n = ea->free_by_off;
-    struct ext_blk *best = NULL;
-
-    while (n) {
-        struct ext_blk *b = BLK_OF_OFF(n);
-        if (b->off > off) {
-            best = b;
-            n = n->l;
-        } else {
-            n = n->r;
+            n = below ? n->l : n->r;
         }
     }
     return best;
@@ -262,6 +246,18 @@ static void free_remove(tier_extents *ea, struct ext_blk *b)
     ea->nfree--;
 }
 
+/* Give free block b the range [off, off+len) that keeps it between the
+ * same neighbours: its offset order is unchanged, only its size key
+ * moves. */
+static void free_reshape(tier_extents *ea, struct ext_blk *b, uint64_t off,
+                         uint64_t len)
+{
+    ea->free_by_size = avl_remove(ea->free_by_size, &b->by_size, cmp_by_size);
+    b->off = off;
+    b->len = len;
+    ea->free_by_size = avl_insert(ea->free_by_size, &b->by_size, cmp_by_size);
+}
+
 static void destroy_tree(struct ext_node *n)
 {
     if (!n)
@@ -269,15 +265,6 @@ static void destroy_tree(struct ext_node *n)
     destroy_tree(n->l);
     destroy_tree(n->r);
     free(BLK_OF_OFF(n));
-}
-
-/* Round len up to align (a power of two); false on overflow. */
-static int round_up(uint64_t len, uint64_t align, uint64_t *ret)
-{
-    if (len > UINT64_MAX - (align - 1))
-        return 0;
-    *ret = (len + align - 1) & ~(align - 1);
-    return 1;
 }
 
 /* ---- API ------------------------------------------------------------------ */
@@ -323,7 +310,7 @@ int tier_extents_alloc(tier_extents *ea, uint64_t len, uint64_t *ret_off,
     uint64_t rlen;
     struct ext_blk *b, *a;
 
-    if (len == 0 || !round_up(len, ea->align, &rlen))
+    if (len == 0 || !tier_align_up(len, ea->align, &rlen))
         return HO_E_INVALID_SIZE;
     if (rlen > ea->capacity)
         return HO_E_TOO_LARGE;
@@ -341,14 +328,8 @@ int tier_extents_alloc(tier_extents *ea, uint64_t len, uint64_t *ret_off,
             return -ENOMEM;
         a->off = b->off;
         a->len = rlen;
-        /* Shrinking from the front keeps b between the same neighbours,
-         * so only its size key changes. */
-        ea->free_by_size = avl_remove(ea->free_by_size, &b->by_size,
-                                      cmp_by_size);
-        b->off += rlen;
-        b->len -= rlen;
-        ea->free_by_size = avl_insert(ea->free_by_size, &b->by_size,
-                                      cmp_by_size);
+        /* Shrinking from the front keeps b between the same neighbours. */
+        free_reshape(ea, b, b->off + rlen, b->len - rlen);
     }
     a->tag = 0;
     ea->live = avl_insert(ea->live, &a->by_off, cmp_by_off);
@@ -367,7 +348,7 @@ static struct ext_blk *live_match(const tier_extents *ea, uint64_t off,
     struct ext_blk *a;
     uint64_t rlen;
 
-    if (len == 0 || !round_up(len, ea->align, &rlen))
+    if (len == 0 || !tier_align_up(len, ea->align, &rlen))
         return NULL;
     a = find_off(ea->live, off);
     if (!a || a->len != rlen)
@@ -388,35 +369,22 @@ int tier_extents_release(tier_extents *ea, uint64_t off, uint64_t len)
     ea->nlive--;
     ea->used -= a->len;
 
-    p = free_pred(ea, a->off);
-    s = free_succ(ea, a->off);
+    p = free_neighbour(ea, a->off, true);
+    s = free_neighbour(ea, a->off, false);
     join_p = p && p->off + p->len == a->off;
     join_s = s && a->off + a->len == s->off;
 
     if (join_p && join_s) {
         free_remove(ea, s);
-        ea->free_by_size = avl_remove(ea->free_by_size, &p->by_size,
-                                      cmp_by_size);
-        p->len += a->len + s->len;
-        ea->free_by_size = avl_insert(ea->free_by_size, &p->by_size,
-                                      cmp_by_size);
+        free_reshape(ea, p, p->off, p->len + a->len + s->len);
         free(s);
         free(a);
     } else if (join_p) {
-        ea->free_by_size = avl_remove(ea->free_by_size, &p->by_size,
-                                      cmp_by_size);
-        p->len += a->len;
-        ea->free_by_size = avl_insert(ea->free_by_size, &p->by_size,
-                                      cmp_by_size);
+        free_reshape(ea, p, p->off, p->len + a->len);
         free(a);
     } else if (join_s) {
-        /* s grows to the front: its offset order is unchanged. */
-        ea->free_by_size = avl_remove(ea->free_by_size, &s->by_size,
-                                      cmp_by_size);
-        s->off = a->off;
-        s->len += a->len;
-        ea->free_by_size = avl_insert(ea->free_by_size, &s->by_size,
-                                      cmp_by_size);
+        /* s grows to the front. */
+        free_reshape(ea, s, a->off, s->len + a->len);
         free(a);
     } else {
         free_insert(ea, a);

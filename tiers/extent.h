@@ -9,9 +9,20 @@
 #ifndef HO_TIERS_EXTENT_H
 #define HO_TIERS_EXTENT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 typedef struct tier_extents tier_extents;
+
+/* Round len up to align (a power of two) into *ret; false (and *ret
+ * untouched) when that overflows.  The one rounding rule of every tier. */
+static inline bool tier_align_up(uint64_t len, uint64_t align, uint64_t *ret)
+{
+    if (len > UINT64_MAX - (align - 1))
+        return false;
+    *ret = (len + align - 1) & ~(align - 1);
+    return true;
+}
 
 typedef struct tier_extents_stats {
     uint64_t capacity;

@@ -25,18 +25,8 @@
 #include "hyperoffload/errors.h"
 #include "proto/errfmt.h"
 
-/* One pwrite/pread moves at most this much.  Measured with bench_tiers on
- * ext4/virtio: 4 MiB and up reach the device's bandwidth; 8 MiB keeps the
- * number of syscalls per GiB small without holding huge bios. */
-#define FLASH_CHUNK (8ULL << 20)
-/* Bounce buffer for unaligned callers, allocated per call. */
-#define FLASH_BOUNCE (4ULL << 20)
-/* fd transfers: chunk and number of bounce buffers in the pipeline. */
-#define FLASH_PIPE_CHUNK (4ULL << 20)
-#define FLASH_PIPE_BUFS 3
-#define FLASH_MIN_ALIGN 4096ULL
-#define FLASH_MAX_ALIGN (1ULL << 20)
-#define FLASH_MAX_CAPACITY (1ULL << 60)
+/* Chunk, bounce-buffer, pipeline, alignment and capacity bounds:
+ * TIER_FLASH_* in tiers/limits.h. */
 
 struct tier_flash {
     char *path;
@@ -45,7 +35,7 @@ struct tier_flash {
     uint64_t align;
     uint64_t capacity;
     tier_extents *ext;
-    char detail[160];
+    char detail[TIER_DETAIL_LEN];
 };
 
 static bool is_pow2(uint64_t v)
@@ -69,7 +59,7 @@ static uint64_t read_sysfs_u64(const char *path)
 /* max(4096, what the kernel says direct I/O needs on this file). */
 static uint64_t dio_align(int fd, const struct stat *st)
 {
-    uint64_t a = FLASH_MIN_ALIGN, lbs = 0;
+    uint64_t a = TIER_FLASH_MIN_ALIGN, lbs = 0;
     struct statx sx;
     char p[128];
 
@@ -91,7 +81,7 @@ static uint64_t dio_align(int fd, const struct stat *st)
             lbs = read_sysfs_u64(p);
         }
     }
-    if (is_pow2(lbs) && lbs > a && lbs <= FLASH_MAX_ALIGN)
+    if (is_pow2(lbs) && lbs > a && lbs <= TIER_FLASH_MAX_ALIGN)
         a = lbs;
     return a;
 }
@@ -143,6 +133,93 @@ static int open_direct(const char *path, uint64_t align, int *ret_fd)
     return 0;
 }
 
+/* Step 1 of tier_flash_open: create the file (mode 0600), or open the
+ * one that is there (*ret_created says which).  0 with *ret_fd, or -1 with
+ * the sentence in err. */
+static int flash_open_file(const char *path, int *ret_fd, bool *ret_created,
+                           char *err, size_t errlen)
+{
+    bool created = false;
+    int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd >= 0)
+        created = true;
+    else if (errno == EEXIST)
+        fd = open(path, O_RDWR | O_CLOEXEC);
+    if (fd < 0)
+        return ho_errf(err, errlen, -1, "cannot open flash file %s: %s",
+                       path, strerror(errno));
+    *ret_fd = fd;
+    *ret_created = created;
+    return 0;
+}
+
+/* Step 2: make sure the filesystem can hold `cap` bytes of the file (what
+ * the file still lacks against f_bavail), then fallocate them: this grows
+ * a smaller file, fills holes and keeps the data of a reused one (a larger
+ * file is not shrunk; only its first cap bytes are used).  0 or -1 with
+ * the sentence in err. */
+static int flash_preallocate(int fd, const char *path, uint64_t cap,
+                             const struct stat *st, const struct statvfs *svfs,
+                             char *err, size_t errlen)
+{
+    uint64_t have = (uint64_t)st->st_blocks * 512;
+    uint64_t need = cap > have ? cap - have : 0;
+    uint64_t avail = (uint64_t)svfs->f_bavail * (uint64_t)svfs->f_frsize;
+    if (need > avail)
+        return ho_errf(err, errlen, -1,
+                       "flash file %s needs %llu more bytes for %llu bytes "
+                       "of capacity, the filesystem has %llu bytes "
+                       "available", path, (unsigned long long)need,
+                       (unsigned long long)cap, (unsigned long long)avail);
+    int r = do_fallocate(fd, cap);
+    if (r < 0)
+        return ho_errf(err, errlen, -1,
+                       "cannot preallocate %llu bytes for flash file %s: %s "
+                       "(%llu bytes available)", (unsigned long long)cap,
+                       path, strerror(-r), (unsigned long long)avail);
+    return 0;
+}
+
+/* Step 3: pick the I/O mode and say it in f->detail: buffered when the
+ * configuration says so or the filesystem is memory-backed, else O_DIRECT
+ * when the filesystem takes it (*fd is replaced by the O_DIRECT
+ * descriptor), buffered when it refuses.  0 or -1 with the sentence in
+ * err. */
+static int flash_choose_io(tier_flash *f, const tier_flash_config *cfg,
+                           const struct statfs *sfs, int *fd, char *err,
+                           size_t errlen)
+{
+    int dfd = -1;
+
+    if (!cfg->direct) {
+        snprintf(f->detail, sizeof(f->detail),
+                 "buffered: O_DIRECT disabled by configuration");
+        return 0;
+    }
+    if (sfs->f_type == TMPFS_MAGIC || sfs->f_type == RAMFS_MAGIC) {
+        /* Newer kernels accept O_DIRECT on tmpfs, but the data stays in
+         * memory either way: say what it is. */
+        snprintf(f->detail, sizeof(f->detail),
+                 "buffered: memory-backed filesystem (tmpfs), O_DIRECT not "
+                 "used");
+        return 0;
+    }
+    int r = open_direct(cfg->path, f->align, &dfd);
+    if (r == -EINVAL) {
+        snprintf(f->detail, sizeof(f->detail),
+                 "buffered: O_DIRECT refused (%s)", strerror(EINVAL));
+        return 0;
+    }
+    if (r < 0)
+        return ho_errf(err, errlen, -1, "cannot open flash file %s with "
+                       "O_DIRECT: %s", cfg->path, strerror(-r));
+    close(*fd);
+    *fd = dfd;
+    f->direct = true;
+    snprintf(f->detail, sizeof(f->detail), "O_DIRECT");
+    return 0;
+}
+
 int tier_flash_open(const tier_flash_config *cfg, tier_flash **ret,
                     char *err, size_t errlen)
 {
@@ -151,8 +228,8 @@ int tier_flash_open(const tier_flash_config *cfg, tier_flash **ret,
     struct stat st;
     struct statfs sfs;
     struct statvfs svfs;
-    uint64_t cap, have, need, avail;
-    int rc = HO_E_BAD_CONFIG, fd = -1, dfd = -1;
+    uint64_t cap;
+    int rc = HO_E_BAD_CONFIG, fd = -1;
 
     if (!cfg || !ret || !cfg->path || !cfg->path[0]) {
         return ho_errf(err, errlen, HO_E_BAD_CONFIG, "no flash path configured");
@@ -160,10 +237,10 @@ int tier_flash_open(const tier_flash_config *cfg, tier_flash **ret,
     if (strlen(cfg->path) >= PATH_MAX) {
         return ho_errf(err, errlen, HO_E_BAD_CONFIG, "flash path is longer than %d bytes", PATH_MAX);
     }
-    if (cfg->capacity == 0 || cfg->capacity > FLASH_MAX_CAPACITY) {
+    if (cfg->capacity == 0 || cfg->capacity > TIER_FLASH_MAX_CAPACITY) {
         return ho_errf(err, errlen, HO_E_BAD_CONFIG, "flash capacity %llu is out of range (1..%llu)",
                 (unsigned long long)cfg->capacity,
-                (unsigned long long)FLASH_MAX_CAPACITY);
+                (unsigned long long)TIER_FLASH_MAX_CAPACITY);
     }
     f = calloc(1, sizeof(*f));
     if (!f || !(f->path = strdup(cfg->path))) {
@@ -172,18 +249,8 @@ int tier_flash_open(const tier_flash_config *cfg, tier_flash **ret,
         goto fail;
     }
     f->fd = -1;
-
-    fd = open(cfg->path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd >= 0) {
-        created = true;
-    } else if (errno == EEXIST) {
-        fd = open(cfg->path, O_RDWR | O_CLOEXEC);
-    }
-    if (fd < 0) {
-        ho_errf(err, errlen, 0, "cannot open flash file %s: %s", cfg->path,
-                strerror(errno));
+    if (flash_open_file(cfg->path, &fd, &created, err, errlen) < 0)
         goto fail;
-    }
     if (fstat(fd, &st) != 0 || fstatfs(fd, &sfs) != 0 ||
         fstatvfs(fd, &svfs) != 0) {
         ho_errf(err, errlen, 0, "cannot stat flash file %s: %s", cfg->path,
@@ -203,59 +270,9 @@ int tier_flash_open(const tier_flash_config *cfg, tier_flash **ret,
                 (unsigned long long)f->align);
         goto fail;
     }
-
-    /* Space: what the file still lacks against what the fs has free. */
-    have = (uint64_t)st.st_blocks * 512;
-    need = cap > have ? cap - have : 0;
-    avail = (uint64_t)svfs.f_bavail * (uint64_t)svfs.f_frsize;
-    if (need > avail) {
-        ho_errf(err, errlen, 0,
-                "flash file %s needs %llu more bytes for %llu bytes of "
-                "capacity, the filesystem has %llu bytes available",
-                cfg->path, (unsigned long long)need, (unsigned long long)cap,
-                (unsigned long long)avail);
+    if (flash_preallocate(fd, cfg->path, cap, &st, &svfs, err, errlen) < 0 ||
+        flash_choose_io(f, cfg, &sfs, &fd, err, errlen) < 0)
         goto fail;
-    }
-    /* Grows a smaller file, fills holes, keeps the data of a reused one
-     * (a larger file is not shrunk; only its first cap bytes are used). */
-    {
-        int r = do_fallocate(fd, cap);
-        if (r < 0) {
-            ho_errf(err, errlen, 0,
-                    "cannot preallocate %llu bytes for flash file %s: %s "
-                    "(%llu bytes available)",
-                    (unsigned long long)cap, cfg->path, strerror(-r),
-                    (unsigned long long)avail);
-            goto fail;
-        }
-    }
-
-    if (!cfg->direct) {
-        snprintf(f->detail, sizeof(f->detail),
-                 "buffered: O_DIRECT disabled by configuration");
-    } else if (sfs.f_type == TMPFS_MAGIC || sfs.f_type == RAMFS_MAGIC) {
-        /* Newer kernels accept O_DIRECT on tmpfs, but the data stays in
-         * memory either way: say what it is. */
-        snprintf(f->detail, sizeof(f->detail),
-                 "buffered: memory-backed filesystem (tmpfs), O_DIRECT not "
-                 "used");
-    } else {
-        int r = open_direct(cfg->path, f->align, &dfd);
-        if (r == -EINVAL) {
-            snprintf(f->detail, sizeof(f->detail),
-                     "buffered: O_DIRECT refused (%s)", strerror(EINVAL));
-        } else if (r < 0) {
-            ho_errf(err, errlen, 0, "cannot open flash file %s with O_DIRECT: %s",
-                    cfg->path, strerror(-r));
-            goto fail;
-        } else {
-            close(fd);
-            fd = dfd;
-            f->direct = true;
-            snprintf(f->detail, sizeof(f->detail), "O_DIRECT");
-        }
-    }
-
     f->ext = tier_extents_new(cap, f->align);
     if (!f->ext) {
         ho_errf(err, errlen, 0, "out of memory");
@@ -301,45 +318,44 @@ int tier_flash_release(tier_flash *f, uint64_t off, uint64_t len)
 
 /* ---- I/O -------------------------------------------------------------------- */
 
-/* Write all of [p, p+len) at off, in chunks; EINTR and short writes are
- * retried, a write of 0 bytes is -EIO. */
-static int write_full(int fd, const uint8_t *p, uint64_t len, uint64_t off)
+/* Move all of [p, p+len) at file offset off with pwrite (write) or pread,
+ * in chunks of at most TIER_FLASH_CHUNK; EINTR and short transfers are
+ * retried, a transfer of 0 bytes (end of file on a read) is -EIO. */
+static int io_full(int fd, uint8_t *p, uint64_t len, uint64_t off, bool write)
 {
     while (len > 0) {
-        size_t n = len > FLASH_CHUNK ? FLASH_CHUNK : (size_t)len;
-        ssize_t w = pwrite(fd, p, n, (off_t)off);
-        if (w < 0) {
+        size_t n = len > TIER_FLASH_CHUNK ? TIER_FLASH_CHUNK : (size_t)len;
+        ssize_t k = write ? pwrite(fd, p, n, (off_t)off)
+                          : pread(fd, p, n, (off_t)off);
+        if (k < 0) {
             if (errno == EINTR)
                 continue;
             return -errno;
         }
-        if (w == 0)
+        if (k == 0)
             return -EIO;
-        p += w;
-        off += (uint64_t)w;
-        len -= (uint64_t)w;
+        p += k;
+        off += (uint64_t)k;
+        len -= (uint64_t)k;
     }
     return 0;
 }
 
-/* Read all of it; end of file inside the range is -EIO. */
+static int write_full(int fd, const uint8_t *p, uint64_t len, uint64_t off)
+{
+    return io_full(fd, (uint8_t *)p, len, off, true);
+}
+
 static int read_full(int fd, uint8_t *p, uint64_t len, uint64_t off)
 {
-    while (len > 0) {
-        size_t n = len > FLASH_CHUNK ? FLASH_CHUNK : (size_t)len;
-        ssize_t r = pread(fd, p, n, (off_t)off);
-        if (r < 0) {
-            if (errno == EINTR)
-                continue;
-            return -errno;
-        }
-        if (r == 0)
-            return -EIO;
-        p += r;
-        off += (uint64_t)r;
-        len -= (uint64_t)r;
-    }
-    return 0;
+    return io_full(fd, p, len, off, false);
+}
+
+/* len rounded up to the tier's alignment (check_range made sure it
+ * does not overflow). */
+static uint64_t padded(const tier_flash *f, uint64_t len)
+{
+    return (len + f->align - 1) & ~(f->align - 1);
 }
 
 /* off aligned, [off, off + len rounded up) inside the file. */
@@ -349,9 +365,8 @@ static int check_range(const tier_flash *f, uint64_t off, uint64_t len)
 
     if (len == 0 || off % f->align != 0)
         return HO_E_INVALID_SIZE;
-    if (len > UINT64_MAX - (f->align - 1))
+    if (!tier_align_up(len, f->align, &plen))
         return HO_E_INVALID_SIZE;
-    plen = (len + f->align - 1) & ~(f->align - 1);
     if (off > f->capacity || plen > f->capacity - off)
         return HO_E_INVALID_SIZE;
     return 0;
@@ -359,7 +374,7 @@ static int check_range(const tier_flash *f, uint64_t off, uint64_t len)
 
 static void *bounce_new(const tier_flash *f, uint64_t plen, uint64_t *ret_size)
 {
-    uint64_t size = plen < FLASH_BOUNCE ? plen : FLASH_BOUNCE;
+    uint64_t size = plen < TIER_FLASH_BOUNCE ? plen : TIER_FLASH_BOUNCE;
     void *b = NULL;
 
     if (posix_memalign(&b, f->align, size) != 0)
@@ -368,12 +383,13 @@ static void *bounce_new(const tier_flash *f, uint64_t plen, uint64_t *ret_size)
     return b;
 }
 
-/* O_DIRECT write of len bytes from an unaligned buffer (or of an unaligned
- * tail): copy through an aligned bounce buffer, zero-padding the end. */
-static int write_bounced(const tier_flash *f, uint64_t off, const uint8_t *p,
-                         uint64_t len)
+/* O_DIRECT transfer of len bytes from or to an unaligned buffer (or of an
+ * unaligned tail) through an aligned bounce buffer: a write copies the
+ * data in and zero-pads the end, a read copies only buf[0, len) out. */
+static int io_bounced(const tier_flash *f, uint64_t off, uint8_t *p,
+                      uint64_t len, bool write)
 {
-    uint64_t plen = (len + f->align - 1) & ~(f->align - 1), size;
+    uint64_t plen = padded(f, len), size;
     uint8_t *b = bounce_new(f, plen, &size);
     int rc = 0;
 
@@ -382,10 +398,16 @@ static int write_bounced(const tier_flash *f, uint64_t off, const uint8_t *p,
     while (plen > 0 && rc == 0) {
         uint64_t n = plen < size ? plen : size;
         uint64_t data = len < n ? len : n;
-        memcpy(b, p, data);
-        if (data < n)
-            memset(b + data, 0, n - data);
-        rc = write_full(f->fd, b, n, off);
+        if (write) {
+            memcpy(b, p, data);
+            if (data < n)
+                memset(b + data, 0, n - data);
+            rc = write_full(f->fd, b, n, off);
+        } else {
+            rc = read_full(f->fd, b, n, off);
+            if (rc == 0)
+                memcpy(p, b, data);
+        }
         p += data;
         len -= data;
         off += n;
@@ -395,87 +417,51 @@ static int write_bounced(const tier_flash *f, uint64_t off, const uint8_t *p,
     return rc;
 }
 
-static int read_bounced(const tier_flash *f, uint64_t off, uint8_t *p,
-                        uint64_t len)
+/* tier_flash_write (write) and tier_flash_read. */
+static int flash_io(tier_flash *f, uint64_t off, uint8_t *p, uint64_t len,
+                    bool write)
 {
-    uint64_t plen = (len + f->align - 1) & ~(f->align - 1), size;
-    uint8_t *b = bounce_new(f, plen, &size);
-    int rc = 0;
+    int rc = check_range(f, off, len);
 
-    if (!b)
-        return -ENOMEM;
-    while (plen > 0 && rc == 0) {
-        uint64_t n = plen < size ? plen : size;
-        uint64_t data = len < n ? len : n;
-        rc = read_full(f->fd, b, n, off);
-        if (rc == 0)
-            memcpy(p, b, data);
-        p += data;
-        len -= data;
-        off += n;
-        plen -= n;
+    if (rc < 0)
+        return rc;
+    if (!f->direct) {
+        rc = io_full(f->fd, p, len, off, write);
+        if (write && rc == 0 && fdatasync(f->fd) != 0)
+            rc = -errno;
+        /* Written back now (or read), so the data can leave the cache. */
+        (void)posix_fadvise(f->fd, (off_t)off, (off_t)len,
+                            POSIX_FADV_DONTNEED);
+        return rc;
     }
-    free(b);
-    return rc;
+    if ((uintptr_t)p % f->align == 0) {
+        uint64_t head = len & ~(f->align - 1);
+        if (head)
+            rc = io_full(f->fd, p, head, off, write);
+        if (rc == 0 && head < len)
+            rc = io_bounced(f, off + head, p + head, len - head, write);
+        return rc;
+    }
+    return io_bounced(f, off, p, len, write);
 }
 
 int tier_flash_write(tier_flash *f, uint64_t off, const void *buf,
                      uint64_t len)
 {
-    const uint8_t *p = buf;
-    int rc = check_range(f, off, len);
-
-    if (rc < 0)
-        return rc;
-    if (!f->direct) {
-        rc = write_full(f->fd, p, len, off);
-        if (rc == 0 && fdatasync(f->fd) != 0)
-            rc = -errno;
-        /* Written back now, so the spilled data can leave the cache. */
-        (void)posix_fadvise(f->fd, (off_t)off, (off_t)len,
-                            POSIX_FADV_DONTNEED);
-        return rc;
-    }
-    if ((uintptr_t)p % f->align == 0) {
-        uint64_t head = len & ~(f->align - 1);
-        if (head)
-            rc = write_full(f->fd, p, head, off);
-        if (rc == 0 && head < len)
-            rc = write_bounced(f, off + head, p + head, len - head);
-        return rc;
-    }
-    return write_bounced(f, off, p, len);
+    /* The buffer is only read: flash_io writes through p only on reads. */
+    return flash_io(f, off, (uint8_t *)buf, len, true);
 }
 
 int tier_flash_read(tier_flash *f, uint64_t off, void *buf, uint64_t len)
 {
-    uint8_t *p = buf;
-    int rc = check_range(f, off, len);
-
-    if (rc < 0)
-        return rc;
-    if (!f->direct) {
-        rc = read_full(f->fd, p, len, off);
-        (void)posix_fadvise(f->fd, (off_t)off, (off_t)len,
-                            POSIX_FADV_DONTNEED);
-        return rc;
-    }
-    if ((uintptr_t)p % f->align == 0) {
-        uint64_t head = len & ~(f->align - 1);
-        if (head)
-            rc = read_full(f->fd, p, head, off);
-        if (rc == 0 && head < len)
-            rc = read_bounced(f, off + head, p + head, len - head);
-        return rc;
-    }
-    return read_bounced(f, off, p, len);
+    return flash_io(f, off, buf, len, false);
 }
 
 /* ---- fd transfers: a two-stage pipeline --------------------------------------- *
  * The flash side (O_DIRECT or buffered I/O on the tier's file) runs on the
  * caller's thread, the copy side (pread/pwrite on the other fd) on a
- * helper thread; FLASH_PIPE_BUFS aligned bounce buffers of
- * FLASH_PIPE_CHUNK bytes pass between them.  Chunk k holds bytes
+ * helper thread; TIER_FLASH_PIPE_BUFS aligned bounce buffers of
+ * TIER_FLASH_PIPE_CHUNK bytes pass between them.  Chunk k holds bytes
  * [k*C, min((k+1)*C, len)) of the transfer; on flash the last one is
  * padded to the alignment (zeros on write). */
 
@@ -486,7 +472,7 @@ struct pipe {
     uint64_t fd_off;
     uint64_t len, chunk, nchunks;
     bool spill;             /* fd -> flash (else flash -> fd) */
-    uint8_t *buf[FLASH_PIPE_BUFS];
+    uint8_t *buf[TIER_FLASH_PIPE_BUFS];
     pthread_mutex_t mu;
     pthread_cond_t cv;
     uint64_t produced, consumed; /* chunks */
@@ -499,114 +485,60 @@ static uint64_t pipe_data(const struct pipe *p, uint64_t k)
     return p->len - start < p->chunk ? p->len - start : p->chunk;
 }
 
-/* pread all of it; end of file inside the range is -EIO. */
-static int fd_read_full(int fd, uint8_t *b, uint64_t n, uint64_t off)
-{
-    while (n > 0) {
-        ssize_t r = pread(fd, b, n, (off_t)off);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0)
-            return -errno;
-        if (r == 0)
-            return -EIO;
-        b += r;
-        off += (uint64_t)r;
-        n -= (uint64_t)r;
-    }
-    return 0;
-}
-
-static int fd_write_full(int fd, const uint8_t *b, uint64_t n, uint64_t off)
-{
-    while (n > 0) {
-        ssize_t w = pwrite(fd, b, n, (off_t)off);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0)
-            return -errno;
-        if (w == 0)
-            return -EIO;
-        b += w;
-        off += (uint64_t)w;
-        n -= (uint64_t)w;
-    }
-    return 0;
-}
-
 /* Producer: the fd side for a spill, the flash side for a fill. */
 static int pipe_produce(struct pipe *p, uint64_t k, uint8_t *b)
 {
     uint64_t data = pipe_data(p, k), start = k * p->chunk;
-    uint64_t padded = (data + p->f->align - 1) & ~(p->f->align - 1);
+    uint64_t plen = padded(p->f, data);
     int rc;
 
     if (p->spill) {
-        rc = fd_read_full(p->fd, b, data, p->fd_off + start);
-        if (rc == 0 && padded > data)
-            memset(b + data, 0, padded - data);
+        rc = read_full(p->fd, b, data, p->fd_off + start);
+        if (rc == 0 && plen > data)
+            memset(b + data, 0, plen - data);
         return rc;
     }
-    return read_full(p->f->fd, b, p->f->direct ? padded : data,
+    return read_full(p->f->fd, b, p->f->direct ? plen : data,
                      p->off + start);
 }
 
 static int pipe_consume(struct pipe *p, uint64_t k, const uint8_t *b)
 {
     uint64_t data = pipe_data(p, k), start = k * p->chunk;
-    uint64_t padded = (data + p->f->align - 1) & ~(p->f->align - 1);
+    uint64_t plen = padded(p->f, data);
 
     if (p->spill)
-        return write_full(p->f->fd, b, p->f->direct ? padded : data,
+        return write_full(p->f->fd, b, p->f->direct ? plen : data,
                           p->off + start);
-    return fd_write_full(p->fd, b, data, p->fd_off + start);
+    return write_full(p->fd, b, data, p->fd_off + start);
 }
 
-static void pipe_run_producer(struct pipe *p)
+/* Run one stage of the pipeline over every chunk: the producer fills
+ * buffer k % TIER_FLASH_PIPE_BUFS once the consumer has freed it, the
+ * consumer drains it once the producer has filled it.  The first error of
+ * either stage stops both. */
+static void pipe_run_stage(struct pipe *p, bool producer)
 {
     uint64_t k;
 
     for (k = 0; k < p->nchunks; k++) {
         int rc;
         pthread_mutex_lock(&p->mu);
-        while (p->produced - p->consumed == FLASH_PIPE_BUFS && !p->err)
+        while ((producer ? p->produced - p->consumed == TIER_FLASH_PIPE_BUFS
+                         : p->consumed == p->produced) &&
+               !p->err)
             pthread_cond_wait(&p->cv, &p->mu);
         rc = p->err;
         pthread_mutex_unlock(&p->mu);
         if (rc)
             return;
-        rc = pipe_produce(p, k, p->buf[k % FLASH_PIPE_BUFS]);
+        uint8_t *b = p->buf[k % TIER_FLASH_PIPE_BUFS];
+        rc = producer ? pipe_produce(p, k, b) : pipe_consume(p, k, b);
         pthread_mutex_lock(&p->mu);
         if (rc && !p->err)
             p->err = rc;
         else if (!rc)
-            p->produced++;
-        pthread_cond_broadcast(&p->cv);
-        pthread_mutex_unlock(&p->mu);
-        if (rc)
-            return;
-    }
-}
-
-static void pipe_run_consumer(struct pipe *p)
-{
-    uint64_t k;
-
-    for (k = 0; k < p->nchunks; k++) {
-        int rc;
-        pthread_mutex_lock(&p->mu);
-        while (p->consumed == p->produced && !p->err)
-            pthread_cond_wait(&p->cv, &p->mu);
-        rc = p->err;
-        pthread_mutex_unlock(&p->mu);
-        if (rc)
-            return;
-        rc = pipe_consume(p, k, p->buf[k % FLASH_PIPE_BUFS]);
-        pthread_mutex_lock(&p->mu);
-        if (rc && !p->err)
-            p->err = rc;
-        else if (!rc)
-            p->consumed++;
+            (*(producer ? &p->produced : &p->consumed))++;
         pthread_cond_broadcast(&p->cv);
         pthread_mutex_unlock(&p->mu);
         if (rc)
@@ -619,10 +551,7 @@ static void *pipe_helper(void *arg)
 {
     struct pipe *p = arg;
 
-    if (p->spill)
-        pipe_run_producer(p);
-    else
-        pipe_run_consumer(p);
+    pipe_run_stage(p, p->spill); /* a spill produces from the fd */
     return NULL;
 }
 
@@ -645,11 +574,11 @@ static int pipe_transfer(tier_flash *f, uint64_t off, int fd, uint64_t fd_off,
     p.fd_off = fd_off;
     p.len = len;
     p.spill = spill;
-    p.chunk = FLASH_PIPE_CHUNK; /* a multiple of any alignment we accept */
+    p.chunk = TIER_FLASH_PIPE_CHUNK; /* a multiple of any alignment we accept */
     p.nchunks = (len + p.chunk - 1) / p.chunk;
-    plen = (len + f->align - 1) & ~(f->align - 1);
+    plen = padded(f, len);
     bufsize = plen < p.chunk ? plen : p.chunk;
-    nbufs = p.nchunks < FLASH_PIPE_BUFS ? p.nchunks : FLASH_PIPE_BUFS;
+    nbufs = p.nchunks < TIER_FLASH_PIPE_BUFS ? p.nchunks : TIER_FLASH_PIPE_BUFS;
     for (i = 0; i < nbufs; i++) {
         void *b = NULL;
         if (posix_memalign(&b, f->align, bufsize) != 0) {
@@ -669,10 +598,7 @@ static int pipe_transfer(tier_flash *f, uint64_t off, int fd, uint64_t fd_off,
         pthread_cond_init(&p.cv, NULL);
         rc = -pthread_create(&helper, NULL, pipe_helper, &p);
         if (rc == 0) {
-            if (spill)
-                pipe_run_consumer(&p);
-            else
-                pipe_run_producer(&p);
+            pipe_run_stage(&p, !spill);
             pthread_join(helper, NULL);
             rc = p.err;
         }
@@ -686,7 +612,7 @@ static int pipe_transfer(tier_flash *f, uint64_t off, int fd, uint64_t fd_off,
                             POSIX_FADV_DONTNEED);
     }
 out:
-    for (i = 0; i < FLASH_PIPE_BUFS; i++)
+    for (i = 0; i < TIER_FLASH_PIPE_BUFS; i++)
         free(p.buf[i]);
     return rc;
 }

@@ -22,6 +22,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tiers/limits.h" /* TIER_FLASH_*, TIER_DETAIL_LEN */
+
 typedef struct tier_flash tier_flash;
 
 typedef struct tier_flash_config {
@@ -35,8 +37,8 @@ typedef struct tier_flash_stats {
     double fragmentation;
     bool direct_io;
     uint64_t align;
-    char path[256];
-    char detail[160];     /* "O_DIRECT", "buffered: O_DIRECT refused
+    char path[TIER_FLASH_PATH_SHOWN];
+    char detail[TIER_DETAIL_LEN]; /* "O_DIRECT", "buffered: O_DIRECT refused
                              (Invalid argument)", "buffered: memory-backed
                              filesystem (tmpfs), O_DIRECT not used" or
                              "buffered: O_DIRECT disabled by configuration" */

@@ -12,13 +12,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tiers/limits.h" /* TIER_HBM_DEVICES_MAX, _GRANTS_MAX, _NAME_LEN */
+
 typedef struct tier_hbm tier_hbm;
 
-#define TIER_HBM_DEVICES_MAX 256   /* devices per table */
-#define TIER_HBM_GRANTS_MAX 4096   /* grants per device */
-
 typedef struct tier_hbm_device {
-    char name[32];        /* "emu0", "cuda:0", ... */
+    char name[TIER_HBM_NAME_LEN]; /* "emu0", "cuda:0", ... */
     uint64_t capacity;
     uint64_t reserve;     /* kept back from grants (runtime, fragmentation) */
 } tier_hbm_device;

@@ -1,5 +1,5 @@
 /*
- * client/backend.h - the interface every device backend implements
+ * client/backends/backend.h - the interface every device backend implements
  * ("host": backend_host.c, "cuda": backend_cuda.c), and what the generic
  * device layer (runtime_device.c) and the replay engine use of it.
  *
@@ -29,13 +29,20 @@
  * the engine's queue is full.
  *
  * Errors: 0 or a negative code; open/engine_new describe a failure in
- * err[0..errlen).
+ * err[0..errlen) with ho_errf (proto/errfmt.h): the caller's-buffer style
+ * of every layer below the library, whose calls record the sentence as
+ * the client's or the thread's last error (hoc_fail, hor_fail).
  */
 #ifndef HO_CLIENT_BACKEND_H
 #define HO_CLIENT_BACKEND_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
+
+#include "client/limits.h" /* HOB_ALIGN, HOB_*_DEPTH_MAX, HOB_CUDA_* */
+#include "proto/errfmt.h"
 
 typedef struct hob_engine hob_engine;
 
@@ -58,8 +65,8 @@ typedef struct hob_times {
     uint64_t issue_ns, start_ns, end_ns;
 } hob_times;
 
-/* Alignment of every allocation in the device region (bytes). */
-#define HOB_ALIGN 256u
+/* Every allocation in the device region is aligned to HOB_ALIGN bytes
+ * (client/limits.h). */
 
 typedef struct hob_ops {
     const char *name;
@@ -76,7 +83,8 @@ typedef struct hob_ops {
      * HO_E_DEVICE / -ENOMEM when the region cannot be had. */
     int (*open)(int index, uint64_t region_bytes, void **ret_state,
                 char *err, size_t errlen);
-    void (*close)(void *st);
+    /* Release the state (and the region).  NULL ok; returns NULL. */
+    void *(*close)(void *st);
 
     /* The device region: its first byte (a device address) and size. */
     void (*region)(void *st, uint8_t **ret_base, uint64_t *ret_size);
@@ -96,8 +104,9 @@ typedef struct hob_ops {
      * power of two >= 2); engines of one state are independent FIFOs. */
     int (*engine_new)(void *st, uint32_t depth, hob_engine **ret,
                       char *err, size_t errlen);
-    /* Waits for the engine's copies, then frees it.  NULL ok. */
-    void (*engine_free)(hob_engine *e);
+    /* Waits for the engine's copies, then frees it.  NULL ok; returns
+     * NULL. */
+    hob_engine *(*engine_free)(hob_engine *e);
 
     /* Queue a copy of n bytes on e; it starts after every earlier copy of
      * e and, when dep is not NULL, after dep's ticket dep_ticket.  A D2H
@@ -137,5 +146,26 @@ typedef struct hob_ops {
 
 extern const hob_ops hob_host_ops;
 extern const hob_ops hob_cuda_ops;
+
+/* CLOCK_MONOTONIC in nanoseconds: the clock of hob_times (and of the
+ * replay's figures, hor_now_ns). */
+static inline uint64_t hob_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The engine_new depth rule of every backend: a power of two in
+ * [2, max] (max a power of two, HOB_*_DEPTH_MAX).  0, or -EINVAL with
+ * the sentence in err. */
+static inline int hob_check_depth(uint32_t depth, uint32_t max, char *err,
+                                  size_t errlen)
+{
+    if (depth < 2 || (depth & (depth - 1)) || depth > max)
+        return ho_errf(err, errlen, -EINVAL, "engine depth %u is not a power "
+                       "of two in [2, 2^%d]", depth, __builtin_ctz(max));
+    return 0;
+}
 
 #endif

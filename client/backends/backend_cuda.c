@@ -1,8 +1,8 @@
 /*
- * client/backend_cuda.c - the "cuda" device backend.  libcudart is loaded
- * with dlopen at run time (libcudart.so, then .so.13, .so.12, .so.11), so
- * the library has no build-time CUDA dependency and runs without a GPU
- * (the backend then reports why it is unavailable).
+ * client/backends/backend_cuda.c - the "cuda" device backend.  libcudart
+ * is loaded with dlopen at run time (libcudart.so, then .so.13, .so.12,
+ * .so.11), so the library has no build-time CUDA dependency and runs
+ * without a GPU (the backend then reports why it is unavailable).
  *
  * Device memory: one cudaMalloc'ed region, carved by the generic layer
  * (byte accounting and the capacity limit there).  Copies: one
@@ -46,6 +46,7 @@
 #include <time.h>
 
 #include "hyperoffload/errors.h"
+#include "proto/errfmt.h"
 
 /* The subset of the CUDA runtime API used here, with its ABI: enums are
  * ints, streams and events are pointers. */
@@ -63,7 +64,7 @@ typedef void *cuevent;
 
 static struct cudart {
     void *lib;
-    char reason[256];
+    char reason[HOB_CUDA_REASON_LEN];
     cuerr (*GetDeviceCount)(int *);
     cuerr (*SetDevice)(int);
     const char *(*GetErrorString)(cuerr);
@@ -151,24 +152,33 @@ static const char *cuda_unavailable(void)
 
 static int cu_fail(cuerr e, char *err, size_t errlen, const char *what)
 {
-    if (err)
-        snprintf(err, errlen, "%s: %s", what, cu.GetErrorString(e));
-    return HO_E_DEVICE;
+    return ho_errf(err, errlen, HO_E_DEVICE, "%s: %s", what,
+                   cu.GetErrorString(e));
+}
+
+/* Create n events without timing (ev[] zeroed, so that the caller's
+ * cleanup destroys exactly those created).  0 or HO_E_DEVICE with the
+ * sentence in err. */
+static int cu_events_new(cuevent *ev, uint32_t n, char *err, size_t errlen)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        cuerr e = cu.EventCreateWithFlags(&ev[i], CU_EVENT_DISABLE_TIMING);
+        if (e != CU_SUCCESS)
+            return cu_fail(e, err, errlen, "cudaEventCreateWithFlags");
+    }
+    return 0;
 }
 
 /* ----------------------------------------------------------- state */
-
-#define MAX_REG 16u
-#define COMPUTE_DEPTH 1024u
 
 typedef struct cuda_state {
     int dev;
     uint8_t *base;
     uint64_t size;
     custream compute;       /* the application's stream (NULL: legacy) */
-    cuevent cev[COMPUTE_DEPTH];
+    cuevent cev[HOB_CUDA_COMPUTE_DEPTH];
     uint64_t cmarks, cdone;
-    void *reg[MAX_REG];     /* registered host ranges */
+    void *reg[HOB_CUDA_MAX_REG];     /* registered host ranges */
     unsigned nreg;
 } cuda_state;
 
@@ -187,13 +197,6 @@ struct hob_engine {
     cuevent ref;            /* reference event of the epoch, owned */
     uint64_t ref_ns;        /* host clock when ref was recorded */
 };
-
-static uint64_t host_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static uint64_t ref_plus(const hob_engine *e, cuevent ev, bool *ok)
 {
@@ -222,36 +225,34 @@ static void times_fill(hob_engine *e, uint32_t i)
     }
 }
 
-static void cuda_close(void *state)
+static void *cuda_close(void *state)
 {
     cuda_state *st = state;
     if (!st)
-        return;
+        return NULL;
     if (st->compute || st->base)
         cu.StreamSynchronize(st->compute);
     for (unsigned i = 0; i < st->nreg; i++)
         cu.HostUnregister(st->reg[i]);
-    for (unsigned i = 0; i < COMPUTE_DEPTH; i++)
+    for (unsigned i = 0; i < HOB_CUDA_COMPUTE_DEPTH; i++)
         if (st->cev[i])
             cu.EventDestroy(st->cev[i]);
     if (st->base)
         cu.Free(st->base);
     free(st);
+    return NULL;
 }
 
 static int cuda_open(int index, uint64_t region_bytes, void **ret_state,
                      char *err, size_t errlen)
 {
     const char *why = cuda_unavailable();
-    if (why) {
-        snprintf(err, errlen, "%s", why);
-        return HO_E_UNSUPPORTED;
-    }
-    if (region_bytes == 0 || region_bytes > SIZE_MAX) {
-        snprintf(err, errlen, "device region of %llu bytes",
-                 (unsigned long long)region_bytes);
-        return HO_E_INVALID_SIZE;
-    }
+    if (why)
+        return ho_errf(err, errlen, HO_E_UNSUPPORTED, "%s", why);
+    if (region_bytes == 0 || region_bytes > SIZE_MAX)
+        return ho_errf(err, errlen, HO_E_INVALID_SIZE,
+                       "device region of %llu bytes",
+                       (unsigned long long)region_bytes);
     cuda_state *st = calloc(1, sizeof(*st));
     if (!st)
         return -ENOMEM;
@@ -270,13 +271,9 @@ static int cuda_open(int index, uint64_t region_bytes, void **ret_state,
     }
     st->base = p;
     st->size = region_bytes;
-    for (unsigned i = 0; i < COMPUTE_DEPTH; i++) {
-        e = cu.EventCreateWithFlags(&st->cev[i], CU_EVENT_DISABLE_TIMING);
-        if (e != CU_SUCCESS) {
-            rc = cu_fail(e, err, errlen, "cudaEventCreateWithFlags");
-            goto fail;
-        }
-    }
+    rc = cu_events_new(st->cev, HOB_CUDA_COMPUTE_DEPTH, err, errlen);
+    if (rc < 0)
+        goto fail;
     *ret_state = st;
     return 0;
 fail:
@@ -305,7 +302,7 @@ static int cuda_copy_sync(void *state, hob_dir dir, void *dst,
 static int cuda_register(void *state, void *base, uint64_t len)
 {
     cuda_state *st = state;
-    if (st->nreg == MAX_REG)
+    if (st->nreg == HOB_CUDA_MAX_REG)
         return -ENOSPC;
     cuerr e = cu.HostRegister(base, (size_t)len, CU_HOST_REGISTER_PORTABLE);
     if (e == CU_ERROR_HOST_MEMORY_ALREADY_REGISTERED)
@@ -400,15 +397,15 @@ static int cuda_epoch(hob_engine *e)
 {
     if (!e->timed)
         return 0;
-    e->ref_ns = host_now_ns();
+    e->ref_ns = hob_now_ns();
     return cu.EventRecord(e->ref, e->stream) == CU_SUCCESS ? 0
                                                            : HO_E_DEVICE;
 }
 
-static void cuda_engine_free(hob_engine *e)
+static hob_engine *cuda_engine_free(hob_engine *e)
 {
     if (!e)
-        return;
+        return NULL;
     if (e->stream)
         cu.StreamSynchronize(e->stream);
     timing_release(e);
@@ -419,21 +416,19 @@ static void cuda_engine_free(hob_engine *e)
         cu.StreamDestroy(e->stream);
     free(e->ev);
     free(e);
+    return NULL;
 }
 
 static int cuda_engine_new(void *state, uint32_t depth, hob_engine **ret,
                            char *err, size_t errlen)
 {
     cuda_state *st = state;
-    if (depth < 2 || (depth & (depth - 1)) || depth > (1u << 20)) {
-        snprintf(err, errlen, "engine depth %u is not a power of two in "
-                 "[2, 2^20]", depth);
-        return -EINVAL;
-    }
+    int rc = hob_check_depth(depth, HOB_CUDA_DEPTH_MAX, err, errlen);
+    if (rc < 0)
+        return rc;
     hob_engine *e = calloc(1, sizeof(*e));
     if (!e)
         return -ENOMEM;
-    int rc;
     e->st = st;
     e->depth = depth;
     e->mask = depth - 1;
@@ -449,13 +444,9 @@ static int cuda_engine_new(void *state, uint32_t depth, hob_engine **ret,
         rc = cu_fail(r, err, errlen, "cudaStreamCreateWithFlags");
         goto fail;
     }
-    for (uint32_t i = 0; i < depth; i++) {
-        r = cu.EventCreateWithFlags(&e->ev[i], CU_EVENT_DISABLE_TIMING);
-        if (r != CU_SUCCESS) {
-            rc = cu_fail(r, err, errlen, "cudaEventCreateWithFlags");
-            goto fail;
-        }
-    }
+    rc = cu_events_new(e->ev, depth, err, errlen);
+    if (rc < 0)
+        goto fail;
     *ret = e;
     return 0;
 fail:
@@ -486,7 +477,7 @@ static int cuda_submit(hob_engine *e, hob_dir dir, void *dst,
         rc = cuda_compute_mark(st, &m);
         if (rc < 0)
             return rc;
-        r = cu.StreamWaitEvent(e->stream, st->cev[(m - 1) % COMPUTE_DEPTH],
+        r = cu.StreamWaitEvent(e->stream, st->cev[(m - 1) % HOB_CUDA_COMPUTE_DEPTH],
                                0);
     }
     if (r == CU_SUCCESS && dep && dep != e && cuda_completed(dep) < dep_ticket)
@@ -520,7 +511,7 @@ static uint64_t cuda_compute_completed(void *state)
 {
     cuda_state *st = state;
     while (st->cdone < st->cmarks) {
-        if (cu.EventQuery(st->cev[st->cdone % COMPUTE_DEPTH]) != CU_SUCCESS)
+        if (cu.EventQuery(st->cev[st->cdone % HOB_CUDA_COMPUTE_DEPTH]) != CU_SUCCESS)
             break;
         st->cdone++;
     }
@@ -531,7 +522,7 @@ static int cuda_compute_wait(void *state, uint64_t t)
 {
     cuda_state *st = state;
     while (st->cdone < t && st->cdone < st->cmarks) {
-        if (cu.EventSynchronize(st->cev[st->cdone % COMPUTE_DEPTH]) !=
+        if (cu.EventSynchronize(st->cev[st->cdone % HOB_CUDA_COMPUTE_DEPTH]) !=
             CU_SUCCESS)
             return HO_E_DEVICE;
         st->cdone++;
@@ -543,12 +534,12 @@ static int cuda_compute_mark(void *state, uint64_t *ret_ticket)
 {
     cuda_state *st = state;
     uint64_t h = st->cmarks;
-    if (h - cuda_compute_completed(st) >= COMPUTE_DEPTH) {
-        int rc = cuda_compute_wait(st, h - COMPUTE_DEPTH + 1);
+    if (h - cuda_compute_completed(st) >= HOB_CUDA_COMPUTE_DEPTH) {
+        int rc = cuda_compute_wait(st, h - HOB_CUDA_COMPUTE_DEPTH + 1);
         if (rc < 0)
             return rc;
     }
-    if (cu.EventRecord(st->cev[h % COMPUTE_DEPTH], st->compute) !=
+    if (cu.EventRecord(st->cev[h % HOB_CUDA_COMPUTE_DEPTH], st->compute) !=
         CU_SUCCESS)
         return HO_E_DEVICE;
     st->cmarks = h + 1;

@@ -1,9 +1,9 @@
 /*
- * client/backend_host.c - the "host" device backend: device memory is a
- * pre-faulted anonymous region of this process, copies are memcpy on copy
- * threads (one per engine).  Runs anywhere; it is what tests, benchmarks
- * and GPU-less machines use, and it fails exactly where a real device
- * would (the capacity is enforced by the generic layer).
+ * client/backends/backend_host.c - the "host" device backend: device
+ * memory is a pre-faulted anonymous region of this process, copies are
+ * memcpy on copy threads (one per engine).  Runs anywhere; it is what
+ * tests, benchmarks and GPU-less machines use, and it fails exactly where
+ * a real device would (the capacity is enforced by the generic layer).
  *
  * Engine: a ring of `depth` copy descriptors.  The replay thread (single
  * producer) fills the slot of ticket head+1 and publishes head; the copy
@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #include "hyperoffload/errors.h"
+#include "proto/errfmt.h"
 
 /* Spinning pays only when every busy thread has a core of its own: the
  * replay thread and the copy threads.  With fewer CPUs a spinning thread
@@ -89,13 +90,6 @@ static inline void cpu_relax(void)
 #endif
 }
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static void futex_wait(_Atomic uint32_t *addr, uint32_t val)
 {
     syscall(SYS_futex, (uint32_t *)addr, FUTEX_WAIT_PRIVATE, val, NULL,
@@ -120,11 +114,10 @@ static int host_open(int index, uint64_t region_bytes, void **ret_state,
 {
     (void)index;
     long page = sysconf(_SC_PAGESIZE);
-    if (region_bytes == 0 || region_bytes > SIZE_MAX - (uint64_t)page) {
-        snprintf(err, errlen, "device region of %llu bytes",
-                 (unsigned long long)region_bytes);
-        return HO_E_INVALID_SIZE;
-    }
+    if (region_bytes == 0 || region_bytes > SIZE_MAX - (uint64_t)page)
+        return ho_errf(err, errlen, HO_E_INVALID_SIZE,
+                       "device region of %llu bytes",
+                       (unsigned long long)region_bytes);
     uint64_t size = (region_bytes + (uint64_t)page - 1) &
                     ~((uint64_t)page - 1);
     host_state *st = calloc(1, sizeof(*st));
@@ -136,10 +129,10 @@ static int host_open(int index, uint64_t region_bytes, void **ret_state,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
     if (p == MAP_FAILED) {
         int rc = -errno;
-        snprintf(err, errlen, "cannot map %llu bytes of emulated device "
-                 "memory: %s", (unsigned long long)size, strerror(-rc));
         free(st);
-        return rc;
+        return ho_errf(err, errlen, rc, "cannot map %llu bytes of emulated "
+                       "device memory: %s", (unsigned long long)size,
+                       strerror(-rc));
     }
     st->base = p;
     st->size = size;
@@ -147,13 +140,14 @@ static int host_open(int index, uint64_t region_bytes, void **ret_state,
     return 0;
 }
 
-static void host_close(void *state)
+static void *host_close(void *state)
 {
     host_state *st = state;
     if (!st)
-        return;
+        return NULL;
     munmap(st->base, (size_t)st->size);
     free(st);
+    return NULL;
 }
 
 static void host_region(void *state, uint8_t **ret_base, uint64_t *ret_size)
@@ -225,10 +219,10 @@ static void *copy_thread(void *arg)
                 host_wait(d->dep, d->dep_ticket);
             hob_times *tm = d->tm;
             if (tm)
-                tm->start_ns = now_ns();
+                tm->start_ns = hob_now_ns();
             memcpy(d->dst, d->src, (size_t)d->n);
             if (tm)
-                tm->end_ns = now_ns();
+                tm->end_ns = hob_now_ns();
             done++;
             atomic_store(&e->done, done);
             if (atomic_load(&e->waiters)) {
@@ -241,13 +235,13 @@ static void *copy_thread(void *arg)
             break;
         /* Copies tend to come in bursts: stay awake a little while. */
         bool more = false;
-        uint64_t t0 = e->spin_idle_ns ? now_ns() : 0;
+        uint64_t t0 = e->spin_idle_ns ? hob_now_ns() : 0;
         for (unsigned i = 1; !more && e->spin_idle_ns; i++) {
             cpu_relax();
             more = atomic_load_explicit(&e->head, memory_order_relaxed) !=
                        done ||
                    atomic_load_explicit(&e->stop, memory_order_relaxed);
-            if (i % 64 == 0 && now_ns() - t0 > e->spin_idle_ns)
+            if (i % 64 == 0 && hob_now_ns() - t0 > e->spin_idle_ns)
                 break;
         }
         if (more)
@@ -272,11 +266,9 @@ static void kick(hob_engine *e)
 static int host_engine_new(void *state, uint32_t depth, hob_engine **ret,
                            char *err, size_t errlen)
 {
-    if (depth < 2 || (depth & (depth - 1)) || depth > (1u << 24)) {
-        snprintf(err, errlen, "engine depth %u is not a power of two in "
-                 "[2, 2^24]", depth);
-        return -EINVAL;
-    }
+    int rc = hob_check_depth(depth, HOB_HOST_DEPTH_MAX, err, errlen);
+    if (rc < 0)
+        return rc;
     hob_engine *e = calloc(1, sizeof(*e));
     if (!e)
         return -ENOMEM;
@@ -292,28 +284,28 @@ static int host_engine_new(void *state, uint32_t depth, hob_engine **ret,
         free(e);
         return -ENOMEM;
     }
-    int rc = pthread_create(&e->thread, NULL, copy_thread, e);
+    rc = pthread_create(&e->thread, NULL, copy_thread, e);
     if (rc != 0) {
-        snprintf(err, errlen, "cannot start a copy thread: %s",
-                 strerror(rc));
         free(e->ring);
         free(e);
-        return -rc;
+        return ho_errf(err, errlen, -rc, "cannot start a copy thread: %s",
+                       strerror(rc));
     }
     *ret = e;
     return 0;
 }
 
-static void host_engine_free(hob_engine *e)
+static hob_engine *host_engine_free(hob_engine *e)
 {
     if (!e)
-        return;
+        return NULL;
     atomic_store(&e->stop, 1);
     atomic_fetch_add(&e->wake, 1);
     futex_wake(&e->wake, 1);
     pthread_join(e->thread, NULL);
     free(e->ring);
     free(e);
+    return NULL;
 }
 
 static int host_submit(hob_engine *e, hob_dir dir, void *dst,

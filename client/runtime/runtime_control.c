@@ -1,5 +1,5 @@
 /*
- * client/runtime_control.c - the client half of the control region
+ * client/runtime/runtime_control.c - the client half of the control region
  * (proto/control.h, docs/runtime.md): installing a replay with the daemon
  * (StageRequest / StageReply with the region's memfd and an eventfd),
  * checking and mapping the region, the local stand-in for replays without
@@ -30,11 +30,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#define CTL_MAX_BYTES (1ull << 32)     /* largest control region accepted */
-#define URGENT_POLL_NS 50000000ull     /* futex timeout between re-checks */
-#define URGENT_GIVE_UP_NS 120000000000ull /* the daemon never answered */
-#define LOCAL_SLOT_ALIGN 4096u
-
 /* ----------------------------------------------------------- layout */
 
 static uint64_t align_up(uint64_t v, uint64_t a)
@@ -43,13 +38,14 @@ static uint64_t align_up(uint64_t v, uint64_t a)
 }
 
 /* Byte offsets of the standard layout (the daemon uses the same). */
-static void layout(uint32_t n_slots, uint32_t n_ops, uint64_t *slots_off,
-                   uint64_t *ms_off, uint64_t *total)
+static void layout(uint32_t n_slots, uint32_t n_ops, uint64_t *ret_slots_off,
+                   uint64_t *ret_ms_off, uint64_t *ret_total)
 {
     uint64_t hdr = align_up(sizeof(ho_ctl_header), 64);
-    *slots_off = hdr;
-    *ms_off = align_up(hdr + (uint64_t)n_slots * sizeof(ho_ctl_slot), 64);
-    *total = *ms_off + ((uint64_t)n_ops + 63) / 64 * 8;
+    uint64_t ms = align_up(hdr + (uint64_t)n_slots * sizeof(ho_ctl_slot), 64);
+    *ret_slots_off = hdr;
+    *ret_ms_off = ms;
+    *ret_total = ms + ((uint64_t)n_ops + 63) / 64 * 8;
 }
 
 /* ----------------------------------------------------------- local */
@@ -89,7 +85,7 @@ static int local_setup(ho_replay *r)
         sl->offset = off;
         sl->length = s->bytes;
         atomic_store(&sl->state, HO_SLOT_DDR);
-        uint64_t len = align_up(s->bytes, LOCAL_SLOT_ALIGN);
+        uint64_t len = align_up(s->bytes, HOR_LOCAL_SLOT_ALIGN);
         if (off > UINT64_MAX - len)
             return -EOVERFLOW;
         off += len;
@@ -164,26 +160,20 @@ static int check_region(ho_replay *r, const Hyperoffload__StageReply *sr,
     return 0;
 }
 
-static int daemon_setup(ho_replay *r)
+/* Step 1 of daemon_setup: one StageSlot per host copy, in slot order
+ * (*ret_ss holds them, *ret_ssp points at them; both owned by the
+ * caller).  0 or -ENOMEM. */
+static int stage_slots(const ho_replay *r, Hyperoffload__StageSlot **ret_ss,
+                       Hyperoffload__StageSlot ***ret_ssp)
 {
-    ho_client *c = r->c;
-    hor_ctl *x = &r->ctl;
-    Hyperoffload__Envelope env = HYPEROFFLOAD__ENVELOPE__INIT;
-    Hyperoffload__StageRequest req = HYPEROFFLOAD__STAGE_REQUEST__INIT;
-    Hyperoffload__Envelope *reply = NULL;
-    Hyperoffload__StageSlot *ss = NULL, **ssp = NULL;
-    int fds[2] = {-1, -1};
-    unsigned nfds = 0;
-    int rc;
-
-    if (!ho_pool_base(c))
-        return hor_fail(c, HO_E_NOT_REGISTERED, "a replay with the daemon "
-                        "needs a registered session (ho_register)");
-    ss = calloc(r->n_slots ? r->n_slots : 1, sizeof(*ss));
-    ssp = calloc(r->n_slots ? r->n_slots : 1, sizeof(*ssp));
+    Hyperoffload__StageSlot *ss = calloc(r->n_slots ? r->n_slots : 1,
+                                         sizeof(*ss));
+    Hyperoffload__StageSlot **ssp = calloc(r->n_slots ? r->n_slots : 1,
+                                           sizeof(*ssp));
     if (!ss || !ssp) {
-        rc = -ENOMEM;
-        goto out;
+        free(ss);
+        free(ssp);
+        return -ENOMEM;
     }
     for (uint32_t i = 0; i < r->n_st; i++) {
         const hor_storage *s = &r->st[i];
@@ -194,6 +184,62 @@ static int daemon_setup(ho_replay *r)
         ss[s->slot].bytes = s->bytes;
         ssp[s->slot] = &ss[s->slot];
     }
+    *ret_ss = ss;
+    *ret_ssp = ssp;
+    return 0;
+}
+
+/* Step 2 of daemon_setup: check the StageReply's shape, map its control
+ * region (fds[0]) and check the region against the replay. */
+static int map_region(ho_replay *r, const Hyperoffload__StageReply *sr,
+                      const int *fds, unsigned nfds)
+{
+    ho_client *c = r->c;
+    hor_ctl *x = &r->ctl;
+    if (!sr || nfds != 2 || sr->n_extents != r->n_slots ||
+        sr->control_size < sizeof(ho_ctl_header) ||
+        sr->control_size > HOR_CTL_MAX_BYTES)
+        return hor_fail(c, HO_E_PROTOCOL, "stage reply: %zu extents for %u "
+                        "slots, %u descriptors, control region of %llu bytes",
+                        sr ? sr->n_extents : 0, r->n_slots, nfds,
+                        sr ? (unsigned long long)sr->control_size : 0ull);
+    struct stat stb;
+    if (fstat(fds[0], &stb) != 0 || (uint64_t)stb.st_size < sr->control_size)
+        return hor_fail(c, HO_E_PROTOCOL, "the control region's file is "
+                        "smaller than the %llu bytes announced",
+                        (unsigned long long)sr->control_size);
+    void *p = mmap(NULL, (size_t)sr->control_size, PROT_READ | PROT_WRITE,
+                   MAP_SHARED, fds[0], 0);
+    if (p == MAP_FAILED) {
+        int rc = -errno;
+        return hor_fail(c, rc, "cannot map the control region: %s",
+                        strerror(-rc));
+    }
+    x->h = p;
+    x->map_bytes = sr->control_size;
+    return check_region(r, sr, x->h, sr->control_size);
+}
+
+/* The replay installed with the daemon: StageRequest (the slots, the
+ * plan's key, budget and planner, the DDR limit), StageReply with the
+ * control region's memfd and an eventfd, the region mapped and checked. */
+static int daemon_setup(ho_replay *r)
+{
+    ho_client *c = r->c;
+    hor_ctl *x = &r->ctl;
+    Hyperoffload__StageRequest req = HYPEROFFLOAD__STAGE_REQUEST__INIT;
+    Hyperoffload__Envelope *reply = NULL;
+    Hyperoffload__StageSlot *ss = NULL, **ssp = NULL;
+    int fds[2] = {-1, -1};
+    unsigned nfds = 0;
+    int rc;
+
+    if (!ho_pool_base(c))
+        return hor_fail(c, HO_E_NOT_REGISTERED, "a replay with the daemon "
+                        "needs a registered session (ho_register)");
+    rc = stage_slots(r, &ss, &ssp);
+    if (rc < 0)
+        return rc;
     req.trace_hash = r->p->daemon_hash ? r->p->daemon_hash
                                        : r->p->trace_hash;
     req.budget = r->p->s->budget_bytes;
@@ -201,8 +247,7 @@ static int daemon_setup(ho_replay *r)
     req.n_slots = r->n_slots;
     req.slots = ssp;
     req.ddr_limit = r->opts.ddr_limit;
-    env.body_case = HYPEROFFLOAD__ENVELOPE__BODY_STAGE_REQUEST;
-    env.stage_request = &req;
+    HOC_ENVELOPE(env, STAGE_REQUEST, stage_request, &req);
     rc = hoc_call_expect_fds(c, &env, HYPEROFFLOAD__ENVELOPE__BODY_STAGE_REPLY,
                              &reply, fds, 2, &nfds);
     if (rc < 0) {
@@ -211,32 +256,7 @@ static int daemon_setup(ho_replay *r)
         goto out;
     }
     const Hyperoffload__StageReply *sr = reply->stage_reply;
-    if (!sr || nfds != 2 || sr->n_extents != r->n_slots ||
-        sr->control_size < sizeof(ho_ctl_header) ||
-        sr->control_size > CTL_MAX_BYTES) {
-        rc = hor_fail(c, HO_E_PROTOCOL, "stage reply: %zu extents for %u "
-                      "slots, %u descriptors, control region of %llu bytes",
-                      sr ? sr->n_extents : 0, r->n_slots, nfds,
-                      sr ? (unsigned long long)sr->control_size : 0ull);
-        goto out;
-    }
-    struct stat stb;
-    if (fstat(fds[0], &stb) != 0 || (uint64_t)stb.st_size < sr->control_size) {
-        rc = hor_fail(c, HO_E_PROTOCOL, "the control region's file is "
-                      "smaller than the %llu bytes announced",
-                      (unsigned long long)sr->control_size);
-        goto out;
-    }
-    void *p = mmap(NULL, (size_t)sr->control_size, PROT_READ | PROT_WRITE,
-                   MAP_SHARED, fds[0], 0);
-    if (p == MAP_FAILED) {
-        rc = -errno;
-        hor_fail(c, rc, "cannot map the control region: %s", strerror(-rc));
-        goto out;
-    }
-    x->h = p;
-    x->map_bytes = sr->control_size;
-    rc = check_region(r, sr, x->h, sr->control_size);
+    rc = map_region(r, sr, fds, nfds);
     if (rc < 0)
         goto out;
     x->slots = ho_ctl_slots(x->h);
@@ -247,7 +267,6 @@ static int daemon_setup(ho_replay *r)
     x->staged_bytes = sr->staged_bytes;
     x->stage_actions = sr->stage_actions;
     x->milestones = sr->milestones;
-    rc = 0;
 out:
     if (fds[0] >= 0)
         close(fds[0]); /* the mapping keeps the region */
@@ -283,7 +302,7 @@ static void register_pool(ho_replay *r)
     /* Not fatal: copies from pageable memory are slower, not wrong. */
 }
 
-int hor_ctl_setup(ho_replay *r)
+int hor_ctl_init(ho_replay *r)
 {
     hor_ctl *x = &r->ctl;
     x->efd = -1;
@@ -303,7 +322,7 @@ int hor_ctl_setup(ho_replay *r)
     return 0;
 }
 
-void hor_ctl_teardown(ho_replay *r)
+void hor_ctl_done(ho_replay *r)
 {
     hor_ctl *x = &r->ctl;
     if (x->registered)
@@ -330,7 +349,7 @@ void hor_ctl_teardown(ho_replay *r)
 
 /* ----------------------------------------------------------- slots */
 
-static void signal_daemon(hor_ctl *x)
+void hor_ctl_signal(hor_ctl *x)
 {
     uint64_t one = 1;
     /* EAGAIN (counter full) still leaves the daemon a wake-up pending. */
@@ -338,15 +357,19 @@ static void signal_daemon(hor_ctl *x)
     }
 }
 
-int hor_slot_acquire(ho_replay *r, uint32_t i, uint64_t *stall_ns)
+int hor_slot_acquire(ho_replay *r, uint32_t i, uint64_t *ret_stall_ns)
 {
     hor_ctl *x = &r->ctl;
     ho_ctl_slot *sl = &x->slots[i];
-    if (x->busy[i]++ > 0)
+    if (x->busy[i]++ > 0) {
+        *ret_stall_ns = 0;
         return 0;
+    }
     uint32_t want = HO_SLOT_DDR;
-    if (atomic_compare_exchange_strong(&sl->state, &want, HO_SLOT_CLIENT))
+    if (atomic_compare_exchange_strong(&sl->state, &want, HO_SLOT_CLIENT)) {
+        *ret_stall_ns = 0;
         return 0;
+    }
     if (x->efd < 0) {
         x->busy[i]--;
         return hor_fail(r->c, HO_E_STATE, "host copy of storage %llu is in "
@@ -370,7 +393,7 @@ int hor_slot_acquire(ho_replay *r, uint32_t i, uint64_t *stall_ns)
                             "back from flash", (unsigned long long)
                             sl->storage_id, i);
         }
-        if (want == HO_SLOT_CLIENT || t - t0 > URGENT_GIVE_UP_NS) {
+        if (want == HO_SLOT_CLIENT || t - t0 > HOR_URGENT_GIVE_UP_NS) {
             x->busy[i]--;
             uint32_t u = i + 1;
             atomic_compare_exchange_strong(&x->h->urgent, &u, 0);
@@ -383,8 +406,8 @@ int hor_slot_acquire(ho_replay *r, uint32_t i, uint64_t *stall_ns)
                                   "daemon within 120 s");
         }
         atomic_store(&x->h->urgent, i + 1);
-        signal_daemon(x);
-        struct timespec ts = {0, (long)URGENT_POLL_NS};
+        hor_ctl_signal(x);
+        struct timespec ts = {0, (long)HOR_URGENT_POLL_NS};
         /* Shared futex: the daemon bumps seq in its own mapping. */
         syscall(SYS_futex, (uint32_t *)&x->h->seq, FUTEX_WAIT, seq, &ts,
                 NULL, 0);
@@ -392,8 +415,7 @@ int hor_slot_acquire(ho_replay *r, uint32_t i, uint64_t *stall_ns)
     }
     uint32_t u = i + 1;
     atomic_compare_exchange_strong(&x->h->urgent, &u, 0);
-    uint64_t waited = hor_now_ns() - t0;
-    *stall_ns += waited;
+    *ret_stall_ns = hor_now_ns() - t0;
     return 0;
 }
 

@@ -1,5 +1,5 @@
 /*
- * client/runtime_device.c - device backends behind one interface
+ * client/runtime/runtime_device.c - device backends behind one interface
  * (ho_device_*): backend selection, the byte accounting that makes the
  * capacity a hard limit, and the allocator that places allocations in the
  * backend's device region.
@@ -20,10 +20,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SLACK_MAX (1ull << 30)
-#define SLACK_FIXED (1ull << 20)
-#define INITIAL_BLOCKS 256u
-
 static const hob_ops *find_backend(const char *name)
 {
     if (!name || strcmp(name, "host") == 0)
@@ -35,16 +31,17 @@ static const hob_ops *find_backend(const char *name)
 
 /* ----------------------------------------------------------- allocator */
 
-static void tl_map(uint64_t units, uint32_t *fl, uint32_t *sl)
+/* The (first level, second level) size class of `units` alignment units. */
+static void tl_map(uint64_t units, uint32_t *ret_fl, uint32_t *ret_sl)
 {
     if (units < HOR_TL_SL) {
-        *fl = 0;
-        *sl = (uint32_t)units;
+        *ret_fl = 0;
+        *ret_sl = (uint32_t)units;
         return;
     }
     uint32_t f = 63u - (uint32_t)__builtin_clzll(units);
-    *sl = (uint32_t)(units >> (f - HOR_TL_SL_LOG2)) ^ HOR_TL_SL;
-    *fl = f - HOR_TL_SL_LOG2 + 1;
+    *ret_sl = (uint32_t)(units >> (f - HOR_TL_SL_LOG2)) ^ HOR_TL_SL;
+    *ret_fl = f - HOR_TL_SL_LOG2 + 1;
 }
 
 static void tl_insert(hor_alloc *a, uint32_t i)
@@ -108,15 +105,15 @@ static int alloc_init(hor_alloc *a, uint64_t size)
     for (uint32_t f = 0; f < HOR_TL_FL; f++)
         for (uint32_t s = 0; s < HOR_TL_SL; s++)
             a->heads[f][s] = HOR_NONE;
-    a->b = calloc(INITIAL_BLOCKS, sizeof(*a->b));
-    a->spare = malloc(INITIAL_BLOCKS * sizeof(*a->spare));
+    a->b = calloc(HOR_DEV_INITIAL_BLOCKS, sizeof(*a->b));
+    a->spare = malloc(HOR_DEV_INITIAL_BLOCKS * sizeof(*a->spare));
     if (!a->b || !a->spare) {
         free(a->b);
         free(a->spare);
         return -ENOMEM;
     }
-    a->cap = INITIAL_BLOCKS;
-    for (uint32_t i = INITIAL_BLOCKS; i-- > 1;)
+    a->cap = HOR_DEV_INITIAL_BLOCKS;
+    for (uint32_t i = HOR_DEV_INITIAL_BLOCKS; i-- > 1;)
         a->spare[a->nspare++] = i;
     hor_block *b = &a->b[0];
     b->off = 0;
@@ -265,7 +262,7 @@ HO_EXPORT const char *ho_device_unavailable_reason(const char *backend)
 HO_EXPORT int ho_device_open(const char *backend, int index,
                              uint64_t capacity, ho_device **ret)
 {
-    char err[256] = "";
+    char err[HOR_DETAIL_LEN] = "";
     ho_device *d = NULL;
     int rc;
 
@@ -285,8 +282,9 @@ HO_EXPORT int ho_device_open(const char *backend, int index,
         return hor_fail(NULL, HO_E_INVALID_SIZE, "device capacity %llu is "
                         "0 or above %llu", (unsigned long long)capacity,
                         (unsigned long long)PLAN_MAX_STORAGE_BYTES);
-    uint64_t slack = capacity < SLACK_MAX ? capacity : SLACK_MAX;
-    uint64_t region = capacity + slack + SLACK_FIXED;
+    uint64_t slack = capacity < HOR_DEV_SLACK_MAX ? capacity
+                                                  : HOR_DEV_SLACK_MAX;
+    uint64_t region = capacity + slack + HOR_DEV_SLACK_FIXED;
 
     d = calloc(1, sizeof(*d));
     if (!d)
@@ -314,8 +312,7 @@ HO_EXPORT ho_device *ho_device_close(ho_device *d)
 {
     if (!d)
         return NULL;
-    if (d->st)
-        d->ops->close(d->st);
+    d->st = d->ops->close(d->st);
     alloc_done(&d->a);
     free(d);
     return NULL;
@@ -367,21 +364,31 @@ static bool in_region(const ho_device *d, const void *ptr, uint64_t n)
            n <= (uint64_t)(d->base + d->region - p);
 }
 
+/* A synchronous copy of `bytes` between host memory and the device range
+ * at `dev_ptr` (dst for HOB_H2D, src for HOB_D2H), after checking that
+ * the range lies in the device's region. */
+static int device_copy(ho_device *d, hob_dir dir, void *dst, const void *src,
+                       const void *dev_ptr, uint64_t bytes)
+{
+    if (!in_region(d, dev_ptr, bytes))
+        return hor_fail(NULL, -EINVAL, "device range %p+%llu is outside "
+                        "the device's memory", dev_ptr,
+                        (unsigned long long)bytes);
+    if (bytes == 0)
+        return 0;
+    int rc = d->ops->copy_sync(d->st, dir, dst, src, bytes);
+    if (rc < 0)
+        return hor_fail(NULL, rc, "synchronous copy %s the device failed",
+                        dir == HOB_H2D ? "to" : "from");
+    return 0;
+}
+
 HO_EXPORT int ho_device_write(ho_device *d, void *dst, const void *src,
                               uint64_t bytes)
 {
     if (!d || (!src && bytes))
         return -EINVAL;
-    if (!in_region(d, dst, bytes))
-        return hor_fail(NULL, -EINVAL, "device range %p+%llu is outside "
-                        "the device's memory", dst,
-                        (unsigned long long)bytes);
-    if (bytes == 0)
-        return 0;
-    int rc = d->ops->copy_sync(d->st, HOB_H2D, dst, src, bytes);
-    if (rc < 0)
-        return hor_fail(NULL, rc, "synchronous copy to the device failed");
-    return 0;
+    return device_copy(d, HOB_H2D, dst, src, dst, bytes);
 }
 
 HO_EXPORT int ho_device_read(ho_device *d, void *dst, const void *src,
@@ -389,16 +396,7 @@ HO_EXPORT int ho_device_read(ho_device *d, void *dst, const void *src,
 {
     if (!d || (!dst && bytes))
         return -EINVAL;
-    if (!in_region(d, src, bytes))
-        return hor_fail(NULL, -EINVAL, "device range %p+%llu is outside "
-                        "the device's memory", src,
-                        (unsigned long long)bytes);
-    if (bytes == 0)
-        return 0;
-    int rc = d->ops->copy_sync(d->st, HOB_D2H, dst, src, bytes);
-    if (rc < 0)
-        return hor_fail(NULL, rc, "synchronous copy from the device failed");
-    return 0;
+    return device_copy(d, HOB_D2H, dst, src, src, bytes);
 }
 
 HO_EXPORT uint64_t ho_device_used(const ho_device *d)

@@ -1,5 +1,5 @@
 /*
- * client/runtime_engine.c - the replay's hot path: ho_step_begin,
+ * client/runtime/runtime_engine.c - the replay's hot path: ho_step_begin,
  * ho_op_begin / ho_op_end (and ho_ops_run), ho_step_end, step statistics.
  *
  * Each hook does what PLANNER.md §3 says at that point, with real copies:
@@ -66,6 +66,27 @@ static void log_wait(ho_replay *r, hor_engine *x, uint64_t t, uint64_t dt)
         r->log.buf[r->log.w][f->rec].wait_ns += dt;
 }
 
+/* The replay thread waited dt ns: exposed time of the step and of the
+ * totals published in the control region. */
+static void add_exposed(ho_replay *r, uint64_t dt)
+{
+    r->exposed_ns += dt;
+    r->tot_exposed += dt;
+    atomic_store_explicit(&r->ctl.h->exposed_ns, r->tot_exposed,
+                          memory_order_relaxed);
+}
+
+/* A copy waited dt ns for its slot to come back from flash: stall (and
+ * so exposed) time of the step and of the published totals. */
+static void add_stall(ho_replay *r, uint64_t dt)
+{
+    r->stall_ns += dt;
+    r->tot_stall += dt;
+    atomic_store_explicit(&r->ctl.h->stall_ns, r->tot_stall,
+                          memory_order_relaxed);
+    add_exposed(r, dt);
+}
+
 /* Wait for ticket t of engine x; the time is exposed. */
 static int wait_ticket(ho_replay *r, hor_engine *x, uint64_t t)
 {
@@ -75,10 +96,7 @@ static int wait_ticket(ho_replay *r, hor_engine *x, uint64_t t)
     int rc = r->ops->wait(x->e, t);
     uint64_t dt = hor_now_ns() - t0;
     log_wait(r, x, t, dt);
-    r->exposed_ns += dt;
-    r->tot_exposed += dt;
-    atomic_store_explicit(&r->ctl.h->exposed_ns, r->tot_exposed,
-                          memory_order_relaxed);
+    add_exposed(r, dt);
     if (rc < 0)
         return hor_fail(r->c, rc, "a copy failed on the device");
     if (x->done < t)
@@ -110,61 +128,78 @@ static inline void retire_all(ho_replay *r)
         retire(r, &r->eng[1]);
 }
 
+/* Make room for one more copy on engine x: retire what completed, and
+ * when the ring is still full wait for its oldest copy. */
+static int engine_room(ho_replay *r, hor_engine *x)
+{
+    if (x->head - x->tail < x->cap)
+        return 0;
+    retire(r, x);
+    if (x->head - x->tail < x->cap)
+        return 0;
+    int rc = wait_ticket(r, x, x->q[x->tail & x->mask].ticket);
+    if (rc < 0)
+        return rc;
+    retire(r, x);
+    return 0;
+}
+
+/* The copy log: the next record of the step for a copy of s on engine x
+ * at point (op, when), stamped with its issue time; NULL (a drop counted)
+ * when the step's records are used up, or when the log is off.  *ret_rec
+ * is its index, HOR_NONE without one. */
+static hor_copy_rec *log_take(ho_replay *r, hor_engine *x, hob_dir dir,
+                              const hor_storage *s, uint32_t op, int when,
+                              uint64_t stall, uint32_t *ret_rec)
+{
+    hor_copylog *L = &r->log;
+    *ret_rec = HOR_NONE;
+    if (!L->active)
+        return NULL;
+    if (L->n[L->w] >= L->max) {
+        L->dropped[L->w]++;
+        return NULL;
+    }
+    uint32_t rec = (uint32_t)L->n[L->w]++;
+    hor_copy_rec *c = &L->buf[L->w][rec];
+    c->storage_id = s->id;
+    c->bytes = s->bytes;
+    c->op = op;
+    c->when = (uint8_t)when;
+    c->dir = dir == HOB_H2D ? HO_COPY_H2D : HO_COPY_D2H;
+    c->engine = x == &r->eng[0] ? 0 : 1;
+    c->tm.start_ns = c->tm.end_ns = 0;
+    c->wait_ns = 0;
+    c->stall_ns = stall;
+    c->tm.issue_ns = hor_now_ns();
+    *ret_rec = rec;
+    return c;
+}
+
 /* Queue a copy of storage s between its device buffer and its host copy
  * on engine x, after dep's ticket dep_t (dep NULL: none); the action of
- * point (op, when). */
+ * point (op, when).  Steps: room on the engine, the slot (DDR -> CLIENT,
+ * maybe a stall), a copy-log record, submit, the in-flight entry that
+ * retire() will release the slot by. */
 static int issue(ho_replay *r, hor_engine *x, hob_dir dir, hor_storage *s,
                  hor_engine *dep, uint64_t dep_t, uint32_t op, int when,
                  uint64_t *ret_ticket)
 {
-    if (x->head - x->tail == x->cap) {
-        retire(r, x);
-        if (x->head - x->tail == x->cap) {
-            int rc = wait_ticket(r, x, x->q[x->tail & x->mask].ticket);
-            if (rc < 0)
-                return rc;
-            retire(r, x);
-        }
-    }
+    int rc = engine_room(r, x);
+    if (rc < 0)
+        return rc;
     uint64_t stall = 0;
-    int rc = hor_slot_acquire(r, s->slot, &stall);
-    if (stall) {
-        r->stall_ns += stall;
-        r->exposed_ns += stall;
-        r->tot_stall += stall;
-        r->tot_exposed += stall;
-        atomic_store_explicit(&r->ctl.h->stall_ns, r->tot_stall,
-                              memory_order_relaxed);
-        atomic_store_explicit(&r->ctl.h->exposed_ns, r->tot_exposed,
-                              memory_order_relaxed);
-    }
+    rc = hor_slot_acquire(r, s->slot, &stall);
+    if (stall)
+        add_stall(r, stall);
     if (rc < 0)
         return rc;
     uint8_t *host = hor_slot_ptr(r, s->slot);
     uint64_t t;
     if (dep && ticket_done(r, dep, dep_t))
         dep = NULL;
-    hor_copy_rec *c = NULL;
-    uint32_t rec = HOR_NONE;
-    if (r->log.active) {
-        hor_copylog *L = &r->log;
-        if (L->n[L->w] < L->max) {
-            rec = (uint32_t)L->n[L->w]++;
-            c = &L->buf[L->w][rec];
-            c->storage_id = s->id;
-            c->bytes = s->bytes;
-            c->op = op;
-            c->when = (uint8_t)when;
-            c->dir = dir == HOB_H2D ? HO_COPY_H2D : HO_COPY_D2H;
-            c->engine = x == &r->eng[0] ? 0 : 1;
-            c->tm.start_ns = c->tm.end_ns = 0;
-            c->wait_ns = 0;
-            c->stall_ns = stall;
-            c->tm.issue_ns = hor_now_ns();
-        } else {
-            L->dropped[L->w]++;
-        }
-    }
+    uint32_t rec;
+    hor_copy_rec *c = log_take(r, x, dir, s, op, when, stall, &rec);
     rc = r->ops->submit(x->e, dir, dir == HOB_H2D ? s->ptr : (void *)host,
                         dir == HOB_H2D ? (const void *)host : s->ptr,
                         s->bytes, dep ? dep->e : NULL, dep_t,
@@ -395,77 +430,108 @@ int hor_diverge(ho_replay *r, const char *fmt, ...)
 
 /* ----------------------------------------------------------- actions */
 
+/* The four actions of PLANNER.md, each checked against the model's state
+ * first (a violation is HO_E_BAD_SCHEDULE for the step); a failure of the
+ * copy machinery is sticky for the step (r->failed). */
+
+static int act_prefetch(ho_replay *r, hor_storage *s, uint32_t op, int when)
+{
+    uint64_t t;
+    if (s->ptr)
+        return bad(r, "op %u %s: prefetch of storage %llu, which is "
+                   "already on device", op, when_name(when),
+                   (unsigned long long)s->id);
+    if (!s->host_valid || s->host_version != s->version)
+        return bad(r, "op %u %s: prefetch of storage %llu, whose "
+                   "host copy is %s", op, when_name(when),
+                   (unsigned long long)s->id,
+                   s->host_valid ? "stale" : "missing");
+    int rc = dev_alloc(r, s, op);
+    if (rc < 0)
+        return r->failed = rc;
+    rc = issue(r, r->h2d, HOB_H2D, s, r->d2h, s->d2h, op, when, &t);
+    if (rc < 0)
+        return r->failed = rc;
+    s->h2d = t;
+    s->dev_valid = true;
+    r->h2d_bytes += s->bytes;
+    r->tot_h2d += s->bytes;
+    atomic_store_explicit(&r->ctl.h->h2d_bytes, r->tot_h2d,
+                          memory_order_relaxed);
+    return 0;
+}
+
+static int act_store(ho_replay *r, hor_storage *s, uint32_t op, int when)
+{
+    uint64_t t;
+    if (!s->ptr || !s->dev_valid)
+        return bad(r, "op %u %s: store of storage %llu, which is not "
+                   "on device", op, when_name(when),
+                   (unsigned long long)s->id);
+    atomic_store_explicit(&r->ctl.slots[s->slot].dropped, 0,
+                          memory_order_relaxed);
+    int rc = issue(r, r->d2h, HOB_D2H, s, r->h2d, s->h2d, op, when, &t);
+    if (rc < 0)
+        return r->failed = rc;
+    s->d2h = t;
+    s->host_valid = true;
+    s->host_version = s->version;
+    r->d2h_bytes += s->bytes;
+    r->tot_d2h += s->bytes;
+    atomic_store_explicit(&r->ctl.h->d2h_bytes, r->tot_d2h,
+                          memory_order_relaxed);
+    return 0;
+}
+
+static int act_free_device(ho_replay *r, hor_storage *s, uint32_t op,
+                           int when)
+{
+    if (!s->ptr)
+        return bad(r, "op %u %s: free_device of storage %llu, which "
+                   "is not on device", op, when_name(when),
+                   (unsigned long long)s->id);
+    int rc = dev_release(r, s);
+    if (rc < 0)
+        return r->failed = rc;
+    return 0;
+}
+
+static int act_free_host(ho_replay *r, hor_storage *s, uint32_t op, int when)
+{
+    if (!s->host_valid)
+        return bad(r, "op %u %s: free_host of storage %llu, which "
+                   "has no host copy", op, when_name(when),
+                   (unsigned long long)s->id);
+    s->host_valid = false;
+    atomic_store_explicit(&r->ctl.slots[s->slot].dropped, 1,
+                          memory_order_relaxed);
+    return 0;
+}
+
+/* The schedule's actions at point (op, when), in order. */
 static int run_actions(ho_replay *r, uint32_t op, int when)
 {
     uint32_t p = op * 2 + (uint32_t)when;
     for (uint32_t k = r->act_off[p]; k < r->act_off[p + 1]; k++) {
         const hor_act *a = &r->acts[k];
         hor_storage *s = &r->st[a->st];
-        uint64_t t;
-        int rc;
+        int rc = 0;
         switch (a->kind) {
         case PLAN_ACT_PREFETCH:
-            if (s->ptr)
-                return bad(r, "op %u %s: prefetch of storage %llu, which is "
-                           "already on device", op, when_name(when),
-                           (unsigned long long)s->id);
-            if (!s->host_valid || s->host_version != s->version)
-                return bad(r, "op %u %s: prefetch of storage %llu, whose "
-                           "host copy is %s", op, when_name(when),
-                           (unsigned long long)s->id,
-                           s->host_valid ? "stale" : "missing");
-            rc = dev_alloc(r, s, op);
-            if (rc < 0)
-                return r->failed = rc;
-            rc = issue(r, r->h2d, HOB_H2D, s, r->d2h, s->d2h, op, when,
-                       &t);
-            if (rc < 0)
-                return r->failed = rc;
-            s->h2d = t;
-            s->dev_valid = true;
-            r->h2d_bytes += s->bytes;
-            r->tot_h2d += s->bytes;
-            atomic_store_explicit(&r->ctl.h->h2d_bytes, r->tot_h2d,
-                                  memory_order_relaxed);
+            rc = act_prefetch(r, s, op, when);
             break;
         case PLAN_ACT_STORE:
-            if (!s->ptr || !s->dev_valid)
-                return bad(r, "op %u %s: store of storage %llu, which is not "
-                           "on device", op, when_name(when),
-                           (unsigned long long)s->id);
-            atomic_store_explicit(&r->ctl.slots[s->slot].dropped, 0,
-                                  memory_order_relaxed);
-            rc = issue(r, r->d2h, HOB_D2H, s, r->h2d, s->h2d, op, when,
-                       &t);
-            if (rc < 0)
-                return r->failed = rc;
-            s->d2h = t;
-            s->host_valid = true;
-            s->host_version = s->version;
-            r->d2h_bytes += s->bytes;
-            r->tot_d2h += s->bytes;
-            atomic_store_explicit(&r->ctl.h->d2h_bytes, r->tot_d2h,
-                                  memory_order_relaxed);
+            rc = act_store(r, s, op, when);
             break;
         case PLAN_ACT_FREE_DEVICE:
-            if (!s->ptr)
-                return bad(r, "op %u %s: free_device of storage %llu, which "
-                           "is not on device", op, when_name(when),
-                           (unsigned long long)s->id);
-            rc = dev_release(r, s);
-            if (rc < 0)
-                return r->failed = rc;
+            rc = act_free_device(r, s, op, when);
             break;
         case PLAN_ACT_FREE_HOST:
-            if (!s->host_valid)
-                return bad(r, "op %u %s: free_host of storage %llu, which "
-                           "has no host copy", op, when_name(when),
-                           (unsigned long long)s->id);
-            s->host_valid = false;
-            atomic_store_explicit(&r->ctl.slots[s->slot].dropped, 1,
-                                  memory_order_relaxed);
+            rc = act_free_host(r, s, op, when);
             break;
         }
+        if (rc < 0)
+            return rc;
     }
     return 0;
 }
@@ -479,6 +545,21 @@ static inline const uint32_t *op_refs(const ho_replay *r, uint32_t op,
     *n_reads = o->n_reads;
     *n_writes = o->n_writes;
     return r->pt->refs + o->first_ref;
+}
+
+/* Give every storage op writes a device buffer when it has none. */
+static int alloc_writes(ho_replay *r, uint32_t op, const uint32_t *ref,
+                        uint32_t nr, uint32_t nw)
+{
+    for (uint32_t k = nr; k < nr + nw; k++) {
+        hor_storage *s = &r->st[ref[k]];
+        if (!s->ptr) {
+            int rc = dev_alloc(r, s, op);
+            if (rc < 0)
+                return r->failed = rc;
+        }
+    }
+    return 0;
 }
 
 /* No offload: give the op's writes a buffer, move nothing. */
@@ -501,42 +582,21 @@ static int fallback_begin(ho_replay *r, uint32_t op)
     return 0;
 }
 
-HO_EXPORT int ho_op_begin(ho_replay *r, uint32_t op)
+/* Tell the daemon which op runs: one relaxed store, and a write of the
+ * eventfd at milestone ops (where its staging plan acts). */
+static void publish_op(ho_replay *r, uint32_t op)
 {
-    if (r->failed)
-        return r->failed;
-    if (!r->in_step)
-        return hor_fail(r->c, HO_E_STATE, "ho_op_begin(%u) outside a step "
-                        "(call ho_step_begin)", op);
-    if (r->diverged)
-        return fallback_begin(r, op);
-    if (op != r->next_op || r->in_op)
-        return hor_diverge(r, "op %u began where the trace has op %u%s", op,
-                           r->in_op ? r->cur_op : r->next_op,
-                           r->in_op ? " still running" : "");
     hor_ctl *x = &r->ctl;
     atomic_store_explicit(&x->h->op, op, memory_order_relaxed);
-    if (x->efd >= 0 && ho_ctl_is_milestone(x->h, op)) {
-        uint64_t one = 1;
-        if (write(x->efd, &one, sizeof(one)) < 0) {
-            /* EAGAIN: a wake-up is pending anyway. */
-        }
-    }
-    retire_all(r);
-    int rc = run_actions(r, op, PLAN_BEFORE);
-    if (rc < 0)
-        return rc;
+    if (x->efd >= 0 && ho_ctl_is_milestone(x->h, op))
+        hor_ctl_signal(x);
+}
 
-    uint32_t nr, nw;
-    const uint32_t *ref = op_refs(r, op, &nr, &nw);
-    for (uint32_t k = nr; k < nr + nw; k++) {
-        hor_storage *s = &r->st[ref[k]];
-        if (!s->ptr) {
-            rc = dev_alloc(r, s, op);
-            if (rc < 0)
-                return r->failed = rc;
-        }
-    }
+/* Every read of op is on device with its latest version, and its H2D is
+ * complete. */
+static int await_reads(ho_replay *r, uint32_t op, const uint32_t *ref,
+                       uint32_t nr)
+{
     for (uint32_t k = 0; k < nr; k++) {
         hor_storage *s = &r->st[ref[k]];
         if (!s->ptr || !s->dev_valid)
@@ -544,13 +604,21 @@ HO_EXPORT int ho_op_begin(ho_replay *r, uint32_t op)
                        "device with its latest version: the schedule lacks "
                        "a prefetch or frees it too early", op,
                        plan_op_name(r->pt, op), (unsigned long long)s->id);
-        rc = wait_ticket(r, r->h2d, s->h2d);
+        int rc = wait_ticket(r, r->h2d, s->h2d);
         if (rc < 0)
             return r->failed = rc;
     }
+    return 0;
+}
+
+/* No copy of a write is in flight any more; each write then holds a new
+ * version on device. */
+static int await_writes(ho_replay *r, const uint32_t *ref, uint32_t nr,
+                        uint32_t nw)
+{
     for (uint32_t k = nr; k < nr + nw; k++) {
         hor_storage *s = &r->st[ref[k]];
-        rc = wait_ticket(r, r->h2d, s->h2d);
+        int rc = wait_ticket(r, r->h2d, s->h2d);
         if (rc == 0)
             rc = wait_ticket(r, r->d2h, s->d2h);
         if (rc < 0)
@@ -558,34 +626,90 @@ HO_EXPORT int ho_op_begin(ho_replay *r, uint32_t op)
         s->version++;
         s->dev_valid = true;
     }
+    return 0;
+}
+
+/* What both op hooks check first: the step's sticky failure, and that a
+ * step is running (else HO_E_STATE; `hint` ends the sentence). */
+static int hook_check(ho_replay *r, const char *hook, uint32_t op,
+                      const char *hint)
+{
+    if (r->failed)
+        return r->failed;
+    if (!r->in_step)
+        return hor_fail(r->c, HO_E_STATE, "%s(%u) outside a step%s", hook, op,
+                        hint);
+    return 0;
+}
+
+/* Steps: publish the op, retire completed copies, the `before` actions,
+ * buffers for the writes, the reads checked and awaited, the writes'
+ * copies awaited (each write then has a new version). */
+HO_EXPORT int ho_op_begin(ho_replay *r, uint32_t op)
+{
+    int rc = hook_check(r, "ho_op_begin", op, " (call ho_step_begin)");
+    if (rc != 0)
+        return rc;
+    if (r->diverged)
+        return fallback_begin(r, op);
+    if (op != r->next_op || r->in_op)
+        return hor_diverge(r, "op %u began where the trace has op %u%s", op,
+                           r->in_op ? r->cur_op : r->next_op,
+                           r->in_op ? " still running" : "");
+    publish_op(r, op);
+    retire_all(r);
+    rc = run_actions(r, op, PLAN_BEFORE);
+    if (rc < 0)
+        return rc;
+    uint32_t nr, nw;
+    const uint32_t *ref = op_refs(r, op, &nr, &nw);
+    rc = alloc_writes(r, op, ref, nr, nw);
+    if (rc < 0)
+        return rc;
+    rc = await_reads(r, op, ref, nr);
+    if (rc < 0)
+        return rc;
+    rc = await_writes(r, ref, nr, nw);
+    if (rc < 0)
+        return rc;
     r->in_op = true;
     r->cur_op = op;
     return 0;
 }
 
+/* The storages whose last access was op and that the model does not
+ * keep leave the device (their memory returns once their copies are
+ * done). */
+static int implicit_frees(ho_replay *r, uint32_t op)
+{
+    for (uint32_t k = r->free_off[op]; k < r->free_off[op + 1]; k++) {
+        hor_storage *s = &r->st[r->frees[k]];
+        if (s->ptr) {
+            int rc = dev_release(r, s);
+            if (rc < 0)
+                return r->failed = rc;
+        }
+    }
+    return 0;
+}
+
+/* Steps: the `after` actions, the implicit frees, the op counted. */
 HO_EXPORT int ho_op_end(ho_replay *r, uint32_t op)
 {
-    if (r->failed)
-        return r->failed;
-    if (!r->in_step)
-        return hor_fail(r->c, HO_E_STATE, "ho_op_end(%u) outside a step",
-                        op);
+    int rc = hook_check(r, "ho_op_end", op, "");
+    if (rc != 0)
+        return rc;
     if (r->diverged)
         return 0;
     if (!r->in_op || op != r->cur_op)
         return hor_diverge(r, "op %u ended where %s", op,
                            r->in_op ? "another op runs" : "no op runs");
-    int rc = run_actions(r, op, PLAN_AFTER);
+    rc = run_actions(r, op, PLAN_AFTER);
     if (rc < 0)
         return rc;
-    for (uint32_t k = r->free_off[op]; k < r->free_off[op + 1]; k++) {
-        hor_storage *s = &r->st[r->frees[k]];
-        if (s->ptr) {
-            rc = dev_release(r, s);
-            if (rc < 0)
-                return r->failed = rc;
-        }
-    }
+    rc = implicit_frees(r, op);
+    if (rc < 0)
+        return rc;
     r->in_op = false;
     r->next_op = op + 1;
     r->ops_done++;
@@ -668,6 +792,33 @@ HO_EXPORT int ho_op_check(ho_replay *r, uint32_t op, const uint64_t *reads,
  * (`initial: device`, not retained) and resets host-copy validity; after a
  * divergence it also stores retained host-resident storages back and
  * frees what must not be on device. */
+/* A retained `initial: host` storage whose latest data is on device only:
+ * store it back to its host copy, synchronously. */
+static int store_back(ho_replay *r, hor_storage *s)
+{
+    uint64_t stall = 0;
+    int rc = hor_slot_acquire(r, s->slot, &stall);
+    if (rc < 0)
+        return rc;
+    rc = r->ops->copy_sync(r->bst, HOB_D2H, hor_slot_ptr(r, s->slot), s->ptr,
+                           s->bytes);
+    hor_slot_release(r, s->slot, rc == 0);
+    if (rc < 0)
+        return hor_fail(r->c, rc, "storing storage %llu back to host failed",
+                        (unsigned long long)s->id);
+    return 0;
+}
+
+/* The storage's host copy holds nothing the next step needs: the daemon
+ * may drop it (it stops staging it). */
+static void drop_host_copy(ho_replay *r, hor_storage *s)
+{
+    if (s->slot != HOR_NONE && s->host_valid) {
+        s->host_valid = false;
+        atomic_store(&r->ctl.slots[s->slot].dropped, 1);
+    }
+}
+
 static int normalize(ho_replay *r)
 {
     int rc = hor_drain(r);
@@ -679,20 +830,9 @@ static int normalize(ho_replay *r)
         case PLAN_INIT_HOST:
             if (s->ptr) {
                 if (s->retained && s->dev_valid &&
-                    (!s->host_valid || s->host_version != s->version)) {
-                    uint64_t stall = 0;
-                    rc = hor_slot_acquire(r, s->slot, &stall);
-                    if (rc < 0)
-                        return rc;
-                    rc = r->ops->copy_sync(r->bst, HOB_D2H,
-                                           hor_slot_ptr(r, s->slot), s->ptr,
-                                           s->bytes);
-                    hor_slot_release(r, s->slot, rc == 0);
-                    if (rc < 0)
-                        return hor_fail(r->c, rc, "storing storage %llu "
-                                        "back to host failed",
-                                        (unsigned long long)s->id);
-                }
+                    (!s->host_valid || s->host_version != s->version) &&
+                    (rc = store_back(r, s)) < 0)
+                    return rc;
                 hor_storage_drop_device(r, s);
             }
             /* The next step starts from whatever its host copy holds. */
@@ -706,22 +846,39 @@ static int normalize(ho_replay *r)
                     return rc;
             }
             s->dev_valid = s->ptr != NULL;
-            if (s->slot != HOR_NONE && s->host_valid) {
-                s->host_valid = false;
-                atomic_store(&r->ctl.slots[s->slot].dropped, 1);
-            }
+            drop_host_copy(r, s);
             break;
         default:
             if (s->ptr)
                 hor_storage_drop_device(r, s);
-            if (s->slot != HOR_NONE && s->host_valid) {
-                s->host_valid = false;
-                atomic_store(&r->ctl.slots[s->slot].dropped, 1);
-            }
+            drop_host_copy(r, s);
             break;
         }
         s->h2d = s->d2h = 0;
     }
+    return 0;
+}
+
+/* Arm the copy log for the step about to begin (when it is on): the
+ * engines' clocks restart (the last step's copies are drained) and the
+ * buffer the last completed step did not use takes the records. */
+static int log_begin_step(ho_replay *r)
+{
+    hor_copylog *L = &r->log;
+    L->active = L->max > 0;
+    if (!L->active)
+        return 0;
+    for (unsigned k = 0; k < r->n_eng && r->ops->epoch; k++) {
+        int rc = r->ops->epoch(r->eng[k].e);
+        if (rc < 0) {
+            L->active = false;
+            return hor_fail(r->c, rc, "cannot start the copy log's clock on "
+                            "copy engine %u", k);
+        }
+    }
+    L->w = L->last == 0 ? 1u : 0u;
+    L->n[L->w] = L->dropped[L->w] = 0;
+    L->step[L->w] = r->step + 1;
     return 0;
 }
 
@@ -737,22 +894,9 @@ HO_EXPORT int ho_step_begin(ho_replay *r)
                         "end of step %llu failed (%s)",
                         (unsigned long long)r->step,
                         ho_strerror(r->failed));
-    hor_copylog *L = &r->log;
-    L->active = L->max > 0;
-    if (L->active) {
-        /* The copies of the last step are drained: measure from here. */
-        for (unsigned k = 0; k < r->n_eng && r->ops->epoch; k++) {
-            int rc = r->ops->epoch(r->eng[k].e);
-            if (rc < 0) {
-                L->active = false;
-                return hor_fail(r->c, rc, "cannot start the copy log's "
-                                "clock on copy engine %u", k);
-            }
-        }
-        L->w = L->last == 0 ? 1u : 0u;
-        L->n[L->w] = L->dropped[L->w] = 0;
-        L->step[L->w] = r->step + 1;
-    }
+    int rc = log_begin_step(r);
+    if (rc < 0)
+        return rc;
     r->diverged = false;
     r->step++;
     r->in_step = true;
@@ -765,7 +909,7 @@ HO_EXPORT int ho_step_begin(ho_replay *r)
     r->flash_out0 = atomic_load(&r->ctl.h->flash_out_bytes);
     hor_dev_mark_peak(r->dev);
     r->t0_ns = hor_now_ns();
-    L->t0[L->w] = r->t0_ns;
+    r->log.t0[r->log.w] = r->t0_ns;
     return 0;
 }
 
@@ -789,6 +933,41 @@ static int end_checks(ho_replay *r)
     return 0;
 }
 
+/* Record the step's figures in the history ring (and close the copy
+ * log's step) and publish its end in the control region; returns the
+ * record. */
+static const ho_step_info *record_step(ho_replay *r)
+{
+    ho_step_info *info = &r->hist[r->n_hist % HO_STEP_HISTORY];
+    ho_ctl_header *h = r->ctl.h;
+    memset(info, 0, sizeof(*info));
+    info->step = r->step;
+    info->ops = (uint32_t)r->ops_done;
+    info->diverged = r->diverged ? 1 : 0;
+    info->wall_us = (double)(hor_now_ns() - r->t0_ns) / 1e3;
+    info->exposed_us = (double)r->exposed_ns / 1e3;
+    info->stall_us = (double)r->stall_ns / 1e3;
+    info->h2d_bytes = r->h2d_bytes;
+    info->d2h_bytes = r->d2h_bytes;
+    info->flash_in_bytes = atomic_load(&h->flash_in_bytes) - r->flash_in0;
+    info->flash_out_bytes = atomic_load(&h->flash_out_bytes) - r->flash_out0;
+    info->peak_device_bytes = r->dev->mark_peak;
+    info->ddr_bytes = atomic_load(&h->ddr_bytes);
+    info->flash_bytes = atomic_load(&h->flash_bytes);
+    r->n_hist++;
+    if (r->log.active) {
+        /* Every copy of the step is complete (drained before). */
+        r->log.last = (int)r->log.w;
+        r->log.active = false;
+    }
+    atomic_store(&h->peak_device_bytes, info->peak_device_bytes);
+    atomic_store(&h->op, HO_CTL_IDLE);
+    atomic_store(&h->step, r->step);
+    return info;
+}
+
+/* Steps: a step that ended early diverges; drain; the end-of-step checks;
+ * record; normalize for the next step (a failure there is sticky). */
 HO_EXPORT int ho_step_end(ho_replay *r, ho_step_info *ret)
 {
     int rc = 0;
@@ -807,32 +986,7 @@ HO_EXPORT int ho_step_end(ho_replay *r, ho_step_info *ret)
     if (rc == 0 && !r->diverged)
         rc = end_checks(r);
 
-    ho_step_info *info = &r->hist[r->n_hist % HO_STEP_HISTORY];
-    memset(info, 0, sizeof(*info));
-    ho_ctl_header *h = r->ctl.h;
-    info->step = r->step;
-    info->ops = (uint32_t)r->ops_done;
-    info->diverged = r->diverged ? 1 : 0;
-    info->wall_us = (double)(hor_now_ns() - r->t0_ns) / 1e3;
-    info->exposed_us = (double)r->exposed_ns / 1e3;
-    info->stall_us = (double)r->stall_ns / 1e3;
-    info->h2d_bytes = r->h2d_bytes;
-    info->d2h_bytes = r->d2h_bytes;
-    info->flash_in_bytes = atomic_load(&h->flash_in_bytes) - r->flash_in0;
-    info->flash_out_bytes = atomic_load(&h->flash_out_bytes) - r->flash_out0;
-    info->peak_device_bytes = r->dev->mark_peak;
-    info->ddr_bytes = atomic_load(&h->ddr_bytes);
-    info->flash_bytes = atomic_load(&h->flash_bytes);
-    r->n_hist++;
-    if (r->log.active) {
-        /* Every copy of the step is complete (drained above). */
-        r->log.last = (int)r->log.w;
-        r->log.active = false;
-    }
-
-    atomic_store(&h->peak_device_bytes, info->peak_device_bytes);
-    atomic_store(&h->op, HO_CTL_IDLE);
-    atomic_store(&h->step, r->step);
+    const ho_step_info *info = record_step(r);
     r->in_step = false;
     r->in_op = false;
     /* Leave the state the model has at t = 0 of the next step, so that
@@ -887,7 +1041,7 @@ static int log_timing(ho_replay *r, int on)
     return rc;
 }
 
-void hor_log_free(ho_replay *r)
+void hor_log_done(ho_replay *r)
 {
     hor_copylog *L = &r->log;
     if (L->max)
@@ -914,21 +1068,21 @@ HO_EXPORT int ho_replay_record_copies(ho_replay *r, uint32_t max_records)
     int rc = hor_drain(r);
     if (rc < 0)
         return rc;
-    hor_log_free(r);
+    hor_log_done(r);
     if (max_records == 0)
         return 0;
     hor_copylog *L = &r->log;
     L->buf[0] = calloc(max_records, sizeof(*L->buf[0]));
     L->buf[1] = calloc(max_records, sizeof(*L->buf[1]));
     if (!L->buf[0] || !L->buf[1]) {
-        hor_log_free(r);
+        hor_log_done(r);
         return hor_fail(r->c, -ENOMEM, "no memory for a copy log of %u "
                         "records", max_records);
     }
     L->max = max_records;
     rc = log_timing(r, 1);
     if (rc < 0) {
-        hor_log_free(r);
+        hor_log_done(r);
         return hor_fail(r->c, rc, "the %s backend cannot time copies",
                         r->ops->name);
     }

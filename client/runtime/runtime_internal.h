@@ -1,7 +1,7 @@
 /*
- * client/runtime_internal.h - what the runtime files of libhyperoffload
- * share (hyperoffload/runtime.h is the public contract; docs/runtime.md the
- * design).  Hidden symbols carry the prefix hor_.
+ * client/runtime/runtime_internal.h - what the runtime files of
+ * libhyperoffload share (hyperoffload/runtime.h is the public contract;
+ * docs/runtime.md the design).  Hidden symbols carry the prefix hor_.
  *
  * Files:
  *   runtime_trace.c    ho_trace_*: a wrapper around the planner's plan_trace;
@@ -18,6 +18,39 @@
  * Errors: every runtime call that fails records one sentence in a
  * thread-local buffer (ho_runtime_last_error()); calls that have a client
  * also record it as the client's last error.
+ *
+ * Host-copy slots (proto/control.h, enum ho_slot_state): the replay side
+ * of the state machine.  The replay thread alone performs these
+ * transitions, each by compare-and-swap on slot.state so that it never
+ * races the daemon; busy[i] (hor_ctl) counts the copies using slot i:
+ *
+ *   DDR    -> CLIENT  [hor_slot_acquire]  the first copy that uses the slot
+ *                      (busy 0 -> 1): issue() for prefetches and stores,
+ *                      and the synchronous copies of bring_back,
+ *                      store_back (runtime_engine.c), ho_storage_write_host
+ *                      and ho_storage_read (runtime_replay.c).  While the
+ *                      slot is in another state the CAS fails: the replay
+ *                      sets header.urgent = i + 1, signals the daemon
+ *                      (hor_ctl_signal) and sleeps on the header.seq futex
+ *                      until the daemon has brought it to DDR (stall);
+ *                      HO_E_STATE after HOR_URGENT_GIVE_UP_NS or when it
+ *                      finds CLIENT, HO_E_DISCONNECTED when the daemon is
+ *                      gone -- the state is unchanged then.
+ *   CLIENT -> DDR     [hor_slot_release]  the last copy is complete
+ *                      (busy 1 -> 0): retire() for asynchronous copies,
+ *                      right after a synchronous one, and in issue() when
+ *                      the submit fails.
+ *   (start)   DDR     [local_setup] for a local replay; with a daemon the
+ *                      daemon creates the region and moves the slots.
+ *
+ * The daemon's transitions (DDR -> SPILLING -> FLASH -> FILLING -> DDR,
+ * and ABSENT) are written down in daemon/; the replay never moves a slot
+ * out of any state but DDR and CLIENT.  The other client-written fields:
+ *   version += 1   [hor_slot_release(stored)] a store completed (retire()
+ *                   of a D2H, store_back, ho_storage_write_host); 1 at
+ *                   start for `initial: host` slots [hor_ctl_init];
+ *   dropped = 0    [act_store when issued, ho_storage_write_host];
+ *   dropped = 1    [act_free_host, drop_host_copy in normalize()].
  */
 #ifndef HO_CLIENT_RUNTIME_INTERNAL_H
 #define HO_CLIENT_RUNTIME_INTERNAL_H
@@ -28,11 +61,10 @@
 
 #include "client/backends/backend.h"
 #include "client/client_internal.h"
+#include "client/limits.h" /* HOR_*: sentences, engine depth, waits */
 #include "proto/control.h"
 #include "hyperoffload/runtime.h"
 #include "planner/plan.h"
-
-#define HOR_ERRLEN 512u
 
 /* runtime_trace.c ------------------------------------------------------- */
 
@@ -160,18 +192,24 @@ typedef struct hor_ctl {
  * region.  Registers the host copies with the backend when they never
  * leave DDR.  Sets each slot's initial version.  0, or the daemon's code /
  * HO_E_PROTOCOL / -errno with the sentence recorded. */
-int hor_ctl_setup(ho_replay *r);
-/* Undo hor_ctl_setup (unmap, close, unregister, free).  Safe on a zeroed
+int hor_ctl_init(ho_replay *r);
+/* Undo hor_ctl_init (unmap, close, unregister, free).  Safe on a zeroed
  * or half set-up ctl (efd must be -1 when not opened). */
-void hor_ctl_teardown(ho_replay *r);
+void hor_ctl_done(ho_replay *r);
 /* A copy is about to use slot i: the first one moves it DDR -> CLIENT,
  * waiting for the daemon (urgent, eventfd, futex on seq) while it is not
- * in DDR; the wait is added to *stall_ns.  0, or HO_E_STATE when the
- * daemon does not bring it to DDR (the sentence says which slot). */
-int hor_slot_acquire(ho_replay *r, uint32_t i, uint64_t *stall_ns);
+ * in DDR.  0 with *ret_stall_ns the time it waited (0 when the slot was
+ * in DDR or already in use by this replay); HO_E_STATE when the daemon
+ * does not bring it to DDR (the sentence says which slot),
+ * HO_E_DISCONNECTED when the daemon is gone; *ret_stall_ns untouched
+ * then. */
+int hor_slot_acquire(ho_replay *r, uint32_t i, uint64_t *ret_stall_ns);
 /* The copy that used slot i is complete: the last one moves it CLIENT ->
  * DDR; `stored` bumps the slot's version first. */
 void hor_slot_release(ho_replay *r, uint32_t i, bool stored);
+/* Wake the daemon through the eventfd (milestone ops, urgent slots);
+ * a full counter still leaves a wake-up pending.  efd must be open. */
+void hor_ctl_signal(hor_ctl *x);
 /* Address of slot i's host copy in this process. */
 static inline uint8_t *hor_slot_ptr(const ho_replay *r, uint32_t i);
 
@@ -248,8 +286,6 @@ typedef struct hor_release {
     uint64_t h2d, d2h, cmp;  /* tickets to wait for, 0: none */
 } hor_release;
 
-#define HOR_ENGINE_DEPTH 4096u
-
 struct ho_replay {
     ho_client *c;            /* borrowed, NULL for a local replay */
     ho_device *dev;          /* borrowed */
@@ -302,11 +338,11 @@ static inline uint8_t *hor_slot_ptr(const ho_replay *r, uint32_t i)
     return r->ctl.pool + r->ctl.slots[i].offset;
 }
 
+/* The runtime's clock: the backends' (CLOCK_MONOTONIC ns), so copy-log
+ * times and step figures compare. */
 static inline uint64_t hor_now_ns(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    return hob_now_ns();
 }
 
 /* runtime_engine.c: wait for every copy and release (step end, teardown,
@@ -320,8 +356,9 @@ int hor_diverge(ho_replay *r, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* Free the device copy of storage s now (no copy may be in flight). */
 void hor_storage_drop_device(ho_replay *r, hor_storage *s);
-/* Turn the copy log off and free it (ho_replay_free; no copy may be in
- * flight). */
-void hor_log_free(ho_replay *r);
+/* Destroy the embedded copy log r->log: timing off, buffers freed, the log
+ * left off and empty (ho_replay_free, and ho_replay_record_copies before
+ * it arms a new one; no copy may be in flight). */
+void hor_log_done(ho_replay *r);
 
 #endif

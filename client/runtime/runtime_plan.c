@@ -1,5 +1,5 @@
 /*
- * client/runtime_plan.c - plans (ho_plan_*): ask the daemon to plan a
+ * client/runtime/runtime_plan.c - plans (ho_plan_*): ask the daemon to plan a
  * trace (PlanRequest), or load a schedule file; save a schedule as JSON.
  *
  * A plan owns its schedule, bound to the trace it was made for (action
@@ -37,7 +37,7 @@ static void info_from_schedule(ho_plan *p)
 static int bind(ho_client *c, plan_schedule *s, const ho_trace *t,
                 const char *what)
 {
-    char err[256] = "";
+    char err[HOR_DETAIL_LEN] = "";
     int rc = plan_schedule_bind(s, t->pt, err, sizeof(err));
     if (rc < 0)
         return hor_fail(c, rc, "%s does not fit trace '%s': %s", what,
@@ -49,13 +49,12 @@ HO_EXPORT int ho_plan_request(ho_client *c, const ho_trace *t,
                               uint64_t budget, const char *planner,
                               ho_plan **ret)
 {
-    Hyperoffload__Envelope env = HYPEROFFLOAD__ENVELOPE__INIT;
     Hyperoffload__PlanRequest req = HYPEROFFLOAD__PLAN_REQUEST__INIT;
     Hyperoffload__Envelope *reply = NULL;
     Hyperoffload__Trace *m = NULL;
     uint8_t *buf = NULL;
     size_t len = 0;
-    char err[256] = "";
+    char err[HOR_DETAIL_LEN] = "";
     ho_plan *p = NULL;
     int rc;
 
@@ -80,8 +79,7 @@ HO_EXPORT int ho_plan_request(ho_client *c, const ho_trace *t,
     req.trace = m;
     req.planner = (char *)(planner ? planner : "");
     req.budget = budget;
-    env.body_case = HYPEROFFLOAD__ENVELOPE__BODY_PLAN_REQUEST;
-    env.plan_request = &req;
+    HOC_ENVELOPE(env, PLAN_REQUEST, plan_request, &req);
     rc = hoc_call_expect(c, &env, HYPEROFFLOAD__ENVELOPE__BODY_PLAN_REPLY,
                          &reply, NULL);
     hyperoffload__trace__free_unpacked(m, NULL);
@@ -137,7 +135,7 @@ out:
 HO_EXPORT int ho_plan_load(const ho_trace *t, const char *schedule_path,
                            ho_plan **ret)
 {
-    char err[256] = "";
+    char err[HOR_DETAIL_LEN] = "";
     ho_plan *p = NULL;
     int rc;
 

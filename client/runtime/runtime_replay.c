@@ -1,5 +1,5 @@
 /*
- * client/runtime_replay.c - creating and destroying replays, and the
+ * client/runtime/runtime_replay.c - creating and destroying replays, and the
  * storage registry (ho_storage_*).
  *
  * ho_replay_new checks the schedule with the planner's simulator against
@@ -29,7 +29,7 @@ int hor_test_skip_check = 0;
 static int bound_copy(ho_replay *r, plan_schedule **ret)
 {
     const plan_schedule *src = r->p->s;
-    char err[256] = "";
+    char err[HOR_DETAIL_LEN] = "";
     plan_schedule *s = plan_schedule_new(src->planner, src->budget_bytes);
     if (!s)
         return -ENOMEM;
@@ -145,7 +145,7 @@ static int build_index(ho_replay *r, const plan_schedule *s)
 
 static int start_engines(ho_replay *r)
 {
-    char err[256] = "";
+    char err[HOR_DETAIL_LEN] = "";
     r->n_eng = r->pt->link.duplex ? 2 : 1;
     for (unsigned k = 0; k < r->n_eng; k++) {
         hor_engine *x = &r->eng[k];
@@ -165,11 +165,47 @@ static int start_engines(ho_replay *r)
     return 0;
 }
 
+/* The schedule checked and indexed: a copy bound to this trace, simulated
+ * against the budget and the device, turned into the per-op index. */
+static int index_schedule(ho_replay *r)
+{
+    plan_schedule *s = NULL;
+    int rc = bound_copy(r, &s);
+    if (rc == 0)
+        rc = check(r, s);
+    if (rc == 0)
+        rc = build_index(r, s);
+    plan_schedule_free(s);
+    return rc;
+}
+
+/* The storages on device at t = 0 (never-accessed, non-retained ones are
+ * never allocated). */
+static int alloc_initial(ho_replay *r)
+{
+    for (uint32_t i = 0; i < r->n_st; i++) {
+        hor_storage *st = &r->st[i];
+        if (st->initial != PLAN_INIT_DEVICE || !(st->retained || st->accessed))
+            continue;
+        int rc = hor_dev_alloc(r->dev, st->bytes, &st->blk, &st->ptr);
+        if (rc < 0) {
+            char why[HOR_ERRLEN];
+            snprintf(why, sizeof(why), "%s", ho_runtime_last_error());
+            return hor_fail(r->c, rc, "allocating storage %llu at step "
+                            "start: %s", (unsigned long long)st->id, why);
+        }
+        st->dev_valid = true;
+    }
+    return 0;
+}
+
+/* Steps: the arguments checked; the schedule indexed; the release list,
+ * history and allocator descriptors; the copy engines; the control region
+ * (StageRequest, or local); the storages that start on device. */
 HO_EXPORT int ho_replay_new(ho_client *c, ho_device *dev, const ho_trace *t,
                             const ho_plan *p, const ho_replay_opts *opts,
                             ho_replay **ret)
 {
-    plan_schedule *s = NULL;
     ho_replay *r = NULL;
     int rc;
 
@@ -203,56 +239,32 @@ HO_EXPORT int ho_replay_new(ho_client *c, ho_device *dev, const ho_trace *t,
     r->ctl.efd = -1;
     r->log.last = -1;
 
-    rc = bound_copy(r, &s);
+    rc = index_schedule(r);
     if (rc < 0)
         goto fail;
-    rc = check(r, s);
-    if (rc < 0)
-        goto fail;
-    rc = build_index(r, s);
-    if (rc < 0)
-        goto fail;
-    plan_schedule_free(s);
-    s = NULL;
-
-    r->cap_rel = 2 * r->n_st + 64;
+    r->cap_rel = HOR_RELEASES(r->n_st);
     r->rel = calloc(r->cap_rel, sizeof(*r->rel));
     r->hist = calloc(HO_STEP_HISTORY, sizeof(*r->hist));
     if (!r->rel || !r->hist) {
         rc = -ENOMEM;
         goto fail;
     }
-    rc = hor_dev_reserve(dev, 2 * r->n_st + 64);
+    rc = hor_dev_reserve(dev, HOR_RELEASES(r->n_st));
     if (rc < 0)
         goto fail;
     rc = start_engines(r);
     if (rc < 0)
         goto fail;
-    rc = hor_ctl_setup(r);
+    rc = hor_ctl_init(r);
     if (rc < 0)
         goto fail;
-
-    /* The storages on device at t = 0 (never-accessed, non-retained ones
-     * are never allocated). */
-    for (uint32_t i = 0; i < r->n_st; i++) {
-        hor_storage *st = &r->st[i];
-        if (st->initial != PLAN_INIT_DEVICE || !(st->retained || st->accessed))
-            continue;
-        rc = hor_dev_alloc(dev, st->bytes, &st->blk, &st->ptr);
-        if (rc < 0) {
-            char why[HOR_ERRLEN];
-            snprintf(why, sizeof(why), "%s", ho_runtime_last_error());
-            hor_fail(c, rc, "allocating storage %llu at step start: %s",
-                     (unsigned long long)st->id, why);
-            goto fail;
-        }
-        st->dev_valid = true;
-    }
+    rc = alloc_initial(r);
+    if (rc < 0)
+        goto fail;
     dev->owner = r;
     *ret = r;
     return 0;
 fail:
-    plan_schedule_free(s);
     ho_replay_free(r);
     return rc;
 }
@@ -263,17 +275,16 @@ HO_EXPORT ho_replay *ho_replay_free(ho_replay *r)
         return NULL;
     if (r->eng[0].e)
         hor_drain(r);
-    hor_log_free(r);
+    hor_log_done(r);
     if (r->st)
         for (uint32_t i = 0; i < r->n_st; i++)
             if (r->st[i].ptr)
                 hor_storage_drop_device(r, &r->st[i]);
     for (unsigned k = 0; k < 2; k++) {
-        if (r->eng[k].e)
-            r->ops->engine_free(r->eng[k].e);
+        r->eng[k].e = r->ops->engine_free(r->eng[k].e);
         free(r->eng[k].q);
     }
-    hor_ctl_teardown(r);
+    hor_ctl_done(r);
     if (r->dev->owner == r)
         r->dev->owner = NULL;
     free(r->st);
@@ -294,6 +305,30 @@ static hor_storage *find(ho_replay *r, uint64_t id)
 {
     uint32_t i = plan_trace_find(r->pt, id);
     return i == PLAN_NONE ? NULL : &r->st[i];
+}
+
+/* find() for the calls between steps: -ENOENT with the sentence recorded
+ * when the trace has no such storage. */
+static int find_or_fail(ho_replay *r, uint64_t id, hor_storage **ret)
+{
+    hor_storage *s = find(r, id);
+    if (!s)
+        return hor_fail(r->c, -ENOENT, "storage %llu is not in the trace",
+                        (unsigned long long)id);
+    *ret = s;
+    return 0;
+}
+
+/* The application's buffer has the storage's size, else
+ * HO_E_INVALID_SIZE with the sentence recorded. */
+static int check_size(ho_replay *r, const hor_storage *s, uint64_t bytes)
+{
+    if (bytes != s->bytes)
+        return hor_fail(r->c, HO_E_INVALID_SIZE, "storage %llu has %llu "
+                        "bytes, not %llu", (unsigned long long)s->id,
+                        (unsigned long long)s->bytes,
+                        (unsigned long long)bytes);
+    return 0;
 }
 
 HO_EXPORT void *ho_storage_ptr(ho_replay *r, uint64_t storage_id)
@@ -373,25 +408,22 @@ HO_EXPORT int ho_storage_bind(ho_replay *r, uint64_t storage_id, void *ptr,
 HO_EXPORT int ho_storage_write_host(ho_replay *r, uint64_t storage_id,
                                     const void *src, uint64_t bytes)
 {
+    hor_storage *s = NULL;
+    int rc;
     if (!r || (!src && bytes))
         return -EINVAL;
-    hor_storage *s = find(r, storage_id);
-    if (!s)
-        return hor_fail(r->c, -ENOENT, "storage %llu is not in the trace",
-                        (unsigned long long)storage_id);
+    if ((rc = find_or_fail(r, storage_id, &s)) < 0)
+        return rc;
     if (s->initial != PLAN_INIT_HOST || s->slot == HOR_NONE)
         return hor_fail(r->c, HO_E_STATE, "storage %llu does not start on "
                         "host", (unsigned long long)storage_id);
-    if (bytes != s->bytes)
-        return hor_fail(r->c, HO_E_INVALID_SIZE, "storage %llu has %llu "
-                        "bytes, not %llu", (unsigned long long)storage_id,
-                        (unsigned long long)s->bytes,
-                        (unsigned long long)bytes);
+    if ((rc = check_size(r, s, bytes)) < 0)
+        return rc;
     if (r->in_step || s->ptr)
         return hor_fail(r->c, HO_E_STATE, "storage %llu: its host copy is "
                         "written between steps", (unsigned long long)
                         storage_id);
-    int rc = hor_drain(r);
+    rc = hor_drain(r);
     if (rc < 0)
         return rc;
     uint64_t stall = 0;
@@ -410,24 +442,19 @@ HO_EXPORT int ho_storage_write_host(ho_replay *r, uint64_t storage_id,
 HO_EXPORT int ho_storage_read(ho_replay *r, uint64_t storage_id, void *dst,
                               uint64_t bytes)
 {
+    hor_storage *s = NULL;
+    int rc;
     if (!r || (!dst && bytes))
         return -EINVAL;
-    hor_storage *s = find(r, storage_id);
-    if (!s)
-        return hor_fail(r->c, -ENOENT, "storage %llu is not in the trace",
-                        (unsigned long long)storage_id);
-    if (bytes != s->bytes)
-        return hor_fail(r->c, HO_E_INVALID_SIZE, "storage %llu has %llu "
-                        "bytes, not %llu", (unsigned long long)storage_id,
-                        (unsigned long long)s->bytes,
-                        (unsigned long long)bytes);
+    if ((rc = find_or_fail(r, storage_id, &s)) < 0 ||
+        (rc = check_size(r, s, bytes)) < 0)
+        return rc;
     bool on_dev = s->ptr && s->dev_valid;
     bool on_host = s->host_valid && s->host_version == s->version;
     if (!on_dev && !on_host)
         return hor_fail(r->c, -ENODATA, "storage %llu holds no data now",
                         (unsigned long long)storage_id);
     /* Let its copies land first (rare: checks and tests). */
-    int rc = 0;
     if (r->h2d->head > r->h2d->tail || r->d2h->head > r->d2h->tail) {
         hor_engine *x = r->h2d;
         if (s->h2d && x->done < s->h2d)

@@ -1,5 +1,5 @@
 /*
- * client/runtime_trace.c - traces (ho_trace_*): a thin, checked wrapper
+ * client/runtime/runtime_trace.c - traces (ho_trace_*): a thin, checked wrapper
  * around the planner's plan_trace, which keeps storage ids, derives the
  * access lists and reads/writes the JSON and protobuf forms.  Also the
  * runtime's thread-local error sentence.
@@ -95,7 +95,7 @@ HO_EXPORT int ho_trace_add_storage(ho_trace *t, uint64_t id, uint64_t bytes,
                                    ho_storage_kind kind, ho_initial initial,
                                    unsigned flags)
 {
-    char err[256] = "";
+    char err[HOR_DETAIL_LEN] = "";
     if (!t)
         return -EINVAL;
     if (t->pt->finished)
@@ -145,7 +145,7 @@ HO_EXPORT int ho_trace_add_op(ho_trace *t, const char *name,
                               uint32_t n_reads, const uint64_t *writes,
                               uint32_t n_writes)
 {
-    char err[256] = "";
+    char err[HOR_DETAIL_LEN] = "";
     uint32_t *idx = NULL;
     int rc;
 
@@ -188,7 +188,7 @@ out:
 
 int hor_trace_finish(const ho_trace *t)
 {
-    char err[256] = "";
+    char err[HOR_DETAIL_LEN] = "";
     /* Finishing derives cached access lists; the trace's content does not
      * change, so a const trace may be finished. */
     plan_trace *pt = t->pt;
@@ -203,7 +203,7 @@ int hor_trace_finish(const ho_trace *t)
 
 HO_EXPORT int ho_trace_load(const char *path, ho_trace **ret)
 {
-    char err[256] = "";
+    char err[HOR_DETAIL_LEN] = "";
     if (!path || !ret)
         return -EINVAL;
     ho_trace *t = calloc(1, sizeof(*t));
