@@ -206,7 +206,7 @@ typedef struct plan_node_input {
     uint32_t device;                 /* index into node->devices */
     uint64_t budget_bytes;
     double weight;                   /* > 0 */
-    uint32_t sync;                   /* group number, PLAN_NONE: free */
+    uint32_t sync;                   /* group number < n, PLAN_NONE: free */
 } plan_node_input;
 
 typedef struct plan_node_opts {
