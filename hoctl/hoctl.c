@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "hoctl/hoctl.h"
+#include "hoctl/hoctl_node.h"
 #include "hoctl/output.h"
 #include "hyperoffload/client.h"
 
@@ -59,6 +60,7 @@ static const struct {
     {"quota", hoctl_cmd_quota},       {"version", hoctl_cmd_version},
     {"trace", hoctl_cmd_trace},       {"schedule", hoctl_cmd_schedule},
     {"plan", hoctl_cmd_plan},
+    {"node", hoctl_cmd_node},
 };
 
 /* The command line with the global options taken out. */

@@ -1,0 +1,25 @@
+/*
+ * hoctl/hoctl_node.h - `hoctl node`: the node description and the node
+ * judge, offline (hoctl_node.c).
+ *
+ *   hoctl node show --node N.json [--json]
+ *   hoctl node check --node N.json --workload W.json [--steps K] [--json]
+ *
+ * The tree printer is separate so that the daemon-backed `node show`
+ * (the node the daemon describes) can print the same tree.
+ */
+#ifndef HO_HOCTL_HOCTL_NODE_H
+#define HO_HOCTL_HOCTL_NODE_H
+
+#include <stdio.h>
+
+#include "hoctl/hoctl.h"
+#include "planner/node/node.h"
+
+int hoctl_cmd_node(const hoctl_globals *g, int argc, char **argv);
+
+/* Print node `n` (finished) as a tree on f: links from the root down,
+ * each device under its parent link, then DDR and flash. */
+void hoctl_node_print_tree(FILE *f, const plan_node *n);
+
+#endif
