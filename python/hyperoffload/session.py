@@ -670,6 +670,24 @@ class _StepRun(hot.TraceRecorder):
         self.stats["diverged_at"] = k
         self._stopped = True
         self._offload_all = True
+        # what the plan meant to free later is offloaded now, as a trace
+        # step would have (else the rest of the step holds all of it)
+        for e in list(self._entries.values()):
+            rec = self._storages[e.sid] if e.sid < len(self._storages) \
+                else None
+            held = [h for h in e.handles if h.tensor is not None and
+                    h.tensor.storage().data_ptr() == getattr(rec, "ptr", 0)]
+            if not held or rec is None or rec.weak.expired():
+                continue
+            buf = ctypes.create_string_buffer(rec.nbytes)
+            e.job = self._copier.submit(ctypes.addressof(buf), rec.ptr,
+                                        rec.nbytes, [h.tensor for h in held]
+                                        + [buf])
+            e.probe, e.host_writes = buf, self._writes.get(e.sid, 0)
+            self.stats["probe_bytes"] += rec.nbytes
+            for h in held:
+                h.tensor = None
+            e.freed = True
 
     # ----------------------------------------------------------- hooks
     def _pack(self, t):
@@ -711,8 +729,10 @@ class _StepRun(hot.TraceRecorder):
             e.handles.add(h)
             e.freed = True
             return h
-        if rec.id not in self.session._moved:
+        if rec.id not in self.session._moved and rec.initial != "none":
             return t
+        # moved storages, and the step's other activations too: a handle
+        # lets a divergence offload them (_diverge)
         e = self._entries.get(rec.id)
         if e is None:
             e = self._entries[rec.id] = _Entry(rec.id, rec.nbytes)
