@@ -16,8 +16,12 @@ import sys
 
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import hyperoffload_trace as hot  # noqa: E402
+try:
+    import hyperoffload  # noqa: F401  (pip-installed or python3-hyperoffload)
+except ImportError:      # a source checkout: the package is in python/
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(
+        __file__)), os.pardir, os.pardir, "python"))
+from hyperoffload import trace as hot  # noqa: E402
 
 
 def build(args):

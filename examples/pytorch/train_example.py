@@ -4,8 +4,9 @@ offloaded into the HyperOffload pool by an OffloadSession.
 
     build/bin/hyperoffloadd --socket=/tmp/hod.sock --state-dir=/tmp/hod \\
         --flash-paths=/tmp/hod/flash0 --flash-capacity=64M &
-    HO_BUILD_DIR=build /usr/bin/python3 examples/pytorch/train_example.py \\
-        --socket /tmp/hod.sock --steps 5 --compare
+    HO_LIBRARY=build/lib/libhyperoffload.so.0 /usr/bin/python3 \\
+        examples/pytorch/train_example.py --socket /tmp/hod.sock --steps 5 \\
+        --compare
 
 Step 1 is traced, the daemon plans it for a budget between the planner's
 smallest feasible budget and the no-offload peak (``--budget-fraction``,
@@ -25,8 +26,12 @@ import sys
 
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import offload_session as hos  # noqa: E402
+try:
+    import hyperoffload  # noqa: F401  (pip-installed or python3-hyperoffload)
+except ImportError:      # a source checkout: the package is in python/
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(
+        __file__)), os.pardir, os.pardir, "python"))
+from hyperoffload import session as hos  # noqa: E402
 
 
 def build(args):

@@ -25,6 +25,11 @@ HOCTL = os.path.join(BUILD_DIR, "bin", "hoctl")
 WRAP = shlex.split(os.environ.get("HO_WRAP", ""))
 UNDER_VALGRIND = os.environ.get("HO_UNDER_VALGRIND", "0") not in ("", "0")
 EXAMPLES = os.path.join(SOURCE_DIR, "examples", "pytorch")
+# The Python package (python/hyperoffload) as it is in the source tree, and
+# the build tree's library for it (an installed one would win otherwise).
+PYTHON = os.path.join(SOURCE_DIR, "python")
+os.environ.setdefault("HO_LIBRARY", os.path.join(BUILD_DIR, "lib",
+                                                 "libhyperoffload.so.0"))
 
 # valgrind reports its own errors with this exit status (HoTest.cmake)
 VALGRIND_ERROR = 99

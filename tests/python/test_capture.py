@@ -13,8 +13,8 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hotest  # noqa: E402
 
-sys.path.insert(0, hotest.EXAMPLES)
-import hyperoffload_trace as hot  # noqa: E402
+sys.path.insert(0, hotest.PYTHON)
+from hyperoffload import trace as hot  # noqa: E402
 
 
 # seq 128 x batch 8 (rather than 32 x 4) so that activations, not the

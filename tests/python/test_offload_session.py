@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""OffloadSession (examples/pytorch/offload_session.py) against a real
+"""OffloadSession (python/hyperoffload/session.py) against a real
 hyperoffloadd, through libhyperoffload (ctypes).
 
 A small TransformerEncoder with Adam on CPU runs N steps without offload
@@ -13,7 +13,8 @@ traced again, a full pool only limits what moves, and an unreachable
 daemon leaves training untouched.
 
 Environment (tests/python/CMakeLists.txt): HO_BUILD_DIR (the daemon is
-$HO_BUILD_DIR/bin/hyperoffloadd, the library $HO_BUILD_DIR/lib/...),
+$HO_BUILD_DIR/bin/hyperoffloadd, the library $HO_BUILD_DIR/lib/... unless
+HO_LIBRARY names one),
 HO_UNDER_VALGRIND=1 with HO_WRAP (the daemon runs under valgrind; fewer
 steps), HO_DAEMON_ASAN_OPTIONS (sanitizer builds: the daemon's
 ASAN_OPTIONS, with leak checks, while python runs with LD_PRELOAD of the
@@ -35,9 +36,9 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hotest  # noqa: E402
 
-sys.path.insert(0, hotest.EXAMPLES)
+sys.path.insert(0, hotest.PYTHON)
 import hyperoffload as ho  # noqa: E402
-import offload_session as hos  # noqa: E402
+from hyperoffload import session as hos  # noqa: E402
 
 DAEMON = os.path.join(hotest.BUILD_DIR, "bin", "hyperoffloadd")
 STEPS = 3 if hotest.UNDER_VALGRIND else 4

@@ -245,8 +245,8 @@ class RefValidatorTest(unittest.TestCase):
     @classmethod
     def _capture(cls):
         import torch
-        sys.path.insert(0, hotest.EXAMPLES)
-        import hyperoffload_trace as hot
+        sys.path.insert(0, hotest.PYTHON)
+        from hyperoffload import trace as hot
         torch.manual_seed(0)
         model = torch.nn.Sequential(torch.nn.Linear(32, 64),
                                     torch.nn.GELU(), torch.nn.Linear(64, 8))

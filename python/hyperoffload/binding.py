@@ -5,12 +5,18 @@ allocate extents in the session's DDR pool (mapped into this process),
 load a trace file, ask the daemon for a plan and read its schedule back.
 Python standard library only; no torch here.
 
-Finding the library, first match wins:
+Finding the library (:func:`locate_library`), first match wins:
 
-1. ``$HO_LIBRARY``: the path of ``libhyperoffload.so`` itself;
-2. ``$HO_BUILD_DIR/lib/libhyperoffload.so`` (the build tree the tests use);
-3. ``<repository>/build/lib/libhyperoffload.so`` next to this file;
-4. ``ctypes.util.find_library("hyperoffload")`` (an installed copy).
+1. ``$HO_LIBRARY``: the path of ``libhyperoffload.so.0`` (or ``.so``)
+   itself -- an explicit choice, e.g. a build tree's
+   ``build/lib/libhyperoffload.so.0``, beats anything installed;
+2. the installed library: ``/usr/lib/<multiarch>/libhyperoffload.so.0``
+   (the libhyperoffload0 package), then ``/usr/local/lib/<multiarch>/`` and
+   ``/usr/local/lib/`` (``cmake --install`` with the default prefix);
+3. ``pkg-config --variable=libdir hyperoffload`` (an install elsewhere,
+   found through ``PKG_CONFIG_PATH``).
+
+Nothing else is guessed; :class:`OSError` names what was tried.
 
 Errors: every failing call raises :class:`HoError` carrying the library's
 negative code (``code``), its symbolic name (``name``, e.g.
@@ -27,7 +33,7 @@ or :meth:`Client.close`.
 
 Usage::
 
-    import hyperoffload as ho
+    from hyperoffload import binding as ho
     with ho.Client.connect("/path/hod.sock", "my-job") as c:
         c.register(job="train", device=0, hbm_budget=8 << 30)
         ext = c.extent_alloc(1 << 20)          # ext.ptr: address in the pool
@@ -38,8 +44,9 @@ Usage::
 """
 
 import ctypes
-import ctypes.util
 import os
+import subprocess
+import sysconfig
 
 # Error codes of hyperoffload/errors.h (negative; errno values are below
 # 1000 in magnitude).
@@ -48,7 +55,7 @@ HO_E_DIVERGED = -1022
 HO_E_UNSUPPORTED = -1025
 
 LIBRARY_ENV = "HO_LIBRARY"
-_HERE = os.path.dirname(os.path.abspath(__file__))
+SONAME = "libhyperoffload.so.0"
 
 
 class HoError(Exception):
@@ -68,21 +75,55 @@ class HoError(Exception):
             ": " + detail if detail else ""))
 
 
-def library_path():
-    """The path the binding loads (see the module docstring), or None."""
-    p = os.environ.get(LIBRARY_ENV)
-    if p:
-        return p
-    candidates = []
-    build = os.environ.get("HO_BUILD_DIR")
-    if build:
-        candidates.append(os.path.join(build, "lib", "libhyperoffload.so"))
-    repo = os.path.dirname(os.path.dirname(_HERE))
-    candidates.append(os.path.join(repo, "build", "lib", "libhyperoffload.so"))
-    for c in candidates:
+def _installed_candidates():
+    multiarch = sysconfig.get_config_var("MULTIARCH")
+    dirs = []
+    for prefix in ("/usr", "/usr/local"):
+        if multiarch:
+            dirs.append(os.path.join(prefix, "lib", multiarch))
+    dirs.append("/usr/local/lib")
+    return [os.path.join(d, SONAME) for d in dirs]
+
+
+def _pkg_config_candidate():
+    try:
+        p = subprocess.run(["pkg-config", "--variable=libdir",
+                            "hyperoffload"], stdout=subprocess.PIPE,
+                           stderr=subprocess.DEVNULL,
+                           universal_newlines=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    libdir = p.stdout.strip() if p.returncode == 0 else ""
+    if not libdir:
+        return None
+    for name in (SONAME, "libhyperoffload.so"):
+        c = os.path.join(libdir, name)
         if os.path.exists(c):
             return c
-    return ctypes.util.find_library("hyperoffload")
+    return None
+
+
+def locate_library():
+    """(path, how) of the library the binding loads, ``how`` one of
+    ``"HO_LIBRARY"``, ``"installed"``, ``"pkg-config"``; (None, tried)
+    when there is none, ``tried`` saying where it looked."""
+    p = os.environ.get(LIBRARY_ENV)
+    if p:
+        return p, LIBRARY_ENV
+    installed = _installed_candidates()
+    for c in installed:
+        if os.path.exists(c):
+            return c, "installed"
+    c = _pkg_config_candidate()
+    if c:
+        return c, "pkg-config"
+    return None, "$%s unset, none of %s, no pkg-config 'hyperoffload'" % (
+        LIBRARY_ENV, ", ".join(installed))
+
+
+def library_path():
+    """The path the binding loads (see the module docstring), or None."""
+    return locate_library()[0]
 
 
 _LIB = None
@@ -96,10 +137,10 @@ def lib():
     """The loaded ctypes.CDLL (loaded on first use)."""
     global _LIB
     if _LIB is None:
-        path = library_path()
+        path, how = locate_library()
         if not path:
-            raise OSError("libhyperoffload not found: set %s or HO_BUILD_DIR"
-                          % LIBRARY_ENV)
+            raise OSError("libhyperoffload not found (%s): install "
+                          "libhyperoffload0 or set %s" % (how, LIBRARY_ENV))
         _LIB = ctypes.CDLL(path)
         _declare(_LIB)
     return _LIB

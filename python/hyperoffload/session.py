@@ -4,9 +4,9 @@ HyperOffload DDR pool, following a plan from hyperoffloadd.
 In the spirit of the Hyper-Parallel ``OffloadSession`` (warm-up trace,
 plan, replay)::
 
-    import offload_session as hos
+    from hyperoffload import OffloadSession
 
-    session = hos.OffloadSession(model, socket="/path/hod.sock")
+    session = OffloadSession(model, socket="/path/hod.sock")
     for x, y in data:
         opt.zero_grad(set_to_none=True)
         with session:                      # 1st time: traced; then replayed
@@ -17,6 +17,33 @@ plan, replay)::
     session.close()
 
 Forward *and* backward must run inside the ``with`` block.
+
+**Copies** between torch storages and the pool run on one copy thread per
+session (``ctypes.memmove`` releases the GIL), in FIFO order: a ``store``
+returns at once and the saved activation's copy overlaps the compute that
+follows; ``free_device`` waits for that storage's copy, an unpack waits for
+its prefetch.  References that keep a source alive are dropped on the
+calling thread only.  CPU tensors only: a saved tensor on another device
+(CUDA) raises :class:`OffloadError` -- it is never copied from a device
+pointer -- until the CUDA path (the library's CUDA backend, pinned pool
+memory, streams) is verified on a GPU.
+
+**When things go wrong** the session says so: :class:`OffloadWarning`
+through ``warnings.warn`` and the ``hyperoffload`` logger, or, with
+``strict=True``, :class:`OffloadError` raised at the end of the block.
+``events`` lists them all as (step, kind, message) with kind one of
+
+* ``disabled``: planning failed (daemon unreachable, no plan fits the
+  budget); later blocks run without offload (``disabled`` says why);
+* ``diverged``: a replay step differed from the traced one; the rest of
+  that step offloads every saved activation without a plan (private host
+  memory, fetched back on use), so it stays near the budget instead of
+  bringing everything back;
+* ``retraced``: the step after a divergence was traced and planned again
+  (``retraces`` times at most); once none are left, or when planning a
+  retraced step fails, every later step runs in ``fallback`` mode: all
+  saved activations offloaded, none planned;
+* ``over_budget``: the live bytes of a step went above the budget.
 
 **Step 1 (trace).**  The step runs under a recorder (a subclass of
 ``hyperoffload_trace.TraceRecorder``, so op and storage numbering are
@@ -84,25 +111,33 @@ storage is really gone (``StorageWeakRef``); it is sampled after every op
 and every restore.  ``steps[i]["live_peak"]`` is the peak of step i;
 :class:`LiveBytesMode` measures a run without the session the same way.
 
-Library: ``hyperoffload.py`` (ctypes); the daemon is reached at
+Library: :mod:`hyperoffload.binding` (ctypes); the daemon is reached at
 ``socket`` (or ``$HO_SOCKET`` ...).  Python standard library and torch.
 """
 
+import collections
 import ctypes
 import functools
 import json
+import logging
 import os
+import queue
 import re
 import shutil
 import tempfile
+import threading
+import time
+import warnings
 import weakref
 
 import torch
 from torch.multiprocessing.reductions import StorageWeakRef
 from torch.utils._python_dispatch import TorchDispatchMode
 
-import hyperoffload as ho
-import hyperoffload_trace as hot
+from . import binding as ho
+from . import trace as hot
+
+log = logging.getLogger("hyperoffload")
 
 UNLIMITED_BUDGET = 1 << 60
 # ho_plan_request's HO_E_INFEASIBLE sentence (runtime.h): "... the
@@ -112,7 +147,107 @@ _SMALLEST_LOOSE = re.compile(r"smallest[^0-9]*?(\d+)")
 
 
 class OffloadError(RuntimeError):
-    """The session could not set offloading up (strict mode only)."""
+    """Offloading cannot go on as planned: raised in strict mode instead of
+    an :class:`OffloadWarning`, and always for tensors on a device the
+    session cannot copy from (CUDA)."""
+
+
+class OffloadWarning(RuntimeWarning):
+    """The session disabled itself, diverged, retraced or ran over its
+    budget (module docstring, "When things go wrong")."""
+
+
+def _require_host(t, what="a saved tensor"):
+    """Raise OffloadError unless tensor t is in host memory (CPU): its data
+    pointer would be a device address, which memmove must never touch."""
+    dev = getattr(t, "device", None)
+    kind = getattr(dev, "type", "cpu")
+    if kind not in ("cpu", "meta"):
+        raise OffloadError(
+            "OffloadSession copies CPU tensors only, and %s is on %s: the "
+            "CUDA path (the library's CUDA backend with pinned pool memory "
+            "and streams) is not verified yet; run without the session on "
+            "this device" % (what, dev))
+
+
+class _Job:
+    __slots__ = ("dst", "src", "nbytes", "keep", "done", "error")
+
+    def __init__(self, dst, src, nbytes, keep):
+        self.dst, self.src, self.nbytes = dst, src, nbytes
+        self.keep = keep          # what keeps src/dst alive until done
+        self.done = threading.Event()
+        self.error = None
+
+
+class _Copier:
+    """The session's copy thread: memmoves in FIFO order off the calling
+    thread (ctypes releases the GIL while it copies).  submit() returns a
+    job at once; wait(job) blocks until it is copied.  Each job holds
+    ``keep`` (the tensors or buffers its addresses belong to) until reap()
+    drops the references of finished jobs -- always on the calling thread,
+    so no storage is ever freed (and no weakref callback run) on the copy
+    thread."""
+
+    def __init__(self):
+        self._q = queue.SimpleQueue()
+        self._thread = None
+        self._pending = collections.deque()
+        self.copies = 0
+        self.bytes = 0
+        self.waits = 0            # waits that found the copy unfinished
+        self.wait_ns = 0
+
+    def submit(self, dst, src, nbytes, keep):
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._loop,
+                                            name="hyperoffload-copy",
+                                            daemon=True)
+            self._thread.start()
+        job = _Job(dst, src, nbytes, keep)
+        self._pending.append(job)
+        self._q.put(job)
+        self.copies += 1
+        self.bytes += nbytes
+        return job
+
+    def wait(self, job):
+        if job is None:
+            return
+        if not job.done.is_set():
+            t0 = time.perf_counter_ns()
+            job.done.wait()
+            self.waits += 1
+            self.wait_ns += time.perf_counter_ns() - t0
+        if job.error is not None:
+            raise OffloadError("copy failed: %s" % job.error)
+
+    def reap(self):
+        while self._pending and self._pending[0].done.is_set():
+            self._pending.popleft().keep = None
+
+    def drain(self):
+        for job in list(self._pending):
+            self.wait(job)
+        self.reap()
+
+    def close(self):
+        if self._thread is not None:
+            self.drain()
+            self._q.put(None)
+            self._thread.join()
+            self._thread = None
+
+    def _loop(self):
+        while True:
+            job = self._q.get()
+            if job is None:
+                return
+            try:
+                ctypes.memmove(job.dst, job.src, job.nbytes)
+            except BaseException as e:  # reported by wait()
+                job.error = e
+            job.done.set()
 
 
 # ----------------------------------------------------------------- helpers
@@ -276,7 +411,7 @@ class _Entry:
     """The session's view of one storage (trace id) in one step."""
 
     __slots__ = ("sid", "nbytes", "handles", "freed", "host_writes",
-                 "probe", "__weakref__")
+                 "probe", "job", "fill", "__weakref__")
 
     def __init__(self, sid, nbytes):
         self.sid = sid
@@ -284,7 +419,9 @@ class _Entry:
         self.handles = weakref.WeakSet()
         self.freed = False
         self.host_writes = None   # write count of the storage when stored
-        self.probe = None         # trace step: private host copy
+        self.probe = None         # offload-all: private host copy
+        self.job = None           # its last copy to host (_Copier job)
+        self.fill = None          # its last copy back from host
 
 
 class _Saved:
@@ -323,13 +460,17 @@ def _new_stats(step, mode):
             "free_stale": 0,
             "free_ineffective": 0, "restored_at_end": 0,
             "views_restored": 0, "probe_bytes": 0, "live_peak": 0,
-            "live_peak_op": -1}
+            "live_peak_op": -1, "async_copies": 0, "copy_waits": 0,
+            "copy_wait_us": 0.0}
 
 
 # ----------------------------------------------------------------- a step
 class _StepRun(hot.TraceRecorder):
     """One ``with session:`` block: recorder, dispatch mode, saved-tensor
-    hooks and the schedule's actions ("trace", "replay" or "plain")."""
+    hooks and the schedule's actions ("trace", "replay", "fallback" or
+    "plain").  Trace and fallback steps offload every saved activation the
+    step created (``_offload_all``); so does a replay step from the op at
+    which it diverges."""
 
     def __init__(self, session, mode, step):
         super().__init__()
@@ -344,6 +485,10 @@ class _StepRun(hot.TraceRecorder):
         self._tref = {}           # storage id -> weakref of a tensor of it
         self._point = 0           # next action point: 2k before, 2k+1 after
         self._stopped = mode != "replay"
+        self._offload_all = mode in ("trace", "fallback")
+        self._copier = session._copier
+        self._copies0 = (self._copier.copies, self._copier.waits,
+                         self._copier.wait_ns)
         self._hooks = None
         # trace step: liveness of every storage, op by op
         self._life = []           # id -> [[first op, last op], ...]
@@ -354,7 +499,7 @@ class _StepRun(hot.TraceRecorder):
     def start(self):
         for p in self.session.params():
             self.tracker.see(p)
-        if self.mode in ("trace", "replay"):
+        if self.mode in ("trace", "replay", "fallback"):
             self._hooks = torch.autograd.graph.saved_tensors_hooks(
                 self._pack, self._unpack)
             self._hooks.__enter__()
@@ -378,6 +523,11 @@ class _StepRun(hot.TraceRecorder):
         for e in list(self._entries.values()):
             if e.freed and any(h.tensor is None for h in e.handles):
                 self._restore(e, "restored_at_end")
+        self._copier.drain()
+        c0, w0, ns0 = self._copies0
+        self.stats["async_copies"] = self._copier.copies - c0
+        self.stats["copy_waits"] = self._copier.waits - w0
+        self.stats["copy_wait_us"] = (self._copier.wait_ns - ns0) / 1e3
         if self.mode == "trace":
             for sid in self._open:
                 self._life[sid][-1][1] = n - 1
@@ -455,6 +605,7 @@ class _StepRun(hot.TraceRecorder):
         kwargs = kwargs or {}
         if self._internal:
             return func(*args, **kwargs)
+        self._copier.reap()
         k = len(self.ops)
         if self.mode == "trace":
             for sid in list(self._open):
@@ -508,20 +659,41 @@ class _StepRun(hot.TraceRecorder):
         return None
 
     def _diverge(self, k, why):
-        """Stop offloading for this step and bring everything back."""
+        """Stop following the plan for the rest of this step: no further
+        action runs; what is in the pool stays there until it is unpacked
+        (fetched on demand) or the step ends, and every activation saved
+        from here on is offloaded as in a trace step.  Bringing everything
+        back at once would run the step at its no-offload peak."""
         if self.stats["diverged"]:
             return
         self.stats["diverged"] = why
         self.stats["diverged_at"] = k
         self._stopped = True
+        self._offload_all = True
+        # what the plan meant to free later is offloaded now, as a trace
+        # step would have (else the rest of the step holds all of it)
         for e in list(self._entries.values()):
-            if e.freed:
-                self._restore(e, "restored_at_end")
+            rec = self._storages[e.sid] if e.sid < len(self._storages) \
+                else None
+            held = [h for h in e.handles if h.tensor is not None and
+                    h.tensor.storage().data_ptr() == getattr(rec, "ptr", 0)]
+            if not held or rec is None or rec.weak.expired():
+                continue
+            buf = ctypes.create_string_buffer(rec.nbytes)
+            e.job = self._copier.submit(ctypes.addressof(buf), rec.ptr,
+                                        rec.nbytes, [h.tensor for h in held]
+                                        + [buf])
+            e.probe, e.host_writes = buf, self._writes.get(e.sid, 0)
+            self.stats["probe_bytes"] += rec.nbytes
+            for h in held:
+                h.tensor = None
+            e.freed = True
 
     # ----------------------------------------------------------- hooks
     def _pack(self, t):
-        if self._stopped and self.mode != "trace":
+        if self._stopped and not self._offload_all:
             return t
+        _require_host(t)
         key = _storage_key(t)
         if key is None:
             return t
@@ -529,7 +701,7 @@ class _StepRun(hot.TraceRecorder):
         if hit is None or hit[1].expired():
             return t
         rec = hit[0]
-        if self.mode == "trace":
+        if self._offload_all:
             if rec.initial != "none":
                 return t   # existed before the step: parameters, inputs
             e = self._entries.get(rec.id)
@@ -539,17 +711,28 @@ class _StepRun(hot.TraceRecorder):
                 return t   # not the storage the record describes now
             wc = self._writes.get(rec.id, 0)
             if e.probe is None or e.host_writes != wc:
+                # copied on the copy thread; the job holds the tensor until
+                # then, and unpack/restore wait for it
                 buf = ctypes.create_string_buffer(rec.nbytes)
-                ctypes.memmove(buf, rec.ptr, rec.nbytes)
+                e.job = self._copier.submit(ctypes.addressof(buf), rec.ptr,
+                                            rec.nbytes, (t, buf))
                 e.probe, e.host_writes = buf, wc
                 self.stats["probe_bytes"] += rec.nbytes
-            self.probed.add(rec.id)
+                if self.mode == "trace":
+                    # the recorded lifetimes must be the program's own:
+                    # no copy may keep the storage alive past this op
+                    self._copier.wait(e.job)
+                    self._copier.reap()
+            if self.mode == "trace":
+                self.probed.add(rec.id)
             h = _Saved(e, t, keep=False)
             e.handles.add(h)
             e.freed = True
             return h
-        if rec.id not in self.session._moved:
+        if rec.id not in self.session._moved and rec.initial != "none":
             return t
+        # moved storages, and the step's other activations too: a handle
+        # lets a divergence offload them (_diverge)
         e = self._entries.get(rec.id)
         if e is None:
             e = self._entries[rec.id] = _Entry(rec.id, rec.nbytes)
@@ -563,10 +746,11 @@ class _StepRun(hot.TraceRecorder):
         if self.mode == "replay" and not self._stopped:
             self._run_due(2 * len(self.ops) + 1)
         if h.tensor is None:
-            t = h.wref() if self.mode == "trace" else None
+            t = h.wref()
             if t is not None:
-                return t   # probe: the program still holds this tensor
+                return t   # the program still holds this tensor
             self._restore(h.entry, "on_demand")
+        self._copier.wait(h.entry.fill)   # its prefetch, if still copying
         return h.tensor
 
     # ----------------------------------------------------------- actions
@@ -588,9 +772,11 @@ class _StepRun(hot.TraceRecorder):
                 # free_host: the extent is kept for the next step
 
     def _store(self, sid):
-        if self._current(sid) is None:
+        src = self._current(sid)
+        if src is None:
             self.stats["store_skipped"] += 1   # nothing of it is reachable
             return
+        _require_host(src)
         rec = self._storages[sid]
         try:
             ext = self.session._extent(sid, rec.nbytes)
@@ -598,10 +784,12 @@ class _StepRun(hot.TraceRecorder):
             self.stats["store_skipped"] += 1
             self.stats["pool_error"] = str(err)
             return
-        ctypes.memmove(ext.ptr, rec.ptr, rec.nbytes)
         e = self._entries.get(sid)
         if e is None:
             e = self._entries[sid] = _Entry(sid, rec.nbytes)
+        # the copy overlaps the ops that follow; free_device waits for it
+        e.job = self._copier.submit(ext.ptr, rec.ptr, rec.nbytes, src)
+        e.probe = None
         e.host_writes = self._writes.get(sid, 0)
         self.stats["stores"] += 1
         self.stats["d2h_bytes"] += rec.nbytes
@@ -615,6 +803,8 @@ class _StepRun(hot.TraceRecorder):
         if e.host_writes is None or e.host_writes != self._writes.get(sid, 0):
             self.stats["free_stale"] += 1   # no current host copy: keep it
             return
+        self._copier.wait(e.job)    # the host copy is complete ...
+        self._copier.reap()         # ... and the copy holds no reference
         rec = self._storages[sid]
         # only tensors of the storage the host copy was taken from
         held = [h for h in held if h.tensor.storage().data_ptr() == rec.ptr]
@@ -651,14 +841,19 @@ class _StepRun(hot.TraceRecorder):
         e.freed = False
         if not todo:
             return
-        if e.probe is not None and self.mode == "trace":
-            src = ctypes.addressof(e.probe)
+        if e.probe is not None:
+            src, keep = ctypes.addressof(e.probe), e.probe
         else:
-            src = self.session._extents[e.sid].ptr
+            src, keep = self.session._extents[e.sid].ptr, None
         self._internal = True
         try:
             buf = torch.empty(e.nbytes, dtype=torch.uint8)
-            ctypes.memmove(buf.data_ptr(), src, e.nbytes)
+            # a prefetch copies while the step goes on; unpack waits for it
+            # (FIFO: after the copy that filled src)
+            e.fill = self._copier.submit(buf.data_ptr(), src, e.nbytes,
+                                         (buf, keep))
+            if counter != "prefetches":
+                self._copier.wait(e.fill)
             ust = buf.storage().untyped()
             for h in todo:
                 h.tensor = torch.empty(0, dtype=h.dtype).set_(
@@ -739,11 +934,14 @@ class OffloadSession:
     default; link: device profile of the trace's link (``910b``).
     workdir: where the trace and schedule files go (None: a temporary
     directory removed by close()).  retraces: how many times a divergence
-    makes the next step a trace step again.  strict: raise OffloadError
-    instead of running on without offload when planning fails.
+    makes the next step a trace step again (then: fallback mode).
+    strict: raise OffloadError at the end of the block instead of warning
+    when the session disables itself, diverges, retraces or runs over its
+    budget (module docstring).
 
     After each block ``steps[-1]`` holds its figures and ``plan_info`` the
-    plan's; ``disabled`` says why offloading is off, if it is.
+    plan's; ``disabled`` says why offloading is off, if it is; ``events``
+    lists every warning as (step, kind, message).
     """
 
     def __init__(self, model=None, optimizer=None, *, socket=None,
@@ -754,6 +952,9 @@ class OffloadSession:
         if not 0.0 <= budget_fraction < 1.0:
             raise ValueError("budget_fraction must be in [0, 1)")
         hot.link_for(link)
+        if model is not None:
+            for p in model.parameters():
+                _require_host(p, "a parameter of the model")
         self.model = model
         self.optimizer = optimizer
         self.socket = socket
@@ -786,6 +987,29 @@ class OffloadSession:
         self._actions = {}
         self._moved = set()
         self._extents = {}
+        self._copier = _Copier()
+        self._fallback = None     # why every step offloads without a plan
+        self._retracing = False   # the next trace step follows a divergence
+        self.events = []          # (step, kind, message)
+        self._notices = []        # (kind, message) of the running block
+
+    # ----------------------------------------------------------- notices
+    def _notice(self, kind, message):
+        """Record a warning of the current block; __exit__ reports it."""
+        self._notices.append((kind, message))
+
+    def _report(self):
+        """Log every notice of the block, then raise the first as
+        OffloadError (strict) or warn each (OffloadWarning)."""
+        notices, self._notices = self._notices, []
+        step = len(self.steps)
+        for kind, message in notices:
+            self.events.append((step, kind, message))
+            log.warning("%s", message)
+        if notices and self.strict:
+            raise OffloadError(notices[0][1])
+        for kind, message in notices:
+            warnings.warn(message, OffloadWarning, stacklevel=3)
 
     # ----------------------------------------------------------- helpers
     def params(self):
@@ -809,9 +1033,12 @@ class OffloadSession:
 
     @property
     def mode(self):
-        """What the next block will do: trace, replay or plain."""
+        """What the next block will do: trace, replay, fallback (offload
+        every saved activation without a plan) or plain (no offload)."""
         if self.disabled or self._closed:
             return "plain"
+        if self._fallback:
+            return "fallback"
         return "replay" if self._planned else "trace"
 
     # ----------------------------------------------------------- context
@@ -830,13 +1057,34 @@ class OffloadSession:
             self._run = None
         self.steps.append(run.stats)
         if exc_type is not None:
+            self._notices = []
             return False
+        st = run.stats
         if run.mode == "trace":
             self._plan(run)
-        elif run.mode == "replay" and run.stats["diverged"] and \
-                self.retraces > 0:
-            self.retraces -= 1
-            self._planned = False
+        elif run.mode == "replay" and st["diverged"]:
+            if self.retraces > 0:
+                self.retraces -= 1
+                self._planned = False
+                self._retracing = True
+                then = "the next step is traced and planned again"
+            else:
+                self._fallback = "the steps keep differing from the trace"
+                then = ("no retraces left: from now on every step "
+                        "offloads all its saved activations without a plan")
+            self._notice("diverged", "hyperoffload: step %d diverged from "
+                         "the traced step at op %d (%s); the rest of it "
+                         "offloaded every saved activation without a plan; "
+                         "%s" % (st["step"], st["diverged_at"],
+                                 st["diverged"], then))
+        if self.budget and run.mode != "plain" and \
+                st["live_peak"] > self.budget:
+            self._notice("over_budget", "hyperoffload: step %d (%s) held "
+                         "%d bytes of live tensors, %.2fx its budget of %d "
+                         "bytes" % (st["step"], st["mode"], st["live_peak"],
+                                    st["live_peak"] / self.budget,
+                                    self.budget))
+        self._report()
         return False
 
     # ----------------------------------------------------------- planning
@@ -848,6 +1096,8 @@ class OffloadSession:
         trace_path = os.path.join(self.workdir, "trace.json")
         sched_path = os.path.join(self.workdir, "schedule.json")
         hot.save(doc, trace_path)
+        retrace = getattr(self, "_retracing", False)
+        self._retracing = False
         try:
             trace = ho.Trace.load(trace_path)
             try:
@@ -855,9 +1105,18 @@ class OffloadSession:
             finally:
                 trace.close()
         except (ho.HoError, OSError) as e:
+            why = self._why(e)
+            if retrace:
+                # keep the budget rather than run without offload
+                self._fallback = "planning the retraced step failed: %s" % why
+                self._notice("retraced", "hyperoffload: step %d was traced "
+                             "again but %s; from now on every step offloads "
+                             "all its saved activations without a plan"
+                             % (len(self.steps), why))
+                return
             self.disabled = "planning failed: %s" % e
-            if self.strict:
-                raise OffloadError(self.disabled) from e
+            self._notice("disabled", "hyperoffload: offloading disabled, %s;"
+                         " training goes on without offload" % why)
             return
         with open(sched_path, encoding="utf-8") as f:
             self.schedule = json.load(f)
@@ -870,6 +1129,30 @@ class OffloadSession:
             if a["kind"] in ("store", "free_device", "prefetch"):
                 self._moved.add(a["storage"])
         self._planned = True
+        if retrace:
+            self._notice("retraced", "hyperoffload: step %d was traced "
+                         "again and planned: %d ops, plan peak %d bytes for "
+                         "the budget of %d bytes" % (
+                             len(self.steps), len(self._ref_ops),
+                             self.plan_info["peak_device_bytes"],
+                             self.budget))
+
+    def _why(self, e):
+        """A sentence for a planning failure."""
+        if isinstance(e, ho.HoError):
+            if e.call == "ho_connect":
+                return "hyperoffloadd is unreachable at %s (%s)" % (
+                    self.socket or "the default socket", e)
+            if e.code == ho.HO_E_INFEASIBLE:
+                found = _SMALLEST.findall(e.detail) or \
+                    _SMALLEST_LOOSE.findall(e.detail)
+                budget = self.budget or self.requested_budget
+                if found and budget:
+                    return ("the budget of %d bytes is too small for this "
+                            "step (the smallest feasible is %s bytes)"
+                            % (budget, found[-1]))
+                return "the budget is too small for this step (%s)" % e
+        return "planning failed (%s)" % e
 
     def _request(self, trace, sched_path):
         budget = self.requested_budget
@@ -948,6 +1231,7 @@ class OffloadSession:
     def close(self):
         """Free the extents, close the connection, remove the temporary
         directory.  The session cannot be used afterwards."""
+        self._copier.close()
         if self.client is not None:
             self.client.close()
             self.client = None
