@@ -2,6 +2,7 @@
 #include "daemon/dispatch.h"
 
 #include "daemon/admin.h"
+#include "daemon/authz.h"
 #include "daemon/connection.h"
 #include "daemon/handlers.h"
 #include "daemon/planning.h"
@@ -110,7 +111,7 @@ int srv_request_admit(const srv_daemon *d, const srv_conn *c,
     if (!body_of(k, env))
         return ho_errf(err, errlen, HO_E_PROTOCOL,
                        "the envelope's %s body is missing", k->name);
-    if (k->needs_admin && !c->admin)
+    if (k->needs_admin && !srv_authz_is_admin(&d->authz, c->uid, c->gid))
         return refuse_non_admin(d, c, k, err, errlen);
     if (k->needs_session && !c->session)
         return ho_errf(err, errlen, HO_E_NOT_REGISTERED,

@@ -8,8 +8,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
-#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +17,7 @@
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
+#include "daemon/authz.h"
 #include "daemon/connection.h"
 #include "daemon/dirs.h"
 #include "daemon/dispatch.h"
@@ -196,7 +195,7 @@ static int peer_identity(srv_conn *c)
     c->uid = cred.uid;
     c->gid = cred.gid;
     c->pid = cred.pid;
-    c->admin = srv_server_is_admin(c->d, cred.uid, cred.gid);
+    c->admin = srv_authz_is_admin(&c->d->authz, cred.uid, cred.gid);
     return 0;
 }
 
@@ -255,41 +254,9 @@ static void on_connection(uv_stream_t *server, int status)
 
 void srv_server_resolve_admin_group(srv_daemon *d)
 {
-    d->admin_gid_valid = false;
     const char *name = d->cfg.admin_group;
-    if (!name || !*name)
-        return;
-    struct group gr, *res = NULL;
-    char buf[SRV_PWBUF_BYTES];
-    int rc = getgrnam_r(name, &gr, buf, sizeof(buf), &res);
-    if (rc != 0 || !res) {
+    if (srv_authz_resolve(&d->authz, name) < 0)
         srv_warn("admin group '%s' does not exist: only root is admin", name);
-        return;
-    }
-    d->admin_gid = res->gr_gid;
-    d->admin_gid_valid = true;
-}
-
-bool srv_server_is_admin(srv_daemon *d, uid_t uid, gid_t gid)
-{
-    if (uid == 0)
-        return true;
-    if (!d->admin_gid_valid)
-        return false;
-    if (gid == d->admin_gid)
-        return true;
-    struct passwd pw, *res = NULL;
-    char buf[SRV_PWBUF_BYTES];
-    if (getpwuid_r(uid, &pw, buf, sizeof(buf), &res) != 0 || !res)
-        return false;
-    gid_t groups[SRV_PEER_GROUPS_MAX];
-    int n = (int)(sizeof(groups) / sizeof(groups[0]));
-    if (getgrouplist(res->pw_name, res->pw_gid, groups, &n) < 0)
-        n = (int)(sizeof(groups) / sizeof(groups[0])); /* the first ones */
-    for (int i = 0; i < n; i++)
-        if (groups[i] == d->admin_gid)
-            return true;
-    return false;
 }
 
 /* ------------------------------------------------------------ listening */

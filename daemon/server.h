@@ -26,7 +26,5 @@ void srv_server_close_all(srv_daemon *d);
 /* Re-resolve cfg.admin_group (startup and reload); a missing group is
  * logged and leaves only root admin. */
 void srv_server_resolve_admin_group(srv_daemon *d);
-/* Is (uid, gid) an admin peer (uid 0, or member of cfg.admin_group)? */
-bool srv_server_is_admin(srv_daemon *d, uid_t uid, gid_t gid);
 
 #endif

@@ -15,6 +15,7 @@
  *   quota.h         quota store (persisted file)             } tiers; unit
  *   dirs.h          directories the daemon creates           } tests link
  *   config.h        settings: rows, file, flags              } them alone
+ *   authz.h         who is admin (looked up per request)     }
  *   state.h         this struct (no functions)
  *   connection.h    a connection: output queue, framing, fd passing,
  *                   send / reply / event helpers, closing
@@ -59,6 +60,7 @@
 #include <time.h>
 #include <uv.h>
 
+#include "daemon/authz.h"
 #include "daemon/config.h"
 #include "daemon/idmap.h"
 #include "daemon/srv_limits.h"
@@ -106,8 +108,7 @@ struct srv_daemon {
     dev_t socket_dev;
     ino_t socket_ino;
     char socket_path[HO_SOCKET_PATH_MAX + 1];
-    bool admin_gid_valid;
-    gid_t admin_gid;
+    srv_authz authz; /* the admin group, resolved at start and reload */
 
     /* connections (connection.c) */
     uint8_t read_buf[SRV_READ_BUF]; /* shared by all reads (loop thread) */

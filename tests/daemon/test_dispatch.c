@@ -68,7 +68,7 @@ START_TEST(missing_body_is_a_protocol_error)
 {
     char err[512];
     for (int pass = 0; pass < 2; pass++) {
-        c.admin = pass == 1;
+        c.uid = pass == 1 ? 0 : 1000; /* uid 0 is admin */
         c.session = pass == 1 ? (srv_session *)(void *)&c : NULL;
         for (int i = 0; i < N_CLIENT; i++) {
             const srv_request_kind *k = NULL;
@@ -133,7 +133,7 @@ START_TEST(session_and_admin_rows)
     ck_assert(!k->needs_session && !k->needs_admin);
 
     /* Registered admin: admitted, with the row of its kind. */
-    c.admin = true;
+    c.uid = 0; /* admin: checked per request, from the uid */
     c.session = (srv_session *)(void *)&c;
     k = NULL;
     ck_assert_int_eq(admit(HYPEROFFLOAD__ENVELOPE__BODY_ALLOC_REQUEST, &ar,
@@ -152,7 +152,7 @@ START_TEST(every_request_has_a_row)
 {
     char err[512];
     Hyperoffload__Ok ok = HYPEROFFLOAD__OK__INIT;
-    c.admin = true;
+    c.uid = 0;
     c.session = (srv_session *)(void *)&c;
     for (int i = 0; i < N_CLIENT; i++) {
         const srv_request_kind *k = NULL;

@@ -19,6 +19,7 @@
 /* The order of daemon/state.h; "main" (main.c) is the program on top. */
 static const char *const order[] = {
     "log",      "idmap",    "quota",    "dirs",     "config",
+    "authz",
     "connection", "mover",  "sessions", "planning", "staging",
     "handlers", "admin",    "dispatch", "server",   "notify",
     "daemon",   "main",
