@@ -91,3 +91,67 @@ def require_hoctl():
     if not os.access(HOCTL, os.X_OK):
         sys.stderr.write("hoctl not built at %s\n" % HOCTL)
         sys.exit(1)
+
+
+# ------------------------------------------------------------ the daemon
+DAEMON = os.path.join(BUILD_DIR, "bin", "hyperoffloadd")
+PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent():
+    import ctypes
+    import signal
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+class Daemon:
+    """hyperoffloadd on a socket in a scratch directory (under HO_WRAP,
+    i.e. valgrind, when set); `extra` flags come after the defaults and
+    override them; stop() sends SIGTERM and returns the exit status."""
+
+    def __init__(self, scratch, name="hod", ddr="256M", extra=()):
+        import socket
+        import time
+        self.sock = scratch.path(name + ".sock")
+        self.log_path = scratch.path(name + ".log")
+        args = WRAP + [
+            DAEMON, "--socket=" + self.sock,
+            "--state-dir=" + scratch.path(name + "-state"),
+            "--flash-paths=" + scratch.path(name + "-flash0"),
+            "--ddr-capacity=" + ddr, "--flash-capacity=64M", "--devices=2",
+            "--hbm-capacity=1G", "--log-level=debug"] + list(extra)
+        env = dict(os.environ)
+        if "HO_DAEMON_ASAN_OPTIONS" in env:  # sanitizer build: leak checks
+            env["ASAN_OPTIONS"] = env["HO_DAEMON_ASAN_OPTIONS"]
+        self.log = open(self.log_path, "w")
+        self.proc = subprocess.Popen(args, stdout=self.log,
+                                     stderr=subprocess.STDOUT, env=env,
+                                     preexec_fn=_die_with_parent)
+        deadline = time.time() + (120 if UNDER_VALGRIND else 15)
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise AssertionError("daemon exited %d:\n%s"
+                                     % (self.proc.returncode, self.text()))
+            try:
+                with socket.socket(socket.AF_UNIX) as s:
+                    s.connect(self.sock)
+                return
+            except OSError:
+                time.sleep(0.05)
+        self.proc.kill()
+        raise AssertionError("daemon did not come up:\n" + self.text())
+
+    def text(self):
+        with open(self.log_path, encoding="utf-8", errors="replace") as f:
+            return f.read()
+
+    def stop(self):
+        import signal
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            rc = self.proc.wait(300 if UNDER_VALGRIND else 30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            rc = self.proc.wait()
+        self.log.close()
+        return rc

@@ -21,12 +21,8 @@ ASAN_OPTIONS, with leak checks, while python runs with LD_PRELOAD of the
 sanitizer runtimes and without), HO_PRINT=1 prints the figures.
 """
 
-import ctypes
 import json
 import os
-import signal
-import socket
-import subprocess
 import sys
 import time
 import unittest
@@ -40,64 +36,9 @@ sys.path.insert(0, hotest.PYTHON)
 import hyperoffload as ho  # noqa: E402
 from hyperoffload import session as hos  # noqa: E402
 
-DAEMON = os.path.join(hotest.BUILD_DIR, "bin", "hyperoffloadd")
 STEPS = 3 if hotest.UNDER_VALGRIND else 4
 PRINT = os.environ.get("HO_PRINT", "0") not in ("", "0")
-PR_SET_PDEATHSIG = 1
-
-
-def _die_with_parent():
-    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-
-
-class Daemon:
-    """hyperoffloadd on a socket in a scratch directory (under HO_WRAP,
-    i.e. valgrind, when set); stop() sends SIGTERM and returns the exit
-    status."""
-
-    def __init__(self, scratch, name="hod", ddr="256M"):
-        self.sock = scratch.path(name + ".sock")
-        self.log_path = scratch.path(name + ".log")
-        args = hotest.WRAP + [
-            DAEMON, "--socket=" + self.sock,
-            "--state-dir=" + scratch.path(name + "-state"),
-            "--flash-paths=" + scratch.path(name + "-flash0"),
-            "--ddr-capacity=" + ddr, "--flash-capacity=64M", "--devices=2",
-            "--hbm-capacity=1G", "--log-level=debug"]
-        env = dict(os.environ)
-        if "HO_DAEMON_ASAN_OPTIONS" in env:  # sanitizer build: leak checks
-            env["ASAN_OPTIONS"] = env["HO_DAEMON_ASAN_OPTIONS"]
-        self.log = open(self.log_path, "w")
-        self.proc = subprocess.Popen(args, stdout=self.log,
-                                     stderr=subprocess.STDOUT, env=env,
-                                     preexec_fn=_die_with_parent)
-        deadline = time.time() + (120 if hotest.UNDER_VALGRIND else 15)
-        while time.time() < deadline:
-            if self.proc.poll() is not None:
-                raise AssertionError("daemon exited %d:\n%s"
-                                     % (self.proc.returncode, self.text()))
-            try:
-                with socket.socket(socket.AF_UNIX) as s:
-                    s.connect(self.sock)
-                return
-            except OSError:
-                time.sleep(0.05)
-        self.proc.kill()
-        raise AssertionError("daemon did not come up:\n" + self.text())
-
-    def text(self):
-        with open(self.log_path, encoding="utf-8", errors="replace") as f:
-            return f.read()
-
-    def stop(self):
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            rc = self.proc.wait(300 if hotest.UNDER_VALGRIND else 30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            rc = self.proc.wait()
-        self.log.close()
-        return rc
+Daemon = hotest.Daemon  # the daemon these tests start
 
 
 # ----------------------------------------------------------------- models
@@ -208,7 +149,7 @@ def view_steps(model, data, session=None):
 class OffloadSessionTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        for path in (DAEMON, ho.library_path() or ""):
+        for path in (hotest.DAEMON, ho.library_path() or ""):
             if not os.path.exists(path):
                 raise unittest.SkipTest("not built: %s" % path)
         cls.scratch = hotest.Scratch()

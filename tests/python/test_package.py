@@ -30,7 +30,6 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hotest  # noqa: E402
-import test_offload_session as tos  # noqa: E402  (its Daemon)
 
 LIBRARY = os.path.join(hotest.BUILD_DIR, "lib", "libhyperoffload.so.0")
 
@@ -128,7 +127,7 @@ ADOPT = textwrap.dedent('''
 class PackageTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        if not os.path.exists(tos.DAEMON) or not os.path.exists(LIBRARY):
+        if not os.path.exists(hotest.DAEMON) or not os.path.exists(LIBRARY):
             raise unittest.SkipTest("not built")
         cls.tmp = tempfile.mkdtemp(prefix="ho-pkg-", dir=os.path.join(
             hotest.BUILD_DIR, "tmp") if os.path.isdir(os.path.join(
@@ -153,7 +152,7 @@ class PackageTest(unittest.TestCase):
         with open(cls.script, "w") as f:
             f.write(ADOPT)
         cls.scratch = hotest.Scratch()
-        cls.daemon = tos.Daemon(cls.scratch, ddr="512M")
+        cls.daemon = hotest.Daemon(cls.scratch, ddr="512M")
 
     @classmethod
     def tearDownClass(cls):
