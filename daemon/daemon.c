@@ -210,6 +210,8 @@ static int open_flash(srv_daemon *d, uint32_t i, char *err, size_t errlen)
                             .capacity = c->flash_capacity,
                             .direct = c->flash_direct};
     rc = tier_flash_open(&fc, &d->flash[i], why, sizeof(why));
+    if (rc == -EBUSY) /* the sentence names the file and the holder */
+        return ho_errf(err, errlen, rc, "%s", why);
     if (rc < 0)
         return ho_errf(err, errlen, rc, "flash file %s: %s", path,
                        why[0] ? why : ho_strerror(rc));
@@ -275,7 +277,9 @@ static int init_loop(srv_daemon *d, char *err, size_t errlen)
     return 0;
 }
 
-/* The state directory and the quota store in it. */
+/* The state directory, its lock (before anything is written there or
+ * in a flash file: a second daemon on the same state directory stops
+ * here) and the quota store in it. */
 static int open_state(srv_daemon *d, char *err, size_t errlen)
 {
     char path[PATH_MAX + 16];
@@ -283,6 +287,10 @@ static int open_state(srv_daemon *d, char *err, size_t errlen)
     if (rc < 0)
         return ho_errf(err, errlen, rc, "cannot create state directory %s: "
                        "%s", d->cfg.state_dir, strerror(-rc));
+    rc = srv_lock_dir(d->cfg.state_dir, SRV_STATE_LOCK_NAME,
+                      &d->state_lock_fd, err, errlen);
+    if (rc < 0)
+        return rc;
     snprintf(path, sizeof(path), "%s/quotas", d->cfg.state_dir);
     rc = srv_quota_open(path, &d->quota, err, errlen);
     if (rc < 0)
@@ -299,6 +307,7 @@ int srv_daemon_new(srv_config *cfg, const srv_cmdline *cl,
         srv_config_done(cfg);
         return ho_errf(err, errlen, -ENOMEM, "out of memory");
     }
+    d->state_lock_fd = -1;
     d->cfg = *cfg;
     memset(cfg, 0, sizeof(*cfg));
     d->cmdline = *cl;
@@ -380,6 +389,10 @@ srv_daemon *srv_daemon_free(srv_daemon *d)
     tier_hbm_free(d->hbm);
     tier_ddr_free(d->ddr);
     srv_quota_free(d->quota);
+    /* Last: the state directory and flash files are free for another
+     * daemon once this one let go of them. */
+    if (d->state_lock_fd >= 0)
+        close(d->state_lock_fd);
     srv_idmap_done(&d->conn_ids);
     srv_idmap_done(&d->extents);
     srv_config_done(&d->cfg);

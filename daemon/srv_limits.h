@@ -52,6 +52,13 @@
 /* Setting flags on one command line: every setting a few times over. */
 #define SRV_CMDLINE_SETTINGS_MAX 128
 
+/* ------------------------------------------------------------ state */
+
+/* The lock file in the state directory: flock'ed exclusively by the
+ * running daemon and holding its pid, so that a second daemon on the same
+ * state directory refuses to start and names the first (daemon/dirs.h). */
+#define SRV_STATE_LOCK_NAME "hyperoffloadd.lock"
+
 /* ------------------------------------------------------------ quotas */
 
 /* Entries of the quota store: a uid and a job limit per tier for over a

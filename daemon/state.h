@@ -92,6 +92,8 @@ struct srv_daemon {
     uint64_t start_ms;           /* uv_now at start */
 
     /* tiers and stores (daemon.c opens and closes them) */
+    int state_lock_fd;           /* flock of <state_dir>/hyperoffloadd.lock,
+                                    -1 before open_state */
     tier_ddr *ddr;
     uint32_t n_flash;
     tier_flash *flash[SRV_MAX_FLASH];

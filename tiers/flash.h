@@ -52,7 +52,10 @@ typedef struct tier_flash_stats {
  * not a regular file, capacity is 0 after rounding or above 2^60, the
  * filesystem lacks the space (message gives the bytes needed and the bytes
  * available, statvfs f_bavail), fallocate fails.  A file this call created
- * is removed again on failure.  -ENOMEM.  On success *ret owns the tier
+ * is removed again on failure.  The file is locked (exclusive flock,
+ * taken before anything is written, held until tier_flash_close): a file
+ * another process holds is -EBUSY, err naming the path and the holder's
+ * pid.  -ENOMEM.  On success *ret owns the tier
  * (tier_flash_close); untouched on failure. */
 int tier_flash_open(const tier_flash_config *cfg, tier_flash **ret,
                     char *err, size_t errlen);
