@@ -44,8 +44,11 @@
 #define SRV_MAX_FLASH 16
 /* Devices whose HBM is budgeted: above any node's accelerator count. */
 #define SRV_MAX_DEVICES 64
-/* Bytes of a config file: a real one is a few KiB; bounds what a typo in
- * --config (a disk image, a log) can make the daemon read. */
+/* Bytes of a config file: a real one is a few KiB (every setting with its
+ * comment is under 8 KiB); bounds what a typo in --config (a disk image, a
+ * log) can make the daemon read and hold, and how long a SIGHUP reload,
+ * which reads on the event loop, can keep it (1 MiB parses in a few ms).
+ * Only regular files are read at all (daemon/config.h). */
 #define SRV_MAX_CONFIG_FILE (1u << 20)
 /* Bytes of one config line: a flash list of 16 long paths fits. */
 #define SRV_MAX_CONFIG_LINE 4096

@@ -118,6 +118,37 @@ START_TEST(sighup_keeps_old_config_on_error_and_applies_new)
 }
 END_TEST
 
+/* SIGHUP while the config path names a FIFO (nobody writing) or a device:
+ * the reload is refused at once with the reason, the loop keeps serving
+ * and SIGTERM still stops the daemon (issue 10: the FIFO wedged it). */
+START_TEST(sighup_on_fifo_config_does_not_block)
+{
+    ho_harness_opts o = {.config_text = "[server]\n"
+                                        "max_extents_per_session = 100\n"};
+    char err[4096];
+    ho_harness *h = ho_harness_start(&o, err, sizeof(err));
+    ck_assert_msg(h != NULL, "%s", err);
+    const char *conf = ho_harness_config_path(h);
+    ck_assert_int_eq(unlink(conf), 0);
+    ck_assert_int_eq(mkfifo(conf, 0600), 0);
+    ck_assert_int_eq(ho_harness_sighup(h), 0);
+    ck_assert(ho_harness_wait_log(h, "is a FIFO; a config file must be a "
+                                     "regular file", 10000));
+    int fd = rc_open(ho_harness_socket(h));
+    ck_assert_int_ge(fd, 0);
+    Hyperoffload__Envelope *r = NULL;
+    ck_assert_int_eq(rc_status(fd, &r), 0);
+    ck_assert_int_eq(r->body_case, HYPEROFFLOAD__ENVELOPE__BODY_STATUS_REPLY);
+    ho_frame_envelope_free(r);
+    close(fd);
+    ck_assert_int_eq(unlink(conf), 0);
+    ck_assert_int_eq(symlink("/dev/zero", conf), 0);
+    ck_assert_int_eq(ho_harness_sighup(h), 0);
+    ck_assert(ho_harness_wait_log(h, "is a character device", 10000));
+    stop_ok(h);
+}
+END_TEST
+
 /* Run the daemon binary directly (not through the harness); returns the
  * exit status and the output in *out. */
 static int run_daemon(const char *const *args, char **out, const char *dir)
@@ -478,6 +509,7 @@ static Suite *suite(void)
     tcase_add_test(t, sigterm_drains_and_removes_socket);
     tcase_add_test(t, sigterm_lets_moves_finish);
     tcase_add_test(t, sighup_keeps_old_config_on_error_and_applies_new);
+    tcase_add_test(t, sighup_on_fifo_config_does_not_block);
     tcase_add_test(t, stale_socket_replaced_live_socket_refused);
     tcase_add_test(t, quotas_persist_and_corrupt_file_stops_start);
     tcase_add_test(t, second_daemon_on_state_dir_or_flash_file_refused);
