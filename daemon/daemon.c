@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -277,6 +278,42 @@ static int init_loop(srv_daemon *d, char *err, size_t errlen)
     return 0;
 }
 
+/* Raise the soft RLIMIT_NOFILE to the hard limit (each session holds
+ * descriptors: srv_limits.h, "Descriptors"); d->fd_limit is the result,
+ * which server.c rations. */
+static void raise_fd_limit(srv_daemon *d)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) < 0) {
+        srv_warn("descriptors: getrlimit: %s", strerror(errno));
+        d->fd_limit = 1024;
+        return;
+    }
+    rlim_t was = rl.rlim_cur;
+    if (rl.rlim_cur != rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &rl) < 0) {
+            srv_warn("descriptors: cannot raise the soft limit from %llu to "
+                     "%llu: %s", (unsigned long long)was,
+                     (unsigned long long)rl.rlim_max, strerror(errno));
+            rl.rlim_cur = was;
+        }
+    }
+    d->fd_limit = rl.rlim_cur == RLIM_INFINITY ? UINT64_MAX / 4
+                                               : (uint64_t)rl.rlim_cur;
+    if (rl.rlim_cur != was)
+        srv_info("descriptors: soft limit raised from %llu to %llu (the "
+                 "hard limit)", (unsigned long long)was,
+                 (unsigned long long)d->fd_limit);
+    else
+        srv_info("descriptors: limit %llu", (unsigned long long)d->fd_limit);
+    if (d->fd_limit < SRV_FD_PER_SESSION + SRV_FD_ADMIN_RESERVE +
+                          SRV_FD_DAEMON_RESERVE + 64)
+        srv_warn("descriptors: a limit of %llu leaves room for few "
+                 "sessions (raise LimitNOFILE=)",
+                 (unsigned long long)d->fd_limit);
+}
+
 /* The state directory, its lock (before anything is written there or
  * in a flash file: a second daemon on the same state directory stops
  * here) and the quota store in it. */
@@ -308,6 +345,8 @@ int srv_daemon_new(srv_config *cfg, const srv_cmdline *cl,
         return ho_errf(err, errlen, -ENOMEM, "out of memory");
     }
     d->state_lock_fd = -1;
+    d->listen_fd = -1;
+    d->spare_fd = -1;
     d->cfg = *cfg;
     memset(cfg, 0, sizeof(*cfg));
     d->cmdline = *cl;
@@ -326,6 +365,7 @@ int srv_daemon_new(srv_config *cfg, const srv_cmdline *cl,
     srv_info("hyperoffloadd %s starting (pid %d, config %s)",
              HO_VERSION_STRING, (int)getpid(),
              d->cfg.config_path ? d->cfg.config_path : "embedded default");
+    raise_fd_limit(d);
     srv_server_resolve_admin_group(d);
     rc = open_state(d, err, errlen);
     if (rc == 0)
