@@ -151,6 +151,10 @@ static const cfg_row rows[] = {
              "4G", RESTART, "bytes of each flash file"),
     BOOL_ROW("flash", "direct", "flash-direct", flash_direct, "yes", RESTART,
              "use O_DIRECT (buffered I/O when the filesystem refuses)"),
+    BOOL_ROW("flash", "persist", "flash-persist", flash_persist, "no",
+             RESTART,
+             "keep the flash files and their data at a clean exit (no: "
+             "remove the files the daemon created, truncate the others)"),
     U32_ROW("devices", "count", "devices", n_devices, 0, SRV_MAX_DEVICES, "2",
             RESTART, "accelerator devices whose HBM is budgeted"),
     NAMELIST_ROW("devices", "names", "device-names", device_names,

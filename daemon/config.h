@@ -61,6 +61,7 @@ typedef struct srv_config {
     char *flash_paths[SRV_MAX_FLASH]; /* owned */
     uint64_t flash_capacity;      /* per path */
     bool flash_direct;
+    bool flash_persist;           /* keep files and data at a clean exit */
     /* [devices] */
     uint32_t n_devices;
     uint32_t n_device_names;      /* 0: generated "emu<i>" */

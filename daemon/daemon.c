@@ -209,7 +209,8 @@ static int open_flash(srv_daemon *d, uint32_t i, char *err, size_t errlen)
                        "flash file %s: %s", path, strerror(-rc));
     tier_flash_config fc = {.path = path,
                             .capacity = c->flash_capacity,
-                            .direct = c->flash_direct};
+                            .direct = c->flash_direct,
+                            .remove_at_close = !c->flash_persist};
     rc = tier_flash_open(&fc, &d->flash[i], why, sizeof(why));
     if (rc == -EBUSY) /* the sentence names the file and the holder */
         return ho_errf(err, errlen, rc, "%s", why);

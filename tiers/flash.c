@@ -34,6 +34,10 @@ struct tier_flash {
     int fd;              /* I/O: lock_fd, or the O_DIRECT descriptor */
     int lock_fd;         /* first descriptor: holds the flock (and the
                             record lock that names us to a second opener) */
+    bool created;        /* this tier created the file */
+    bool remove_at_close;
+    bool punched;        /* a freed range was punched out: allocations
+                            reserve their blocks again */
     bool direct;
     uint64_t align;
     uint64_t capacity;
@@ -347,6 +351,8 @@ int tier_flash_open(const tier_flash_config *cfg, tier_flash **ret,
         goto fail;
     }
     f->capacity = cap;
+    f->created = created;
+    f->remove_at_close = cfg->remove_at_close;
     *ret = f;
     return 0;
 fail:
@@ -368,6 +374,11 @@ tier_flash *tier_flash_close(tier_flash *f)
         return NULL;
     if (f->fd != f->lock_fd)
         close(f->fd);
+    if (f->remove_at_close) {
+        /* Still locked: no other daemon can have taken the file. */
+        if (!f->created || unlink(f->path) != 0)
+            (void)ftruncate(f->lock_fd, 0);
+    }
     close(f->lock_fd); /* releases the lock: last */
     tier_extents_free(f->ext);
     free(f->path);
@@ -378,12 +389,79 @@ tier_flash *tier_flash_close(tier_flash *f)
 int tier_flash_alloc(tier_flash *f, uint64_t len, uint64_t *ret_off,
                      uint64_t *ret_len)
 {
-    return tier_extents_alloc(f->ext, len, ret_off, ret_len);
+    uint64_t off = 0, alen = 0;
+    int rc = tier_extents_alloc(f->ext, len, &off, &alen);
+    if (rc < 0)
+        return rc;
+    /* A range punched out by an earlier release has no blocks: take them
+     * back now, so that a full filesystem fails here and not mid-spill. */
+    if (f->punched) {
+        int r;
+        do
+            r = fallocate(f->lock_fd, 0, (off_t)off, (off_t)alen);
+        while (r < 0 && errno == EINTR);
+        if (r < 0 && errno != EOPNOTSUPP) {
+            rc = -errno;
+            tier_extents_release(f->ext, off, alen);
+            return rc;
+        }
+    }
+    *ret_off = off;
+    if (ret_len) /* tier_extents_alloc's rule: may be NULL */
+        *ret_len = alen;
+    return 0;
+}
+
+static int write_full(int fd, const uint8_t *p, uint64_t len, uint64_t off);
+
+/* Overwrite [off, off + len) with zeros (len aligned): the discard of a
+ * filesystem that cannot punch holes. */
+static int flash_zero(tier_flash *f, uint64_t off, uint64_t len)
+{
+    uint64_t size = len < TIER_FLASH_BOUNCE ? len : TIER_FLASH_BOUNCE;
+    void *z = NULL;
+    if (posix_memalign(&z, f->align, size) != 0)
+        return -ENOMEM;
+    memset(z, 0, size);
+    int rc = 0;
+    while (len > 0 && rc == 0) {
+        uint64_t n = len < size ? len : size;
+        rc = write_full(f->fd, z, n, off);
+        off += n;
+        len -= n;
+    }
+    free(z);
+    if (rc == 0 && !f->direct && fdatasync(f->fd) != 0)
+        rc = -errno;
+    return rc;
+}
+
+/* Discard a freed extent's data: punch it out of the file (the size
+ * stays; it reads as zeros and its blocks go back to the filesystem),
+ * or overwrite it with zeros where the filesystem cannot punch. */
+static int flash_discard(tier_flash *f, uint64_t off, uint64_t len)
+{
+    int r;
+    do
+        r = fallocate(f->lock_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                      (off_t)off, (off_t)len);
+    while (r < 0 && errno == EINTR);
+    if (r == 0) {
+        f->punched = true;
+        return 0;
+    }
+    if (errno != EOPNOTSUPP && errno != ENOSYS)
+        return -errno;
+    return flash_zero(f, off, len);
 }
 
 int tier_flash_release(tier_flash *f, uint64_t off, uint64_t len)
 {
-    return tier_extents_release(f->ext, off, len);
+    uint64_t alen = tier_extents_lookup(f->ext, off);
+    int rc = tier_extents_release(f->ext, off, len);
+    if (rc == 0 && alen)
+        (void)flash_discard(f, off, alen); /* the extent is free either way */
+    return rc;
 }
 
 /* ---- I/O -------------------------------------------------------------------- */

@@ -64,7 +64,21 @@ START_TEST(sigterm_drains_and_removes_socket)
     ck_assert_int_eq(st, 0);
     ck_assert_int_eq(access(ho_harness_socket(h), F_OK), -1);
     ck_assert(ho_harness_wait_log(h, "SIGTERM: shutting down", 1000));
+    /* The flash file it created went with it (spilled data is gone). */
+    char flash0[PATH_MAX + 16];
+    snprintf(flash0, sizeof(flash0), "%s/flash0", ho_harness_dir(h));
+    ck_assert_int_eq(access(flash0, F_OK), -1);
     ck_assert_int_eq(ho_harness_free(h), -2); /* already stopped */
+
+    /* ... unless told to keep it. */
+    static const char *const keep[] = {"--flash-persist", NULL};
+    h = ho_harness_start_args(keep);
+    snprintf(flash0, sizeof(flash0), "%s/flash0", ho_harness_dir(h));
+    ck_assert_int_eq(ho_harness_stop(h), 0);
+    struct stat fst;
+    ck_assert_int_eq(stat(flash0, &fst), 0);
+    ck_assert_int_eq(fst.st_size, 512 * MiB);
+    ck_assert_int_eq(ho_harness_free(h), -2);
 }
 END_TEST
 
