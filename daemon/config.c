@@ -5,6 +5,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -150,6 +151,10 @@ static const cfg_row rows[] = {
              "4G", RESTART, "bytes of each flash file"),
     BOOL_ROW("flash", "direct", "flash-direct", flash_direct, "yes", RESTART,
              "use O_DIRECT (buffered I/O when the filesystem refuses)"),
+    BOOL_ROW("flash", "persist", "flash-persist", flash_persist, "no",
+             RESTART,
+             "keep the flash files and their data at a clean exit (no: "
+             "remove the files the daemon created, truncate the others)"),
     U32_ROW("devices", "count", "devices", n_devices, 0, SRV_MAX_DEVICES, "2",
             RESTART, "accelerator devices whose HBM is budgeted"),
     NAMELIST_ROW("devices", "names", "device-names", device_names,
@@ -917,7 +922,7 @@ static int ini_assign(srv_config *c, ini_reader *r, const char *key,
     return 0;
 }
 
-/* One line of the file (its newline included). */
+/* One line of the file (without its newline). */
 static int ini_line(srv_config *c, ini_reader *r, char *line, char *err,
                     size_t errlen)
 {
@@ -934,48 +939,111 @@ static int ini_line(srv_config *c, ini_reader *r, char *line, char *err,
     return rc;
 }
 
+/* What a non-regular file is, for the refusal. */
+static const char *file_kind(mode_t m)
+{
+    if (S_ISDIR(m))
+        return "a directory";
+    if (S_ISFIFO(m))
+        return "a FIFO";
+    if (S_ISCHR(m))
+        return "a character device";
+    if (S_ISBLK(m))
+        return "a block device";
+    if (S_ISSOCK(m))
+        return "a socket";
+    return "not a regular file";
+}
+
+/* The whole of a config file, NUL-terminated, in *ret_buf (caller frees),
+ * *ret_len bytes.  Only a regular file of at most SRV_MAX_CONFIG_FILE
+ * bytes is read: it is opened with O_NONBLOCK and fstat'ed before any
+ * read, so a FIFO or a device (/dev/zero) is refused at once instead of
+ * blocking or feeding the parser forever (also on SIGHUP, which reads on
+ * the loop); a file growing past the limit while read is refused too. */
+static int read_whole_file(const char *path, char **ret_buf, size_t *ret_len,
+                           char *err, size_t errlen)
+{
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) {
+        int e = errno;
+        return ho_errf(err, errlen, -e, "%s: %s", path, strerror(e));
+    }
+    struct stat st;
+    char *buf = NULL;
+    size_t len = 0;
+    int rc = 0;
+    if (fstat(fd, &st) < 0) {
+        rc = ho_errf(err, errlen, -errno, "%s: %s", path, strerror(errno));
+    } else if (!S_ISREG(st.st_mode)) {
+        rc = ho_errf(err, errlen, S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL,
+                     "%s: is %s; a config file must be a regular file", path,
+                     file_kind(st.st_mode));
+    } else if (st.st_size > (off_t)SRV_MAX_CONFIG_FILE) {
+        rc = ho_errf(err, errlen, HO_E_BAD_CONFIG, "%s: file is larger than "
+                     "%u bytes", path, SRV_MAX_CONFIG_FILE);
+    } else if (!(buf = malloc(SRV_MAX_CONFIG_FILE + 2))) {
+        rc = -ENOMEM;
+    }
+    while (rc == 0) {
+        ssize_t n = read(fd, buf + len, SRV_MAX_CONFIG_FILE + 1 - len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            rc = ho_errf(err, errlen, -EIO, "%s: read error: %s", path,
+                         strerror(errno));
+        else if (n == 0)
+            break;
+        else if ((len += (size_t)n) > SRV_MAX_CONFIG_FILE)
+            rc = ho_errf(err, errlen, HO_E_BAD_CONFIG, "%s: file is larger "
+                         "than %u bytes", path, SRV_MAX_CONFIG_FILE);
+    }
+    close(fd);
+    if (rc < 0) {
+        free(buf);
+        return rc;
+    }
+    buf[len] = '\0';
+    *ret_buf = buf;
+    *ret_len = len;
+    return 0;
+}
+
 int srv_config_load_file(srv_config *c, const char *path, char *err,
                          size_t errlen)
 {
-    int rc = 0;
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        rc = -errno;
-        return ho_errf(err, errlen, rc, "%s: %s", path, strerror(errno));
-    }
+    char *text = NULL;
+    size_t len = 0;
+    int rc = read_whole_file(path, &text, &len, err, errlen);
+    if (rc < 0)
+        return rc;
     ini_reader *r = calloc(1, sizeof(*r));
-    char *buf = malloc(SRV_MAX_CONFIG_LINE + 2);
-    struct stat st;
-    if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
-        rc = ho_errf(err, errlen, -EISDIR, "%s: is a directory", path);
-        goto out;
-    }
-    if (!r || !buf) {
-        rc = -ENOMEM;
-        goto out;
+    if (!r) {
+        free(text);
+        return -ENOMEM;
     }
     r->path = path;
-    size_t total = 0;
-    while (rc == 0 && fgets(buf, SRV_MAX_CONFIG_LINE + 2, f)) {
+    /* Line by line, by length (a NUL byte is in the data, not an end). */
+    char *p = text, *end = text + len;
+    while (rc == 0 && p < end) {
         r->lineno++;
-        size_t n = strlen(buf);
-        total += n;
-        if (total > SRV_MAX_CONFIG_FILE)
-            rc = ho_errf(err, errlen, HO_E_BAD_CONFIG,
-                         "%s: file is larger than %u bytes", path,
-                         SRV_MAX_CONFIG_FILE);
-        else if (n && buf[n - 1] != '\n' && !feof(f))
+        char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
+        char *nul = memchr(p, '\0', n);
+        if (n > SRV_MAX_CONFIG_LINE)
             rc = ini_fail(r, err, errlen, "line is longer than %u bytes",
                           SRV_MAX_CONFIG_LINE);
-        else
-            rc = ini_line(c, r, buf, err, errlen);
+        else if (nul)
+            rc = ini_fail(r, err, errlen, "NUL byte at column %zu (not a "
+                          "text file?)", (size_t)(nul - p) + 1);
+        else {
+            p[n] = '\0'; /* the newline, or the NUL after the text */
+            rc = ini_line(c, r, p, err, errlen);
+        }
+        p += n + 1;
     }
-    if (rc == 0 && ferror(f))
-        rc = ho_errf(err, errlen, -EIO, "%s: read error", path);
-out:
     free(r);
-    free(buf);
-    fclose(f);
+    free(text);
     return rc;
 }
 

@@ -61,6 +61,7 @@ typedef struct srv_config {
     char *flash_paths[SRV_MAX_FLASH]; /* owned */
     uint64_t flash_capacity;      /* per path */
     bool flash_direct;
+    bool flash_persist;           /* keep files and data at a clean exit */
     /* [devices] */
     uint32_t n_devices;
     uint32_t n_device_names;      /* 0: generated "emu<i>" */
@@ -108,8 +109,12 @@ int srv_config_set(srv_config *c, const char *section, const char *key,
                    const char *value, char *err, size_t errlen);
 
 /* Parse an INI file into *c (settings not in the file keep their value).
- * A file above SRV_MAX_CONFIG_FILE bytes or with a line above
- * SRV_MAX_CONFIG_LINE is refused.  Errors: -errno for the file itself
+ * Only a regular file is read (opened with O_NONBLOCK and checked with
+ * fstat before any read, so a FIFO or a device never blocks the caller:
+ * -EISDIR for a directory, -EINVAL for a FIFO, device or socket, with
+ * "FILE: is a FIFO; ..."); a file above SRV_MAX_CONFIG_FILE bytes, a line
+ * above SRV_MAX_CONFIG_LINE and a NUL byte ("FILE:LINE: NUL byte at
+ * column N") are refused.  Errors: -errno for the file itself
  * ("FILE: No such file or directory"), HO_E_BAD_CONFIG with
  * "FILE:LINE: ..." for contents.  On failure *c may be partly updated: load
  * into a scratch config and keep the old one when that matters. */

@@ -360,6 +360,22 @@ void srv_conn_event(srv_conn *c, Hyperoffload__EventKind kind,
     srv_conn_reply(c, 0, HYPEROFFLOAD__ENVELOPE__BODY_EVENT, &ev, NULL, 0);
 }
 
+void srv_conn_refuse_raw(int fd, int code, const char *msg)
+{
+    Hyperoffload__Envelope env;
+    Hyperoffload__Error er;
+    ho_frame_set_error(&env, &er, 0, code, msg);
+    env.version = HO_PROTO_VERSION;
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    if (ho_frame_encode(&env, &buf, &len) == 0) {
+        ssize_t n = send(fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+        (void)n; /* best effort: the peer may be gone or not reading */
+        free(buf);
+    }
+    close(fd);
+}
+
 srv_conn *srv_conn_find(srv_daemon *d, uint64_t id)
 {
     return srv_idmap_get(&d->conn_ids, id);

@@ -139,6 +139,10 @@ void srv_reply_ok(srv_conn *c, uint64_t request_id);
 /* Push Event{kind, message} (request_id 0) to a READY connection. */
 void srv_conn_event(srv_conn *c, Hyperoffload__EventKind kind,
                     const char *message);
+/* A peer accepted on fd but not served (no connection made for it: the
+ * daemon is out of descriptors): one Error{code, msg} frame is sent
+ * without blocking, best effort, and fd is closed. */
+void srv_conn_refuse_raw(int fd, int code, const char *msg);
 /* The linked connection with this id, or NULL (it closed). */
 srv_conn *srv_conn_find(srv_daemon *d, uint64_t id);
 

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -208,8 +209,11 @@ static int open_flash(srv_daemon *d, uint32_t i, char *err, size_t errlen)
                        "flash file %s: %s", path, strerror(-rc));
     tier_flash_config fc = {.path = path,
                             .capacity = c->flash_capacity,
-                            .direct = c->flash_direct};
+                            .direct = c->flash_direct,
+                            .remove_at_close = !c->flash_persist};
     rc = tier_flash_open(&fc, &d->flash[i], why, sizeof(why));
+    if (rc == -EBUSY) /* the sentence names the file and the holder */
+        return ho_errf(err, errlen, rc, "%s", why);
     if (rc < 0)
         return ho_errf(err, errlen, rc, "flash file %s: %s", path,
                        why[0] ? why : ho_strerror(rc));
@@ -275,7 +279,45 @@ static int init_loop(srv_daemon *d, char *err, size_t errlen)
     return 0;
 }
 
-/* The state directory and the quota store in it. */
+/* Raise the soft RLIMIT_NOFILE to the hard limit (each session holds
+ * descriptors: srv_limits.h, "Descriptors"); d->fd_limit is the result,
+ * which server.c rations. */
+static void raise_fd_limit(srv_daemon *d)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) < 0) {
+        srv_warn("descriptors: getrlimit: %s", strerror(errno));
+        d->fd_limit = 1024;
+        return;
+    }
+    rlim_t was = rl.rlim_cur;
+    if (rl.rlim_cur != rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &rl) < 0) {
+            srv_warn("descriptors: cannot raise the soft limit from %llu to "
+                     "%llu: %s", (unsigned long long)was,
+                     (unsigned long long)rl.rlim_max, strerror(errno));
+            rl.rlim_cur = was;
+        }
+    }
+    d->fd_limit = rl.rlim_cur == RLIM_INFINITY ? UINT64_MAX / 4
+                                               : (uint64_t)rl.rlim_cur;
+    if (rl.rlim_cur != was)
+        srv_info("descriptors: soft limit raised from %llu to %llu (the "
+                 "hard limit)", (unsigned long long)was,
+                 (unsigned long long)d->fd_limit);
+    else
+        srv_info("descriptors: limit %llu", (unsigned long long)d->fd_limit);
+    if (d->fd_limit < SRV_FD_PER_SESSION + SRV_FD_ADMIN_RESERVE +
+                          SRV_FD_DAEMON_RESERVE + 64)
+        srv_warn("descriptors: a limit of %llu leaves room for few "
+                 "sessions (raise LimitNOFILE=)",
+                 (unsigned long long)d->fd_limit);
+}
+
+/* The state directory, its lock (before anything is written there or
+ * in a flash file: a second daemon on the same state directory stops
+ * here) and the quota store in it. */
 static int open_state(srv_daemon *d, char *err, size_t errlen)
 {
     char path[PATH_MAX + 16];
@@ -283,6 +325,10 @@ static int open_state(srv_daemon *d, char *err, size_t errlen)
     if (rc < 0)
         return ho_errf(err, errlen, rc, "cannot create state directory %s: "
                        "%s", d->cfg.state_dir, strerror(-rc));
+    rc = srv_lock_dir(d->cfg.state_dir, SRV_STATE_LOCK_NAME,
+                      &d->state_lock_fd, err, errlen);
+    if (rc < 0)
+        return rc;
     snprintf(path, sizeof(path), "%s/quotas", d->cfg.state_dir);
     rc = srv_quota_open(path, &d->quota, err, errlen);
     if (rc < 0)
@@ -299,6 +345,9 @@ int srv_daemon_new(srv_config *cfg, const srv_cmdline *cl,
         srv_config_done(cfg);
         return ho_errf(err, errlen, -ENOMEM, "out of memory");
     }
+    d->state_lock_fd = -1;
+    d->listen_fd = -1;
+    d->spare_fd = -1;
     d->cfg = *cfg;
     memset(cfg, 0, sizeof(*cfg));
     d->cmdline = *cl;
@@ -317,6 +366,7 @@ int srv_daemon_new(srv_config *cfg, const srv_cmdline *cl,
     srv_info("hyperoffloadd %s starting (pid %d, config %s)",
              HO_VERSION_STRING, (int)getpid(),
              d->cfg.config_path ? d->cfg.config_path : "embedded default");
+    raise_fd_limit(d);
     srv_server_resolve_admin_group(d);
     rc = open_state(d, err, errlen);
     if (rc == 0)
@@ -380,6 +430,10 @@ srv_daemon *srv_daemon_free(srv_daemon *d)
     tier_hbm_free(d->hbm);
     tier_ddr_free(d->ddr);
     srv_quota_free(d->quota);
+    /* Last: the state directory and flash files are free for another
+     * daemon once this one let go of them. */
+    if (d->state_lock_fd >= 0)
+        close(d->state_lock_fd);
     srv_idmap_done(&d->conn_ids);
     srv_idmap_done(&d->extents);
     srv_config_done(&d->cfg);

@@ -6,6 +6,7 @@
 
 #include "hyperoffload/version.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -199,21 +200,124 @@ static int peer_identity(srv_conn *c)
     return 0;
 }
 
-static void on_connection(uv_stream_t *server, int status)
+/* ------------------------------------------------------------ descriptors */
+
+/* Descriptors open in the process: /proc/self/fd counted (the directory's
+ * own descriptor left out), or the limit itself when even that cannot be
+ * opened for want of descriptors; without /proc, an estimate from the
+ * connections. */
+static uint64_t fds_open(srv_daemon *d)
 {
-    srv_daemon *d = server->data;
-    if (status < 0) {
-        srv_warn("accept: %s", uv_strerror(status));
-        return;
+    DIR *dir = opendir("/proc/self/fd");
+    if (!dir) {
+        if (errno == EMFILE || errno == ENFILE)
+            return d->fd_limit;
+        return (uint64_t)d->n_conns * SRV_FD_PER_SESSION +
+               SRV_FD_DAEMON_RESERVE;
     }
+    uint64_t n = 0;
+    struct dirent *e;
+    while ((e = readdir(dir)))
+        if (e->d_name[0] != '.')
+            n++;
+    closedir(dir);
+    return n ? n - 1 : 0;
+}
+
+/* Before a new connection is served: are enough descriptors left for it
+ * (srv_limits.h, "Descriptors")?  Counting costs a directory read, so it
+ * is skipped while the connections are far from the limit.  On refusal
+ * *ret_open is the count. */
+static bool fds_left_for(srv_daemon *d, bool admin, uint64_t *ret_open)
+{
+    uint64_t need = admin ? 1 + SRV_FD_DAEMON_RESERVE
+                          : SRV_FD_PER_SESSION + SRV_FD_ADMIN_RESERVE +
+                                SRV_FD_DAEMON_RESERVE;
+    uint64_t guess = (uint64_t)d->n_conns * SRV_FD_PER_SESSION +
+                     SRV_FD_DAEMON_RESERVE;
+    if (2 * (guess + need) < d->fd_limit)
+        return true;
+    uint64_t open = fds_open(d);
+    *ret_open = open;
+    return open + need <= d->fd_limit;
+}
+
+/* A connection refused for want of descriptors: counted, logged once per
+ * spell (with the first peer), answered with the reason. */
+static void refuse_for_fds(srv_conn *c, uint64_t open)
+{
+    srv_daemon *d = c->d;
+    d->fd_refusals++;
+    if (!d->fd_short)
+        srv_warn("descriptors: %llu of the limit of %llu are open; refusing "
+                 "new %s connections (first: pid %d, uid %u) until some "
+                 "close", (unsigned long long)open,
+                 (unsigned long long)d->fd_limit,
+                 c->admin ? "admin" : "non-admin", (int)c->pid,
+                 (unsigned)c->uid);
+    d->fd_short = true;
+    srv_conn_fatal(c, 0, -EMFILE,
+                   "the daemon is short of file descriptors (%llu of its "
+                   "limit of %llu are open, the rest is kept for %s); try "
+                   "again later", (unsigned long long)open,
+                   (unsigned long long)d->fd_limit,
+                   c->admin ? "its own work" : "admins and its own work");
+}
+
+/* The spare descriptor, taken (again) so that the next EMFILE can be
+ * answered. */
+static void take_spare(srv_daemon *d)
+{
+    if (d->spare_fd < 0)
+        d->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+}
+
+static void on_accept_resume(uv_timer_t *t);
+
+/* accept4 failed with EMFILE / ENFILE: counted and logged; the spare
+ * descriptor is given up to accept the peer, tell it why and close it,
+ * then taken back.  Without a spare, accepting pauses for
+ * SRV_ACCEPT_PAUSE_MS (the listener would wake the loop at once again). */
+static void accept_out_of_fds(srv_daemon *d, int e)
+{
+    d->accept_fd_errors++;
+    if (!d->fd_short || d->accept_fd_errors == 1)
+        srv_warn("accept: %s (%llu descriptors allowed); refusing "
+                 "connections until some close", strerror(e),
+                 (unsigned long long)d->fd_limit);
+    d->fd_short = true;
+    if (d->spare_fd >= 0) {
+        close(d->spare_fd);
+        d->spare_fd = -1;
+        int fd = accept4(d->listen_fd, NULL, NULL,
+                         SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (fd >= 0)
+            srv_conn_refuse_raw(fd, -EMFILE, "the daemon is out of file "
+                                "descriptors; try again later");
+        take_spare(d);
+        if (fd >= 0 && d->spare_fd >= 0)
+            return;
+    }
+    uv_poll_stop(&d->listener);
+    uv_timer_start(&d->accept_timer, on_accept_resume, SRV_ACCEPT_PAUSE_MS,
+                   0);
+}
+
+/* ------------------------------------------------------------ accepting */
+
+/* Serve a connection accepted on fd (owned from here on). */
+static void serve_accepted(srv_daemon *d, int fd)
+{
     srv_conn *c = srv_conn_new(d, &conn_hooks);
     if (!c) {
         srv_err("accept: out of memory");
+        close(fd);
         return;
     }
-    int rc = uv_accept(server, (uv_stream_t *)&c->pipe);
+    int rc = uv_pipe_open(&c->pipe, fd);
     if (rc < 0) {
         srv_warn("accept: %s", uv_strerror(rc));
+        close(fd);
         srv_conn_abort(c);
         return;
     }
@@ -242,12 +346,64 @@ static void on_connection(uv_stream_t *server, int status)
                        "the daemon is shutting down");
         return;
     }
+    uint64_t open = 0;
+    if (!fds_left_for(d, c->admin, &open)) {
+        refuse_for_fds(c, open);
+        return;
+    }
+    if (d->fd_short) {
+        srv_notice("descriptors: accepting connections again (%llu "
+                   "refused, %llu accept errors so far)",
+                   (unsigned long long)d->fd_refusals,
+                   (unsigned long long)d->accept_fd_errors);
+        d->fd_short = false;
+    }
     rc = srv_conn_start_reading(c);
     if (rc < 0) {
         srv_warn("connection %llu: read: %s", (unsigned long long)c->id,
                  uv_strerror(rc));
         srv_conn_close(c);
     }
+}
+
+static void on_listen_readable(uv_poll_t *p, int status, int events)
+{
+    srv_daemon *d = p->data;
+    (void)events;
+    if (status < 0) {
+        srv_warn("accept: %s", uv_strerror(status));
+        return;
+    }
+    for (int i = 0; i < SRV_ACCEPT_BATCH && d->listening; i++) {
+        int fd = accept4(d->listen_fd, NULL, NULL,
+                         SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (fd >= 0) {
+            serve_accepted(d, fd);
+            continue;
+        }
+        int e = errno;
+        if (e == EINTR || e == ECONNABORTED)
+            continue;
+        if (e == EAGAIN || e == EWOULDBLOCK)
+            return;
+        if (e == EMFILE || e == ENFILE) {
+            accept_out_of_fds(d, e);
+            if (!uv_is_active((uv_handle_t *)&d->listener))
+                return;
+            continue;
+        }
+        srv_warn("accept: %s", strerror(e));
+        return;
+    }
+}
+
+static void on_accept_resume(uv_timer_t *t)
+{
+    srv_daemon *d = t->data;
+    if (!d->listening)
+        return;
+    take_spare(d);
+    uv_poll_start(&d->listener, UV_READABLE, on_listen_readable);
 }
 
 /* ------------------------------------------------------------ admin peers */
@@ -399,6 +555,17 @@ static int bind_socket(srv_daemon *d, int *ret_fd, char *err, size_t errlen)
     return 0;
 }
 
+/* The listening socket (its poll handle stopped or never started) and
+ * the spare descriptor. */
+static void close_listen_fds(srv_daemon *d)
+{
+    if (d->listen_fd >= 0)
+        close(d->listen_fd);
+    if (d->spare_fd >= 0)
+        close(d->spare_fd);
+    d->listen_fd = d->spare_fd = -1;
+}
+
 int srv_server_listen(srv_daemon *d, char *err, size_t errlen)
 {
     int fd = -1;
@@ -411,15 +578,24 @@ int srv_server_listen(srv_daemon *d, char *err, size_t errlen)
         if (rc < 0)
             return rc;
     }
-    uv_pipe_init(&d->loop, &d->listener, 0);
-    d->listener.data = d;
-    rc = uv_pipe_open(&d->listener, fd);
-    if (rc == 0)
-        rc = uv_listen((uv_stream_t *)&d->listener, SOMAXCONN, on_connection);
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+    d->listen_fd = fd;
+    d->spare_fd = -1;
+    take_spare(d);
+    uv_timer_init(&d->loop, &d->accept_timer);
+    d->accept_timer.data = d;
+    rc = uv_poll_init(&d->loop, &d->listener, fd);
+    if (rc == 0) {
+        d->listener.data = d;
+        rc = uv_poll_start(&d->listener, UV_READABLE, on_listen_readable);
+        if (rc < 0)
+            uv_close((uv_handle_t *)&d->listener, NULL);
+    }
     if (rc < 0) {
         ho_errf(err, errlen, 0, "cannot listen on %s: %s", d->socket_path,
                 uv_strerror(rc));
-        uv_close((uv_handle_t *)&d->listener, NULL);
+        uv_close((uv_handle_t *)&d->accept_timer, NULL);
+        close_listen_fds(d);
         if (d->socket_created)
             unlink(d->socket_path);
         d->socket_created = false;
@@ -448,7 +624,10 @@ void srv_server_stop_listening(srv_daemon *d)
     if (!d->listening)
         return;
     d->listening = false;
+    uv_poll_stop(&d->listener);
     uv_close((uv_handle_t *)&d->listener, NULL);
+    uv_close((uv_handle_t *)&d->accept_timer, NULL);
+    close_listen_fds(d);
     remove_socket(d);
 }
 

@@ -44,13 +44,23 @@
 #define SRV_MAX_FLASH 16
 /* Devices whose HBM is budgeted: above any node's accelerator count. */
 #define SRV_MAX_DEVICES 64
-/* Bytes of a config file: a real one is a few KiB; bounds what a typo in
- * --config (a disk image, a log) can make the daemon read. */
+/* Bytes of a config file: a real one is a few KiB (every setting with its
+ * comment is under 8 KiB); bounds what a typo in --config (a disk image, a
+ * log) can make the daemon read and hold, and how long a SIGHUP reload,
+ * which reads on the event loop, can keep it (1 MiB parses in a few ms).
+ * Only regular files are read at all (daemon/config.h). */
 #define SRV_MAX_CONFIG_FILE (1u << 20)
 /* Bytes of one config line: a flash list of 16 long paths fits. */
 #define SRV_MAX_CONFIG_LINE 4096
 /* Setting flags on one command line: every setting a few times over. */
 #define SRV_CMDLINE_SETTINGS_MAX 128
+
+/* ------------------------------------------------------------ state */
+
+/* The lock file in the state directory: flock'ed exclusively by the
+ * running daemon and holding its pid, so that a second daemon on the same
+ * state directory refuses to start and names the first (daemon/dirs.h). */
+#define SRV_STATE_LOCK_NAME "hyperoffloadd.lock"
 
 /* ------------------------------------------------------------ quotas */
 
@@ -74,6 +84,28 @@
 /* Descriptors passed with one frame: StageReply passes two (control
  * region, eventfd), RegisterReply one (the arena). */
 #define SRV_SEND_FDS_MAX 4
+/* Descriptors.  The daemon raises its soft RLIMIT_NOFILE to the hard
+ * limit at start and rations what it has (server.c): a new non-admin
+ * connection is refused with a reason while fewer than SRV_FD_PER_SESSION
+ * + SRV_FD_ADMIN_RESERVE + SRV_FD_DAEMON_RESERVE descriptors are left, an
+ * admin one while fewer than 1 + SRV_FD_DAEMON_RESERVE are, so that root's
+ * `hoctl status` still answers when users have taken the rest, and the
+ * daemon's own work (flash I/O, reloads, quota writes, descriptors dup'ed
+ * for replies) never meets EMFILE.
+ * A session holds up to four: its socket, its arena's memfd, a replay's
+ * control region and eventfd. */
+#define SRV_FD_PER_SESSION 4
+/* Admin connections only: a status or quota call needs one each. */
+#define SRV_FD_ADMIN_RESERVE 16
+/* The daemon's own: worker jobs, SIGHUP reading the config, the quota
+ * file, the journal, the descriptors queued frames carry. */
+#define SRV_FD_DAEMON_RESERVE 32
+/* Connections accepted per wake-up of the listener: a burst of clients
+ * does not hold up replies to the connected ones. */
+#define SRV_ACCEPT_BATCH 64
+/* Pause of accept when out of descriptors and the spare one could not be
+ * had back (accept would fail at once again: no busy loop). */
+#define SRV_ACCEPT_PAUSE_MS 100
 /* Supplementary groups of a peer looked at for admin membership; a user
  * in more groups is judged by the first ones (getgrouplist order). */
 #define SRV_PEER_GROUPS_MAX 256

@@ -94,6 +94,8 @@ struct srv_daemon {
     uint64_t start_ms;           /* uv_now at start */
 
     /* tiers and stores (daemon.c opens and closes them) */
+    int state_lock_fd;           /* flock of <state_dir>/hyperoffloadd.lock,
+                                    -1 before open_state */
     tier_ddr *ddr;
     uint32_t n_flash;
     tier_flash *flash[SRV_MAX_FLASH];
@@ -101,9 +103,20 @@ struct srv_daemon {
     srv_quota *quota;
     srv_planning *planning;
 
-    /* listener (server.c) */
-    uv_pipe_t listener;
+    /* listener (server.c): accept4 on listen_fd when uv_poll says it is
+     * readable, so that EMFILE/ENFILE are seen (libuv's own accept drops
+     * them silently) */
+    uv_poll_t listener;
+    int listen_fd;               /* -1 when not listening */
+    int spare_fd;                /* /dev/null, closed to accept-and-refuse
+                                    a peer when out of descriptors; -1 */
+    uv_timer_t accept_timer;     /* resumes accepting after a pause */
     bool listening;
+    /* descriptors (daemon.c raises the limit, server.c rations it) */
+    uint64_t fd_limit;           /* soft RLIMIT_NOFILE after raising it */
+    uint64_t accept_fd_errors;   /* accept failed with EMFILE / ENFILE */
+    uint64_t fd_refusals;        /* sessions refused for want of fds */
+    bool fd_short;               /* refusing now (logged once per spell) */
     bool socket_created;         /* we bound it: remove it at exit */
     dev_t socket_dev;
     ino_t socket_ino;

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/statvfs.h>
@@ -30,7 +31,13 @@
 
 struct tier_flash {
     char *path;
-    int fd;
+    int fd;              /* I/O: lock_fd, or the O_DIRECT descriptor */
+    int lock_fd;         /* first descriptor: holds the flock (and the
+                            record lock that names us to a second opener) */
+    bool created;        /* this tier created the file */
+    bool remove_at_close;
+    bool punched;        /* a freed range was punched out: allocations
+                            reserve their blocks again */
     bool direct;
     uint64_t align;
     uint64_t capacity;
@@ -133,9 +140,57 @@ static int open_direct(const char *path, uint64_t align, int *ret_fd)
     return 0;
 }
 
+/* The pid of the process holding the record lock of a locked flash file
+ * (see flash_lock), 0 when none is visible. */
+static long flash_lock_holder(int fd)
+{
+    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0,
+                       .l_len = 1};
+    if (fcntl(fd, F_GETLK, &fl) < 0 || fl.l_type == F_UNLCK)
+        return 0;
+    return fl.l_pid > 0 ? (long)fl.l_pid : 0;
+}
+
+/* Lock the file for this tier alone: an exclusive flock on fd, taken
+ * before anything is written, so that a second opener (another daemon
+ * given the same path) fails instead of overwriting our extents.  0, or
+ * -EBUSY with the holder's pid in err when another open file holds it
+ * (the pid comes from the record lock flash_lock_name takes), -1 with err
+ * for other failures. */
+static int flash_lock(int fd, const char *path, char *err, size_t errlen)
+{
+    int r;
+    do
+        r = flock(fd, LOCK_EX | LOCK_NB);
+    while (r < 0 && errno == EINTR);
+    if (r == 0)
+        return 0;
+    if (errno != EWOULDBLOCK)
+        return ho_errf(err, errlen, -1, "cannot lock flash file %s: %s",
+                       path, strerror(errno));
+    long pid = flash_lock_holder(fd);
+    if (pid)
+        return ho_errf(err, errlen, -EBUSY, "flash file %s is in use by "
+                       "another process (pid %ld holds its lock)", path, pid);
+    return ho_errf(err, errlen, -EBUSY, "flash file %s is in use by another "
+                   "process (it holds the file's lock)", path);
+}
+
+/* After the flock: a record lock on the first byte, which no descriptor
+ * of ours closes until tier_flash_close (so it is taken once the O_DIRECT
+ * probe is done), only so that F_GETLK can name our pid to a second
+ * opener.  Best effort: the flock is the lock. */
+static void flash_lock_name(int fd)
+{
+    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0,
+                       .l_len = 1};
+    (void)fcntl(fd, F_SETLK, &fl);
+}
+
 /* Step 1 of tier_flash_open: create the file (mode 0600), or open the
- * one that is there (*ret_created says which).  0 with *ret_fd, or -1 with
- * the sentence in err. */
+ * one that is there (*ret_created says which), and lock it (flash_lock).
+ * 0 with *ret_fd, or negative (-EBUSY: locked by another process, -1
+ * otherwise) with the sentence in err. */
 static int flash_open_file(const char *path, int *ret_fd, bool *ret_created,
                            char *err, size_t errlen)
 {
@@ -148,6 +203,13 @@ static int flash_open_file(const char *path, int *ret_fd, bool *ret_created,
     if (fd < 0)
         return ho_errf(err, errlen, -1, "cannot open flash file %s: %s",
                        path, strerror(errno));
+    int rc = flash_lock(fd, path, err, errlen);
+    if (rc < 0) {
+        close(fd);
+        if (created)
+            unlink(path);
+        return rc;
+    }
     *ret_fd = fd;
     *ret_created = created;
     return 0;
@@ -182,15 +244,16 @@ static int flash_preallocate(int fd, const char *path, uint64_t cap,
 
 /* Step 3: pick the I/O mode and say it in f->detail: buffered when the
  * configuration says so or the filesystem is memory-backed, else O_DIRECT
- * when the filesystem takes it (*fd is replaced by the O_DIRECT
- * descriptor), buffered when it refuses.  0 or -1 with the sentence in
- * err. */
+ * when the filesystem takes it (f->fd becomes a second, O_DIRECT
+ * descriptor; f->lock_fd stays open), buffered when it refuses (f->fd is
+ * f->lock_fd).  0 or -1 with the sentence in err. */
 static int flash_choose_io(tier_flash *f, const tier_flash_config *cfg,
-                           const struct statfs *sfs, int *fd, char *err,
+                           const struct statfs *sfs, char *err,
                            size_t errlen)
 {
     int dfd = -1;
 
+    f->fd = f->lock_fd;
     if (!cfg->direct) {
         snprintf(f->detail, sizeof(f->detail),
                  "buffered: O_DIRECT disabled by configuration");
@@ -213,8 +276,7 @@ static int flash_choose_io(tier_flash *f, const tier_flash_config *cfg,
     if (r < 0)
         return ho_errf(err, errlen, -1, "cannot open flash file %s with "
                        "O_DIRECT: %s", cfg->path, strerror(-r));
-    close(*fd);
-    *fd = dfd;
+    f->fd = dfd;
     f->direct = true;
     snprintf(f->detail, sizeof(f->detail), "O_DIRECT");
     return 0;
@@ -249,8 +311,15 @@ int tier_flash_open(const tier_flash_config *cfg, tier_flash **ret,
         goto fail;
     }
     f->fd = -1;
-    if (flash_open_file(cfg->path, &fd, &created, err, errlen) < 0)
-        goto fail;
+    f->lock_fd = -1;
+    rc = flash_open_file(cfg->path, &fd, &created, err, errlen);
+    if (rc < 0) {
+        rc = rc == -EBUSY ? -EBUSY : HO_E_BAD_CONFIG;
+        free(f->path);
+        free(f);
+        return rc;
+    }
+    rc = HO_E_BAD_CONFIG;
     if (fstat(fd, &st) != 0 || fstatfs(fd, &sfs) != 0 ||
         fstatvfs(fd, &svfs) != 0) {
         ho_errf(err, errlen, 0, "cannot stat flash file %s: %s", cfg->path,
@@ -270,20 +339,25 @@ int tier_flash_open(const tier_flash_config *cfg, tier_flash **ret,
                 (unsigned long long)f->align);
         goto fail;
     }
+    f->lock_fd = fd;
     if (flash_preallocate(fd, cfg->path, cap, &st, &svfs, err, errlen) < 0 ||
-        flash_choose_io(f, cfg, &sfs, &fd, err, errlen) < 0)
+        flash_choose_io(f, cfg, &sfs, err, errlen) < 0)
         goto fail;
+    flash_lock_name(f->lock_fd);
     f->ext = tier_extents_new(cap, f->align);
     if (!f->ext) {
         ho_errf(err, errlen, 0, "out of memory");
         rc = -ENOMEM;
         goto fail;
     }
-    f->fd = fd;
     f->capacity = cap;
+    f->created = created;
+    f->remove_at_close = cfg->remove_at_close;
     *ret = f;
     return 0;
 fail:
+    if (f && f->fd >= 0 && f->fd != fd)
+        close(f->fd);
     if (fd >= 0)
         close(fd);
     if (created)
@@ -298,7 +372,14 @@ tier_flash *tier_flash_close(tier_flash *f)
 {
     if (!f)
         return NULL;
-    close(f->fd);
+    if (f->fd != f->lock_fd)
+        close(f->fd);
+    if (f->remove_at_close) {
+        /* Still locked: no other daemon can have taken the file. */
+        if (!f->created || unlink(f->path) != 0)
+            (void)ftruncate(f->lock_fd, 0);
+    }
+    close(f->lock_fd); /* releases the lock: last */
     tier_extents_free(f->ext);
     free(f->path);
     free(f);
@@ -308,12 +389,79 @@ tier_flash *tier_flash_close(tier_flash *f)
 int tier_flash_alloc(tier_flash *f, uint64_t len, uint64_t *ret_off,
                      uint64_t *ret_len)
 {
-    return tier_extents_alloc(f->ext, len, ret_off, ret_len);
+    uint64_t off = 0, alen = 0;
+    int rc = tier_extents_alloc(f->ext, len, &off, &alen);
+    if (rc < 0)
+        return rc;
+    /* A range punched out by an earlier release has no blocks: take them
+     * back now, so that a full filesystem fails here and not mid-spill. */
+    if (f->punched) {
+        int r;
+        do
+            r = fallocate(f->lock_fd, 0, (off_t)off, (off_t)alen);
+        while (r < 0 && errno == EINTR);
+        if (r < 0 && errno != EOPNOTSUPP) {
+            rc = -errno;
+            tier_extents_release(f->ext, off, alen);
+            return rc;
+        }
+    }
+    *ret_off = off;
+    if (ret_len) /* tier_extents_alloc's rule: may be NULL */
+        *ret_len = alen;
+    return 0;
+}
+
+static int write_full(int fd, const uint8_t *p, uint64_t len, uint64_t off);
+
+/* Overwrite [off, off + len) with zeros (len aligned): the discard of a
+ * filesystem that cannot punch holes. */
+static int flash_zero(tier_flash *f, uint64_t off, uint64_t len)
+{
+    uint64_t size = len < TIER_FLASH_BOUNCE ? len : TIER_FLASH_BOUNCE;
+    void *z = NULL;
+    if (posix_memalign(&z, f->align, size) != 0)
+        return -ENOMEM;
+    memset(z, 0, size);
+    int rc = 0;
+    while (len > 0 && rc == 0) {
+        uint64_t n = len < size ? len : size;
+        rc = write_full(f->fd, z, n, off);
+        off += n;
+        len -= n;
+    }
+    free(z);
+    if (rc == 0 && !f->direct && fdatasync(f->fd) != 0)
+        rc = -errno;
+    return rc;
+}
+
+/* Discard a freed extent's data: punch it out of the file (the size
+ * stays; it reads as zeros and its blocks go back to the filesystem),
+ * or overwrite it with zeros where the filesystem cannot punch. */
+static int flash_discard(tier_flash *f, uint64_t off, uint64_t len)
+{
+    int r;
+    do
+        r = fallocate(f->lock_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                      (off_t)off, (off_t)len);
+    while (r < 0 && errno == EINTR);
+    if (r == 0) {
+        f->punched = true;
+        return 0;
+    }
+    if (errno != EOPNOTSUPP && errno != ENOSYS)
+        return -errno;
+    return flash_zero(f, off, len);
 }
 
 int tier_flash_release(tier_flash *f, uint64_t off, uint64_t len)
 {
-    return tier_extents_release(f->ext, off, len);
+    uint64_t alen = tier_extents_lookup(f->ext, off);
+    int rc = tier_extents_release(f->ext, off, len);
+    if (rc == 0 && alen)
+        (void)flash_discard(f, off, alen); /* the extent is free either way */
+    return rc;
 }
 
 /* ---- I/O -------------------------------------------------------------------- */

@@ -30,6 +30,8 @@ typedef struct tier_flash_config {
     const char *path;     /* file to create/reuse */
     uint64_t capacity;    /* bytes, rounded down to alignment */
     bool direct;          /* try O_DIRECT (default true) */
+    bool remove_at_close; /* tier_flash_close removes the file if this
+                             tier created it, else truncates it to 0 */
 } tier_flash_config;
 
 typedef struct tier_flash_stats {
@@ -52,14 +54,25 @@ typedef struct tier_flash_stats {
  * not a regular file, capacity is 0 after rounding or above 2^60, the
  * filesystem lacks the space (message gives the bytes needed and the bytes
  * available, statvfs f_bavail), fallocate fails.  A file this call created
- * is removed again on failure.  -ENOMEM.  On success *ret owns the tier
+ * is removed again on failure.  The file is locked (exclusive flock,
+ * taken before anything is written, held until tier_flash_close): a file
+ * another process holds is -EBUSY, err naming the path and the holder's
+ * pid.  -ENOMEM.  On success *ret owns the tier
  * (tier_flash_close); untouched on failure. */
 int tier_flash_open(const tier_flash_config *cfg, tier_flash **ret,
                     char *err, size_t errlen);
-tier_flash *tier_flash_close(tier_flash *f); /* keeps the file; NULL ok */
+/* Close the tier; keeps the file and its data unless the config said
+ * remove_at_close.  NULL ok. */
+tier_flash *tier_flash_close(tier_flash *f);
 
 /* Extents of the file, as tier_extents_alloc/release with the tier's
- * alignment (same errors).  Loop thread only. */
+ * alignment (same errors).  Loop thread only.  Release discards the
+ * extent's data: fallocate(PUNCH_HOLE | KEEP_SIZE), so the range reads as
+ * zeros and its blocks return to the filesystem, or an overwrite with
+ * zeros where the filesystem cannot punch.  Once a range was punched,
+ * alloc fallocates the new extent's blocks again (a full filesystem is
+ * then -ENOSPC from alloc, the allocator unchanged, instead of a failed
+ * spill later). */
 int tier_flash_alloc(tier_flash *f, uint64_t len, uint64_t *ret_off,
                      uint64_t *ret_len);
 int tier_flash_release(tier_flash *f, uint64_t off, uint64_t len);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "daemon/config.h"
@@ -254,6 +255,75 @@ START_TEST(file_missing)
                                           sizeof(err)), -ENOENT);
     ck_assert_ptr_nonnull(strstr(err, "/nonexistent/hod.conf: No such file"));
     srv_config_done(&c);
+}
+END_TEST
+
+/* Only regular files are read: a FIFO without a writer, a device that never
+ * ends and a directory are refused at once with what they are; a NUL byte
+ * is reported as such, with its line; a file above the size limit is
+ * refused.  (Before issue 10 a FIFO blocked and /dev/zero spun forever:
+ * the test's timeout caught them.) */
+START_TEST(file_must_be_regular_text)
+{
+    make_tmpdir();
+    srv_config c;
+    char err[512], path[PATH_MAX + 32];
+    ck_assert_int_eq(srv_config_init(&c), 0);
+
+    snprintf(path, sizeof(path), "%s/fifo.conf", tmpdir);
+    ck_assert_int_eq(mkfifo(path, 0600), 0);
+    ck_assert_int_eq(srv_config_load_file(&c, path, err, sizeof(err)),
+                     -EINVAL);
+    ck_assert_msg(strstr(err, "fifo.conf: is a FIFO; a config file must be "
+                              "a regular file"), "%s", err);
+    ck_assert_int_eq(srv_config_load_file(&c, "/dev/zero", err, sizeof(err)),
+                     -EINVAL);
+    ck_assert_msg(strstr(err, "/dev/zero: is a character device"), "%s",
+                  err);
+    ck_assert_int_eq(srv_config_load_file(&c, tmpdir, err, sizeof(err)),
+                     -EISDIR);
+    ck_assert_msg(strstr(err, "is a directory"), "%s", err);
+
+    /* A NUL byte: named, with line and column, not "line too long". */
+    snprintf(path, sizeof(path), "%s/nul.conf", tmpdir);
+    static const char nul_text[] = "[server]\nmax_connections = 5\nab\0cd\n";
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_uint_eq(fwrite(nul_text, 1, sizeof(nul_text) - 1, f),
+                      sizeof(nul_text) - 1);
+    fclose(f);
+    ck_assert_int_eq(srv_config_load_file(&c, path, err, sizeof(err)),
+                     HO_E_BAD_CONFIG);
+    ck_assert_msg(strstr(err, "nul.conf:3: NUL byte at column 3"), "%s", err);
+
+    /* Total size: one byte above the limit, in short valid lines. */
+    snprintf(path, sizeof(path), "%s/big.conf", tmpdir);
+    f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    for (unsigned i = 0; i < SRV_MAX_CONFIG_FILE / 8; i++)
+        fputs("# 45678\n", f);
+    fputs("\n", f);
+    fclose(f);
+    ck_assert_int_eq(srv_config_load_file(&c, path, err, sizeof(err)),
+                     HO_E_BAD_CONFIG);
+    ck_assert_msg(strstr(err, "big.conf: file is larger than"), "%s", err);
+    /* At the limit it is read (and a last line without newline too). */
+    f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    size_t left = SRV_MAX_CONFIG_FILE;
+    left -= (size_t)fprintf(f, "[server]\nmax_connections = 7\n");
+    for (; left > 8; left -= 8)
+        fputs("# 45678\n", f);
+    fprintf(f, "#%.*s", (int)left - 1, "#######");
+    fclose(f);
+    struct stat st;
+    ck_assert_int_eq(stat(path, &st), 0);
+    ck_assert_int_eq(st.st_size, SRV_MAX_CONFIG_FILE);
+    ck_assert_msg(srv_config_load_file(&c, path, err, sizeof(err)) == 0, "%s",
+                  err);
+    ck_assert_uint_eq(c.max_connections, 7);
+    srv_config_done(&c);
+    rm_tmpdir();
 }
 END_TEST
 
@@ -585,6 +655,7 @@ static Suite *suite(void)
     tcase_add_test(t, file_parses_everything);
     tcase_add_test(t, file_errors_name_file_line_key_bound);
     tcase_add_test(t, file_missing);
+    tcase_add_test(t, file_must_be_regular_text);
     tcase_add_test(t, set_failure_keeps_value);
     tcase_add_test(t, validate_cross_settings);
     tcase_add_test(t, flags_override_file);

@@ -2,7 +2,9 @@
  * exits 0 removing the socket; SIGHUP with a broken config keeps the old
  * one; SIGHUP applies reloadable settings; stale sockets are replaced, a
  * live daemon on the socket is a fatal error; quotas persist across
- * restarts and a corrupt quota file stops the start naming the line. */
+ * restarts and a corrupt quota file stops the start naming the line; a
+ * second daemon on the same state directory or flash file refuses to
+ * start. */
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -13,6 +15,7 @@
 #include <string.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -61,7 +64,21 @@ START_TEST(sigterm_drains_and_removes_socket)
     ck_assert_int_eq(st, 0);
     ck_assert_int_eq(access(ho_harness_socket(h), F_OK), -1);
     ck_assert(ho_harness_wait_log(h, "SIGTERM: shutting down", 1000));
+    /* The flash file it created went with it (spilled data is gone). */
+    char flash0[PATH_MAX + 16];
+    snprintf(flash0, sizeof(flash0), "%s/flash0", ho_harness_dir(h));
+    ck_assert_int_eq(access(flash0, F_OK), -1);
     ck_assert_int_eq(ho_harness_free(h), -2); /* already stopped */
+
+    /* ... unless told to keep it. */
+    static const char *const keep[] = {"--flash-persist", NULL};
+    h = ho_harness_start_args(keep);
+    snprintf(flash0, sizeof(flash0), "%s/flash0", ho_harness_dir(h));
+    ck_assert_int_eq(ho_harness_stop(h), 0);
+    struct stat fst;
+    ck_assert_int_eq(stat(flash0, &fst), 0);
+    ck_assert_int_eq(fst.st_size, 512 * MiB);
+    ck_assert_int_eq(ho_harness_free(h), -2);
 }
 END_TEST
 
@@ -111,6 +128,37 @@ START_TEST(sighup_keeps_old_config_on_error_and_applies_new)
     ck_assert_uint_eq(r->stats_reply->tiers[0]->capacity, 256 * MiB);
     ho_frame_envelope_free(r);
     close(fd);
+    stop_ok(h);
+}
+END_TEST
+
+/* SIGHUP while the config path names a FIFO (nobody writing) or a device:
+ * the reload is refused at once with the reason, the loop keeps serving
+ * and SIGTERM still stops the daemon (issue 10: the FIFO wedged it). */
+START_TEST(sighup_on_fifo_config_does_not_block)
+{
+    ho_harness_opts o = {.config_text = "[server]\n"
+                                        "max_extents_per_session = 100\n"};
+    char err[4096];
+    ho_harness *h = ho_harness_start(&o, err, sizeof(err));
+    ck_assert_msg(h != NULL, "%s", err);
+    const char *conf = ho_harness_config_path(h);
+    ck_assert_int_eq(unlink(conf), 0);
+    ck_assert_int_eq(mkfifo(conf, 0600), 0);
+    ck_assert_int_eq(ho_harness_sighup(h), 0);
+    ck_assert(ho_harness_wait_log(h, "is a FIFO; a config file must be a "
+                                     "regular file", 10000));
+    int fd = rc_open(ho_harness_socket(h));
+    ck_assert_int_ge(fd, 0);
+    Hyperoffload__Envelope *r = NULL;
+    ck_assert_int_eq(rc_status(fd, &r), 0);
+    ck_assert_int_eq(r->body_case, HYPEROFFLOAD__ENVELOPE__BODY_STATUS_REPLY);
+    ho_frame_envelope_free(r);
+    close(fd);
+    ck_assert_int_eq(unlink(conf), 0);
+    ck_assert_int_eq(symlink("/dev/zero", conf), 0);
+    ck_assert_int_eq(ho_harness_sighup(h), 0);
+    ck_assert(ho_harness_wait_log(h, "is a character device", 10000));
     stop_ok(h);
 }
 END_TEST
@@ -198,6 +246,73 @@ START_TEST(stale_socket_replaced_live_socket_refused)
     ck_assert_msg(strstr(out, "exists and is not a socket"), "%s", out);
     free(out);
     ck_assert_int_eq(access(notsock, F_OK), 0);
+    stop_ok(h);
+}
+END_TEST
+
+/* A second daemon on the state directory or on a flash file of a running
+ * one refuses to start before it writes anything, naming the first one's
+ * pid and the path; the first one keeps serving. */
+START_TEST(second_daemon_on_state_dir_or_flash_file_refused)
+{
+    ho_harness *h = ho_harness_start_args(NULL);
+    int fd = rc_open(ho_harness_socket(h));
+    ck_assert_int_ge(fd, 0);
+    char flash0[PATH_MAX + 16], pidtext[64];
+    snprintf(flash0, sizeof(flash0), "%s/flash0", ho_harness_dir(h));
+    struct stat st0;
+    ck_assert_int_eq(stat(flash0, &st0), 0);
+    snprintf(pidtext, sizeof(pidtext), "(pid %d ", (int)ho_harness_pid(h));
+
+    char sock[PATH_MAX + 32], state[PATH_MAX + 32], flash[PATH_MAX + 32];
+    snprintf(sock, sizeof(sock), "--socket=%s/second.sock",
+             ho_harness_dir(h));
+    /* Same state directory, a flash file of its own. */
+    snprintf(state, sizeof(state), "--state-dir=%s",
+             ho_harness_state_dir(h));
+    snprintf(flash, sizeof(flash), "--flash-paths=%s/flash2",
+             ho_harness_dir(h));
+    const char *args[] = {sock, state, flash, "--ddr-capacity=16M",
+                          "--flash-capacity=16M", NULL};
+    char *out = NULL;
+    ck_assert_int_eq(run_daemon(args, &out, ho_harness_dir(h)), 1);
+    char want[PATH_MAX + 64];
+    snprintf(want, sizeof(want), "%s/hyperoffloadd.lock",
+             ho_harness_state_dir(h));
+    ck_assert_msg(strstr(out, "is in use by another hyperoffloadd"), "%s",
+                  out);
+    ck_assert_msg(strstr(out, pidtext) && strstr(out, want), "%s", out);
+    free(out);
+    /* Refused before its flash file was created. */
+    snprintf(want, sizeof(want), "%s/flash2", ho_harness_dir(h));
+    ck_assert_int_eq(access(want, F_OK), -1);
+
+    /* A state directory of its own, the first one's flash file (the
+     * corruption of issue 10: both would spill into the same extents). */
+    snprintf(state, sizeof(state), "--state-dir=%s/state2",
+             ho_harness_dir(h));
+    snprintf(flash, sizeof(flash), "--flash-paths=%s", flash0);
+    ck_assert_int_eq(run_daemon(args, &out, ho_harness_dir(h)), 1);
+    snprintf(want, sizeof(want), "flash file %s is in use by another "
+             "process", flash0);
+    ck_assert_msg(strstr(out, want) && strstr(out, pidtext), "%s", out);
+    free(out);
+    struct stat st1;
+    ck_assert_int_eq(stat(flash0, &st1), 0);
+    ck_assert_uint_eq(st1.st_size, st0.st_size);
+    ck_assert_uint_eq(st1.st_ino, st0.st_ino);
+    /* The second one's socket never appeared; the first one serves. */
+    snprintf(want, sizeof(want), "%s/second.sock", ho_harness_dir(h));
+    ck_assert_int_eq(access(want, F_OK), -1);
+    Hyperoffload__Envelope *r = NULL;
+    ck_assert_int_eq(rc_status(fd, &r), 0);
+    ck_assert_int_eq(r->body_case, HYPEROFFLOAD__ENVELOPE__BODY_STATUS_REPLY);
+    ho_frame_envelope_free(r);
+    close(fd);
+    /* Once the first one stopped, the lock is free again. */
+    ck_assert_int_eq(ho_harness_stop(h), 0);
+    char err[4096];
+    ck_assert_msg(ho_harness_restart(h, err, sizeof(err)) == 0, "%s", err);
     stop_ok(h);
 }
 END_TEST
@@ -408,8 +523,10 @@ static Suite *suite(void)
     tcase_add_test(t, sigterm_drains_and_removes_socket);
     tcase_add_test(t, sigterm_lets_moves_finish);
     tcase_add_test(t, sighup_keeps_old_config_on_error_and_applies_new);
+    tcase_add_test(t, sighup_on_fifo_config_does_not_block);
     tcase_add_test(t, stale_socket_replaced_live_socket_refused);
     tcase_add_test(t, quotas_persist_and_corrupt_file_stops_start);
+    tcase_add_test(t, second_daemon_on_state_dir_or_flash_file_refused);
     tcase_add_test(t, sd_notify_ready_watchdog_stopping);
     tcase_add_test(t, socket_passed_by_systemd);
     suite_add_tcase(s, t);

@@ -446,6 +446,82 @@ START_TEST(test_alloc_and_range_errors)
 }
 END_TEST
 
+/* Freed extents are discarded (issue 10): the range reads as zeros and
+ * its blocks go back to the filesystem, a new extent gets them back; the
+ * file is locked against a second opener; remove_at_close removes a file
+ * the tier created and truncates one it found. */
+static void discard_on(const char *path, bool direct)
+{
+    const uint64_t len = 4 * MiB;
+    tier_flash_config cfg = {.path = path, .capacity = 16 * MiB,
+                             .direct = direct, .remove_at_close = true};
+    tier_flash *f = NULL, *g = NULL;
+    char err[512] = "";
+    struct stat st;
+    uint64_t off, alen, blocks;
+    uint8_t *w = xalloc_aligned(len), *r = xalloc_aligned(len);
+
+    ck_assert_msg(tier_flash_open(&cfg, &f, err, sizeof(err)) == 0, "%s", err);
+    /* A second opener of the same file is refused. */
+    ck_assert_int_eq(tier_flash_open(&cfg, &g, err, sizeof(err)), -EBUSY);
+    ck_assert_msg(strstr(err, "is in use by another process"), "%s", err);
+    ck_assert_ptr_null(g);
+
+    ck_assert_int_eq(tier_flash_alloc(f, len, &off, &alen), 0);
+    pattern(w, len, 7);
+    ck_assert_int_eq(tier_flash_write(f, off, w, len), 0);
+    ck_assert_int_eq(stat(path, &st), 0);
+    blocks = (uint64_t)st.st_blocks;
+    ck_assert_int_eq(tier_flash_release(f, off, alen), 0);
+    ck_assert_int_eq(stat(path, &st), 0);
+    ck_assert_uint_eq(st.st_size, 16 * MiB);
+    ck_assert_msg((uint64_t)st.st_blocks + len / 512 <= blocks,
+                  "st_blocks %llu -> %llu", (unsigned long long)blocks,
+                  (unsigned long long)st.st_blocks);
+    int fd = open(path, O_RDONLY);
+    ck_assert_int_ge(fd, 0);
+    memset(r, 0xcc, len);
+    ck_assert_int_eq(pread(fd, r, len, (off_t)off), (ssize_t)len);
+    close(fd);
+    for (uint64_t i = 0; i < len; i++)
+        ck_assert_msg(r[i] == 0, "byte %llu of the freed extent is %u",
+                      (unsigned long long)i, r[i]);
+    /* A new extent has its blocks again, and works. */
+    ck_assert_int_eq(tier_flash_alloc(f, len, &off, &alen), 0);
+    ck_assert_int_eq(stat(path, &st), 0);
+    ck_assert_uint_ge((uint64_t)st.st_blocks, blocks);
+    ck_assert_int_eq(tier_flash_write(f, off, w, len), 0);
+    ck_assert_int_eq(tier_flash_read(f, off, r, len), 0);
+    ck_assert_int_eq(memcmp(w, r, len), 0);
+    tier_flash_close(f);
+    ck_assert_int_eq(access(path, F_OK), -1); /* created here: removed */
+
+    /* A file the tier found is truncated instead. */
+    fd = open(path, O_CREAT | O_WRONLY, 0600);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    ck_assert_msg(tier_flash_open(&cfg, &f, err, sizeof(err)) == 0, "%s", err);
+    tier_flash_close(f);
+    ck_assert_int_eq(stat(path, &st), 0);
+    ck_assert_int_eq(st.st_size, 0);
+    ck_assert_int_eq(unlink(path), 0);
+    free(w);
+    free(r);
+}
+
+START_TEST(test_release_discards)
+{
+    char path[600];
+
+    setup_dir();
+    path_in(path, sizeof(path), test_dir, "discard.img");
+    discard_on(path, true);
+    rmdir(test_dir);
+    snprintf(path, sizeof(path), "/dev/shm/ho-discard-%d", (int)getpid());
+    discard_on(path, false);
+}
+END_TEST
+
 struct worker {
     tier_flash *f;
     uint64_t off[8], len[8];
@@ -686,6 +762,7 @@ static Suite *flash_suite(void)
     tcase_add_test(tc, test_bad_config);
     tcase_add_test(tc, test_alloc_and_range_errors);
     tcase_add_test(tc, test_threads);
+    tcase_add_test(tc, test_release_discards);
     tcase_add_test(tc, test_fd_transfers);
     tcase_add_test(tc, test_fd_transfer_errors);
     suite_add_tcase(s, tc);
