@@ -16,6 +16,7 @@
 #include "daemon/sessions.h"
 #include "daemon/staging.h"
 #include "proto/errfmt.h"
+#include "proto/mem.h"
 
 static srv_session *session_by_id(srv_daemon *d, uint64_t id)
 {
@@ -39,12 +40,7 @@ typedef struct device_table {
 
 static void device_table_done(device_table *t)
 {
-    free(t->devs);
-    free(t->devp);
-    free(t->names);
-    free(t->grants);
-    free(t->grantp);
-    free(t->raw);
+    HO_FREE_ALL(t->devs, t->devp, t->names, t->grants, t->grantp, t->raw);
     memset(t, 0, sizeof(*t));
 }
 
@@ -55,14 +51,12 @@ static int device_table_init(srv_daemon *d, device_table *t)
     t->n_dev = tier_hbm_count(d->hbm);
     for (uint32_t i = 0; i < t->n_dev; i++)
         t->n_grants += tier_hbm_grants(d->hbm, i, NULL, 0);
-    size_t nd = t->n_dev ? t->n_dev : 1;
-    size_t ng = t->n_grants ? t->n_grants : 1;
-    t->devs = calloc(nd, sizeof(*t->devs));
-    t->devp = calloc(nd, sizeof(*t->devp));
-    t->names = calloc(nd, sizeof(*t->names));
-    t->grants = calloc(ng, sizeof(*t->grants));
-    t->grantp = calloc(ng, sizeof(*t->grantp));
-    t->raw = calloc(ng, sizeof(*t->raw));
+    t->devs = ho_calloc(t->n_dev, sizeof(*t->devs));
+    t->devp = ho_calloc(t->n_dev, sizeof(*t->devp));
+    t->names = ho_calloc(t->n_dev, sizeof(*t->names));
+    t->grants = ho_calloc(t->n_grants, sizeof(*t->grants));
+    t->grantp = ho_calloc(t->n_grants, sizeof(*t->grantp));
+    t->raw = ho_calloc(t->n_grants, sizeof(*t->raw));
     if (!t->devs || !t->devp || !t->names || !t->grants || !t->grantp ||
         !t->raw) {
         device_table_done(t);
@@ -165,10 +159,10 @@ static void client_fill(srv_session *s, uint64_t now,
 void srv_handle_clients(srv_daemon *d, srv_conn *c, uint64_t rid)
 {
     size_t n = d->n_sessions;
-    Hyperoffload__ClientInfo *infos = calloc(n ? n : 1, sizeof(*infos));
-    Hyperoffload__ClientInfo **ptrs = calloc(n ? n : 1, sizeof(*ptrs));
-    Hyperoffload__SessionUsage *us = calloc(n ? n : 1, sizeof(*us));
-    Hyperoffload__RuntimeInfo *rt = calloc(n ? n : 1, sizeof(*rt));
+    Hyperoffload__ClientInfo *infos = ho_calloc(n, sizeof(*infos));
+    Hyperoffload__ClientInfo **ptrs = ho_calloc(n, sizeof(*ptrs));
+    Hyperoffload__SessionUsage *us = ho_calloc(n, sizeof(*us));
+    Hyperoffload__RuntimeInfo *rt = ho_calloc(n, sizeof(*rt));
     if (!infos || !ptrs || !us || !rt) {
         srv_reply_error(c, rid, -ENOMEM, "out of memory");
         goto out;
@@ -189,10 +183,7 @@ void srv_handle_clients(srv_daemon *d, srv_conn *c, uint64_t rid)
     srv_conn_reply(c, rid, HYPEROFFLOAD__ENVELOPE__BODY_CLIENTS_REPLY, &cr,
                    NULL, 0);
 out:
-    free(infos);
-    free(ptrs);
-    free(us);
-    free(rt);
+    HO_FREE_ALL(infos, ptrs, us, rt);
 }
 
 /* ------------------------------------------------------------ quotas */
@@ -238,8 +229,8 @@ static void reply_entries(srv_conn *c, uint64_t rid,
 static void quota_list(srv_daemon *d, srv_conn *c, uint64_t rid)
 {
     size_t n = srv_quota_count(d->quota);
-    Hyperoffload__QuotaEntry *qes = calloc(n ? n : 1, sizeof(*qes));
-    Hyperoffload__QuotaEntry **ptrs = calloc(n ? n : 1, sizeof(*ptrs));
+    Hyperoffload__QuotaEntry *qes = ho_calloc(n, sizeof(*qes));
+    Hyperoffload__QuotaEntry **ptrs = ho_calloc(n, sizeof(*ptrs));
     if (!qes || !ptrs) {
         srv_reply_error(c, rid, -ENOMEM, "out of memory");
     } else {

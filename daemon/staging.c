@@ -58,6 +58,7 @@
 #include "planner/staging/stage_plan.h"
 #include "proto/control.h"
 #include "proto/errfmt.h"
+#include "proto/mem.h"
 
 struct srv_plan_memo {
     uint32_t refs;           /* session + staging jobs */
@@ -180,9 +181,7 @@ static srv_stage *stage_free(srv_stage *st)
     if (st->efd >= 0)
         close(st->efd);
     plan_staging_free(st->plan);
-    free(st->slots);
-    free(st->work);
-    free(st);
+    HO_FREE_ALL(st->slots, st->work, st);
     return NULL;
 }
 
@@ -515,12 +514,8 @@ static int mv_start(srv_stage *st, uint32_t k, srv_move_kind kind,
     stage_mv *mv = calloc(1, sizeof(*mv));
     if (!mv)
         return -ENOMEM;
-    mv->st = st;
-    mv->k = k;
-    mv->x = x;
-    mv->kind = kind;
-    mv->ver = ver;
-    mv->to_absent = to_absent;
+    *mv = (stage_mv){.st = st, .k = k, .x = x, .kind = kind, .ver = ver,
+                     .to_absent = to_absent};
     int rc = srv_extent_start_move(st->d, x, kind, mv_finished, mv);
     if (rc < 0) {
         free(mv);
@@ -1052,9 +1047,9 @@ static int check_slots(srv_daemon *d, srv_session *s,
                        "the session to %" PRIu64 " extents, above the limit "
                        "(max_extents_per_session %u)", n,
                        s->usage.extents - old + n, d->cfg.max_extents);
-    uint8_t *needed = calloc(t->n_storages ? t->n_storages : 1, 1);
-    uint8_t *seen = calloc(t->n_storages ? t->n_storages : 1, 1);
-    stage_slot *slots = calloc(n ? n : 1, sizeof(*slots));
+    uint8_t *needed = ho_calloc(t->n_storages, 1);
+    uint8_t *seen = ho_calloc(t->n_storages, 1);
+    stage_slot *slots = ho_calloc(n, sizeof(*slots));
     uint64_t total = 0;
     int rc = 0;
     if (!needed || !seen || !slots) {
@@ -1208,13 +1203,10 @@ static int alloc_slots(srv_daemon *d, srv_session *s, srv_stage *st,
 static void reply_stage(srv_conn *c, uint64_t rid, srv_stage *st)
 {
     Hyperoffload__StageReply sr = HYPEROFFLOAD__STAGE_REPLY__INIT;
-    Hyperoffload__StageExtent *ex = calloc(st->n_slots ? st->n_slots : 1,
-                                           sizeof(*ex));
-    Hyperoffload__StageExtent **exp = calloc(st->n_slots ? st->n_slots : 1,
-                                             sizeof(*exp));
+    Hyperoffload__StageExtent *ex = ho_calloc(st->n_slots, sizeof(*ex));
+    Hyperoffload__StageExtent **exp = ho_calloc(st->n_slots, sizeof(*exp));
     if (!ex || !exp) {
-        free(ex);
-        free(exp);
+        HO_FREE_ALL(ex, exp);
         srv_reply_error(c, rid, -ENOMEM, "out of memory");
         return;
     }
@@ -1236,8 +1228,7 @@ static void reply_stage(srv_conn *c, uint64_t rid, srv_stage *st)
     int fds[2] = {st->memfd, st->efd};
     srv_conn_reply(c, rid, HYPEROFFLOAD__ENVELOPE__BODY_STAGE_REPLY, &sr, fds,
                    2);
-    free(ex);
-    free(exp);
+    HO_FREE_ALL(ex, exp);
 }
 
 /* A replay object for session s, not yet installed (no region, handles or
@@ -1248,11 +1239,9 @@ static srv_stage *stage_new(srv_daemon *d, srv_session *s, stage_slot *slots,
                             uint64_t limit, plan_staging *plan)
 {
     srv_stage *st = calloc(1, sizeof(*st));
-    uint32_t *work = calloc(n_slots ? n_slots : 1, sizeof(*work));
+    uint32_t *work = ho_calloc(n_slots, sizeof(*work));
     if (!st || !work) {
-        free(st);
-        free(work);
-        free(slots);
+        HO_FREE_ALL(st, work, slots);
         plan_staging_free(plan);
         return NULL;
     }
@@ -1383,11 +1372,8 @@ static stage_job *job_free(stage_job *j)
     if (!j)
         return NULL;
     memo_unref(j->memo);
-    free(j->slots);
-    free(j->slot_storage);
-    free(j->slot_bytes);
     plan_staging_free(j->plan);
-    free(j);
+    HO_FREE_ALL(j->slots, j->slot_storage, j->slot_bytes, j);
     return NULL;
 }
 
@@ -1484,15 +1470,11 @@ static stage_job *stage_job_new(srv_daemon *d, srv_conn *c, uint64_t rid,
 {
     stage_job *j = calloc(1, sizeof(*j));
     if (j) {
-        j->slot_storage = calloc(n ? n : 1, sizeof(uint32_t));
-        j->slot_bytes = calloc(n ? n : 1, sizeof(uint64_t));
+        j->slot_storage = ho_calloc(n, sizeof(uint32_t));
+        j->slot_bytes = ho_calloc(n, sizeof(uint64_t));
     }
     if (!j || !j->slot_storage || !j->slot_bytes) {
-        if (j) {
-            free(j->slot_storage);
-            free(j->slot_bytes);
-        }
-        free(j);
+        job_free(j);
         free(slots);
         return NULL;
     }

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "hyperoffload/errors.h"
+#include "proto/mem.h"
 
 /* ----------------------------------------------------------------- none */
 
@@ -327,10 +328,7 @@ int plan_seed_greedy(const plan_trace *t, uint64_t budget,
     }
     r = ev_finish(&l, t, "seed-greedy", budget, ret_schedule);
 out:
-    free(l.v);
-    free(res);
-    free(c);
-    free(taken_storage);
+    HO_FREE_ALL(l.v, res, c, taken_storage);
     return r;
 }
 
@@ -628,10 +626,6 @@ int plan_reactive_lru(const plan_trace *t, uint64_t budget,
     }
 out:
     plan_schedule_free(x.s);
-    free(x.res);
-    free(x.cur);
-    free(x.last);
-    free(x.mark);
-    free(x.h.v);
+    HO_FREE_ALL(x.res, x.cur, x.last, x.mark, x.h.v);
     return r;
 }

@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "hyperoffload/errors.h"
+#include "proto/mem.h"
 
 /* --------------------------------------------------------- kinetic tree */
 
@@ -364,10 +365,7 @@ typedef struct cap {
 
 static void cap_done(cap *c)
 {
-    free(c->rem);
-    free(c->fw);
-    free(c->nx);
-    free(c->pv);
+    HO_FREE_ALL(c->rem, c->fw, c->nx, c->pv);
     memset(c, 0, sizeof(*c));
 }
 
@@ -1119,16 +1117,8 @@ static void hstate_done(hstate *h)
 {
     cap_done(&h->cd);
     cap_done(&h->ch);
-    free(h->ext);
-    free(h->iw);
-    free(h->vready);
-    free(h->sel);
-    free(h->paid);
-    free(h->cwa);
-    free(h->cwz);
-    free(h->corr);
-    free(h->lv);
-    free(h->order);
+    HO_FREE_ALL(h->ext, h->iw, h->vready, h->sel, h->paid, h->cwa, h->cwz,
+                h->corr, h->lv, h->order);
 }
 
 static int hstate_init(hstate *h, const hp_model *m, uint64_t budget)

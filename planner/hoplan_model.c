@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "hyperoffload/errors.h"
+#include "proto/mem.h"
 
 
 
@@ -338,12 +339,7 @@ void hp_model_done(hp_model *m)
 {
     if (!m)
         return;
-    free(m->T);
-    free(m->base);
-    free(m->gaps);
-    free(m->vers);
-    free(m->cand);
-    free(m->forced);
+    HO_FREE_ALL(m->T, m->base, m->gaps, m->vers, m->cand, m->forced);
     memset(m, 0, sizeof(*m));
 }
 
@@ -595,12 +591,7 @@ void hp_place_done(hp_place *p)
     if (!p)
         return;
     plan_schedule_free(p->sched);
-    free(p->over);
-    free(p->wa);
-    free(p->wz);
-    free(p->vcomp);
-    free(p->times);
-    free(p->xfer);
+    HO_FREE_ALL(p->over, p->wa, p->wz, p->vcomp, p->times, p->xfer);
     memset(p, 0, sizeof(*p));
 }
 
@@ -742,25 +733,9 @@ typedef struct scratch {
 
 static void scratch_done(scratch *x)
 {
-    free(x->lv);
-    free(x->lvl);
-    free(x->vneed);
-    free(x->key);
-    free(x->hard);
-    free(x->iss);
-    free(x->seq);
-    free(x->vorder);
-    free(x->cnt);
-    free(x->heap);
-    free(x->dbusy);
-    free(x->pf);
-    free(x->pj);
-    free(x->fp);
-    free(x->ga);
-    free(x->gz);
-    free(x->ls);
-    free(x->host);
-    free(x->em);
+    HO_FREE_ALL(x->lv, x->lvl, x->vneed, x->key, x->hard, x->iss, x->seq,
+                x->vorder, x->cnt, x->heap, x->dbusy, x->pf, x->pj, x->fp,
+                x->ga, x->gz, x->ls, x->host, x->em);
     memset(x, 0, sizeof(*x));
 }
 

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "hyperoffload/errors.h"
+#include "proto/mem.h"
 
 /* ------------------------------------------------------------------ misc */
 
@@ -279,12 +280,7 @@ plan_trace *plan_trace_free(plan_trace *t)
         free(ix->slot);
     free(ix);
     free_derived(t);
-    free(t->name);
-    free(t->storages);
-    free(t->ops);
-    free(t->refs);
-    free(t->names);
-    free(t);
+    HO_FREE_ALL(t->name, t->storages, t->ops, t->refs, t->names, t);
     return NULL;
 }
 

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "hyperoffload/errors.h"
+#include "proto/mem.h"
 
 typedef struct release {
     double t;
@@ -598,10 +599,7 @@ int plan_simulate(const plan_trace *t, const plan_schedule *s,
     sim_end(&x, now);
     r = v.code ? HO_E_BAD_SCHEDULE : 0;
 out:
-    free(x.st);
-    free(x.init);
-    free(x.dev_rel.v);
-    free(x.host_rel.v);
+    HO_FREE_ALL(x.st, x.init, x.dev_rel.v, x.host_rel.v);
     if (r == -ENOMEM)
         v.code = 0;
     if (ret_metrics)

@@ -30,6 +30,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "proto/mem.h"
+
 /* ----------------------------------------------------------- layout */
 
 static uint64_t align_up(uint64_t v, uint64_t a)
@@ -166,13 +168,10 @@ static int check_region(ho_replay *r, const Hyperoffload__StageReply *sr,
 static int stage_slots(const ho_replay *r, Hyperoffload__StageSlot **ret_ss,
                        Hyperoffload__StageSlot ***ret_ssp)
 {
-    Hyperoffload__StageSlot *ss = calloc(r->n_slots ? r->n_slots : 1,
-                                         sizeof(*ss));
-    Hyperoffload__StageSlot **ssp = calloc(r->n_slots ? r->n_slots : 1,
-                                           sizeof(*ssp));
+    Hyperoffload__StageSlot *ss = ho_calloc(r->n_slots, sizeof(*ss));
+    Hyperoffload__StageSlot **ssp = ho_calloc(r->n_slots, sizeof(*ssp));
     if (!ss || !ssp) {
-        free(ss);
-        free(ssp);
+        HO_FREE_ALL(ss, ssp);
         return -ENOMEM;
     }
     for (uint32_t i = 0; i < r->n_st; i++) {
@@ -307,7 +306,7 @@ int hor_ctl_init(ho_replay *r)
     hor_ctl *x = &r->ctl;
     x->efd = -1;
     x->n_slots = r->n_slots;
-    x->busy = calloc(r->n_slots ? r->n_slots : 1, sizeof(*x->busy));
+    x->busy = ho_calloc(r->n_slots, sizeof(*x->busy));
     if (!x->busy)
         return -ENOMEM;
     int rc = r->c ? daemon_setup(r) : local_setup(r);

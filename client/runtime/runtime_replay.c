@@ -22,6 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "proto/mem.h"
+
 int hor_test_skip_check = 0;
 
 /* A copy of the plan's schedule bound to t (the plan may have been made
@@ -287,15 +289,8 @@ HO_EXPORT ho_replay *ho_replay_free(ho_replay *r)
     hor_ctl_done(r);
     if (r->dev->owner == r)
         r->dev->owner = NULL;
-    free(r->st);
-    free(r->act_off);
-    free(r->acts);
-    free(r->free_off);
-    free(r->frees);
-    free(r->mark);
-    free(r->rel);
-    free(r->hist);
-    free(r);
+    HO_FREE_ALL(r->st, r->act_off, r->acts, r->free_off, r->frees, r->mark,
+                r->rel, r->hist, r);
     return NULL;
 }
 

@@ -38,6 +38,7 @@
 #include <time.h>
 
 #include "hyperoffload/errors.h"
+#include "proto/mem.h"
 
 #define MIB 1048576.0
 
@@ -255,20 +256,8 @@ static void lp_reset(lp *x)
     if (x->hp)
         for (uint32_t i = 0; i < 2 * (x->K + 1); i++)
             free(x->hp[i].cover);
-    free(x->dp);
-    free(x->hp);
-    free(x->keys);
-    free(x->kh);
-    free(x->evs);
-    free(x->cells);
-    free(x->ia);
-    free(x->ja);
-    free(x->ar);
-    free(x->rtype);
-    free(x->rb);
-    free(x->clo);
-    free(x->chi);
-    free(x->cobj);
+    HO_FREE_ALL(x->dp, x->hp, x->keys, x->kh, x->evs, x->cells, x->ia, x->ja,
+                x->ar, x->rtype, x->rb, x->clo, x->chi, x->cobj);
     const bd_model *m = x->m;
     memset(x, 0, sizeof(*x));
     x->m = m;

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "planner/plan_impl.h"
+#include "proto/mem.h"
 
 /* Movable storages (PLANNER.md §1): the schedule chooses the home, so
  * the model must admit both (docs/bound.md §2.3). */
@@ -225,10 +226,7 @@ out:
 
 void bd_model_done(bd_model *m)
 {
-    free(m->pre);
-    free(m->fixed);
-    free(m->live);
-    free(m->parts);
+    HO_FREE_ALL(m->pre, m->fixed, m->live, m->parts);
     memset(m, 0, sizeof(*m));
 }
 

@@ -18,6 +18,7 @@
 #include "planner/gen/gen_private.h"
 #include "proto/errfmt.h"
 #include "hyperoffload/errors.h"
+#include "proto/mem.h"
 
 #define RECENT 16u /* deepest look back at recent births */
 #define ID_BASE 1000u
@@ -308,10 +309,6 @@ int plan_gen_random(const plan_gen_random_cfg *cfg, plan_trace **ret_trace,
         plan_gen_op(&x.b, op_duration(&x), "op%u", op);
     }
 out:
-    free(x.cls);
-    free(x.born);
-    free(x.longl);
-    free(x.hot);
-    free(x.stamp);
+    HO_FREE_ALL(x.cls, x.born, x.longl, x.hot, x.stamp);
     return plan_gen_finish(&x.b, ret_trace);
 }

@@ -12,6 +12,7 @@
 #include "hyperoffload/errors.h"
 #include "planner/io/io_private.h"
 #include "proto/errfmt.h"
+#include "proto/mem.h"
 
 int plan_jl_init(plan_jl *x, const char *buf, size_t len, int code, char *err,
                  size_t errlen)
@@ -32,10 +33,7 @@ void plan_jl_done(plan_jl *x)
 {
     if (x->c_locale)
         freelocale(x->c_locale);
-    free(x->sbuf);
-    free(x->slots);
-    free(x->ents);
-    free(x->arena);
+    HO_FREE_ALL(x->sbuf, x->slots, x->ents, x->arena);
     memset(x, 0, sizeof(*x));
 }
 

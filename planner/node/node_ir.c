@@ -12,6 +12,7 @@
 #include "hyperoffload/errors.h"
 #include "planner/node/node.h"
 #include "proto/errfmt.h"
+#include "proto/mem.h"
 
 static char *dup_str(const char *s)
 {
@@ -349,11 +350,7 @@ plan_workload *plan_workload_new(const char *dir)
 
 static void client_done(plan_wl_client *c)
 {
-    free(c->name);
-    free(c->job);
-    free(c->trace);
-    free(c->schedule);
-    free(c->sync);
+    HO_FREE_ALL(c->name, c->job, c->trace, c->schedule, c->sync);
 }
 
 plan_workload *plan_workload_free(plan_workload *w)

@@ -41,6 +41,7 @@
 #include "hyperoffload/errors.h"
 #include "planner/node/node.h"
 #include "proto/errfmt.h"
+#include "proto/mem.h"
 
 #define NONE UINT32_MAX
 
@@ -1087,25 +1088,9 @@ static void judge_done(judge *J)
     if (J->eng)
         for (uint32_t i = 0; i < J->n_eng; i++)
             free(J->eng[i].q);
-    free(J->c);
-    free(J->cp);
-    free(J->rel);
-    free(J->eng);
-    free(J->dev);
-    free(J->cons);
-    free(J->grp);
-    free(J->tm);
-    free(J->ready);
-    free(J->active);
-    free(J->moving);
-    free(J->order);
-    free(J->lam);
-    free(J->frozen);
-    free(J->dirty);
-    free(J->fcap);
-    free(J->fw);
-    free(J->fpath);
-    free(J->touched);
+    HO_FREE_ALL(J->c, J->cp, J->rel, J->eng, J->dev, J->cons, J->grp, J->tm,
+                J->ready, J->active, J->moving, J->order, J->lam, J->frozen,
+                J->dirty, J->fcap, J->fw, J->fpath, J->touched);
 }
 
 static int setup(judge *J, const plan_node_input *in)

@@ -12,6 +12,7 @@
 #include "planner/io/plan_io.h"
 #include "planner/node/node.h"
 #include "proto/errfmt.h"
+#include "proto/mem.h"
 
 plan_wl_run *plan_wl_run_free(plan_wl_run *r)
 {
@@ -29,11 +30,7 @@ plan_wl_run *plan_wl_run_free(plan_wl_run *r)
         if (!shared)
             plan_schedule_free(r->schedules[i]);
     }
-    free(r->in);
-    free(r->traces);
-    free(r->schedules);
-    free(r->groups);
-    free(r);
+    HO_FREE_ALL(r->in, r->traces, r->schedules, r->groups, r);
     return NULL;
 }
 

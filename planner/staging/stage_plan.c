@@ -50,6 +50,7 @@
 #include <string.h>
 
 #include "hyperoffload/errors.h"
+#include "proto/mem.h"
 
 #define STG_PROMOTE_WORK_MAX 50000000ull /* boundary slots x curve points */
 
@@ -64,12 +65,8 @@ plan_staging *plan_staging_free(plan_staging *p)
 {
     if (!p)
         return NULL;
-    free(p->start_in_ddr);
-    free(p->events);
-    free(p->milestones);
-    free(p->pos_ddr);
-    free(p->op_start_us);
-    free(p);
+    HO_FREE_ALL(p->start_in_ddr, p->events, p->milestones, p->pos_ddr,
+                p->op_start_us, p);
     return NULL;
 }
 
@@ -527,14 +524,8 @@ static void stg_done(stg *x)
     plan_schedule_free(x->sB);
     plan_trace_free(x->dA);
     plan_trace_free(x->dB);
-    free(x->uses);
-    free(x->boundary);
-    free(x->device);
-    free(x->slot_of);
-    free(x->init);
-    free(x->rec.op_end);
-    free(x->rec.x);
-    free(x->curve.c);
+    HO_FREE_ALL(x->uses, x->boundary, x->device, x->slot_of, x->init,
+                x->rec.op_end, x->rec.x, x->curve.c);
     plan_staging_free(x->p);
 }
 
