@@ -173,6 +173,13 @@ static const cfg_row rows[] = {
             "planner used when a PlanRequest names none"),
     U32_ROW("planning", "cache_entries", "plan-cache", plan_cache, 0, 4096,
             "64", RELOAD, "plans kept in the cache (0 disables caching)"),
+    STR_ROW("metrics", "textfile", "metrics-textfile", metrics_textfile, 0,
+            PATH_MAX - 64, "", RELOAD,
+            "Prometheus textfile (*.prom) for node_exporter's textfile "
+            "collector, rewritten atomically every interval; empty: none"),
+    U32_ROW("metrics", "interval", "metrics-interval", metrics_interval, 1,
+            SRV_METRICS_INTERVAL_MAX, "15", RELOAD,
+            "seconds between writes of the metrics textfile"),
     /* Debug knobs, for measurements (bench/, docs/admin.md). */
     BOOL_ROW("debug", "spill_via_fd", "debug-spill-via-fd",
              debug_spill_via_fd, "no", RESTART | HIDDEN,
@@ -187,7 +194,8 @@ static const cfg_row rows[] = {
 #define N_ROWS ((int)(sizeof(rows) / sizeof(rows[0])))
 
 static const char *const sections[] = {"server", "log", "ddr", "flash",
-                                       "devices", "planning", "debug"};
+                                       "devices", "planning", "metrics",
+                                       "debug"};
 #define N_SECTIONS ((int)(sizeof(sections) / sizeof(sections[0])))
 
 /* Planner names of planner/plan.h (plan_planner_names); kept here so the
@@ -793,6 +801,7 @@ void srv_config_done(srv_config *c)
     free(c->state_dir);
     free(c->admin_group);
     free(c->planner);
+    free(c->metrics_textfile);
     free(c->config_path);
     for (int i = 0; i < SRV_MAX_FLASH; i++)
         free(c->flash_paths[i]);

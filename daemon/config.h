@@ -73,6 +73,9 @@ typedef struct srv_config {
     /* [planning] */
     char *planner;                /* owned */
     uint32_t plan_cache;          /* entries */
+    /* [metrics] */
+    char *metrics_textfile;       /* owned; "" = no textfile */
+    uint32_t metrics_interval;    /* seconds between textfile writes */
     /* [debug]: hidden rows, for measurements */
     bool debug_spill_via_fd;      /* spills write through the memfd */
     uint32_t debug_move_parts;    /* 0, or parts per move below the max */

@@ -339,6 +339,7 @@ void srv_reply_error(srv_conn *c, uint64_t request_id, int code,
     srv_debug("connection %llu: request %llu: %s: %s",
               (unsigned long long)c->id, (unsigned long long)request_id,
               ho_err_name(code), msg);
+    srv_count_error(&c->d->counters, code);
     srv_conn_send(c, &env, -1);
 }
 
@@ -456,6 +457,7 @@ void srv_conn_fatal(srv_conn *c, uint64_t rid, int code, const char *fmt,
     Hyperoffload__Envelope env;
     Hyperoffload__Error er;
     ho_frame_set_error(&env, &er, rid, code, msg);
+    srv_count_error(&c->d->counters, code);
     srv_conn_send(c, &env, -1);
     srv_conn_finish(c);
 }

@@ -19,6 +19,7 @@
 #include "daemon/connection.h"
 #include "daemon/dirs.h"
 #include "daemon/log.h"
+#include "daemon/metrics.h"
 #include "daemon/mover.h"
 #include "daemon/notify.h"
 #include "daemon/planning.h"
@@ -47,6 +48,7 @@ static void finish(srv_daemon *d)
     close_if_open((uv_handle_t *)&d->drain_timer);
     close_if_open((uv_handle_t *)&d->status_timer);
     close_if_open((uv_handle_t *)&d->watchdog_timer);
+    srv_metrics_stop(d);
 }
 
 static void on_drain_timeout(uv_timer_t *t)
@@ -125,6 +127,7 @@ static void reload_apply(srv_daemon *d, srv_config *nc)
     srv_server_resolve_admin_group(d);
     srv_planning_configure(d->planning, d->cfg.plan_cache);
     srv_notify_apply(d);
+    srv_metrics_configure(d);
 }
 
 static void reload(srv_daemon *d)
@@ -384,6 +387,7 @@ int srv_daemon_new(srv_config *cfg, const srv_cmdline *cl,
     if (rc < 0)
         goto fail;
     srv_notify_start(d);
+    srv_metrics_configure(d);
     srv_notify_ready(d);
     srv_notice("ready: %u devices, %u flash file(s), %s", d->cfg.n_devices,
                d->n_flash, d->socket_path);

@@ -5,6 +5,7 @@
 #include "daemon/authz.h"
 #include "daemon/connection.h"
 #include "daemon/handlers.h"
+#include "daemon/metrics.h"
 #include "daemon/planning.h"
 #include "daemon/staging.h"
 #include "proto/errfmt.h"
@@ -32,6 +33,7 @@ EMPTY_HANDLER(on_stats, srv_handle_stats)
 EMPTY_HANDLER(on_status, srv_handle_status)
 EMPTY_HANDLER(on_clients, srv_handle_clients)
 BODY_HANDLER(on_quota, Hyperoffload__QuotaRequest, srv_handle_quota)
+EMPTY_HANDLER(on_metrics, srv_handle_metrics)
 BODY_HANDLER(on_plan, Hyperoffload__PlanRequest, srv_handle_plan)
 BODY_HANDLER(on_stage, Hyperoffload__StageRequest, srv_handle_stage)
 
@@ -66,6 +68,8 @@ static const srv_request_kind requests[] = {
             SESSION, false, on_plan),
     REQUEST(STAGE_REQUEST, stage_request, "StageRequest", "StageRequest",
             SESSION, false, on_stage),
+    REQUEST(METRICS_REQUEST, metrics_request, "MetricsRequest",
+            "MetricsRequest", false, ADMIN, on_metrics),
 };
 #define N_REQUESTS (sizeof(requests) / sizeof(requests[0]))
 

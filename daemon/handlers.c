@@ -17,7 +17,11 @@ void srv_handle_register(srv_daemon *d, srv_conn *c, uint64_t rid,
     char err[SRV_ERR_MAX];
     srv_session *s = NULL;
     int rc = srv_session_register(d, c, req, &s, err, sizeof(err));
+    srv_count_admission(&d->counters, SRV_ADMIT_REGISTER, rc);
     if (rc < 0) {
+        srv_log_s(SRV_LOG_INFO, 0, req->job, rc, "register of '%s' (uid %u, "
+                  "job '%s') refused: %s", c->name, (unsigned)c->uid,
+                  req->job ? req->job : "", err);
         srv_reply_error(c, rid, rc, "%s", err);
         return;
     }
@@ -47,7 +51,11 @@ void srv_handle_alloc(srv_daemon *d, srv_conn *c, uint64_t rid,
     char err[SRV_ERR_MAX];
     srv_extent *x = NULL;
     int rc = srv_extent_alloc(d, c->session, req->bytes, &x, err, sizeof(err));
+    srv_count_admission(&d->counters, SRV_ADMIT_ALLOC, rc);
     if (rc < 0) {
+        srv_log_s(SRV_LOG_INFO, c->session->id, c->session->job, rc,
+                  "session %" PRIu64 ": alloc of %" PRIu64 " bytes refused: "
+                  "%s", c->session->id, req->bytes, err);
         srv_reply_error(c, rid, rc, "%s", err);
         return;
     }
@@ -78,6 +86,7 @@ void srv_handle_move(srv_daemon *d, srv_conn *c, uint64_t rid,
     char err[SRV_ERR_MAX];
     int rc = srv_extent_move(d, c->session, req->extent_id,
                              (int)req->direction, rid, err, sizeof(err));
+    srv_count_admission(&d->counters, SRV_ADMIT_MOVE, rc);
     if (rc < 0)
         srv_reply_error(c, rid, rc, "%s", err);
     /* else the reply comes when the I/O completes */

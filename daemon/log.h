@@ -1,10 +1,16 @@
 /*
- * daemon/log.h - the daemon's log (stderr only).
+ * daemon/log.h - the daemon's log (stderr, or the journal).
  *
- * Three output styles, chosen once by srv_log_init():
+ * Two output styles, chosen once by srv_log_init():
  *  - journal: stderr is the journal stream (JOURNAL_STREAM names stderr's
- *    device:inode): each line is "<P>message" with the sd-daemon priority
- *    prefix, no timestamp (journald adds its own);
+ *    device:inode, the systemd convention): each record is sent with
+ *    sd_journal_sendv as MESSAGE=, PRIORITY=, SYSLOG_IDENTIFIER=
+ *    hyperoffloadd and, where the caller knows them (srv_logx), the
+ *    structured fields HO_SESSION= (session id), HO_JOB= (job name) and
+ *    HO_CODE= (error name, "HO_E_QUOTA", ho_err_name); when the journal
+ *    socket (/run/systemd/journal/socket) is missing at srv_log_init, or
+ *    refuses a datagram, the line goes to stderr as "<P>message" with the
+ *    sd-daemon priority prefix, no timestamp (journald adds its own);
  *  - otherwise (TTY, file, pipe): "2024-05-01T12:00:00.123 info: message".
  * Only the loop thread and the startup/shutdown code log; the functions are
  * nevertheless safe to call from any thread (one write(2) per line).
@@ -13,6 +19,7 @@
 #define HO_DAEMON_LOG_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 /* syslog priorities, as used by sd-daemon prefixes. */
 typedef enum srv_log_level {
@@ -38,6 +45,27 @@ int srv_log_level_parse(const char *s, int *ret_level);
 /* Log one line (a trailing newline is added) when level <= the current. */
 void srv_log(int level, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+
+/* The structured fields of one record; 0 / NULL / "" leave a field out.
+ * Outside the journal they are not printed (the message says what
+ * matters). */
+typedef struct srv_log_fields {
+    uint64_t session;            /* HO_SESSION=, session id */
+    const char *job;             /* HO_JOB= */
+    int code;                    /* HO_CODE=, negative error code */
+} srv_log_fields;
+
+/* srv_log with structured fields (f may be NULL). */
+void srv_logx(int level, const srv_log_fields *f, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* srv_logx with the fields given inline:
+ *   srv_log_s(SRV_LOG_INFO, s->id, s->job, rc, "session %llu: ...", ...) */
+#define srv_log_s(level, session_id, job_name, err_code, ...)             \
+    srv_logx(level,                                                       \
+             &(const srv_log_fields){.session = (session_id),             \
+                                     .job = (job_name),                   \
+                                     .code = (err_code)},                 \
+             __VA_ARGS__)
 
 #define srv_err(...) srv_log(SRV_LOG_ERR, __VA_ARGS__)
 #define srv_warn(...) srv_log(SRV_LOG_WARNING, __VA_ARGS__)

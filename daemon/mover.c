@@ -208,10 +208,12 @@ static void meter_stop(srv_daemon *d, bool fill, uint64_t bytes)
     srv_flash_meter *mt = &d->flash_meter[fill ? 0 : 1];
     struct timespec now;
     mt->bytes += bytes;
+    mt->total_bytes += bytes;
     if (mt->in_flight == 0 || --mt->in_flight > 0)
         return;
     clock_gettime(CLOCK_MONOTONIC, &now);
     double us = ts_us(&mt->since, &now);
+    mt->busy_s += us / 1e6;
     if (mt->bytes >= SRV_METER_MIN_BYTES && us > 0) {
         double *avg = fill ? &d->flash_read_gbps : &d->flash_write_gbps;
         *avg = 0.7 * *avg + 0.3 * ((double)mt->bytes / us / 1e3);

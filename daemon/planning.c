@@ -149,6 +149,7 @@ void srv_planning_configure(srv_planning *p, uint32_t cache_entries)
 static void reply(srv_conn *c, uint64_t rid, const plan_entry *e,
                   bool cached, uint64_t hash)
 {
+    c->d->counters.plan_cache_hits += cached;
     if (e->rc < 0) {
         srv_reply_error(c, rid, e->rc, "%s", e->message);
         return;
@@ -303,6 +304,7 @@ static void plan_after(uv_work_t *req, int status)
     if (status < 0 && r->rc == 0)
         r->rc = status;
     p->running--;
+    (*(r->rc == 0 ? &d->counters.plans_ok : &d->counters.plans_failed))++;
     srv_conn *c = job_conn(j);
     if (c) {
         reply(c, j->request_id, r, false, r->hash);
@@ -466,6 +468,7 @@ void srv_handle_plan(srv_daemon *d, srv_conn *c, uint64_t rid,
         return;
     }
     rc = queue_plan(p, c, rid, t, hash, budget, planner, err, sizeof(err));
+    d->counters.plan_cache_misses += rc == 0;
     if (rc < 0) {
         srv_reply_error(c, rid, rc, "%s", err);
         return;

@@ -62,6 +62,7 @@ int srv_quota_check(srv_daemon *d, uint32_t uid, const char *job,
         uint64_t limit = uses[k].limit, used = uses[k].used;
         if (more > limit || used > limit - more) {
             char a[32], b[32], c[32], who[SRV_JOB_MAX + 16];
+            d->counters.quota_refusals[tier & 3]++;
             srv_quota_subject_name(uses[k].kind, uid, job, who, sizeof(who));
             return ho_errf(err, errlen, HO_E_QUOTA, "%s more of %s would "
                            "exceed the %s quota of %s (limit %s, %s in use)",
@@ -256,11 +257,12 @@ int srv_session_register(srv_daemon *d, srv_conn *c,
     SRV_LIST_PUSH(d->sessions, s);
     d->n_sessions++;
     c->session = s;
-    srv_info("session %" PRIu64 " registered: '%s' pid %u uid %u job '%s' "
-             "device %d hbm %s, arena %" PRIu64,
-             s->id, s->name, s->pid, s->uid, s->job, s->device,
-             ho_size_format(s->hbm_granted, a, sizeof(a)),
-             tier_arena_id(s->arena->arena));
+    srv_log_s(SRV_LOG_INFO, s->id, s->job, 0, "session %" PRIu64
+              " registered: '%s' pid %u uid %u job '%s' device %d hbm %s, "
+              "arena %" PRIu64,
+              s->id, s->name, s->pid, s->uid, s->job, s->device,
+              ho_size_format(s->hbm_granted, a, sizeof(a)),
+              tier_arena_id(s->arena->arena));
     *ret_s = s;
     return 0;
 }
@@ -369,9 +371,13 @@ void srv_session_drop(srv_daemon *d, srv_session *s)
     srv_arena_unref(d, s->arena);
     SRV_LIST_UNLINK(d->sessions, s);
     d->n_sessions--;
-    srv_info("session %" PRIu64 " ('%s', pid %u) dropped: %" PRIu64
-             " extents freed, %" PRIu64 " freed when their move ends",
-             s->id, s->name, s->pid, freed, orphaned);
+    srv_log_s(SRV_LOG_INFO, s->id, s->job, 0, "session %" PRIu64
+              " ('%s', pid %u) dropped: %" PRIu64 " extents freed, %" PRIu64
+              " freed when their move ends", s->id, s->name, s->pid, freed,
+              orphaned);
+    srv_job_totals *jt = srv_count_job(&d->counters, s->job);
+    jt->sessions++;
+    jt->alloc_bytes += s->alloc_bytes;
     if (s->conn)
         s->conn->session = NULL;
     free(s);
@@ -493,7 +499,9 @@ static int extent_alloc(srv_daemon *d, srv_session *s, uint64_t bytes,
 int srv_extent_alloc(srv_daemon *d, srv_session *s, uint64_t bytes,
                      srv_extent **ret_x, char *err, size_t errlen)
 {
-    return extent_alloc(d, s, bytes, true, false, ret_x, err, errlen);
+    int rc = extent_alloc(d, s, bytes, true, false, ret_x, err, errlen);
+    s->alloc_bytes += rc == 0 ? (*ret_x)->len : 0;
+    return rc;
 }
 
 int srv_extent_alloc_staged(srv_daemon *d, srv_session *s, uint64_t bytes,

@@ -106,6 +106,7 @@ struct srv_session {
     int32_t device;              /* -1 none */
     uint64_t hbm_granted;
     srv_usage usage;             /* ddr/flash include moves in flight */
+    uint64_t alloc_bytes;        /* AllocRequests granted, bytes (metrics) */
     uint64_t registered_ms;      /* uv_now() at register */
     srv_arena_ref *arena;
     srv_extent *extents;         /* list head */

@@ -166,6 +166,19 @@
  * wake-up. */
 #define SRV_STAGE_LOOKAHEAD_EVENTS 256
 
+/* ------------------------------------------------------------ metrics */
+
+/* Jobs whose ended sessions' totals are kept for the metrics (a job is a
+ * label value: more would be unbounded cardinality); the totals of later
+ * jobs add up under one overflow row (counters.h). */
+#define SRV_METRICS_JOBS_MAX 256
+/* errno values counted one by one in the error counters (Linux's are
+ * below 134); larger ones count as one "other" row. */
+#define SRV_METRICS_ERRNO_MAX 134
+/* Textfile write period bounds (seconds): node_exporter's scrape is
+ * typically 15 s; an hour is as rare as still makes sense. */
+#define SRV_METRICS_INTERVAL_MAX 3600
+
 /* ------------------------------------------------------------ process */
 
 /* libuv worker threads (UV_THREADPOOL_SIZE, unless the environment sets

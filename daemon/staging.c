@@ -228,11 +228,20 @@ static void revoke_region(srv_stage *st)
     wake(st);
 }
 
+static void stage_info(const srv_stage *st,
+                       Hyperoffload__RuntimeInfo *ret_info);
+
 /* Stop watching the eventfd and forget the session (its host copies stay
- * where they are: the caller frees them). */
+ * where they are: the caller frees them); its job's totals keep what the
+ * replay did. */
 static void stage_detach(srv_stage *st)
 {
     revoke_region(st);
+    if (st->s && st->hdr) {
+        Hyperoffload__RuntimeInfo ri = HYPEROFFLOAD__RUNTIME_INFO__INIT;
+        stage_info(st, &ri);
+        srv_count_replay_end(&st->d->counters, st->s->job, &ri);
+    }
     if (st->plan)
         srv_info("session %" PRIu64 ": replay ended: %" PRIu64 " wake-ups, %"
                  PRIu64 " urgent requests, %" PRIu64 " fills, %" PRIu64
@@ -1331,6 +1340,7 @@ static int install(srv_daemon *d, srv_conn *c, uint64_t rid,
         if (rc < 0)
             free_new_slots(d, s, st);
     }
+    srv_count_admission(&d->counters, SRV_ADMIT_STAGE, rc);
     if (rc < 0) {
         st->s = NULL;
         stage_free(st);
@@ -1418,6 +1428,7 @@ static void job_after(uv_work_t *req, int status)
         srv_debug("session %" PRIu64 ": staging plan in %.1f ms: %s",
                   j->session_id, j->ms, j->rc ? ho_err_name(j->rc) : "ok");
     if (j->rc < 0) {
+        srv_count_admission(&d->counters, SRV_ADMIT_STAGE, j->rc);
         srv_reply_error(c, j->rid, j->rc, "%s", j->err[0] ? j->err
                                                          : ho_strerror(j->rc));
     } else {
@@ -1517,6 +1528,7 @@ void srv_handle_stage(srv_daemon *d, srv_conn *c, uint64_t rid,
     if (rc == 0)
         rc = check_slots(d, s, req, m, &slots, &total, err, sizeof(err));
     if (rc < 0) {
+        srv_count_admission(&d->counters, SRV_ADMIT_STAGE, rc);
         srv_reply_error(c, rid, rc, "%s", err);
         return;
     }
@@ -1535,6 +1547,7 @@ void srv_handle_stage(srv_daemon *d, srv_conn *c, uint64_t rid,
     }
     if (d->n_flash == 0) {
         free(slots);
+        srv_count_admission(&d->counters, SRV_ADMIT_STAGE, HO_E_UNSUPPORTED);
         srv_reply_error(c, rid, HO_E_UNSUPPORTED, "the host copies take %s, "
                         "above the %s the session may hold in DDR, and no "
                         "flash tier is configured to stage them",
@@ -1559,12 +1572,11 @@ void srv_handle_stage(srv_daemon *d, srv_conn *c, uint64_t rid,
     srv_work_begin(d);
 }
 
-bool srv_stage_runtime_info(srv_session *s,
-                            Hyperoffload__RuntimeInfo *ret_info)
+/* The replay's figures as a RuntimeInfo (the client's counters from the
+ * region, the daemon's own residency). */
+static void stage_info(const srv_stage *st,
+                       Hyperoffload__RuntimeInfo *ret_info)
 {
-    srv_stage *st = s->stage;
-    if (!st)
-        return false;
     ho_ctl_header *h = st->hdr;
     ret_info->steps = atomic_load_explicit(&h->step, memory_order_relaxed);
     ret_info->current_op = atomic_load_explicit(&h->op, memory_order_relaxed);
@@ -1587,5 +1599,24 @@ bool srv_stage_runtime_info(srv_session *s,
     ret_info->host_copies_flash = st->on_flash;
     ret_info->peak_device_bytes = atomic_load_explicit(&h->peak_device_bytes,
                                                  memory_order_relaxed);
+}
+
+bool srv_stage_runtime_info(srv_session *s,
+                            Hyperoffload__RuntimeInfo *ret_info)
+{
+    if (!s->stage)
+        return false;
+    stage_info(s->stage, ret_info);
+    return true;
+}
+
+bool srv_stage_regions(const srv_session *s, srv_stage_sizes *ret_sizes)
+{
+    const srv_stage *st = s->stage;
+    if (!st)
+        return false;
+    ret_sizes->control_bytes = st->ctl_size;
+    ret_sizes->host_copies = st->n_slots;
+    ret_sizes->host_copy_bytes = st->staged_bytes;
     return true;
 }

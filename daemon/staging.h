@@ -63,4 +63,13 @@ void srv_stage_session_gone(srv_daemon *d, srv_session *s);
 bool srv_stage_runtime_info(srv_session *s,
                             Hyperoffload__RuntimeInfo *ret_info);
 
+/* The shared regions of a session's replay (metrics). */
+typedef struct srv_stage_sizes {
+    uint64_t control_bytes;      /* the control region's size */
+    uint32_t host_copies;        /* staged host copies (slots) */
+    uint64_t host_copy_bytes;    /* their aligned sizes, summed */
+} srv_stage_sizes;
+/* Fill *ret_sizes; false when the session has no replay. */
+bool srv_stage_regions(const srv_session *s, srv_stage_sizes *ret_sizes);
+
 #endif

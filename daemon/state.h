@@ -16,6 +16,7 @@
  *   dirs.h          directories the daemon creates           } tests link
  *   config.h        settings: rows, file, flags              } them alone
  *   authz.h         who is admin (looked up per request)     }
+ *   counters.h      event counters the metrics read          }
  *   state.h         this struct (no functions)
  *   connection.h    a connection: output queue, framing, fd passing,
  *                   send / reply / event helpers, closing
@@ -25,6 +26,7 @@
  *   staging.h       StageRequest, replays, control region, staging
  *   handlers.h      register / alloc / free / move / stats requests
  *   admin.h         status / clients / quota requests
+ *   metrics.h       MetricsRequest, Prometheus text, the textfile
  *   dispatch.h      the request table: body kind -> checks -> handler
  *   server.h        listener, accept, handshake, payload checks
  *   notify.h        sd_notify READY / STATUS / STOPPING / WATCHDOG
@@ -62,6 +64,7 @@
 
 #include "daemon/authz.h"
 #include "daemon/config.h"
+#include "daemon/counters.h"
 #include "daemon/idmap.h"
 #include "daemon/srv_limits.h"
 #include "daemon/quota.h"
@@ -85,6 +88,8 @@ typedef struct srv_flash_meter {
     uint32_t in_flight;
     uint64_t bytes;              /* moved in the current busy period */
     struct timespec since;       /* start of the current busy period */
+    uint64_t total_bytes;        /* moved by every move that succeeded */
+    double busy_s;               /* busy periods that ended, summed */
 } srv_flash_meter;
 
 struct srv_daemon {
@@ -151,6 +156,13 @@ struct srv_daemon {
                                     staging plans (srv_flash_meter) */
     double flash_write_gbps;
     srv_flash_meter flash_meter[2]; /* [0] fills (read), [1] spills/writes */
+
+    /* metrics (counters.h: bumped by every module; metrics.c reads them
+     * and writes the textfile on metrics_timer) */
+    srv_counters counters;
+    uv_timer_t metrics_timer;
+    bool metrics_writing;        /* a textfile write is on a worker */
+    bool metrics_failing;        /* the last write failed (logged) */
 
     /* process (daemon.c, notify.c) */
     bool draining;

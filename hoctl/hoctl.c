@@ -61,6 +61,7 @@ static const struct {
     {"trace", hoctl_cmd_trace},       {"schedule", hoctl_cmd_schedule},
     {"plan", hoctl_cmd_plan},
     {"node", hoctl_cmd_node},
+    {"metrics", hoctl_cmd_metrics},
 };
 
 /* The command line with the global options taken out. */

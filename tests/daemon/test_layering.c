@@ -19,9 +19,9 @@
 /* The order of daemon/state.h; "main" (main.c) is the program on top. */
 static const char *const order[] = {
     "log",      "idmap",    "quota",    "dirs",     "config",
-    "authz",
-    "connection", "mover",  "sessions", "planning", "staging",
-    "handlers", "admin",    "dispatch", "server",   "notify",
+    "authz",    "counters", "connection", "mover",  "sessions",
+    "planning", "staging",  "handlers", "admin",    "metrics",
+    "dispatch", "server",   "notify",
     "daemon",   "main",
 };
 #define N_MODULES ((int)(sizeof(order) / sizeof(order[0])))

@@ -1,0 +1,154 @@
+"""Shared helpers of the operations tests (tests/ops): a real hyperoffloadd
+in a scratch directory, a real replaying ho-demo-client, `hoctl metrics`,
+and the Prometheus text parsed with Debian's python3-prometheus-client.
+
+Environment (tests/ops/CMakeLists.txt): HO_BUILD_DIR, HO_SOURCE_DIR.
+"""
+
+import ctypes
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+from prometheus_client.parser import text_string_to_metric_families
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SOURCE_DIR = os.environ.get("HO_SOURCE_DIR") or os.path.dirname(
+    os.path.dirname(HERE))
+BUILD_DIR = os.environ.get("HO_BUILD_DIR") or os.path.join(SOURCE_DIR,
+                                                           "build")
+BIN = os.path.join(BUILD_DIR, "bin")
+DAEMON = os.path.join(BIN, "hyperoffloadd")
+HOCTL = os.path.join(BIN, "hoctl")
+CLIENT = os.path.join(BIN, "ho-demo-client")
+sys.path.insert(0, os.path.join(SOURCE_DIR, "python"))
+os.environ.setdefault("HO_LIBRARY", os.path.join(BUILD_DIR, "lib",
+                                                 "libhyperoffload.so.0"))
+
+# A small model (tests/e2e TINY): ~6 MiB of host copies; a DDR limit of
+# 4 MiB keeps most of them on flash, so replays move bytes both ways.
+TINY = ["--layers", "2", "--hidden", "128", "--heads", "4", "--ffn", "256",
+        "--vocab", "512", "--seq", "64", "--mbs", "2", "--micro", "2",
+        "--tflops", "0.05", "--hbm-gbps", "1", "--link-gbps", "1",
+        "--budget-ratio", "0.6"]
+
+
+def _die_with_parent():
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)
+
+
+class Scratch:
+    def __init__(self):
+        base = os.path.join(BUILD_DIR, "tmp")
+        os.makedirs(base, exist_ok=True)
+        self.dir = tempfile.mkdtemp(prefix="ops-", dir=base)
+
+    def path(self, name):
+        return os.path.join(self.dir, name)
+
+    def close(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class Daemon:
+    """hyperoffloadd on a socket of the scratch directory; extra flags in
+    `args`, its stderr in `stderr` (a path) or <name>.log."""
+
+    def __init__(self, scratch, args=(), name="hod", env=None, stderr=None):
+        self.sock = scratch.path(name + ".sock")
+        self.log_path = stderr or scratch.path(name + ".log")
+        cmd = [DAEMON, "--socket=" + self.sock,
+               "--state-dir=" + scratch.path(name + "-state"),
+               "--flash-paths=" + scratch.path(name + "-flash0"),
+               "--ddr-capacity=256M", "--flash-capacity=64M", "--devices=2",
+               "--hbm-capacity=1G", "--ddr-lock=no"] + list(args)
+        self.log = open(self.log_path, "a")
+        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=self.log,
+                                     env=env or dict(os.environ),
+                                     preexec_fn=_die_with_parent)
+        deadline = time.time() + 15
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise AssertionError("daemon exited %d:\n%s"
+                                     % (self.proc.returncode, self.text()))
+            try:
+                with socket.socket(socket.AF_UNIX) as s:
+                    s.connect(self.sock)
+                return
+            except OSError:
+                time.sleep(0.05)
+        self.proc.kill()
+        raise AssertionError("daemon did not come up:\n" + self.text())
+
+    def text(self):
+        with open(self.log_path, encoding="utf-8", errors="replace") as f:
+            return f.read()
+
+    def hoctl(self, *args, expect=0):
+        p = subprocess.run([HOCTL, "--socket", self.sock] + list(args),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           universal_newlines=True, timeout=60)
+        if expect is not None and p.returncode != expect:
+            raise AssertionError("hoctl %s exited %d:\n%s%s"
+                                 % (" ".join(args), p.returncode, p.stdout,
+                                    p.stderr))
+        return p
+
+    def metrics_text(self):
+        return self.hoctl("metrics").stdout
+
+    def metrics(self):
+        return parse(self.metrics_text())
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            rc = self.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            rc = self.proc.wait()
+        self.log.close()
+        return rc
+
+
+def start_client(daemon, scratch, steps, job="ops", device=0,
+                 ddr_limit="4M", name="client"):
+    """A replaying ho-demo-client (TINY model); returns the Popen."""
+    log = open(scratch.path(name + ".log"), "w")
+    cmd = [CLIENT, "--socket", daemon.sock, "--device", str(device),
+           "--job", job, "--steps", str(steps), "--ddr-limit",
+           ddr_limit] + TINY
+    p = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
+                         preexec_fn=_die_with_parent)
+    log.close()  # the child has its own copy
+    return p
+
+
+def parse(text):
+    """{sample name: [(labels dict, value)]} of a Prometheus text; the
+    parser of python3-prometheus-client (raises on a malformed text)."""
+    out = {}
+    for fam in text_string_to_metric_families(text):
+        for s in fam.samples:
+            out.setdefault(s.name, []).append((dict(s.labels), s.value))
+    return out
+
+
+def value(m, name, **labels):
+    """The one sample of `name` whose labels include `labels`."""
+    hits = [v for ls, v in m.get(name, [])
+            if all(ls.get(k) == str(x) for k, x in labels.items())]
+    if len(hits) != 1:
+        raise AssertionError("%s%s: %d samples (%s)"
+                             % (name, labels, len(hits), m.get(name)))
+    return hits[0]
+
+
+def read(path):
+    with open(path, encoding="utf-8", errors="replace") as f:
+        return f.read()
