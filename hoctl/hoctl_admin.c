@@ -17,6 +17,7 @@
 #include "proto/frame.h"
 #include "hoctl/hoctl.h"
 #include "hoctl/output.h"
+#include "hoctl/hoctl_parse.h"
 
 /* ----------------------------------------------------------- requests */
 
@@ -750,11 +751,16 @@ static int parse_quota_subject(int which, const char *val, quota_args *q)
 static int parse_quota_args(int argc, char **argv, bool want_size,
                             quota_args *q)
 {
+    bool options = true; /* until `--` */
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *val = NULL;
         const char *opts[] = {"--uid", "--job", "--tier"};
         int which = -1, rc;
-        for (int k = 0; k < 3; k++) {
+        if (options && strcmp(a, "--") == 0) {
+            options = false;
+            continue;
+        }
+        for (int k = 0; options && k < 3; k++) {
             size_t n = strlen(opts[k]);
             if (strncmp(a, opts[k], n) == 0 && (a[n] == '\0' || a[n] == '=')) {
                 which = k;
@@ -780,13 +786,14 @@ static int parse_quota_args(int argc, char **argv, bool want_size,
             q->have_tier = true;
             break;
         default:
-            if (a[0] == '-' && a[1] != '\0')
+            if (options && a[0] == '-' && a[1] != '\0')
                 return hoctl_usage_error_help("unknown option '%s'", a);
             if (!want_size || q->have_size)
                 return hoctl_usage_error_help("unexpected argument '%s'", a);
-            if (ho_size_parse(a, &q->size) < 0)
-                return hoctl_usage_error_help("'%s' is not a size (e.g. 2G, "
-                                              "512MiB, 4096)", a);
+            char why[160];
+            if (hoctl_size_parse(a, HOCTL_QUOTA_MAX, &q->size, why,
+                                 sizeof(why)) < 0)
+                return hoctl_usage_error_help("quota set: %s", why);
             q->have_size = true;
         }
     }
@@ -821,39 +828,35 @@ static int parse_quota(int argc, char **argv, quota_args *q)
     return 0;
 }
 
-static json_t *quota_json(const Hyperoffload__QuotaEntry *e)
-{
-    json_t *o = json_object();
-    bool uid = e->kind == HYPEROFFLOAD__QUOTA_SUBJECT_KIND__QUOTA_SUBJECT_UID;
-    json_object_set_new(o, "subject", hoctl_json_str(uid ? "uid" : "job"));
-    if (uid)
-        json_object_set_new(o, "uid", hoctl_json_u64(e->uid));
-    else
-        json_object_set_new(o, "job", hoctl_json_str(e->job));
-    json_object_set_new(o, "tier", hoctl_json_str(tier_str(e->tier)));
-    json_object_set_new(o, "limit", hoctl_json_u64(e->limit));
-    json_object_set_new(o, "used", hoctl_json_u64(e->used));
-    return o;
-}
+enum { QC_SUBJECT, QC_UID, QC_JOB, QC_TIER, QC_LIMIT, QC_USED, QC_N };
+static const hoctl_col quota_cols[QC_N] = {
+    [QC_SUBJECT] = {"SUBJECT", "subject", HOCTL_T_STR, false},
+    [QC_UID] = {"UID", "uid", HOCTL_T_INT, false},
+    [QC_JOB] = {"JOB", "job", HOCTL_T_STR, false},
+    [QC_TIER] = {"TIER", "tier", HOCTL_T_STR, false},
+    [QC_LIMIT] = {"LIMIT", "limit", HOCTL_T_BYTES, false}, /* absent: none */
+    [QC_USED] = {"USED", "used", HOCTL_T_BYTES, false},
+};
 
-static void quota_rows(hoctl_table *t, Hyperoffload__QuotaEntry *const *es,
+static void quota_rows(hoctl_sheet *sh, Hyperoffload__QuotaEntry *const *es,
                        size_t n)
 {
-    hoctl_fmt b[2];
-    char subject[HOCTL_TABLE_CELL];
     for (size_t i = 0; i < n; i++) {
         const Hyperoffload__QuotaEntry *e = es[i];
         if (!e)
             continue;
-        if (e->kind == HYPEROFFLOAD__QUOTA_SUBJECT_KIND__QUOTA_SUBJECT_UID)
-            snprintf(subject, sizeof(subject), "uid %u", e->uid);
+        bool uid = e->kind ==
+                   HYPEROFFLOAD__QUOTA_SUBJECT_KIND__QUOTA_SUBJECT_UID;
+        hoctl_sheet_row(sh);
+        hoctl_set_str(sh, QC_SUBJECT, uid ? "uid" : "job");
+        if (uid)
+            hoctl_set_i64(sh, QC_UID, e->uid);
         else
-            snprintf(subject, sizeof(subject), "job %.*s",
-                     HOCTL_TABLE_CELL - 8, e->job ? e->job : "");
-        hoctl_table_row(t, subject, tier_str(e->tier),
-                        e->limit ? hoctl_fmt_size(e->limit, b[0])
-                                 : "unlimited",
-                        hoctl_fmt_size(e->used, b[1]));
+            hoctl_set_str(sh, QC_JOB, e->job);
+        hoctl_set_str(sh, QC_TIER, tier_str(e->tier));
+        if (e->limit)
+            hoctl_set_u64(sh, QC_LIMIT, e->limit);
+        hoctl_set_u64(sh, QC_USED, e->used);
     }
 }
 
@@ -876,15 +879,14 @@ static int quota_call(ho_client *c, const quota_args *q,
 }
 
 /* Send the request once per tier it acts on (get and clear without
- * --tier act on every tier), collecting the entries of the replies as
- * JSON (jarr, when not NULL) and as table rows.  0 or an exit code. */
-static int quota_fetch(ho_client *c, const quota_args *q, json_t *jarr,
-                       hoctl_table *t, size_t *ret_rows)
+ * --tier act on every tier), collecting the replies' entries as rows of
+ * `sh`.  0 or an exit code. */
+static int quota_fetch(ho_client *c, const quota_args *q, hoctl_sheet *sh)
 {
     static const Hyperoffload__Tier all_tiers[] = {
         HYPEROFFLOAD__TIER__TIER_DDR, HYPEROFFLOAD__TIER__TIER_FLASH,
         HYPEROFFLOAD__TIER__TIER_HBM};
-    size_t ntiers = 1, rows = 0;
+    size_t ntiers = 1;
     const Hyperoffload__Tier *tiers = &q->tier;
     int rc = 0;
     if (!q->have_tier && (q->op == HYPEROFFLOAD__QUOTA_OP__QUOTA_GET ||
@@ -895,18 +897,38 @@ static int quota_fetch(ho_client *c, const quota_args *q, json_t *jarr,
     for (size_t k = 0; k < ntiers && rc == 0; k++) {
         Hyperoffload__Envelope *reply = NULL;
         rc = quota_call(c, q, tiers[k], &reply);
-        if (rc == 0 && reply->quota_reply) {
-            const Hyperoffload__QuotaReply *r = reply->quota_reply;
-            for (size_t i = 0; i < r->n_entries; i++)
-                if (r->entries[i] && jarr)
-                    json_array_append_new(jarr, quota_json(r->entries[i]));
-            quota_rows(t, r->entries, r->n_entries);
-            rows += r->n_entries;
-        }
+        if (rc == 0 && reply->quota_reply)
+            quota_rows(sh, reply->quota_reply->entries,
+                       reply->quota_reply->n_entries);
         ho_frame_envelope_free(reply);
     }
-    *ret_rows = rows;
     return rc;
+}
+
+/* quota set: a limit over what the daemon's tiers of that kind hold
+ * together cannot be meant; refused with the figures (exit 2). */
+static int quota_check_capacity(ho_client *c, const quota_args *q)
+{
+    Hyperoffload__StatusRequest req = HYPEROFFLOAD__STATUS_REQUEST__INIT;
+    HOC_ENVELOPE(env, STATUS_REQUEST, status_request, &req);
+    Hyperoffload__Envelope *reply = NULL;
+    int rc = request(c, &env, HYPEROFFLOAD__ENVELOPE__BODY_STATUS_REPLY,
+                     &reply);
+    if (rc)
+        return rc;
+    uint64_t cap = 0;
+    const Hyperoffload__StatusReply *s = reply->status_reply;
+    for (size_t i = 0; s && i < s->n_tiers; i++)
+        if (s->tiers[i] && s->tiers[i]->tier == q->tier &&
+            cap <= UINT64_MAX - s->tiers[i]->capacity)
+            cap += s->tiers[i]->capacity;
+    ho_frame_envelope_free(reply);
+    if (q->size <= cap)
+        return 0;
+    hoctl_fmt a, b;
+    return hoctl_usage_error("quota set: %s is more than the %s tier holds "
+                             "(%s in all)", hoctl_fmt_size(q->size, a),
+                             tier_str(q->tier), hoctl_fmt_size(cap, b));
 }
 
 /* set and clear say what they did (the replies' entries are not shown). */
@@ -930,42 +952,42 @@ int hoctl_cmd_quota(const hoctl_globals *g, int argc, char **argv)
     int rc = parse_quota(argc, argv, &q);
     if (rc)
         return rc;
+    hoctl_sheet sh;
+    hoctl_view v;
+    hoctl_sheet_init(&sh, quota_cols, QC_N);
+    if ((rc = hoctl_sheet_view(&sh, g->columns,
+                               g->format == HOCTL_FMT_TABLE, &v)) != 0)
+        return rc;
     ho_client *c = NULL;
     rc = open_client(g, &c);
     if (rc)
         return rc;
-
-    json_t *jarr = g->json ? json_array() : NULL;
-    hoctl_table t;
-    size_t rows = 0;
-    hoctl_table_init(&t, 4);
-    hoctl_table_row(&t, "SUBJECT", "TIER", "LIMIT", "USED");
-    rc = quota_fetch(c, &q, jarr, &t, &rows);
+    if (q.op == HYPEROFFLOAD__QUOTA_OP__QUOTA_SET)
+        rc = quota_check_capacity(c, &q);
+    if (rc == 0)
+        rc = quota_fetch(c, &q, &sh);
     ho_close(c);
+    if (rc == 0 && sh.oom) {
+        fputs("hoctl: out of memory\n", stderr);
+        rc = HOCTL_EXIT_FAILED;
+    }
     if (rc) {
-        json_decref(jarr);
-        hoctl_table_done(&t);
-        return rc;
-    }
-    if (g->json) {
-        hoctl_table_done(&t);
+    } else if (g->format == HOCTL_FMT_JSON) {
         json_t *o = hoctl_json_root();
-        json_object_set_new(o, "quotas", jarr);
-        return hoctl_json_emit(o);
-    }
-    if (q.op == HYPEROFFLOAD__QUOTA_OP__QUOTA_SET ||
-        q.op == HYPEROFFLOAD__QUOTA_OP__QUOTA_CLEAR) {
-        hoctl_table_done(&t);
+        json_object_set_new(o, "quotas", hoctl_sheet_json(&sh, &v));
+        rc = hoctl_json_emit(o);
+    } else if (g->format == HOCTL_FMT_CSV) {
+        hoctl_sheet_csv(&sh, &v);
+    } else if (q.op == HYPEROFFLOAD__QUOTA_OP__QUOTA_SET ||
+               q.op == HYPEROFFLOAD__QUOTA_OP__QUOTA_CLEAR) {
         quota_print_change(&q);
-        return HOCTL_EXIT_OK;
-    }
-    if (rows == 0) {
-        hoctl_table_done(&t);
+    } else if (sh.nrows == 0) {
         puts("no quotas set");
-        return HOCTL_EXIT_OK;
+    } else {
+        hoctl_sheet_table(&sh, &v, "");
     }
-    hoctl_table_print(&t, "");
-    return HOCTL_EXIT_OK;
+    hoctl_sheet_done(&sh);
+    return rc;
 }
 
 /* ----------------------------------------------------------- version */

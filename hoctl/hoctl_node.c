@@ -55,6 +55,8 @@ static int parse_opts(const char *cmd, int argc, char **argv,
         const char *a = argv[i], *eq;
         const nopt *o;
         size_t n;
+        if (strcmp(a, "--") == 0)
+            continue; /* nothing positional follows: only options end */
         if (strncmp(a, "--", 2) != 0)
             return hoctl_usage_error("%s: unexpected argument '%s'", cmd, a);
         a += 2;
@@ -426,8 +428,11 @@ static int node_check(const hoctl_globals *g, int argc, char **argv)
         if (g->json) {
             json_t *j = hoctl_json_root();
             json_object_set_new(j, "valid", json_false());
-            json_object_set_new(j, "error",
-                                json_string(err[0] ? err : ho_strerror(r)));
+            json_object_set_new(
+                j, "error",
+                hoctl_json_error(r == -ENOENT ? HOCTL_EXIT_NOT_FOUND
+                                              : HOCTL_EXIT_FAILED,
+                                 r, err[0] ? err : ho_strerror(r)));
             hoctl_json_emit(j);
         }
         fprintf(stderr, "hoctl: node check: %s\n",

@@ -332,6 +332,20 @@ const char *hoctl_exit_name(int rc)
     }
 }
 
+json_t *hoctl_json_error(int exit_rc, int cause, const char *message)
+{
+    json_t *e = json_object();
+    json_object_set_new(e, "code", json_integer(exit_rc));
+    json_object_set_new(e, "name", json_string(hoctl_exit_name(exit_rc)));
+    json_object_set_new(e, "message",
+                        json_string(message && message[0]
+                                        ? message
+                                        : hoctl_exit_name(exit_rc)));
+    if (cause)
+        json_object_set_new(e, "cause", json_string(ho_err_name(cause)));
+    return e;
+}
+
 /* The captured text as one sentence: each line's "hoctl: " dropped,
  * lines joined with "; ", trailing blanks trimmed (in place). */
 static char *one_sentence(char *t)
@@ -379,17 +393,11 @@ int hoctl_capture_end(int rc)
     fclose(captured);
     captured = NULL;
     if (rc != 0 && !json_emitted) {
-        json_t *o = hoctl_json_root(), *e = json_object();
-        json_object_set_new(e, "code", json_integer(rc));
-        json_object_set_new(e, "name", json_string(hoctl_exit_name(rc)));
+        json_t *o = hoctl_json_root();
         char *msg = text ? one_sentence(text) : NULL;
-        json_object_set_new(e, "message",
-                            json_string(msg && msg[0] ? msg
-                                                      : hoctl_exit_name(rc)));
-        if (have_cause)
-            json_object_set_new(e, "cause",
-                                json_string(ho_err_name(cause_code)));
-        json_object_set_new(o, "error", e);
+        json_object_set_new(o, "error",
+                            hoctl_json_error(rc, have_cause ? cause_code : 0,
+                                             msg));
         hoctl_json_emit(o);
     }
     free(text);

@@ -133,6 +133,9 @@ int hoctl_capture_end(int rc);
 /* The library / daemon error code behind the failure being reported
  * (ho_err_name names it in the error document's "cause"). */
 void hoctl_note_cause(int code);
+/* An error object {"code": exit_rc, "name", "message"[, "cause"]} for
+ * documents that report a failure themselves (cause 0: none). */
+json_t *hoctl_json_error(int exit_rc, int cause, const char *message);
 /* The symbolic name of an exit status ("usage", "unreachable", ...). */
 const char *hoctl_exit_name(int rc);
 
