@@ -372,15 +372,16 @@ static const hoctl_col client_cols[CC_N] = {
 /* Replays: progress and traffic of the sessions that run one, from their
  * control regions. */
 enum {
-    RC_ID, RC_STEPS, RC_OP, RC_OPS, RC_H2D, RC_D2H, RC_TO_FLASH,
+    RC_ID, RC_STEPS, RC_PROGRESS, RC_OP, RC_OPS, RC_H2D, RC_D2H, RC_TO_FLASH,
     RC_FROM_FLASH, RC_STALL, RC_EXPOSED, RC_COPIES_DDR, RC_COPIES_FLASH,
     RC_PEAK, RC_N
 };
 static const hoctl_col replay_cols[RC_N] = {
     [RC_ID] = {"ID", "session_id", HOCTL_T_INT, false},
     [RC_STEPS] = {"STEPS", "steps", HOCTL_T_INT, false},
-    [RC_OP] = {"OP", "current_op", HOCTL_T_INT, false},
-    [RC_OPS] = {"OPS", "ops_per_step", HOCTL_T_INT, false},
+    [RC_PROGRESS] = {"OP", "progress", HOCTL_T_STR, false}, /* table only */
+    [RC_OP] = {"CURRENT_OP", "current_op", HOCTL_T_INT, true},
+    [RC_OPS] = {"OPS", "ops_per_step", HOCTL_T_INT, true},
     [RC_H2D] = {"H2D", "h2d_bytes", HOCTL_T_BYTES, false},
     [RC_D2H] = {"D2H", "d2h_bytes", HOCTL_T_BYTES, false},
     [RC_TO_FLASH] = {"TO_FLASH", "flash_out_bytes", HOCTL_T_BYTES, false},
@@ -434,8 +435,15 @@ static void clients_sheets(const Hyperoffload__ClientsReply *r,
         hoctl_sheet_row(rs);
         hoctl_set_i64(rs, RC_ID, (int64_t)ci->session_id);
         hoctl_set_i64(rs, RC_STEPS, (int64_t)rt->steps);
-        if (rt->current_op != UINT32_MAX) /* absent: between steps */
+        char progress[40];
+        if (rt->current_op != UINT32_MAX) { /* absent: between steps */
             hoctl_set_i64(rs, RC_OP, rt->current_op);
+            snprintf(progress, sizeof(progress), "%u/%u", rt->current_op,
+                     rt->ops_per_step);
+        } else {
+            snprintf(progress, sizeof(progress), "idle/%u", rt->ops_per_step);
+        }
+        hoctl_set_str(rs, RC_PROGRESS, progress);
         hoctl_set_i64(rs, RC_OPS, rt->ops_per_step);
         hoctl_set_u64(rs, RC_H2D, rt->h2d_bytes);
         hoctl_set_u64(rs, RC_D2H, rt->d2h_bytes);
@@ -465,8 +473,9 @@ static int clients_json(const hoctl_sheet *cs, const hoctl_view *cv,
             json_decref(rt);
             rt = json_object();
             for (unsigned c = RC_ID + 1; c < RC_N; c++)
-                json_object_set_new(rt, replay_cols[c].key,
-                                    hoctl_cell_json(rs, k, c));
+                if (c != RC_PROGRESS)
+                    json_object_set_new(rt, replay_cols[c].key,
+                                        hoctl_cell_json(rs, k, c));
             break;
         }
         json_object_set_new(json_array_get(arr, i), "runtime", rt);
