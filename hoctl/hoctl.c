@@ -308,6 +308,15 @@ static int dispatch(const cmdline *cl)
 
 /* Whether the command line asks for JSON (before any `--`): then even
  * the usage errors of the option scan become an error document. */
+static bool format_json(const char *f, bool json)
+{
+    if (strcmp(f, "json") == 0)
+        return true;
+    if (strcmp(f, "table") == 0 || strcmp(f, "csv") == 0)
+        return false;
+    return json; /* a bad --format is a usage error in the current mode */
+}
+
 static bool wants_json(int argc, char **argv)
 {
     bool json = false;
@@ -316,9 +325,9 @@ static bool wants_json(int argc, char **argv)
             strcmp(argv[i], "--format=json") == 0)
             json = true;
         else if (strcmp(argv[i], "--format") == 0 && i + 1 < argc)
-            json = strcmp(argv[++i], "json") == 0;
+            json = format_json(argv[++i], json);
         else if (strncmp(argv[i], "--format=", 9) == 0)
-            json = false;
+            json = format_json(argv[i] + 9, json);
     }
     return json;
 }

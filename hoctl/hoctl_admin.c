@@ -127,7 +127,7 @@ static const hoctl_col tier_cols[TC_N] = {
     [TC_CAPACITY] = {"CAPACITY", "capacity", HOCTL_T_BYTES, false},
     [TC_USED] = {"USED", "used", HOCTL_T_BYTES, false},
     [TC_FREE] = {"FREE", "free", HOCTL_T_BYTES, false},
-    [TC_LARGEST] = {"LARGEST", "largest_free", HOCTL_T_BYTES, false},
+    [TC_LARGEST] = {"LARGEST", "largest_free", HOCTL_T_BYTES, true},
     [TC_FRAG] = {"FRAG", "fragmentation", HOCTL_T_PCT, false},
     [TC_EXTENTS] = {"EXTENTS", "extents", HOCTL_T_INT, false},
     [TC_COMMITTED] = {"COMMITTED", "committed", HOCTL_T_BYTES, true},
@@ -1028,7 +1028,13 @@ int hoctl_cmd_version(const hoctl_globals *g, int argc, char **argv)
             json_object_set_new(d, "socket", hoctl_json_str(ho_socket(c)));
             json_object_set_new(o, "daemon", d);
         } else {
+            char msg[HO_SOCKET_PATH_MAX + 128];
+            snprintf(msg, sizeof(msg), "cannot reach hyperoffloadd at %s: %s",
+                     path, ho_strerror(rc));
             json_object_set_new(o, "daemon", json_null());
+            json_object_set_new(o, "error",
+                                hoctl_json_error(HOCTL_EXIT_UNREACHABLE, rc,
+                                                 msg));
         }
         hoctl_json_emit(o);
     } else {

@@ -319,9 +319,10 @@ static json_t *result_json(const plan_node *n, const plan_workload *w,
                   "alloc_wait_us", r->alloc_wait_us, "end_us", r->end_us));
     json_object_set_new(
         o, "stats",
-        json_pack("{s:o, s:o, s:f, s:f}", "copies", hoctl_json_u64(r->n_copies),
-                  "rate_updates", hoctl_json_u64(r->n_rate_updates), "judge_ms",
-                  judge_ms[0], "judge_cpu_ms", judge_ms[1]));
+        json_pack("{s:o, s:o, s:o, s:o}", "copies", hoctl_json_u64(r->n_copies),
+                  "rate_updates", hoctl_json_u64(r->n_rate_updates), "judge_us",
+                  hoctl_json_us(judge_ms[0] * 1e3), "judge_cpu_us",
+                  hoctl_json_us(judge_ms[1] * 1e3)));
     *ret_match = all;
     return o;
 }

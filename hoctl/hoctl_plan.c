@@ -693,7 +693,8 @@ static int trace_show(const hoctl_globals *g, int argc, char **argv)
 
 /* ------------------------------------------------------------ convert */
 
-static int convert(const char *noun, int argc, char **argv)
+static int convert(const hoctl_globals *g, const char *noun, int argc,
+                   char **argv)
 {
     const char *to = NULL;
     const opt opts[] = {{"to", true, &to, NULL}, OPT_END};
@@ -718,6 +719,13 @@ static int convert(const char *noun, int argc, char **argv)
     if (r < 0)
         return read_failure(r, pos[0], err);
     r = write_out(pos[1], pb, t, s);
+    if (r == 0 && g->json && strcmp(pos[1], "-") != 0) {
+        json_t *o = hoctl_json_root();
+        json_object_set_new(o, "in", hoctl_json_str(pos[0]));
+        json_object_set_new(o, "out", hoctl_json_str(pos[1]));
+        json_object_set_new(o, "format", json_string(pb ? "pb" : "json"));
+        r = hoctl_json_emit(o) == HOCTL_EXIT_OK ? 0 : -EIO;
+    }
     plan_trace_free(t);
     plan_schedule_free(s);
     return r == 0 ? HOCTL_EXIT_OK : HOCTL_EXIT_FAILED;
@@ -1212,7 +1220,7 @@ int hoctl_cmd_trace(const hoctl_globals *g, int argc, char **argv)
     if (strcmp(argv[0], "show") == 0)
         return trace_show(g, argc - 1, argv + 1);
     if (strcmp(argv[0], "convert") == 0)
-        return convert("trace", argc - 1, argv + 1);
+        return convert(g, "trace", argc - 1, argv + 1);
     fputs(trace_usage, stderr);
     return hoctl_usage_error("trace: unknown verb '%s'", argv[0]);
 }
@@ -1230,7 +1238,7 @@ int hoctl_cmd_schedule(const hoctl_globals *g, int argc, char **argv)
     if (strcmp(argv[0], "check") == 0)
         return schedule_check(g, argc - 1, argv + 1);
     if (strcmp(argv[0], "convert") == 0)
-        return convert("schedule", argc - 1, argv + 1);
+        return convert(g, "schedule", argc - 1, argv + 1);
     fputs(schedule_usage, stderr);
     return hoctl_usage_error("schedule: unknown verb '%s'", argv[0]);
 }
