@@ -1057,24 +1057,35 @@ int hoctl_cmd_version(const hoctl_globals *g, int argc, char **argv)
 int hoctl_admin_help(const char *noun)
 {
     if (strcmp(noun, "status") == 0) {
-        puts("usage: hoctl status [--json]\n"
-             "Daemon version, uptime, every tier (capacity, used, free,\n"
-             "largest free block, fragmentation, extents, detail), every\n"
-             "device (capacity, reserve, granted) and each grant.\n"
+        puts("usage: hoctl status [--json | --format csv] [-o COL,...] "
+             "[--watch S [--count N]]\n"
+             "Daemon version, uptime, every tier, every device (capacity,\n"
+             "reserve, granted) and each grant.  Tier columns: NAME, TIER,\n"
+             "CAPACITY, USED, FREE, LARGEST, FRAG, EXTENTS, COMMITTED, PATH,\n"
+             "DETAIL (-o +DETAIL adds to the defaults, -o all shows all).\n"
              "Needs an admin peer (root or group hyperoffload).");
     } else if (strcmp(noun, "clients") == 0) {
-        puts("usage: hoctl clients [--json]\n"
-             "Every registered session: id, name, pid, uid, job, device,\n"
-             "HBM grant, DDR and flash use, extents, age, requests.\n"
-             "Needs an admin peer.");
+        puts("usage: hoctl clients [--json | --format csv] [-o COL,...] "
+             "[--watch S [--count N]]\n"
+             "Every registered session: ID, NAME, PID, UID, GID, JOB,\n"
+             "DEVICE, BUDGET, GRANT, DDR, FLASH, EXTENTS, AGE, REQUESTS;\n"
+             "then the replays' progress and traffic.  Needs an admin peer.");
+    } else if (strcmp(noun, "health") == 0) {
+        puts("usage: hoctl health [--min-free PERCENT] [--json] "
+             "[--watch S [--count N]]\n"
+             "Connect, ask for the status, check every tier has capacity\n"
+             "and PERCENT (default 0) of it free.  Exit 0 healthy, 3 not\n"
+             "ready, 5 degraded, 69 unreachable, 77 permission denied.");
     } else if (strcmp(noun, "quota") == 0) {
         puts("usage: hoctl quota list\n"
              "       hoctl quota get   (--uid U | --job J) [--tier T]\n"
              "       hoctl quota set   (--uid U | --job J) --tier T SIZE\n"
              "       hoctl quota clear (--uid U | --job J) [--tier T]\n"
              "U is a uid or user name; T is ddr, flash or hbm; SIZE is IEC\n"
-             "(2G, 1.5GiB, 512M, 4096).  Without --tier, get and clear act\n"
-             "on every tier.  A limit of 0 shows as unlimited.\n"
+             "(2G, 1.5GiB, 512M, 4096; not 1.5 or 2GB), at most what the\n"
+             "tier holds.  Without --tier, get and clear act on every tier.\n"
+             "No limit shows as '-' (JSON null).  Columns: SUBJECT, UID,\n"
+             "JOB, TIER, LIMIT, USED.\n"
              "Needs an admin peer.");
     } else if (strcmp(noun, "version") == 0) {
         puts("usage: hoctl version [--json]\n"
