@@ -8,9 +8,11 @@
  * nouns without verbs such as `plan`).
  *
  * Every command returns an exit code from the table below and prints
- * machine output (--json: one JSON object with "schema": 1 and raw byte
- * counts) or human output (IEC sizes) on stdout, errors on stderr, all
- * through hoctl/output.h.
+ * machine output (--json: one JSON object with "schema": 1, raw byte
+ * counts and integer microseconds, docs/cli-schema.json) or human output
+ * (IEC sizes) on stdout, errors on stderr (and, with --json, as an error
+ * document on stdout), all through hoctl/output.h.  Nouns with tables
+ * build them as sheets (output.h), which gives them --format csv and -o.
  *
  * Files: hoctl.c (options, noun dispatch, usage), hoctl_admin.c (daemon
  * nouns: the public API plus client/admin_call.h), hoctl_plan.c (offline
@@ -28,15 +30,24 @@ enum hoctl_exit {
     HOCTL_EXIT_USAGE = 2,        /* bad command line */
     HOCTL_EXIT_NOT_READY = 3,    /* daemon up but not ready / draining */
     HOCTL_EXIT_NOT_FOUND = 4,    /* no such client, quota, file */
+    HOCTL_EXIT_DEGRADED = 5,     /* hoctl health: up but degraded */
     HOCTL_EXIT_UNREACHABLE = 69, /* daemon unreachable */
     HOCTL_EXIT_PERMISSION = 77,  /* permission denied */
 };
 
 #define HOCTL_JSON_SCHEMA 1
 
+typedef enum hoctl_format {
+    HOCTL_FMT_TABLE, /* human: aligned tables, IEC sizes */
+    HOCTL_FMT_JSON,  /* --format json / --json */
+    HOCTL_FMT_CSV,   /* --format csv: the command's main sheet */
+} hoctl_format;
+
 typedef struct hoctl_globals {
     const char *socket;  /* NULL: HO_SOCKET or the default path */
-    bool json;
+    bool json;           /* format == HOCTL_FMT_JSON */
+    hoctl_format format;
+    const char *columns; /* -o COL,...: NULL for the defaults */
 } hoctl_globals;
 
 /* hoctl_plan.c: offline planning tools (no daemon needed). */
@@ -45,6 +56,9 @@ int hoctl_cmd_schedule(const hoctl_globals *g, int argc, char **argv);
 int hoctl_cmd_plan(const hoctl_globals *g, int argc, char **argv);
 
 /* hoctl_admin.c: commands that talk to the daemon. */
+/* `hoctl health`: 0 healthy, 3 not ready, 5 degraded, 69 unreachable,
+ * 77 permission denied. */
+int hoctl_cmd_health(const hoctl_globals *g, int argc, char **argv);
 int hoctl_cmd_status(const hoctl_globals *g, int argc, char **argv);
 int hoctl_cmd_clients(const hoctl_globals *g, int argc, char **argv);
 int hoctl_cmd_quota(const hoctl_globals *g, int argc, char **argv);

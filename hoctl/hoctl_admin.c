@@ -6,6 +6,7 @@
  * IEC sizes, or one JSON object ("schema": 1, raw byte counts).
  */
 #include <errno.h>
+#include <math.h>
 #include <jansson.h>
 #include <pwd.h>
 #include <stdio.h>
@@ -16,6 +17,7 @@
 #include "proto/frame.h"
 #include "hoctl/hoctl.h"
 #include "hoctl/output.h"
+#include "hoctl/hoctl_parse.h"
 
 /* ----------------------------------------------------------- requests */
 
@@ -48,6 +50,7 @@ static int exit_for(int code)
  * code, 77 for a refused permission, else 69. */
 static int unreachable(const char *path, int rc)
 {
+    hoctl_note_cause(rc);
     fprintf(stderr, "hoctl: cannot reach hyperoffloadd at %s: %s\n", path,
             ho_strerror(rc));
     return rc == -EACCES || rc == -EPERM ? HOCTL_EXIT_PERMISSION
@@ -75,6 +78,7 @@ static int request(ho_client *c, Hyperoffload__Envelope *env,
     int rc = hoc_call_expect(c, env, want, ret, NULL);
     if (rc == 0)
         return 0;
+    hoctl_note_cause(rc);
     char msg[512];
     ho_last_error(c, msg, sizeof(msg));
     fprintf(stderr, "hoctl: %s (%s)\n", msg[0] ? msg : ho_strerror(rc),
@@ -111,165 +115,192 @@ static const char *tier_str(Hyperoffload__Tier t)
 
 /* ----------------------------------------------------------- status */
 
-static json_t *tier_json(const Hyperoffload__TierStats *t)
-{
-    json_t *o = json_object();
-    json_object_set_new(o, "tier", hoctl_json_str(tier_str(t->tier)));
-    json_object_set_new(o, "name", hoctl_json_str(t->name));
-    json_object_set_new(o, "capacity", hoctl_json_u64(t->capacity));
-    json_object_set_new(o, "used", hoctl_json_u64(t->used));
-    json_object_set_new(o, "free", hoctl_json_u64(t->free));
-    json_object_set_new(o, "largest_free", hoctl_json_u64(t->largest_free));
-    json_object_set_new(o, "fragmentation", json_real(t->fragmentation));
-    json_object_set_new(o, "extents", hoctl_json_u64(t->extents));
-    json_object_set_new(o, "committed", hoctl_json_u64(t->committed));
-    json_object_set_new(o, "detail", hoctl_json_str(t->detail));
-    return o;
-}
+/* The tiers sheet: short names (ddr, flash0, hbm1) with the daemon's
+ * long name's path part in PATH, so that the table fits 100 columns. */
+enum {
+    TC_NAME, TC_TIER, TC_CAPACITY, TC_USED, TC_FREE, TC_LARGEST, TC_FRAG,
+    TC_EXTENTS, TC_COMMITTED, TC_PATH, TC_DETAIL, TC_N
+};
+static const hoctl_col tier_cols[TC_N] = {
+    [TC_NAME] = {"NAME", "name", HOCTL_T_STR, false},
+    [TC_TIER] = {"TIER", "tier", HOCTL_T_STR, true},
+    [TC_CAPACITY] = {"CAPACITY", "capacity", HOCTL_T_BYTES, false},
+    [TC_USED] = {"USED", "used", HOCTL_T_BYTES, false},
+    [TC_FREE] = {"FREE", "free", HOCTL_T_BYTES, false},
+    [TC_LARGEST] = {"LARGEST", "largest_free", HOCTL_T_BYTES, true},
+    [TC_FRAG] = {"FRAG", "fragmentation", HOCTL_T_PCT, false},
+    [TC_EXTENTS] = {"EXTENTS", "extents", HOCTL_T_INT, false},
+    [TC_COMMITTED] = {"COMMITTED", "committed", HOCTL_T_BYTES, true},
+    [TC_PATH] = {"PATH", "path", HOCTL_T_STR, false},
+    [TC_DETAIL] = {"DETAIL", "detail", HOCTL_T_STR, true},
+};
 
-static json_t *device_json(const Hyperoffload__DeviceStats *d)
+static void tiers_sheet(const Hyperoffload__StatusReply *s, hoctl_sheet *sh)
 {
-    json_t *jd = json_object();
-    json_object_set_new(jd, "index", json_integer(d->index));
-    json_object_set_new(jd, "name", hoctl_json_str(d->name));
-    json_object_set_new(jd, "capacity", hoctl_json_u64(d->capacity));
-    json_object_set_new(jd, "reserved", hoctl_json_u64(d->reserved));
-    json_object_set_new(jd, "granted", hoctl_json_u64(d->granted));
-    json_t *grants = json_array();
-    for (size_t k = 0; k < d->n_grants; k++) {
-        const Hyperoffload__DeviceGrant *gr = d->grants[k];
-        if (!gr)
+    unsigned seen[4] = {0}, total[4] = {0};
+    for (size_t i = 0; i < s->n_tiers; i++)
+        if (s->tiers[i] && (unsigned)s->tiers[i]->tier < 4)
+            total[s->tiers[i]->tier]++;
+    hoctl_sheet_init(sh, tier_cols, TC_N);
+    for (size_t i = 0; i < s->n_tiers; i++) {
+        const Hyperoffload__TierStats *t = s->tiers[i];
+        if (!t)
             continue;
-        json_t *jg = json_object();
-        json_object_set_new(jg, "session_id", hoctl_json_u64(gr->session_id));
-        json_object_set_new(jg, "client_name", hoctl_json_str(gr->client_name));
-        json_object_set_new(jg, "bytes", hoctl_json_u64(gr->bytes));
-        json_array_append_new(grants, jg);
+        unsigned k = (unsigned)t->tier < 4 ? (unsigned)t->tier : 0;
+        char name[48];
+        if (total[k] > 1 || t->tier != HYPEROFFLOAD__TIER__TIER_DDR)
+            snprintf(name, sizeof(name), "%s%u", tier_str(t->tier), seen[k]);
+        else
+            snprintf(name, sizeof(name), "%s", tier_str(t->tier));
+        seen[k]++;
+        const char *colon = t->name ? strchr(t->name, ':') : NULL;
+        hoctl_sheet_row(sh);
+        hoctl_set_str(sh, TC_NAME, name);
+        hoctl_set_str(sh, TC_TIER, tier_str(t->tier));
+        hoctl_set_u64(sh, TC_CAPACITY, t->capacity);
+        hoctl_set_u64(sh, TC_USED, t->used);
+        hoctl_set_u64(sh, TC_FREE, t->free);
+        hoctl_set_u64(sh, TC_LARGEST, t->largest_free);
+        hoctl_set_real(sh, TC_FRAG, t->fragmentation);
+        hoctl_set_i64(sh, TC_EXTENTS, (int64_t)t->extents);
+        hoctl_set_u64(sh, TC_COMMITTED, t->committed);
+        if (colon && colon[1])
+            hoctl_set_str(sh, TC_PATH, colon + 1);
+        if (t->detail && t->detail[0])
+            hoctl_set_str(sh, TC_DETAIL, t->detail);
     }
-    json_object_set_new(jd, "grants", grants);
-    return jd;
 }
 
-static int status_json(const Hyperoffload__StatusReply *s)
+enum { DC_INDEX, DC_NAME, DC_CAPACITY, DC_RESERVE, DC_GRANTED, DC_FREE, DC_N };
+static const hoctl_col device_cols[DC_N] = {
+    [DC_INDEX] = {"DEVICE", "index", HOCTL_T_INT, false},
+    [DC_NAME] = {"NAME", "name", HOCTL_T_STR, false},
+    [DC_CAPACITY] = {"CAPACITY", "capacity", HOCTL_T_BYTES, false},
+    [DC_RESERVE] = {"RESERVE", "reserved", HOCTL_T_BYTES, false},
+    [DC_GRANTED] = {"GRANTED", "granted", HOCTL_T_BYTES, false},
+    [DC_FREE] = {"FREE", "free", HOCTL_T_BYTES, false},
+};
+
+enum { GC_DEVICE, GC_SESSION, GC_CLIENT, GC_BYTES, GC_N };
+static const hoctl_col grant_cols[GC_N] = {
+    [GC_DEVICE] = {"DEVICE", "device", HOCTL_T_INT, false},
+    [GC_SESSION] = {"SESSION", "session_id", HOCTL_T_INT, false},
+    [GC_CLIENT] = {"CLIENT", "client_name", HOCTL_T_STR, false},
+    [GC_BYTES] = {"BYTES", "bytes", HOCTL_T_BYTES, false},
+};
+
+/* One row per device in `dv`, one per grant in `gr`. */
+static void devices_sheets(const Hyperoffload__StatusReply *s,
+                           hoctl_sheet *dv, hoctl_sheet *gr)
+{
+    hoctl_sheet_init(dv, device_cols, DC_N);
+    hoctl_sheet_init(gr, grant_cols, GC_N);
+    for (size_t i = 0; i < s->n_devices; i++) {
+        const Hyperoffload__DeviceStats *d = s->devices[i];
+        if (!d)
+            continue;
+        uint64_t used = d->reserved + d->granted;
+        hoctl_sheet_row(dv);
+        hoctl_set_i64(dv, DC_INDEX, d->index);
+        hoctl_set_str(dv, DC_NAME, d->name);
+        hoctl_set_u64(dv, DC_CAPACITY, d->capacity);
+        hoctl_set_u64(dv, DC_RESERVE, d->reserved);
+        hoctl_set_u64(dv, DC_GRANTED, d->granted);
+        hoctl_set_u64(dv, DC_FREE, d->capacity > used ? d->capacity - used : 0);
+        for (size_t k = 0; k < d->n_grants; k++) {
+            const Hyperoffload__DeviceGrant *g = d->grants[k];
+            if (!g)
+                continue;
+            hoctl_sheet_row(gr);
+            hoctl_set_i64(gr, GC_DEVICE, d->index);
+            hoctl_set_i64(gr, GC_SESSION, (int64_t)g->session_id);
+            hoctl_set_str(gr, GC_CLIENT, g->client_name);
+            hoctl_set_u64(gr, GC_BYTES, g->bytes);
+        }
+    }
+}
+
+/* The devices as JSON, each with its grants (rows of `gr` whose DEVICE
+ * is its index, without that column). */
+static json_t *devices_json(const hoctl_sheet *dv, const hoctl_sheet *gr)
+{
+    hoctl_view all, gv = {.n = 3, .idx = {GC_SESSION, GC_CLIENT, GC_BYTES}};
+    hoctl_sheet_view(dv, NULL, false, &all);
+    json_t *arr = hoctl_sheet_json(dv, &all);
+    for (size_t r = 0; r < dv->nrows; r++) {
+        json_t *grants = json_array();
+        for (size_t k = 0; k < gr->nrows; k++) {
+            if (gr->cells[k * GC_N + GC_DEVICE].v.i !=
+                dv->cells[r * DC_N + DC_INDEX].v.i)
+                continue;
+            json_t *o = json_object();
+            for (unsigned c = 0; c < gv.n; c++)
+                json_object_set_new(o, grant_cols[gv.idx[c]].key,
+                                    hoctl_cell_json(gr, k, gv.idx[c]));
+            json_array_append_new(grants, o);
+        }
+        json_object_set_new(json_array_get(arr, r), "grants", grants);
+    }
+    return arr;
+}
+
+static const char *nonempty(const char *s)
+{
+    return s && s[0] ? s : NULL;
+}
+
+static int status_json(const Hyperoffload__StatusReply *s,
+                       const hoctl_sheet *tiers, const hoctl_view *tv,
+                       const hoctl_sheet *dv, const hoctl_sheet *gr)
 {
     json_t *o = hoctl_json_root();
     json_object_set_new(o, "server_version", hoctl_json_str(s->server_version));
     json_object_set_new(o, "protocol_version",
                         hoctl_json_u64(s->protocol_version));
     json_object_set_new(o, "pid", hoctl_json_u64(s->pid));
-    json_object_set_new(o, "uptime_s", json_real(s->uptime_s));
+    json_object_set_new(o, "uptime_us", hoctl_json_us(s->uptime_s * 1e6));
     json_object_set_new(o, "socket", hoctl_json_str(s->socket_path));
-    json_object_set_new(o, "config", hoctl_json_str(s->config_path));
+    /* null: the embedded default configuration */
+    json_object_set_new(o, "config", nonempty(s->config_path)
+                                         ? json_string(s->config_path)
+                                         : json_null());
     json_object_set_new(o, "state_dir", hoctl_json_str(s->state_dir));
     json_object_set_new(o, "clients", hoctl_json_u64(s->clients));
     json_object_set_new(o, "connections", hoctl_json_u64(s->connections));
-    json_t *tiers = json_array();
-    for (size_t i = 0; i < s->n_tiers; i++)
-        if (s->tiers[i])
-            json_array_append_new(tiers, tier_json(s->tiers[i]));
-    json_object_set_new(o, "tiers", tiers);
-    json_t *devs = json_array();
-    for (size_t i = 0; i < s->n_devices; i++)
-        if (s->devices[i])
-            json_array_append_new(devs, device_json(s->devices[i]));
-    json_object_set_new(o, "devices", devs);
+    json_object_set_new(o, "tiers", hoctl_sheet_json(tiers, tv));
+    json_object_set_new(o, "devices", devices_json(dv, gr));
     return hoctl_json_emit(o);
 }
 
-static void tiers_table(Hyperoffload__TierStats *const *tiers, size_t n)
-{
-    hoctl_table t;
-    hoctl_fmt b[8];
-    hoctl_table_init(&t, 10);
-    hoctl_table_row(&t, "TIER", "NAME", "CAPACITY", "USED", "FREE",
-                    "LARGEST FREE", "FRAG", "EXTENTS", "COMMITTED", "DETAIL");
-    for (size_t i = 0; i < n; i++) {
-        const Hyperoffload__TierStats *s = tiers[i];
-        if (!s)
-            continue;
-        snprintf(b[5], sizeof(b[5]), "%.1f%%", s->fragmentation * 100.0);
-        hoctl_table_row(&t, tier_str(s->tier), s->name,
-                        hoctl_fmt_size(s->capacity, b[0]),
-                        hoctl_fmt_size(s->used, b[1]),
-                        hoctl_fmt_size(s->free, b[2]),
-                        hoctl_fmt_size(s->largest_free, b[3]), b[5],
-                        hoctl_fmt_u64(s->extents, b[4]),
-                        hoctl_fmt_size(s->committed, b[6]), s->detail);
-    }
-    hoctl_table_print(&t, "");
-}
-
-/* One row per device; returns how many grants they hold together. */
-static size_t devices_table(const Hyperoffload__StatusReply *s)
-{
-    hoctl_table t;
-    hoctl_fmt b[5];
-    size_t ngrants = 0;
-    hoctl_table_init(&t, 6);
-    hoctl_table_row(&t, "DEVICE", "NAME", "CAPACITY", "RESERVE", "GRANTED",
-                    "FREE");
-    for (size_t i = 0; i < s->n_devices; i++) {
-        const Hyperoffload__DeviceStats *d = s->devices[i];
-        if (!d)
-            continue;
-        uint64_t used = d->reserved + d->granted;
-        uint64_t avail = d->capacity > used ? d->capacity - used : 0;
-        snprintf(b[0], sizeof(b[0]), "%d", d->index);
-        hoctl_table_row(&t, b[0], d->name, hoctl_fmt_size(d->capacity, b[1]),
-                        hoctl_fmt_size(d->reserved, b[2]),
-                        hoctl_fmt_size(d->granted, b[3]),
-                        hoctl_fmt_size(avail, b[4]));
-        ngrants += d->n_grants;
-    }
-    putchar('\n');
-    hoctl_table_print(&t, "");
-    return ngrants;
-}
-
-static void grants_table(const Hyperoffload__StatusReply *s)
-{
-    hoctl_table t;
-    hoctl_fmt b[3];
-    hoctl_table_init(&t, 4);
-    hoctl_table_row(&t, "GRANT ON", "SESSION", "CLIENT", "BYTES");
-    for (size_t i = 0; i < s->n_devices; i++) {
-        const Hyperoffload__DeviceStats *d = s->devices[i];
-        for (size_t k = 0; d && k < d->n_grants; k++) {
-            const Hyperoffload__DeviceGrant *gr = d->grants[k];
-            if (!gr)
-                continue;
-            snprintf(b[0], sizeof(b[0]), "%d %s", d->index,
-                     d->name ? d->name : "");
-            hoctl_table_row(&t, b[0], hoctl_fmt_u64(gr->session_id, b[1]),
-                            gr->client_name, hoctl_fmt_size(gr->bytes, b[2]));
-        }
-    }
-    putchar('\n');
-    hoctl_table_print(&t, "");
-}
-
-static int status_text(const Hyperoffload__StatusReply *s)
+static void status_text(const Hyperoffload__StatusReply *s,
+                        const hoctl_sheet *tiers, const hoctl_view *tv,
+                        const hoctl_sheet *dv, const hoctl_sheet *gr)
 {
     hoctl_fmt up;
-    printf("hyperoffloadd %s  protocol %u  pid %u  up %s\n",
+    hoctl_view all;
+    printf("hyperoffloadd %s  protocol %u  pid %u  up %s  %u client%s, %u "
+           "connection%s\n",
            s->server_version ? s->server_version : "?", s->protocol_version,
-           s->pid, hoctl_fmt_age(s->uptime_s, up));
-    printf("socket %s  config %s  state %s\n",
-           s->socket_path && s->socket_path[0] ? s->socket_path : "-",
-           s->config_path && s->config_path[0] ? s->config_path
-                                               : "(embedded default)",
-           s->state_dir && s->state_dir[0] ? s->state_dir : "-");
-    printf("%u client%s, %u connection%s\n\n", s->clients,
+           s->pid, hoctl_fmt_age(s->uptime_s, up), s->clients,
            s->clients == 1 ? "" : "s", s->connections,
            s->connections == 1 ? "" : "s");
-    tiers_table(s->tiers, s->n_tiers);
-    if (s->n_devices == 0) {
+    printf("socket  %s\n", nonempty(s->socket_path) ? s->socket_path : "-");
+    printf("config  %s\n", nonempty(s->config_path) ? s->config_path
+                                                    : "(embedded default)");
+    printf("state   %s\n\n", nonempty(s->state_dir) ? s->state_dir : "-");
+    hoctl_sheet_table(tiers, tv, "");
+    if (dv->nrows == 0) {
         puts("\nno devices configured");
-        return HOCTL_EXIT_OK;
+        return;
     }
-    if (devices_table(s) > 0)
-        grants_table(s);
-    return HOCTL_EXIT_OK;
+    putchar('\n');
+    hoctl_sheet_view(dv, NULL, true, &all);
+    hoctl_sheet_table(dv, &all, "");
+    if (gr->nrows > 0) {
+        putchar('\n');
+        hoctl_sheet_view(gr, NULL, true, &all);
+        hoctl_sheet_table(gr, &all, "");
+    }
 }
 
 static int print_status(const hoctl_globals *g,
@@ -278,11 +309,34 @@ static int print_status(const hoctl_globals *g,
     const Hyperoffload__StatusReply *s = reply->status_reply;
     if (!s)
         return HOCTL_EXIT_FAILED;
-    return g->json ? status_json(s) : status_text(s);
+    hoctl_sheet tiers, dv, gr;
+    hoctl_view tv;
+    tiers_sheet(s, &tiers);
+    devices_sheets(s, &dv, &gr);
+    int rc = hoctl_sheet_view(&tiers, g->columns,
+                              g->format == HOCTL_FMT_TABLE, &tv);
+    if (rc == 0 && (tiers.oom || dv.oom || gr.oom)) {
+        fputs("hoctl: out of memory\n", stderr);
+        rc = HOCTL_EXIT_FAILED;
+    }
+    if (rc == 0) {
+        if (g->format == HOCTL_FMT_JSON)
+            rc = status_json(s, &tiers, &tv, &dv, &gr);
+        else if (g->format == HOCTL_FMT_CSV)
+            hoctl_sheet_csv(&tiers, &tv);
+        else
+            status_text(s, &tiers, &tv, &dv, &gr);
+    }
+    hoctl_sheet_done(&tiers);
+    hoctl_sheet_done(&dv);
+    hoctl_sheet_done(&gr);
+    return rc;
 }
 
 int hoctl_cmd_status(const hoctl_globals *g, int argc, char **argv)
 {
+    if (argc > 0 && strcmp(argv[0], "--") == 0)
+        argc--, argv++;
     if (argc > 0)
         return hoctl_usage_error_help("status takes no arguments ('%s')",
                                       argv[0]);
@@ -294,136 +348,140 @@ int hoctl_cmd_status(const hoctl_globals *g, int argc, char **argv)
 
 /* ----------------------------------------------------------- clients */
 
-static json_t *runtime_json(const Hyperoffload__RuntimeInfo *rt)
+enum {
+    CC_ID, CC_NAME, CC_PID, CC_UID, CC_GID, CC_JOB, CC_DEVICE, CC_BUDGET,
+    CC_GRANT, CC_DDR, CC_FLASH, CC_EXTENTS, CC_AGE, CC_REQUESTS, CC_N
+};
+static const hoctl_col client_cols[CC_N] = {
+    [CC_ID] = {"ID", "session_id", HOCTL_T_INT, false},
+    [CC_NAME] = {"NAME", "name", HOCTL_T_STR, false},
+    [CC_PID] = {"PID", "pid", HOCTL_T_INT, false},
+    [CC_UID] = {"UID", "uid", HOCTL_T_INT, false},
+    [CC_GID] = {"GID", "gid", HOCTL_T_INT, true},
+    [CC_JOB] = {"JOB", "job", HOCTL_T_STR, false},
+    [CC_DEVICE] = {"DEVICE", "device", HOCTL_T_INT, false},
+    [CC_BUDGET] = {"BUDGET", "hbm_budget", HOCTL_T_BYTES, false},
+    [CC_GRANT] = {"GRANT", "hbm_granted", HOCTL_T_BYTES, false},
+    [CC_DDR] = {"DDR", "ddr_bytes", HOCTL_T_BYTES, false},
+    [CC_FLASH] = {"FLASH", "flash_bytes", HOCTL_T_BYTES, false},
+    [CC_EXTENTS] = {"EXTENTS", "extents", HOCTL_T_INT, false},
+    [CC_AGE] = {"AGE", "connected_us", HOCTL_T_AGE, false},
+    [CC_REQUESTS] = {"REQUESTS", "requests", HOCTL_T_INT, false},
+};
+
+/* Replays: progress and traffic of the sessions that run one, from their
+ * control regions. */
+enum {
+    RC_ID, RC_STEPS, RC_PROGRESS, RC_OP, RC_OPS, RC_H2D, RC_D2H, RC_TO_FLASH,
+    RC_FROM_FLASH, RC_STALL, RC_EXPOSED, RC_COPIES_DDR, RC_COPIES_FLASH,
+    RC_PEAK, RC_N
+};
+static const hoctl_col replay_cols[RC_N] = {
+    [RC_ID] = {"ID", "session_id", HOCTL_T_INT, false},
+    [RC_STEPS] = {"STEPS", "steps", HOCTL_T_INT, false},
+    [RC_PROGRESS] = {"OP", "progress", HOCTL_T_STR, false}, /* table only */
+    [RC_OP] = {"CURRENT_OP", "current_op", HOCTL_T_INT, true},
+    [RC_OPS] = {"OPS", "ops_per_step", HOCTL_T_INT, true},
+    [RC_H2D] = {"H2D", "h2d_bytes", HOCTL_T_BYTES, false},
+    [RC_D2H] = {"D2H", "d2h_bytes", HOCTL_T_BYTES, false},
+    [RC_TO_FLASH] = {"TO_FLASH", "flash_out_bytes", HOCTL_T_BYTES, false},
+    [RC_FROM_FLASH] = {"FROM_FLASH", "flash_in_bytes", HOCTL_T_BYTES, false},
+    [RC_STALL] = {"STALL", "stall_us", HOCTL_T_US, false},
+    [RC_EXPOSED] = {"EXPOSED", "exposed_us", HOCTL_T_US, false},
+    [RC_COPIES_DDR] = {"COPIES_DDR", "host_copies_ddr_bytes", HOCTL_T_BYTES,
+                       true},
+    [RC_COPIES_FLASH] = {"COPIES_FLASH", "host_copies_flash_bytes",
+                         HOCTL_T_BYTES, true},
+    [RC_PEAK] = {"PEAK", "peak_device_bytes", HOCTL_T_BYTES, false},
+};
+
+static void set_us(hoctl_sheet *sh, unsigned col, double us)
 {
-    json_t *x = json_object();
-    json_object_set_new(x, "steps", hoctl_json_u64(rt->steps));
-    json_object_set_new(x, "current_op", rt->current_op == UINT32_MAX
-                                             ? json_null()
-                                             : hoctl_json_u64(rt->current_op));
-    json_object_set_new(x, "ops_per_step", hoctl_json_u64(rt->ops_per_step));
-    json_object_set_new(x, "h2d_bytes", hoctl_json_u64(rt->h2d_bytes));
-    json_object_set_new(x, "d2h_bytes", hoctl_json_u64(rt->d2h_bytes));
-    json_object_set_new(x, "flash_out_bytes",
-                        hoctl_json_u64(rt->flash_out_bytes));
-    json_object_set_new(x, "flash_in_bytes",
-                        hoctl_json_u64(rt->flash_in_bytes));
-    json_object_set_new(x, "stall_us", json_real(rt->stall_us));
-    json_object_set_new(x, "exposed_us", json_real(rt->exposed_us));
-    json_object_set_new(x, "host_copies_ddr_bytes",
-                        hoctl_json_u64(rt->host_copies_ddr));
-    json_object_set_new(x, "host_copies_flash_bytes",
-                        hoctl_json_u64(rt->host_copies_flash));
-    json_object_set_new(x, "peak_device_bytes",
-                        hoctl_json_u64(rt->peak_device_bytes));
-    return x;
+    if (isfinite(us) && us >= 0 && us < 9.2e18)
+        hoctl_set_u64(sh, col, (uint64_t)llround(us));
 }
 
-static json_t *client_json(const Hyperoffload__ClientInfo *ci)
+static void clients_sheets(const Hyperoffload__ClientsReply *r,
+                           hoctl_sheet *cs, hoctl_sheet *rs)
 {
-    const Hyperoffload__SessionUsage *u = ci->usage;
-    json_t *j = json_object();
-    json_object_set_new(j, "session_id", hoctl_json_u64(ci->session_id));
-    json_object_set_new(j, "name", hoctl_json_str(ci->name));
-    json_object_set_new(j, "pid", hoctl_json_u64(ci->pid));
-    json_object_set_new(j, "uid", hoctl_json_u64(ci->uid));
-    json_object_set_new(j, "gid", hoctl_json_u64(ci->gid));
-    json_object_set_new(j, "job", hoctl_json_str(ci->job));
-    json_object_set_new(j, "device", json_integer(ci->device));
-    json_object_set_new(j, "hbm_budget", hoctl_json_u64(ci->hbm_budget));
-    json_object_set_new(j, "ddr_bytes", hoctl_json_u64(u ? u->ddr_bytes : 0));
-    json_object_set_new(j, "flash_bytes",
-                        hoctl_json_u64(u ? u->flash_bytes : 0));
-    json_object_set_new(j, "extents", hoctl_json_u64(u ? u->extents : 0));
-    json_object_set_new(j, "hbm_granted",
-                        hoctl_json_u64(u ? u->hbm_granted : 0));
-    json_object_set_new(j, "connected_s", json_real(ci->connected_s));
-    json_object_set_new(j, "requests", hoctl_json_u64(ci->requests));
-    json_object_set_new(j, "runtime",
-                        ci->runtime ? runtime_json(ci->runtime) : json_null());
-    return j;
-}
-
-static int clients_json(const Hyperoffload__ClientsReply *r)
-{
-    json_t *o = hoctl_json_root();
-    json_t *arr = json_array();
-    for (size_t i = 0; i < r->n_clients; i++)
-        if (r->clients[i])
-            json_array_append_new(arr, client_json(r->clients[i]));
-    json_object_set_new(o, "clients", arr);
-    return hoctl_json_emit(o);
-}
-
-static void clients_table(const Hyperoffload__ClientsReply *r)
-{
-    hoctl_table t;
-    hoctl_fmt b[10];
-    hoctl_table_init(&t, 12);
-    hoctl_table_row(&t, "ID", "NAME", "PID", "UID", "JOB", "DEVICE", "GRANT",
-                    "DDR", "FLASH", "EXTENTS", "AGE", "REQUESTS");
+    hoctl_sheet_init(cs, client_cols, CC_N);
+    hoctl_sheet_init(rs, replay_cols, RC_N);
     for (size_t i = 0; i < r->n_clients; i++) {
         const Hyperoffload__ClientInfo *ci = r->clients[i];
         if (!ci)
             continue;
         const Hyperoffload__SessionUsage *u = ci->usage;
+        hoctl_sheet_row(cs);
+        hoctl_set_i64(cs, CC_ID, (int64_t)ci->session_id);
+        hoctl_set_str(cs, CC_NAME, ci->name);
+        hoctl_set_i64(cs, CC_PID, ci->pid);
+        hoctl_set_i64(cs, CC_UID, ci->uid);
+        hoctl_set_i64(cs, CC_GID, ci->gid);
+        hoctl_set_str(cs, CC_JOB, nonempty(ci->job));
         if (ci->device >= 0)
-            snprintf(b[3], sizeof(b[3]), "%d", ci->device);
-        else
-            snprintf(b[3], sizeof(b[3]), "-");
-        uint64_t grant = u && u->hbm_granted ? u->hbm_granted : ci->hbm_budget;
-        hoctl_table_row(&t, hoctl_fmt_u64(ci->session_id, b[0]), ci->name,
-                        hoctl_fmt_u64(ci->pid, b[1]),
-                        hoctl_fmt_u64(ci->uid, b[2]),
-                        ci->job && ci->job[0] ? ci->job : "-", b[3],
-                        hoctl_fmt_size(grant, b[4]),
-                        hoctl_fmt_size(u ? u->ddr_bytes : 0, b[5]),
-                        hoctl_fmt_size(u ? u->flash_bytes : 0, b[6]),
-                        hoctl_fmt_u64(u ? u->extents : 0, b[7]),
-                        hoctl_fmt_age(ci->connected_s, b[8]),
-                        hoctl_fmt_u64(ci->requests, b[9]));
+            hoctl_set_i64(cs, CC_DEVICE, ci->device);
+        hoctl_set_u64(cs, CC_BUDGET, ci->hbm_budget);
+        if (u) {
+            hoctl_set_u64(cs, CC_GRANT, u->hbm_granted);
+            hoctl_set_u64(cs, CC_DDR, u->ddr_bytes);
+            hoctl_set_u64(cs, CC_FLASH, u->flash_bytes);
+            hoctl_set_i64(cs, CC_EXTENTS, (int64_t)u->extents);
+        }
+        set_us(cs, CC_AGE, ci->connected_s * 1e6);
+        hoctl_set_i64(cs, CC_REQUESTS, (int64_t)ci->requests);
+        const Hyperoffload__RuntimeInfo *rt = ci->runtime;
+        if (!rt)
+            continue;
+        hoctl_sheet_row(rs);
+        hoctl_set_i64(rs, RC_ID, (int64_t)ci->session_id);
+        hoctl_set_i64(rs, RC_STEPS, (int64_t)rt->steps);
+        char progress[40];
+        if (rt->current_op != UINT32_MAX) { /* absent: between steps */
+            hoctl_set_i64(rs, RC_OP, rt->current_op);
+            snprintf(progress, sizeof(progress), "%u/%u", rt->current_op,
+                     rt->ops_per_step);
+        } else {
+            snprintf(progress, sizeof(progress), "idle/%u", rt->ops_per_step);
+        }
+        hoctl_set_str(rs, RC_PROGRESS, progress);
+        hoctl_set_i64(rs, RC_OPS, rt->ops_per_step);
+        hoctl_set_u64(rs, RC_H2D, rt->h2d_bytes);
+        hoctl_set_u64(rs, RC_D2H, rt->d2h_bytes);
+        hoctl_set_u64(rs, RC_TO_FLASH, rt->flash_out_bytes);
+        hoctl_set_u64(rs, RC_FROM_FLASH, rt->flash_in_bytes);
+        set_us(rs, RC_STALL, rt->stall_us);
+        set_us(rs, RC_EXPOSED, rt->exposed_us);
+        hoctl_set_u64(rs, RC_COPIES_DDR, rt->host_copies_ddr);
+        hoctl_set_u64(rs, RC_COPIES_FLASH, rt->host_copies_flash);
+        hoctl_set_u64(rs, RC_PEAK, rt->peak_device_bytes);
     }
-    hoctl_table_print(&t, "");
 }
 
-/* Replays: progress and traffic of the sessions that run one, from their
- * control regions. */
-static void replays_table(const Hyperoffload__ClientsReply *r)
+/* The clients, each with "runtime": its replay row (without the id) or
+ * null. */
+static int clients_json(const hoctl_sheet *cs, const hoctl_view *cv,
+                        const hoctl_sheet *rs)
 {
-    size_t n_rt = 0;
-    for (size_t i = 0; i < r->n_clients; i++)
-        n_rt += r->clients[i] && r->clients[i]->runtime;
-    if (n_rt == 0)
-        return;
-    hoctl_table t;
-    hoctl_fmt c[11];
-    hoctl_table_init(&t, 11);
-    hoctl_table_row(&t, "ID", "STEPS", "OP", "H2D", "D2H", "TO FLASH",
-                    "FROM FLASH", "STALL", "EXPOSED", "COPIES DDR",
-                    "COPIES FLASH");
-    for (size_t i = 0; i < r->n_clients; i++) {
-        const Hyperoffload__ClientInfo *ci = r->clients[i];
-        if (!ci || !ci->runtime)
-            continue;
-        const Hyperoffload__RuntimeInfo *rt = ci->runtime;
-        if (rt->current_op == UINT32_MAX)
-            snprintf(c[2], sizeof(c[2]), "idle/%u", rt->ops_per_step);
-        else
-            snprintf(c[2], sizeof(c[2]), "%u/%u", rt->current_op,
-                     rt->ops_per_step);
-        snprintf(c[7], sizeof(c[7]), "%.1f ms", rt->stall_us / 1e3);
-        snprintf(c[8], sizeof(c[8]), "%.1f ms", rt->exposed_us / 1e3);
-        hoctl_table_row(&t, hoctl_fmt_u64(ci->session_id, c[0]),
-                        hoctl_fmt_u64(rt->steps, c[1]), c[2],
-                        hoctl_fmt_size(rt->h2d_bytes, c[3]),
-                        hoctl_fmt_size(rt->d2h_bytes, c[4]),
-                        hoctl_fmt_size(rt->flash_out_bytes, c[5]),
-                        hoctl_fmt_size(rt->flash_in_bytes, c[6]), c[7], c[8],
-                        hoctl_fmt_size(rt->host_copies_ddr, c[9]),
-                        hoctl_fmt_size(rt->host_copies_flash, c[10]));
+    json_t *o = hoctl_json_root();
+    json_t *arr = hoctl_sheet_json(cs, cv);
+    for (size_t i = 0; i < cs->nrows; i++) {
+        json_t *rt = json_null();
+        for (size_t k = 0; k < rs->nrows; k++) {
+            if (rs->cells[k * RC_N + RC_ID].v.i !=
+                cs->cells[i * CC_N + CC_ID].v.i)
+                continue;
+            json_decref(rt);
+            rt = json_object();
+            for (unsigned c = RC_ID + 1; c < RC_N; c++)
+                if (c != RC_PROGRESS)
+                    json_object_set_new(rt, replay_cols[c].key,
+                                        hoctl_cell_json(rs, k, c));
+            break;
+        }
+        json_object_set_new(json_array_get(arr, i), "runtime", rt);
     }
-    puts("\nreplays:");
-    hoctl_table_print(&t, "");
+    json_object_set_new(o, "clients", arr);
+    return hoctl_json_emit(o);
 }
 
 static int print_clients(const hoctl_globals *g,
@@ -432,29 +490,187 @@ static int print_clients(const hoctl_globals *g,
     const Hyperoffload__ClientsReply *r = reply->clients_reply;
     if (!r)
         return HOCTL_EXIT_FAILED;
-    if (g->json)
-        return clients_json(r);
-    if (r->n_clients == 0) {
-        puts("no clients registered");
-        return HOCTL_EXIT_OK;
+    hoctl_sheet cs, rs;
+    hoctl_view cv, rv;
+    clients_sheets(r, &cs, &rs);
+    int rc = hoctl_sheet_view(&cs, g->columns, g->format == HOCTL_FMT_TABLE,
+                              &cv);
+    if (rc == 0 && (cs.oom || rs.oom)) {
+        fputs("hoctl: out of memory\n", stderr);
+        rc = HOCTL_EXIT_FAILED;
     }
-    clients_table(r);
-    replays_table(r);
-    return HOCTL_EXIT_OK;
+    if (rc != 0) {
+    } else if (g->format == HOCTL_FMT_JSON) {
+        rc = clients_json(&cs, &cv, &rs);
+    } else if (g->format == HOCTL_FMT_CSV) {
+        hoctl_sheet_csv(&cs, &cv);
+    } else if (cs.nrows == 0) {
+        puts("no clients registered");
+    } else {
+        hoctl_sheet_table(&cs, &cv, "");
+        if (rs.nrows > 0) {
+            puts("\nreplays:");
+            hoctl_sheet_view(&rs, NULL, true, &rv);
+            hoctl_sheet_table(&rs, &rv, "");
+        }
+    }
+    hoctl_sheet_done(&cs);
+    hoctl_sheet_done(&rs);
+    return rc;
 }
 
 int hoctl_cmd_clients(const hoctl_globals *g, int argc, char **argv)
 {
-    if (argc > 0 && strcmp(argv[0], "list") != 0)
+    if (argc > 0 && strcmp(argv[0], "--") == 0)
+        argc--, argv++;
+    if (argc > 0 && strcmp(argv[0], "list") == 0)
+        argc--, argv++;
+    if (argc > 0 && strcmp(argv[0], "--") == 0)
+        argc--, argv++;
+    if (argc > 0)
         return hoctl_usage_error_help("clients takes no arguments ('%s')",
                                       argv[0]);
-    if (argc > 1)
-        return hoctl_usage_error_help("clients list takes no arguments "
-                                      "('%s')", argv[1]);
     Hyperoffload__ClientsRequest req = HYPEROFFLOAD__CLIENTS_REQUEST__INIT;
     HOC_ENVELOPE(env, CLIENTS_REQUEST, clients_request, &req);
     return admin_query(g, &env, HYPEROFFLOAD__ENVELOPE__BODY_CLIENTS_REPLY,
                        print_clients);
+}
+
+/* ----------------------------------------------------------- health */
+
+/* `hoctl health [--min-free PCT]`: the checks, in order, each a row of
+ * the JSON "checks" array and a line of the human output.  A check's
+ * "reason" is a code word, never a sentence. */
+typedef struct health {
+    json_t *checks;
+    int rc; /* worst exit code so far */
+} health;
+
+static void health_check(health *h, const char *name, int rc,
+                         const char *reason)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "check", json_string(name));
+    json_object_set_new(o, "ok", json_boolean(rc == 0));
+    json_object_set_new(o, "reason", reason ? json_string(reason)
+                                            : json_null());
+    json_array_append_new(h->checks, o);
+    if (rc != 0 && (h->rc == 0 || h->rc == HOCTL_EXIT_DEGRADED))
+        h->rc = rc;
+}
+
+/* The tiers: each must have capacity and min_free percent of it free. */
+static void health_tiers(health *h, const Hyperoffload__StatusReply *s,
+                         unsigned min_free)
+{
+    hoctl_sheet t;
+    tiers_sheet(s, &t);
+    for (size_t r = 0; r < t.nrows; r++) {
+        const hoctl_cell *c = &t.cells[r * TC_N];
+        uint64_t cap = c[TC_CAPACITY].v.u, fr = c[TC_FREE].v.u;
+        char name[80];
+        snprintf(name, sizeof(name), "tier %s",
+                 c[TC_NAME].set ? c[TC_NAME].v.s : "?");
+        if (cap == 0)
+            health_check(h, name, HOCTL_EXIT_DEGRADED, "no_capacity");
+        else if (fr == 0 || (long double)fr * 100 < (long double)cap * min_free)
+            health_check(h, name, HOCTL_EXIT_DEGRADED, "low_free_space");
+        else
+            health_check(h, name, 0, NULL);
+    }
+    hoctl_sheet_done(&t);
+}
+
+static int health_report(const hoctl_globals *g, health *h)
+{
+    const char *verdict = h->rc == 0 ? "healthy" : hoctl_exit_name(h->rc);
+    if (g->json) {
+        json_t *o = hoctl_json_root();
+        json_object_set_new(o, "healthy", json_boolean(h->rc == 0));
+        json_object_set_new(o, "status", json_string(verdict));
+        json_object_set_new(o, "exit", json_integer(h->rc));
+        json_object_set_new(o, "checks", h->checks);
+        h->checks = NULL;
+        int rc = hoctl_json_emit(o);
+        return h->rc ? h->rc : rc;
+    }
+    size_t i;
+    json_t *c;
+    json_array_foreach(h->checks, i, c)
+    {
+        const char *why = json_string_value(json_object_get(c, "reason"));
+        printf("%-20s %s%s%s\n", json_string_value(json_object_get(c, "check")),
+               json_is_true(json_object_get(c, "ok")) ? "ok" : "FAIL",
+               why ? "  " : "", why ? why : "");
+    }
+    printf("%s\n", verdict);
+    return h->rc;
+}
+
+static int parse_health(int argc, char **argv, unsigned *ret_min_free)
+{
+    *ret_min_free = 0;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i], *v = NULL;
+        if (strcmp(a, "--") == 0)
+            continue;
+        if (strncmp(a, "--min-free=", 11) == 0)
+            v = a + 11;
+        else if (strcmp(a, "--min-free") == 0 && i + 1 < argc)
+            v = argv[++i];
+        else
+            return hoctl_usage_error_help("health: unexpected argument '%s'",
+                                          a);
+        char *end;
+        unsigned long x = strtoul(v, &end, 10);
+        if (v[0] < '0' || v[0] > '9' || *end || x > 100)
+            return hoctl_usage_error_help("--min-free: expected a "
+                                          "percentage in [0, 100], got '%s'",
+                                          v);
+        *ret_min_free = (unsigned)x;
+    }
+    return 0;
+}
+
+int hoctl_cmd_health(const hoctl_globals *g, int argc, char **argv)
+{
+    unsigned min_free;
+    int rc = parse_health(argc, argv, &min_free);
+    if (rc)
+        return rc;
+    health h = {.checks = json_array(), .rc = 0};
+    char path[HO_SOCKET_PATH_MAX + 1] = "";
+    ho_client *c = NULL;
+    rc = ho_socket_path(g->socket, path, sizeof(path));
+    if (rc == 0)
+        rc = ho_connect(path, "hoctl", &c);
+    if (rc != 0) {
+        bool perm = rc == -EACCES || rc == -EPERM || rc == HO_E_PERMISSION;
+        health_check(&h, "connect",
+                     perm ? HOCTL_EXIT_PERMISSION : HOCTL_EXIT_UNREACHABLE,
+                     ho_err_name(rc));
+    } else {
+        health_check(&h, "connect", 0, NULL);
+        Hyperoffload__StatusRequest req = HYPEROFFLOAD__STATUS_REQUEST__INIT;
+        HOC_ENVELOPE(env, STATUS_REQUEST, status_request, &req);
+        Hyperoffload__Envelope *reply = NULL;
+        rc = hoc_call_expect(c, &env, HYPEROFFLOAD__ENVELOPE__BODY_STATUS_REPLY,
+                             &reply, NULL);
+        if (rc == 0 && reply->status_reply) {
+            health_check(&h, "status", 0, NULL);
+            health_tiers(&h, reply->status_reply, min_free);
+        } else {
+            int x = exit_for(rc ? rc : HO_E_PROTOCOL);
+            health_check(&h, "status", x == HOCTL_EXIT_NOT_FOUND
+                                           ? HOCTL_EXIT_FAILED : x,
+                         ho_err_name(rc ? rc : HO_E_PROTOCOL));
+        }
+        ho_frame_envelope_free(reply);
+        ho_close(c);
+    }
+    rc = health_report(g, &h);
+    json_decref(h.checks);
+    return rc;
 }
 
 /* ----------------------------------------------------------- quota */
@@ -544,11 +760,16 @@ static int parse_quota_subject(int which, const char *val, quota_args *q)
 static int parse_quota_args(int argc, char **argv, bool want_size,
                             quota_args *q)
 {
+    bool options = true; /* until `--` */
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *val = NULL;
         const char *opts[] = {"--uid", "--job", "--tier"};
         int which = -1, rc;
-        for (int k = 0; k < 3; k++) {
+        if (options && strcmp(a, "--") == 0) {
+            options = false;
+            continue;
+        }
+        for (int k = 0; options && k < 3; k++) {
             size_t n = strlen(opts[k]);
             if (strncmp(a, opts[k], n) == 0 && (a[n] == '\0' || a[n] == '=')) {
                 which = k;
@@ -574,13 +795,14 @@ static int parse_quota_args(int argc, char **argv, bool want_size,
             q->have_tier = true;
             break;
         default:
-            if (a[0] == '-' && a[1] != '\0')
+            if (options && a[0] == '-' && a[1] != '\0')
                 return hoctl_usage_error_help("unknown option '%s'", a);
             if (!want_size || q->have_size)
                 return hoctl_usage_error_help("unexpected argument '%s'", a);
-            if (ho_size_parse(a, &q->size) < 0)
-                return hoctl_usage_error_help("'%s' is not a size (e.g. 2G, "
-                                              "512MiB, 4096)", a);
+            char why[160];
+            if (hoctl_size_parse(a, HOCTL_QUOTA_MAX, &q->size, why,
+                                 sizeof(why)) < 0)
+                return hoctl_usage_error_help("quota set: %s", why);
             q->have_size = true;
         }
     }
@@ -615,39 +837,35 @@ static int parse_quota(int argc, char **argv, quota_args *q)
     return 0;
 }
 
-static json_t *quota_json(const Hyperoffload__QuotaEntry *e)
-{
-    json_t *o = json_object();
-    bool uid = e->kind == HYPEROFFLOAD__QUOTA_SUBJECT_KIND__QUOTA_SUBJECT_UID;
-    json_object_set_new(o, "subject", hoctl_json_str(uid ? "uid" : "job"));
-    if (uid)
-        json_object_set_new(o, "uid", hoctl_json_u64(e->uid));
-    else
-        json_object_set_new(o, "job", hoctl_json_str(e->job));
-    json_object_set_new(o, "tier", hoctl_json_str(tier_str(e->tier)));
-    json_object_set_new(o, "limit", hoctl_json_u64(e->limit));
-    json_object_set_new(o, "used", hoctl_json_u64(e->used));
-    return o;
-}
+enum { QC_SUBJECT, QC_UID, QC_JOB, QC_TIER, QC_LIMIT, QC_USED, QC_N };
+static const hoctl_col quota_cols[QC_N] = {
+    [QC_SUBJECT] = {"SUBJECT", "subject", HOCTL_T_STR, false},
+    [QC_UID] = {"UID", "uid", HOCTL_T_INT, false},
+    [QC_JOB] = {"JOB", "job", HOCTL_T_STR, false},
+    [QC_TIER] = {"TIER", "tier", HOCTL_T_STR, false},
+    [QC_LIMIT] = {"LIMIT", "limit", HOCTL_T_BYTES, false}, /* absent: none */
+    [QC_USED] = {"USED", "used", HOCTL_T_BYTES, false},
+};
 
-static void quota_rows(hoctl_table *t, Hyperoffload__QuotaEntry *const *es,
+static void quota_rows(hoctl_sheet *sh, Hyperoffload__QuotaEntry *const *es,
                        size_t n)
 {
-    hoctl_fmt b[2];
-    char subject[HOCTL_TABLE_CELL];
     for (size_t i = 0; i < n; i++) {
         const Hyperoffload__QuotaEntry *e = es[i];
         if (!e)
             continue;
-        if (e->kind == HYPEROFFLOAD__QUOTA_SUBJECT_KIND__QUOTA_SUBJECT_UID)
-            snprintf(subject, sizeof(subject), "uid %u", e->uid);
+        bool uid = e->kind ==
+                   HYPEROFFLOAD__QUOTA_SUBJECT_KIND__QUOTA_SUBJECT_UID;
+        hoctl_sheet_row(sh);
+        hoctl_set_str(sh, QC_SUBJECT, uid ? "uid" : "job");
+        if (uid)
+            hoctl_set_i64(sh, QC_UID, e->uid);
         else
-            snprintf(subject, sizeof(subject), "job %.*s",
-                     HOCTL_TABLE_CELL - 8, e->job ? e->job : "");
-        hoctl_table_row(t, subject, tier_str(e->tier),
-                        e->limit ? hoctl_fmt_size(e->limit, b[0])
-                                 : "unlimited",
-                        hoctl_fmt_size(e->used, b[1]));
+            hoctl_set_str(sh, QC_JOB, e->job);
+        hoctl_set_str(sh, QC_TIER, tier_str(e->tier));
+        if (e->limit)
+            hoctl_set_u64(sh, QC_LIMIT, e->limit);
+        hoctl_set_u64(sh, QC_USED, e->used);
     }
 }
 
@@ -670,15 +888,14 @@ static int quota_call(ho_client *c, const quota_args *q,
 }
 
 /* Send the request once per tier it acts on (get and clear without
- * --tier act on every tier), collecting the entries of the replies as
- * JSON (jarr, when not NULL) and as table rows.  0 or an exit code. */
-static int quota_fetch(ho_client *c, const quota_args *q, json_t *jarr,
-                       hoctl_table *t, size_t *ret_rows)
+ * --tier act on every tier), collecting the replies' entries as rows of
+ * `sh`.  0 or an exit code. */
+static int quota_fetch(ho_client *c, const quota_args *q, hoctl_sheet *sh)
 {
     static const Hyperoffload__Tier all_tiers[] = {
         HYPEROFFLOAD__TIER__TIER_DDR, HYPEROFFLOAD__TIER__TIER_FLASH,
         HYPEROFFLOAD__TIER__TIER_HBM};
-    size_t ntiers = 1, rows = 0;
+    size_t ntiers = 1;
     const Hyperoffload__Tier *tiers = &q->tier;
     int rc = 0;
     if (!q->have_tier && (q->op == HYPEROFFLOAD__QUOTA_OP__QUOTA_GET ||
@@ -689,18 +906,38 @@ static int quota_fetch(ho_client *c, const quota_args *q, json_t *jarr,
     for (size_t k = 0; k < ntiers && rc == 0; k++) {
         Hyperoffload__Envelope *reply = NULL;
         rc = quota_call(c, q, tiers[k], &reply);
-        if (rc == 0 && reply->quota_reply) {
-            const Hyperoffload__QuotaReply *r = reply->quota_reply;
-            for (size_t i = 0; i < r->n_entries; i++)
-                if (r->entries[i] && jarr)
-                    json_array_append_new(jarr, quota_json(r->entries[i]));
-            quota_rows(t, r->entries, r->n_entries);
-            rows += r->n_entries;
-        }
+        if (rc == 0 && reply->quota_reply)
+            quota_rows(sh, reply->quota_reply->entries,
+                       reply->quota_reply->n_entries);
         ho_frame_envelope_free(reply);
     }
-    *ret_rows = rows;
     return rc;
+}
+
+/* quota set: a limit over what the daemon's tiers of that kind hold
+ * together cannot be meant; refused with the figures (exit 2). */
+static int quota_check_capacity(ho_client *c, const quota_args *q)
+{
+    Hyperoffload__StatusRequest req = HYPEROFFLOAD__STATUS_REQUEST__INIT;
+    HOC_ENVELOPE(env, STATUS_REQUEST, status_request, &req);
+    Hyperoffload__Envelope *reply = NULL;
+    int rc = request(c, &env, HYPEROFFLOAD__ENVELOPE__BODY_STATUS_REPLY,
+                     &reply);
+    if (rc)
+        return rc;
+    uint64_t cap = 0;
+    const Hyperoffload__StatusReply *s = reply->status_reply;
+    for (size_t i = 0; s && i < s->n_tiers; i++)
+        if (s->tiers[i] && s->tiers[i]->tier == q->tier &&
+            cap <= UINT64_MAX - s->tiers[i]->capacity)
+            cap += s->tiers[i]->capacity;
+    ho_frame_envelope_free(reply);
+    if (q->size <= cap)
+        return 0;
+    hoctl_fmt a, b;
+    return hoctl_usage_error("quota set: %s is more than the %s tier holds "
+                             "(%s in all)", hoctl_fmt_size(q->size, a),
+                             tier_str(q->tier), hoctl_fmt_size(cap, b));
 }
 
 /* set and clear say what they did (the replies' entries are not shown). */
@@ -724,42 +961,42 @@ int hoctl_cmd_quota(const hoctl_globals *g, int argc, char **argv)
     int rc = parse_quota(argc, argv, &q);
     if (rc)
         return rc;
+    hoctl_sheet sh;
+    hoctl_view v;
+    hoctl_sheet_init(&sh, quota_cols, QC_N);
+    if ((rc = hoctl_sheet_view(&sh, g->columns,
+                               g->format == HOCTL_FMT_TABLE, &v)) != 0)
+        return rc;
     ho_client *c = NULL;
     rc = open_client(g, &c);
     if (rc)
         return rc;
-
-    json_t *jarr = g->json ? json_array() : NULL;
-    hoctl_table t;
-    size_t rows = 0;
-    hoctl_table_init(&t, 4);
-    hoctl_table_row(&t, "SUBJECT", "TIER", "LIMIT", "USED");
-    rc = quota_fetch(c, &q, jarr, &t, &rows);
+    if (q.op == HYPEROFFLOAD__QUOTA_OP__QUOTA_SET)
+        rc = quota_check_capacity(c, &q);
+    if (rc == 0)
+        rc = quota_fetch(c, &q, &sh);
     ho_close(c);
+    if (rc == 0 && sh.oom) {
+        fputs("hoctl: out of memory\n", stderr);
+        rc = HOCTL_EXIT_FAILED;
+    }
     if (rc) {
-        json_decref(jarr);
-        hoctl_table_done(&t);
-        return rc;
-    }
-    if (g->json) {
-        hoctl_table_done(&t);
+    } else if (g->format == HOCTL_FMT_JSON) {
         json_t *o = hoctl_json_root();
-        json_object_set_new(o, "quotas", jarr);
-        return hoctl_json_emit(o);
-    }
-    if (q.op == HYPEROFFLOAD__QUOTA_OP__QUOTA_SET ||
-        q.op == HYPEROFFLOAD__QUOTA_OP__QUOTA_CLEAR) {
-        hoctl_table_done(&t);
+        json_object_set_new(o, "quotas", hoctl_sheet_json(&sh, &v));
+        rc = hoctl_json_emit(o);
+    } else if (g->format == HOCTL_FMT_CSV) {
+        hoctl_sheet_csv(&sh, &v);
+    } else if (q.op == HYPEROFFLOAD__QUOTA_OP__QUOTA_SET ||
+               q.op == HYPEROFFLOAD__QUOTA_OP__QUOTA_CLEAR) {
         quota_print_change(&q);
-        return HOCTL_EXIT_OK;
-    }
-    if (rows == 0) {
-        hoctl_table_done(&t);
+    } else if (sh.nrows == 0) {
         puts("no quotas set");
-        return HOCTL_EXIT_OK;
+    } else {
+        hoctl_sheet_table(&sh, &v, "");
     }
-    hoctl_table_print(&t, "");
-    return HOCTL_EXIT_OK;
+    hoctl_sheet_done(&sh);
+    return rc;
 }
 
 /* ----------------------------------------------------------- version */
@@ -791,7 +1028,13 @@ int hoctl_cmd_version(const hoctl_globals *g, int argc, char **argv)
             json_object_set_new(d, "socket", hoctl_json_str(ho_socket(c)));
             json_object_set_new(o, "daemon", d);
         } else {
+            char msg[HO_SOCKET_PATH_MAX + 128];
+            snprintf(msg, sizeof(msg), "cannot reach hyperoffloadd at %s: %s",
+                     path, ho_strerror(rc));
             json_object_set_new(o, "daemon", json_null());
+            json_object_set_new(o, "error",
+                                hoctl_json_error(HOCTL_EXIT_UNREACHABLE, rc,
+                                                 msg));
         }
         hoctl_json_emit(o);
     } else {
@@ -814,24 +1057,35 @@ int hoctl_cmd_version(const hoctl_globals *g, int argc, char **argv)
 int hoctl_admin_help(const char *noun)
 {
     if (strcmp(noun, "status") == 0) {
-        puts("usage: hoctl status [--json]\n"
-             "Daemon version, uptime, every tier (capacity, used, free,\n"
-             "largest free block, fragmentation, extents, detail), every\n"
-             "device (capacity, reserve, granted) and each grant.\n"
+        puts("usage: hoctl status [--json | --format csv] [-o COL,...] "
+             "[--watch S [--count N]]\n"
+             "Daemon version, uptime, every tier, every device (capacity,\n"
+             "reserve, granted) and each grant.  Tier columns: NAME, TIER,\n"
+             "CAPACITY, USED, FREE, LARGEST, FRAG, EXTENTS, COMMITTED, PATH,\n"
+             "DETAIL (-o +DETAIL adds to the defaults, -o all shows all).\n"
              "Needs an admin peer (root or group hyperoffload).");
     } else if (strcmp(noun, "clients") == 0) {
-        puts("usage: hoctl clients [--json]\n"
-             "Every registered session: id, name, pid, uid, job, device,\n"
-             "HBM grant, DDR and flash use, extents, age, requests.\n"
-             "Needs an admin peer.");
+        puts("usage: hoctl clients [--json | --format csv] [-o COL,...] "
+             "[--watch S [--count N]]\n"
+             "Every registered session: ID, NAME, PID, UID, GID, JOB,\n"
+             "DEVICE, BUDGET, GRANT, DDR, FLASH, EXTENTS, AGE, REQUESTS;\n"
+             "then the replays' progress and traffic.  Needs an admin peer.");
+    } else if (strcmp(noun, "health") == 0) {
+        puts("usage: hoctl health [--min-free PERCENT] [--json] "
+             "[--watch S [--count N]]\n"
+             "Connect, ask for the status, check every tier has capacity\n"
+             "and PERCENT (default 0) of it free.  Exit 0 healthy, 3 not\n"
+             "ready, 5 degraded, 69 unreachable, 77 permission denied.");
     } else if (strcmp(noun, "quota") == 0) {
         puts("usage: hoctl quota list\n"
              "       hoctl quota get   (--uid U | --job J) [--tier T]\n"
              "       hoctl quota set   (--uid U | --job J) --tier T SIZE\n"
              "       hoctl quota clear (--uid U | --job J) [--tier T]\n"
              "U is a uid or user name; T is ddr, flash or hbm; SIZE is IEC\n"
-             "(2G, 1.5GiB, 512M, 4096).  Without --tier, get and clear act\n"
-             "on every tier.  A limit of 0 shows as unlimited.\n"
+             "(2G, 1.5GiB, 512M, 4096; not 1.5 or 2GB), at most what the\n"
+             "tier holds.  Without --tier, get and clear act on every tier.\n"
+             "No limit shows as '-' (JSON null).  Columns: SUBJECT, UID,\n"
+             "JOB, TIER, LIMIT, USED.\n"
              "Needs an admin peer.");
     } else if (strcmp(noun, "version") == 0) {
         puts("usage: hoctl version [--json]\n"

@@ -55,6 +55,8 @@ static int parse_opts(const char *cmd, int argc, char **argv,
         const char *a = argv[i], *eq;
         const nopt *o;
         size_t n;
+        if (strcmp(a, "--") == 0)
+            continue; /* nothing positional follows: only options end */
         if (strncmp(a, "--", 2) != 0)
             return hoctl_usage_error("%s: unexpected argument '%s'", cmd, a);
         a += 2;
@@ -317,9 +319,10 @@ static json_t *result_json(const plan_node *n, const plan_workload *w,
                   "alloc_wait_us", r->alloc_wait_us, "end_us", r->end_us));
     json_object_set_new(
         o, "stats",
-        json_pack("{s:o, s:o, s:f, s:f}", "copies", hoctl_json_u64(r->n_copies),
-                  "rate_updates", hoctl_json_u64(r->n_rate_updates), "judge_ms",
-                  judge_ms[0], "judge_cpu_ms", judge_ms[1]));
+        json_pack("{s:o, s:o, s:o, s:o}", "copies", hoctl_json_u64(r->n_copies),
+                  "rate_updates", hoctl_json_u64(r->n_rate_updates), "judge_us",
+                  hoctl_json_us(judge_ms[0] * 1e3), "judge_cpu_us",
+                  hoctl_json_us(judge_ms[1] * 1e3)));
     *ret_match = all;
     return o;
 }
@@ -426,8 +429,11 @@ static int node_check(const hoctl_globals *g, int argc, char **argv)
         if (g->json) {
             json_t *j = hoctl_json_root();
             json_object_set_new(j, "valid", json_false());
-            json_object_set_new(j, "error",
-                                json_string(err[0] ? err : ho_strerror(r)));
+            json_object_set_new(
+                j, "error",
+                hoctl_json_error(r == -ENOENT ? HOCTL_EXIT_NOT_FOUND
+                                              : HOCTL_EXIT_FAILED,
+                                 r, err[0] ? err : ho_strerror(r)));
             hoctl_json_emit(j);
         }
         fprintf(stderr, "hoctl: node check: %s\n",

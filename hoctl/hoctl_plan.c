@@ -26,6 +26,7 @@
 
 #include "hoctl/hoctl.h"
 #include "hoctl/output.h"
+#include "hoctl/hoctl_parse.h"
 #include "hyperoffload/errors.h"
 #include "hyperoffload/size.h"
 #include "planner/plan.h"
@@ -62,13 +63,18 @@ static int parse_opts(const char *cmd, int argc, char **argv, const opt *opts,
 {
     int npos = 0;
 
+    bool options = true; /* until `--` */
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         const opt *o;
         const char *eq;
         size_t n;
 
-        if (strncmp(a, "--", 2) != 0 || a[2] == '\0') {
+        if (options && strcmp(a, "--") == 0) {
+            options = false;
+            continue;
+        }
+        if (!options || strncmp(a, "--", 2) != 0 || a[2] == '\0') {
             if (npos >= max_pos)
                 return hoctl_usage_error("%s: unexpected argument '%s'", cmd,
                                          a);
@@ -529,7 +535,10 @@ static int gen_decode(const hoctl_globals *g, int argc, char **argv)
 /* An optional positive size (--min-bytes, --max-bytes); 0 when absent. */
 static int parse_size_opt(const char *opt_name, const char *s, uint64_t *ret)
 {
-    if (s && (ho_size_parse(s, ret) < 0 || *ret == 0))
+    char why[160];
+    if (s && hoctl_size_parse(s, UINT64_MAX, ret, why, sizeof(why)) < 0)
+        return hoctl_usage_error("--%s: %s", opt_name, why);
+    if (s && *ret == 0)
         return hoctl_usage_error("--%s: expected a positive size, got '%s'",
                                  opt_name, s);
     return 0;
@@ -684,7 +693,8 @@ static int trace_show(const hoctl_globals *g, int argc, char **argv)
 
 /* ------------------------------------------------------------ convert */
 
-static int convert(const char *noun, int argc, char **argv)
+static int convert(const hoctl_globals *g, const char *noun, int argc,
+                   char **argv)
 {
     const char *to = NULL;
     const opt opts[] = {{"to", true, &to, NULL}, OPT_END};
@@ -709,6 +719,13 @@ static int convert(const char *noun, int argc, char **argv)
     if (r < 0)
         return read_failure(r, pos[0], err);
     r = write_out(pos[1], pb, t, s);
+    if (r == 0 && g->json && strcmp(pos[1], "-") != 0) {
+        json_t *o = hoctl_json_root();
+        json_object_set_new(o, "in", hoctl_json_str(pos[0]));
+        json_object_set_new(o, "out", hoctl_json_str(pos[1]));
+        json_object_set_new(o, "format", json_string(pb ? "pb" : "json"));
+        r = hoctl_json_emit(o) == HOCTL_EXIT_OK ? 0 : -EIO;
+    }
     plan_trace_free(t);
     plan_schedule_free(s);
     return r == 0 ? HOCTL_EXIT_OK : HOCTL_EXIT_FAILED;
@@ -988,10 +1005,14 @@ static int plan_parse(int argc, char **argv, plan_args *a)
     }
     size_t blen = strlen(a->bstr);
     a->percent = blen > 0 && a->bstr[blen - 1] == '%';
-    if (blen == 0 || (!a->percent && ho_size_parse(a->bstr, &a->budget) < 0))
+    char why[160];
+    if (blen == 0)
         return hoctl_usage_error("--budget: expected a size (20GiB, "
-                                 "21474836480, 20GB) or a percentage (70%%), "
-                                 "got '%s'", a->bstr);
+                                 "21474836480) or a percentage (70%%)");
+    if (!a->percent && hoctl_size_parse(a->bstr, (uint64_t)INT64_MAX,
+                                        &a->budget, why, sizeof(why)) < 0)
+        return hoctl_usage_error("--budget: %s, or a percentage (70%%)",
+                                 why);
     return 0;
 }
 
@@ -1014,6 +1035,12 @@ static int plan_budget(plan_args *a, const plan_trace_summary *sm)
     return 0;
 }
 
+/* A byte count that 0 means "not computed" for: null then. */
+static json_t *opt_bytes(uint64_t v)
+{
+    return v ? hoctl_json_u64(v) : json_null();
+}
+
 /* Step 3a: the budget is below what the planner can meet: the JSON
  * document (with --json) and, always, the sentence on stderr. */
 static void plan_report_infeasible(const hoctl_globals *g, const plan_args *a,
@@ -1025,12 +1052,14 @@ static void plan_report_infeasible(const hoctl_globals *g, const plan_args *a,
         json_object_set_new(o, "feasible", json_false());
         json_object_set_new(o, "planner", json_string(a->po.planner));
         json_object_set_new(o, "budget_bytes", hoctl_json_u64(a->budget));
-        json_object_set_new(o, "min_budget", hoctl_json_u64(res->min_budget));
+        json_object_set_new(o, "min_budget", opt_bytes(res->min_budget));
         json_object_set_new(o, "working_set_bound",
                             hoctl_json_u64(res->working_set_bound));
         json_object_set_new(o, "no_offload_peak",
                             hoctl_json_u64(res->no_offload_peak));
-        json_object_set_new(o, "message", json_string(res->message));
+        json_object_set_new(o, "error",
+                            hoctl_json_error(HOCTL_EXIT_FAILED,
+                                             HO_E_INFEASIBLE, res->message));
         hoctl_json_emit(o);
     }
     fprintf(stderr, "budget %s (%llu B) is infeasible for %s; smallest "
@@ -1064,12 +1093,13 @@ static int plan_report_json(const plan_args *a, const plan_trace *t,
                         hoctl_json_u64(p->res.no_offload_peak));
     json_object_set_new(o, "working_set_bound",
                         hoctl_json_u64(p->res.working_set_bound));
-    json_object_set_new(o, "min_budget", hoctl_json_u64(p->res.min_budget));
+    json_object_set_new(o, "min_budget", opt_bytes(p->res.min_budget));
     json_object_set_new(o, "metrics", metrics_json(&p->s->predicted));
     json_object_set_new(o, "violation",
                         p->r == 0 ? json_null() : violation_json(t, &p->v));
     json_object_set_new(o, "actions", hoctl_json_u64(p->s->n_actions));
-    json_object_set_new(o, "planning_ms", json_real(p->res.planning_ms));
+    json_object_set_new(o, "planning_us",
+                        hoctl_json_us(p->res.planning_ms * 1e3));
     json_object_set_new(o, "out", a->out ? json_string(a->out) : json_null());
     return hoctl_json_emit(o);
 }
@@ -1190,7 +1220,7 @@ int hoctl_cmd_trace(const hoctl_globals *g, int argc, char **argv)
     if (strcmp(argv[0], "show") == 0)
         return trace_show(g, argc - 1, argv + 1);
     if (strcmp(argv[0], "convert") == 0)
-        return convert("trace", argc - 1, argv + 1);
+        return convert(g, "trace", argc - 1, argv + 1);
     fputs(trace_usage, stderr);
     return hoctl_usage_error("trace: unknown verb '%s'", argv[0]);
 }
@@ -1208,7 +1238,7 @@ int hoctl_cmd_schedule(const hoctl_globals *g, int argc, char **argv)
     if (strcmp(argv[0], "check") == 0)
         return schedule_check(g, argc - 1, argv + 1);
     if (strcmp(argv[0], "convert") == 0)
-        return convert("schedule", argc - 1, argv + 1);
+        return convert(g, "schedule", argc - 1, argv + 1);
     fputs(schedule_usage, stderr);
     return hoctl_usage_error("schedule: unknown verb '%s'", argv[0]);
 }

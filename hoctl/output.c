@@ -1,13 +1,18 @@
 /* hoctl/output.c - see output.h. */
 #include "hoctl/output.h"
 
+#include <ctype.h>
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <unistd.h>
 
 #include "hoctl/hoctl.h"
+#include "hyperoffload/errors.h"
 #include "hyperoffload/size.h"
 
 /* ---------------------------------------------------------- usage errors */
@@ -177,18 +182,534 @@ json_t *hoctl_json_str(const char *s)
     return json_string(s ? s : "");
 }
 
+bool hoctl_json_compact;
+static bool json_emitted; /* a document went out since capture began */
+
+json_t *hoctl_json_real(double v)
+{
+    return isfinite(v) ? json_real(v) : json_null();
+}
+
+json_t *hoctl_json_us(double us)
+{
+    if (!isfinite(us) || us < 0 || us >= 9.2e18)
+        return json_null();
+    return json_integer((json_int_t)llround(us));
+}
+
+/* The shortest %.Ng that reads back as v, with ".0" when it would read
+ * as an integer. */
+static void real_text(double v, char *buf, size_t n)
+{
+    for (int p = 1; p <= 17; p++) {
+        snprintf(buf, n, "%.*g", p, v);
+        if (strtod(buf, NULL) == v)
+            break;
+    }
+    if (!strpbrk(buf, ".eEn"))
+        strncat(buf, ".0", n - strlen(buf) - 1);
+}
+
+/* Write `v` with reals in their shortest form (jansson prints 17 digits):
+ * containers here, scalars through jansson's own encoder. */
+static int emit_value(const json_t *v, FILE *f, int depth)
+{
+    const char *nl = hoctl_json_compact ? "" : "\n";
+    int ind = hoctl_json_compact ? 0 : 2 * (depth + 1);
+    if (json_is_real(v)) {
+        char buf[40];
+        if (!isfinite(json_real_value(v)))
+            return fputs("null", f) < 0 ? -1 : 0;
+        real_text(json_real_value(v), buf, sizeof(buf));
+        return fputs(buf, f) < 0 ? -1 : 0;
+    }
+    if (json_is_object(v) && json_object_size(v) > 0) {
+        const char *k;
+        json_t *x;
+        size_t i = 0;
+        fputc('{', f);
+        json_object_foreach((json_t *)v, k, x)
+        {
+            json_t *key = json_string(k);
+            char *ks = key ? json_dumps(key, JSON_ENCODE_ANY) : NULL;
+            json_decref(key);
+            if (!ks)
+                return -1;
+            fprintf(f, "%s%s%*s%s:%s", i++ ? "," : "", nl, ind, "", ks,
+                    hoctl_json_compact ? "" : " ");
+            free(ks);
+            if (emit_value(x, f, depth + 1) < 0)
+                return -1;
+        }
+        fprintf(f, "%s%*s}", nl, ind - (hoctl_json_compact ? 0 : 2), "");
+        return 0;
+    }
+    if (json_is_array(v) && json_array_size(v) > 0) {
+        size_t i;
+        json_t *x;
+        fputc('[', f);
+        json_array_foreach(v, i, x)
+        {
+            fprintf(f, "%s%s%*s", i ? "," : "", nl, ind, "");
+            if (emit_value(x, f, depth + 1) < 0)
+                return -1;
+        }
+        fprintf(f, "%s%*s]", nl, ind - (hoctl_json_compact ? 0 : 2), "");
+        return 0;
+    }
+    char *t = json_dumps(v, JSON_ENCODE_ANY);
+    if (!t)
+        return -1;
+    int rc = fputs(t, f) < 0 ? -1 : 0;
+    free(t);
+    return rc;
+}
+
 int hoctl_json_emit(json_t *o)
 {
     if (!o) {
         fputs("hoctl: out of memory\n", stderr);
         return HOCTL_EXIT_FAILED;
     }
-    int rc = json_dumpf(o, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
+    int rc = emit_value(o, stdout, 0);
     putchar('\n');
+    fflush(stdout);
     json_decref(o);
+    json_emitted = true;
     if (rc != 0) {
         fputs("hoctl: cannot write JSON\n", stderr);
         return HOCTL_EXIT_FAILED;
     }
     return HOCTL_EXIT_OK;
+}
+
+/* ------------------------------------------------------- error documents */
+
+static int saved_stderr = -1;
+static FILE *captured;
+static int cause_code;
+static bool have_cause;
+
+int hoctl_capture_begin(void)
+{
+    json_emitted = false;
+    have_cause = false;
+    fflush(stderr);
+    captured = tmpfile();
+    if (!captured)
+        return -errno;
+    saved_stderr = dup(STDERR_FILENO);
+    if (saved_stderr < 0 || dup2(fileno(captured), STDERR_FILENO) < 0) {
+        int e = -errno;
+        if (saved_stderr >= 0)
+            close(saved_stderr);
+        saved_stderr = -1;
+        fclose(captured);
+        captured = NULL;
+        return e;
+    }
+    return 0;
+}
+
+void hoctl_note_cause(int code)
+{
+    cause_code = code;
+    have_cause = code != 0;
+}
+
+const char *hoctl_exit_name(int rc)
+{
+    switch (rc) {
+    case HOCTL_EXIT_OK: return "ok";
+    case HOCTL_EXIT_FAILED: return "failed";
+    case HOCTL_EXIT_USAGE: return "usage";
+    case HOCTL_EXIT_NOT_READY: return "not_ready";
+    case HOCTL_EXIT_NOT_FOUND: return "not_found";
+    case HOCTL_EXIT_DEGRADED: return "degraded";
+    case HOCTL_EXIT_UNREACHABLE: return "unreachable";
+    case HOCTL_EXIT_PERMISSION: return "permission";
+    default: return "failed";
+    }
+}
+
+json_t *hoctl_json_error(int exit_rc, int cause, const char *message)
+{
+    json_t *e = json_object();
+    json_object_set_new(e, "code", json_integer(exit_rc));
+    json_object_set_new(e, "name", json_string(hoctl_exit_name(exit_rc)));
+    json_object_set_new(e, "message",
+                        json_string(message && message[0]
+                                        ? message
+                                        : hoctl_exit_name(exit_rc)));
+    if (cause)
+        json_object_set_new(e, "cause", json_string(ho_err_name(cause)));
+    return e;
+}
+
+/* The captured text as one sentence: each line's "hoctl: " dropped,
+ * lines joined with "; ", trailing blanks trimmed (in place). */
+static char *one_sentence(char *t)
+{
+    char *w = t;
+    for (char *line = t; line && *line;) {
+        char *nl = strchr(line, '\n');
+        if (nl)
+            *nl = '\0';
+        if (strncmp(line, "hoctl: ", 7) == 0)
+            line += 7;
+        size_t n = strlen(line);
+        while (n && isspace((unsigned char)line[n - 1]))
+            n--;
+        if (n) {
+            if (w != t) {
+                memcpy(w, "; ", 2);
+                w += 2;
+            }
+            memmove(w, line, n);
+            w += n;
+        }
+        line = nl ? nl + 1 : NULL;
+    }
+    *w = '\0';
+    return t;
+}
+
+int hoctl_capture_end(int rc)
+{
+    if (!captured)
+        return rc;
+    fflush(stderr);
+    dup2(saved_stderr, STDERR_FILENO);
+    close(saved_stderr);
+    saved_stderr = -1;
+    long n = ftell(captured);
+    char *text = NULL;
+    if (n > 0 && n < (1L << 20) && fseek(captured, 0, SEEK_SET) == 0 &&
+        (text = malloc((size_t)n + 1)) != NULL) {
+        size_t got = fread(text, 1, (size_t)n, captured);
+        text[got] = '\0';
+        fwrite(text, 1, got, stderr);
+    }
+    fclose(captured);
+    captured = NULL;
+    if (rc != 0 && !json_emitted) {
+        json_t *o = hoctl_json_root();
+        char *msg = text ? one_sentence(text) : NULL;
+        json_object_set_new(o, "error",
+                            hoctl_json_error(rc, have_cause ? cause_code : 0,
+                                             msg));
+        hoctl_json_emit(o);
+    }
+    free(text);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- sheets */
+
+void hoctl_sheet_init(hoctl_sheet *s, const hoctl_col *cols, unsigned ncols)
+{
+    memset(s, 0, sizeof(*s));
+    s->cols = cols;
+    s->ncols = ncols < HOCTL_SHEET_MAX_COLS ? ncols : HOCTL_SHEET_MAX_COLS;
+}
+
+void hoctl_sheet_row(hoctl_sheet *s)
+{
+    if (s->oom)
+        return;
+    if (s->nrows == s->cap) {
+        size_t ncap = s->cap ? s->cap * 2 : 8;
+        void *p = realloc(s->cells, ncap * s->ncols * sizeof(hoctl_cell));
+        if (!p) {
+            s->oom = true;
+            return;
+        }
+        s->cells = p;
+        s->cap = ncap;
+    }
+    memset(&s->cells[s->nrows * s->ncols], 0, s->ncols * sizeof(hoctl_cell));
+    s->nrows++;
+}
+
+/* The last row's cell `col`, or NULL when there is none. */
+static hoctl_cell *last_cell(hoctl_sheet *s, unsigned col)
+{
+    if (s->oom || s->nrows == 0 || col >= s->ncols)
+        return NULL;
+    return &s->cells[(s->nrows - 1) * s->ncols + col];
+}
+
+void hoctl_set_str(hoctl_sheet *s, unsigned col, const char *v)
+{
+    hoctl_cell *c = last_cell(s, col);
+    if (!c || !v)
+        return;
+    free(c->set ? c->v.s : NULL);
+    c->v.s = strdup(v);
+    c->set = c->v.s != NULL;
+    s->oom |= !c->set;
+}
+
+void hoctl_set_u64(hoctl_sheet *s, unsigned col, uint64_t v)
+{
+    hoctl_cell *c = last_cell(s, col);
+    if (c) {
+        c->v.u = v;
+        c->set = true;
+    }
+}
+
+void hoctl_set_i64(hoctl_sheet *s, unsigned col, int64_t v)
+{
+    hoctl_cell *c = last_cell(s, col);
+    if (c) {
+        c->v.i = v;
+        c->set = true;
+    }
+}
+
+void hoctl_set_real(hoctl_sheet *s, unsigned col, double v)
+{
+    hoctl_cell *c = last_cell(s, col);
+    if (c && isfinite(v)) {
+        c->v.d = v;
+        c->set = true;
+    }
+}
+
+void hoctl_set_bool(hoctl_sheet *s, unsigned col, bool v)
+{
+    hoctl_cell *c = last_cell(s, col);
+    if (c) {
+        c->v.b = v;
+        c->set = true;
+    }
+}
+
+void hoctl_sheet_done(hoctl_sheet *s)
+{
+    for (size_t r = 0; r < s->nrows; r++)
+        for (unsigned i = 0; i < s->ncols; i++) {
+            hoctl_cell *c = &s->cells[r * s->ncols + i];
+            if (c->set && s->cols[i].type == HOCTL_T_STR)
+                free(c->v.s);
+        }
+    free(s->cells);
+    s->cells = NULL;
+    s->nrows = s->cap = 0;
+}
+
+static int find_col(const hoctl_sheet *s, const char *name, size_t n)
+{
+    for (unsigned i = 0; i < s->ncols; i++)
+        if ((strlen(s->cols[i].name) == n &&
+             strncasecmp(s->cols[i].name, name, n) == 0) ||
+            (strlen(s->cols[i].key) == n &&
+             strncasecmp(s->cols[i].key, name, n) == 0))
+            return (int)i;
+    return -1;
+}
+
+static void add_defaults(const hoctl_sheet *s, bool table, hoctl_view *v)
+{
+    for (unsigned i = 0; i < s->ncols; i++)
+        if (!table || !s->cols[i].hidden)
+            v->idx[v->n++] = i;
+}
+
+int hoctl_sheet_view(const hoctl_sheet *s, const char *spec, bool table,
+                     hoctl_view *ret)
+{
+    ret->n = 0;
+    if (!spec) {
+        add_defaults(s, table, ret);
+        return 0;
+    }
+    if (strcasecmp(spec, "all") == 0) {
+        add_defaults(s, false, ret);
+        return 0;
+    }
+    if (spec[0] == '+') {
+        add_defaults(s, true, ret);
+        spec++;
+    }
+    for (const char *p = spec; *p;) {
+        size_t n = strcspn(p, ",");
+        int i = find_col(s, p, n);
+        if (i < 0) {
+            char valid[HOCTL_SHEET_MAX_COLS * 24] = "";
+            for (unsigned k = 0; k < s->ncols; k++) {
+                strncat(valid, k ? ", " : "", sizeof(valid) - strlen(valid) - 1);
+                strncat(valid, s->cols[k].name,
+                        sizeof(valid) - strlen(valid) - 1);
+            }
+            return hoctl_usage_error("-o: unknown column '%.*s'; valid "
+                                     "columns: %s", (int)(n > 64 ? 64 : n),
+                                     p, valid);
+        }
+        bool dup = false;
+        for (unsigned k = 0; k < ret->n; k++)
+            dup |= ret->idx[k] == (unsigned)i;
+        if (!dup && ret->n < HOCTL_SHEET_MAX_COLS)
+            ret->idx[ret->n++] = (unsigned)i;
+        p += n;
+        if (*p == ',')
+            p++;
+    }
+    if (ret->n == 0)
+        return hoctl_usage_error("-o: no columns given");
+    return 0;
+}
+
+static const hoctl_cell *cell_at(const hoctl_sheet *s, size_t r, unsigned c)
+{
+    return &s->cells[r * s->ncols + c];
+}
+
+/* The cell as table text into buf (or a pointer to its string). */
+static const char *cell_text(const hoctl_sheet *s, size_t r, unsigned c,
+                             hoctl_fmt buf)
+{
+    const hoctl_cell *x = cell_at(s, r, c);
+    if (!x->set)
+        return "-";
+    switch (s->cols[c].type) {
+    case HOCTL_T_STR: return x->v.s[0] ? x->v.s : "-";
+    case HOCTL_T_BYTES: return hoctl_fmt_size(x->v.u, buf);
+    case HOCTL_T_US: return hoctl_fmt_us((double)x->v.u, buf);
+    case HOCTL_T_AGE: return hoctl_fmt_age((double)x->v.u / 1e6, buf);
+    case HOCTL_T_INT:
+        snprintf(buf, HOCTL_FMT_LEN, "%lld", (long long)x->v.i);
+        return buf;
+    case HOCTL_T_REAL:
+        snprintf(buf, HOCTL_FMT_LEN, "%g", x->v.d);
+        return buf;
+    case HOCTL_T_PCT:
+        snprintf(buf, HOCTL_FMT_LEN, "%.1f%%", x->v.d * 100.0);
+        return buf;
+    case HOCTL_T_BOOL: return x->v.b ? "yes" : "no";
+    }
+    return "?";
+}
+
+/* The cell as a raw CSV / machine value. */
+static const char *cell_raw(const hoctl_sheet *s, size_t r, unsigned c,
+                            char *buf, size_t n)
+{
+    const hoctl_cell *x = cell_at(s, r, c);
+    if (!x->set)
+        return "";
+    switch (s->cols[c].type) {
+    case HOCTL_T_STR: return x->v.s;
+    case HOCTL_T_BYTES:
+    case HOCTL_T_US:
+    case HOCTL_T_AGE:
+        snprintf(buf, n, "%llu", (unsigned long long)x->v.u);
+        return buf;
+    case HOCTL_T_INT:
+        snprintf(buf, n, "%lld", (long long)x->v.i);
+        return buf;
+    case HOCTL_T_REAL:
+    case HOCTL_T_PCT:
+        real_text(x->v.d, buf, n);
+        return buf;
+    case HOCTL_T_BOOL: return x->v.b ? "true" : "false";
+    }
+    return "";
+}
+
+void hoctl_sheet_table(const hoctl_sheet *s, const hoctl_view *v,
+                       const char *indent)
+{
+    size_t width[HOCTL_SHEET_MAX_COLS];
+    hoctl_fmt b;
+    for (unsigned k = 0; k < v->n; k++) {
+        width[k] = strlen(s->cols[v->idx[k]].name);
+        for (size_t r = 0; r < s->nrows; r++) {
+            size_t n = strlen(cell_text(s, r, v->idx[k], b));
+            if (n > width[k])
+                width[k] = n;
+        }
+    }
+    for (size_t r = 0; r <= s->nrows; r++) {
+        fputs(indent, stdout);
+        for (unsigned k = 0; k < v->n; k++) {
+            unsigned c = v->idx[k];
+            const char *t = r == 0 ? s->cols[c].name
+                                   : cell_text(s, r - 1, c, b);
+            bool right = s->cols[c].type != HOCTL_T_STR &&
+                         s->cols[c].type != HOCTL_T_BOOL;
+            bool last = k + 1 == v->n;
+            if (right)
+                printf("%*s", (int)width[k], t);
+            else if (last)
+                fputs(t, stdout);
+            else
+                printf("%-*s", (int)width[k], t);
+            if (!last)
+                fputs("  ", stdout);
+        }
+        putchar('\n');
+    }
+}
+
+static void csv_field(const char *t)
+{
+    if (!strpbrk(t, ",\"\r\n")) {
+        fputs(t, stdout);
+        return;
+    }
+    putchar('"');
+    for (; *t; t++) {
+        if (*t == '"')
+            putchar('"');
+        putchar(*t);
+    }
+    putchar('"');
+}
+
+void hoctl_sheet_csv(const hoctl_sheet *s, const hoctl_view *v)
+{
+    char buf[64];
+    for (size_t r = 0; r <= s->nrows; r++) {
+        for (unsigned k = 0; k < v->n; k++) {
+            unsigned c = v->idx[k];
+            if (k)
+                putchar(',');
+            csv_field(r == 0 ? s->cols[c].key
+                             : cell_raw(s, r - 1, c, buf, sizeof(buf)));
+        }
+        fputs("\r\n", stdout);
+    }
+}
+
+json_t *hoctl_cell_json(const hoctl_sheet *s, size_t r, unsigned c)
+{
+    const hoctl_cell *x = cell_at(s, r, c);
+    if (!x->set)
+        return json_null();
+    switch (s->cols[c].type) {
+    case HOCTL_T_STR: return json_string(x->v.s);
+    case HOCTL_T_BYTES:
+    case HOCTL_T_US:
+    case HOCTL_T_AGE: return hoctl_json_u64(x->v.u);
+    case HOCTL_T_INT: return json_integer(x->v.i);
+    case HOCTL_T_REAL:
+    case HOCTL_T_PCT: return json_real(x->v.d);
+    case HOCTL_T_BOOL: return json_boolean(x->v.b);
+    }
+    return json_null();
+}
+
+json_t *hoctl_sheet_json(const hoctl_sheet *s, const hoctl_view *v)
+{
+    json_t *a = json_array();
+    for (size_t r = 0; a && r < s->nrows; r++) {
+        json_t *o = json_object();
+        for (unsigned k = 0; o && k < v->n; k++)
+            json_object_set_new(o, s->cols[v->idx[k]].key,
+                                hoctl_cell_json(s, r, v->idx[k]));
+        json_array_append_new(a, o);
+    }
+    return a;
 }

@@ -8,10 +8,22 @@
  *                 tables whose first row is the header, fields with the
  *                 value at column 20;
  *   --json        one object per command, "schema": HOCTL_JSON_SCHEMA
- *                 first, raw byte counts (clamped to INT64_MAX), reals
- *                 with 17 significant digits, indented by 2.
+ *                 first, raw byte counts (clamped to INT64_MAX), durations
+ *                 in integer microseconds, reals in their shortest
+ *                 round-trip form, indented by 2 (one line per document
+ *                 under --watch); docs/cli-schema.json describes them all.
  *
- * Errors go to stderr as "hoctl: <sentence>".
+ * Tabular output is a "sheet": typed columns (string, bytes, us, age,
+ * integer, real, percentage, bool) filled once per row; the same sheet
+ * prints as an aligned table (IEC sizes, "-" for absent cells), CSV (raw
+ * values) or a JSON array of objects (raw values, null for absent cells),
+ * with `-o COL,...` selecting the columns.
+ *
+ * Errors go to stderr as "hoctl: <sentence>".  With --json a command runs
+ * inside hoctl_capture_begin/end: what it writes to stderr is kept, and
+ * when it fails without printing a document, one error document
+ * {"schema", "error": {"code", "name", "message"[, "cause"]}} is printed
+ * on stdout (the sentences still reach stderr).
  */
 #ifndef HO_HOCTL_OUTPUT_H
 #define HO_HOCTL_OUTPUT_H
@@ -94,9 +106,112 @@ json_t *hoctl_json_root(void);
 json_t *hoctl_json_u64(uint64_t v);
 /* A string; NULL becomes "". */
 json_t *hoctl_json_str(const char *s);
-/* Print `o` on stdout followed by a newline and release it.
+/* Print `o` on stdout followed by a newline and release it (reals in
+ * their shortest round-trip form; one line when hoctl_json_compact).
  * HOCTL_EXIT_OK, or HOCTL_EXIT_FAILED with a sentence on stderr when o is
  * NULL (out of memory) or cannot be written. */
 int hoctl_json_emit(json_t *o);
+
+/* One document per line (--watch): set before the first emit. */
+extern bool hoctl_json_compact;
+
+/* A real for JSON: null when not finite. */
+json_t *hoctl_json_real(double v);
+/* Microseconds from a double (model times, seconds * 1e6 ...): rounded to
+ * the nearest integer, null when not finite or negative. */
+json_t *hoctl_json_us(double us);
+
+/* ------------------------------------------------------- error documents */
+
+/* Start capturing stderr for one command run (JSON mode).  0, or -errno
+ * when it cannot (then nothing is captured and end does nothing). */
+int hoctl_capture_begin(void);
+/* Stop capturing: copy what was captured to the real stderr and, when
+ * rc != 0 and no document was emitted since begin, emit an error document
+ * for exit status rc.  Returns rc. */
+int hoctl_capture_end(int rc);
+/* The library / daemon error code behind the failure being reported
+ * (ho_err_name names it in the error document's "cause"). */
+void hoctl_note_cause(int code);
+/* An error object {"code": exit_rc, "name", "message"[, "cause"]} for
+ * documents that report a failure themselves (cause 0: none). */
+json_t *hoctl_json_error(int exit_rc, int cause, const char *message);
+/* The symbolic name of an exit status ("usage", "unreachable", ...). */
+const char *hoctl_exit_name(int rc);
+
+/* ---------------------------------------------------------------- sheets */
+
+typedef enum hoctl_type {
+    HOCTL_T_STR,   /* text; JSON string */
+    HOCTL_T_BYTES, /* IEC size; JSON integer bytes */
+    HOCTL_T_US,    /* duration "12.300 ms"; JSON integer microseconds */
+    HOCTL_T_AGE,   /* age "4m 05s"; JSON integer microseconds */
+    HOCTL_T_INT,   /* decimal; JSON integer */
+    HOCTL_T_REAL,  /* %g; JSON shortest round-trip real */
+    HOCTL_T_PCT,   /* a fraction shown as "12.5%"; JSON real in [0, 1] */
+    HOCTL_T_BOOL,  /* yes/no; JSON true/false */
+} hoctl_type;
+
+typedef struct hoctl_col {
+    const char *name; /* header and -o name ("LARGEST"), one word */
+    const char *key;  /* JSON key and CSV header ("largest_free") */
+    hoctl_type type;
+    bool hidden;      /* not in the default table (-o / JSON / CSV) */
+} hoctl_col;
+
+#define HOCTL_SHEET_MAX_COLS 24
+
+typedef struct hoctl_cell {
+    bool set; /* false: absent ("-", null, empty) */
+    union {
+        char *s;
+        int64_t i;
+        uint64_t u;
+        double d;
+        bool b;
+    } v;
+} hoctl_cell;
+
+/* Rows of typed cells; embedded on the caller's stack: init, row + set
+ * per row, print / json, done. */
+typedef struct hoctl_sheet {
+    const hoctl_col *cols;
+    unsigned ncols;
+    size_t nrows, cap;
+    hoctl_cell *cells; /* nrows * ncols */
+    bool oom;          /* a row or string could not be stored */
+} hoctl_sheet;
+
+void hoctl_sheet_init(hoctl_sheet *s, const hoctl_col *cols, unsigned ncols);
+/* Append a row of absent cells; the setters fill the last row. */
+void hoctl_sheet_row(hoctl_sheet *s);
+void hoctl_set_str(hoctl_sheet *s, unsigned col, const char *v); /* copied */
+void hoctl_set_u64(hoctl_sheet *s, unsigned col, uint64_t v);
+void hoctl_set_i64(hoctl_sheet *s, unsigned col, int64_t v);
+void hoctl_set_real(hoctl_sheet *s, unsigned col, double v);
+void hoctl_set_bool(hoctl_sheet *s, unsigned col, bool v);
+void hoctl_sheet_done(hoctl_sheet *s);
+
+/* The columns to show, in order. */
+typedef struct hoctl_view {
+    unsigned n;
+    unsigned idx[HOCTL_SHEET_MAX_COLS];
+} hoctl_view;
+
+/* Columns from `spec` (-o): "COL,COL" (case-insensitive, name or key),
+ * "+COL,..." (the defaults and these), "all".  NULL: the default table
+ * columns when `table`, else every column.  0, or a usage error that
+ * lists the valid names. */
+int hoctl_sheet_view(const hoctl_sheet *s, const char *spec, bool table,
+                     hoctl_view *ret);
+/* Aligned table on stdout (header first, numbers right-aligned). */
+void hoctl_sheet_table(const hoctl_sheet *s, const hoctl_view *v,
+                       const char *indent);
+/* CSV on stdout (RFC 4180 quoting, JSON keys as header, raw values). */
+void hoctl_sheet_csv(const hoctl_sheet *s, const hoctl_view *v);
+/* A JSON array with one object per row (NULL on OOM). */
+json_t *hoctl_sheet_json(const hoctl_sheet *s, const hoctl_view *v);
+/* The JSON value of one cell. */
+json_t *hoctl_cell_json(const hoctl_sheet *s, size_t row, unsigned col);
 
 #endif

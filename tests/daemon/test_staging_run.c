@@ -591,7 +591,7 @@ START_TEST(quota_below_total_spills_and_fills)
     ck_assert_msg(strstr(js, "\"current_op\": null"), "%s", js);
     free(js);
     js = hoctl_clients(false);
-    ck_assert_msg(strstr(js, "replays:") && strstr(js, "FROM FLASH"), "%s",
+    ck_assert_msg(strstr(js, "replays:") && strstr(js, "FROM_FLASH"), "%s",
                   js);
     snprintf(want, sizeof(want), "idle/%u", S.t->n_ops);
     ck_assert_msg(strstr(js, want), "%s", js);

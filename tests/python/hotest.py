@@ -62,6 +62,15 @@ def hoctl_json(*args, expect=(0,)):
     return p.returncode, json.loads(p.stdout)
 
 
+def no_result(p):
+    """True when a `hoctl --json` run printed no result, only the error
+    document every failure prints (docs/cli-schema.md)."""
+    if not p.stdout.strip():
+        return True
+    doc = json.loads(p.stdout)
+    return set(doc) == {"schema", "error"}
+
+
 def load(path):
     with open(path, encoding="utf-8") as f:
         return json.load(f)
