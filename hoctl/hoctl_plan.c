@@ -6,7 +6,7 @@
  *   hoctl trace convert IN OUT [--to json|pb]
  *   hoctl schedule convert IN OUT [--to json|pb]
  *   hoctl schedule check --trace T --schedule S
- *   hoctl plan --trace T --budget B [--planner P] [--out S]
+ *   hoctl plan --trace T --budget B [--planner P] [--out S] [--svg F]
  *
  * Every command also takes the global --json (one JSON object with
  * "schema": 1 and raw numbers on stdout).  Traces and schedules are read in
@@ -31,6 +31,7 @@
 #include "planner/plan.h"
 #include "planner/io/plan_io.h"
 #include "planner/gen/gen.h"
+#include "planner/viz/plan_svg.h"
 
 #define ERRLEN 512
 
@@ -914,6 +915,7 @@ static const char plan_usage[] =
     "usage: hoctl plan --trace T --budget B [--planner P] [--out S]\n"
     "                  [--select-distance N] [--select-num N] "
     "[--prefetch-distance N]\n"
+    "                  [--svg FILE [--svg-ddr-limit SIZE]]\n"
     "B: bytes with an IEC unit (4096, 512K, 1.5GiB, 2G; K M G T P E = 1024^n;\n"
     "\"2GB\" is refused as ambiguous) or a percentage of the trace's\n"
     "no-offload peak (70%).\n";
@@ -929,6 +931,8 @@ static void print_planners(FILE *f)
 /* The command line of `hoctl plan`. */
 typedef struct plan_args {
     const char *tpath, *bstr, *out;
+    const char *svg;   /* --svg: the plan's picture */
+    plan_svg_plan_opts svg_o; /* --svg-ddr-limit: its flash staging */
     bool pb;           /* write --out as protobuf */
     bool percent;      /* bstr is a percentage of the no-offload peak */
     uint64_t budget;   /* bytes, when !percent */
@@ -948,8 +952,10 @@ static bool planner_known(const char *name)
 static int plan_parse(int argc, char **argv, plan_args *a)
 {
     const char *planner = NULL, *to = NULL;
-    const char *sd = NULL, *sn = NULL, *pd = NULL;
+    const char *sd = NULL, *sn = NULL, *pd = NULL, *ddr = NULL;
     const opt opts[] = {{"trace", true, &a->tpath, NULL},
+                        {"svg", true, &a->svg, NULL},
+                        {"svg-ddr-limit", true, &ddr, NULL},
                         {"budget", true, &a->bstr, NULL},
                         {"planner", true, &planner, NULL},
                         {"out", true, &a->out, NULL},
@@ -986,6 +992,9 @@ static int plan_parse(int argc, char **argv, plan_args *a)
                                      to);
         a->pb = pb == 1;
     }
+    if (ddr && ho_size_parse(ddr, &a->svg_o.ddr_limit) < 0)
+        return hoctl_usage_error("--svg-ddr-limit: expected a size, got "
+                                 "'%s'", ddr);
     size_t blen = strlen(a->bstr);
     a->percent = blen > 0 && a->bstr[blen - 1] == '%';
     if (blen == 0 || (!a->percent && ho_size_parse(a->bstr, &a->budget) < 0))
@@ -1148,6 +1157,10 @@ int hoctl_cmd_plan(const hoctl_globals *g, int argc, char **argv)
     p.r = plan_simulate(t, s, &m, &p.v, NULL);
     if (a.out && write_out(a.out, a.pb, NULL, s) < 0)
         goto out;
+    if (a.svg && (r = plan_svg_plan_file(a.svg, t, s, &a.svg_o)) < 0) {
+        fprintf(stderr, "hoctl: writing %s: %s\n", a.svg, ho_strerror(r));
+        goto out;
+    }
     rc = p.r == 0 ? HOCTL_EXIT_OK : HOCTL_EXIT_FAILED;
     if (g->json) {
         if (plan_report_json(&a, t, &p) != HOCTL_EXIT_OK)
