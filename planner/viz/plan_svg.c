@@ -414,7 +414,8 @@ void plan_svg_stall(plan_svg *f, int g, plan_svg_stall_kind kind, double t0_us,
         t1_us < f->t0 || t0_us > f->t1)
         return;
     span_add(f, G->stall[kind], t0_us, t1_us, 1.0);
-    G->stall_total[kind] += t1_us - t0_us;
+    G->stall_total[kind] += (t1_us < f->t1 ? t1_us : f->t1) -
+                            (t0_us > f->t0 ? t0_us : f->t0);
     /* a stall shorter than the clamp still marks its column */
     if (G->stall[kind][col(f, t0_us)] <= 0)
         G->stall[kind][col(f, t0_us)] = 1e-9;
@@ -429,7 +430,7 @@ void plan_svg_wait(plan_svg *f, int g, double t0_us, double t1_us)
     G->n_waits++;
     if (t1_us > t0_us) {
         span_add(f, G->wait_busy, t0_us, t1_us, 1.0);
-        G->wait_total += t1_us - t0_us;
+        G->wait_total += (t1_us < f->t1 ? t1_us : f->t1) - t0_us;
     }
 }
 
@@ -732,7 +733,7 @@ static double draw_group(const plan_svg *f, FILE *out, const vgroup *G,
     }
     fmt_us(G->stall_total[PLAN_SVG_STALL], b1, sizeof b1);
     fmt_us(G->wait_total, b2, sizeof b2);
-    fprintf(out, "compute stalled %s; %llu waits (%s)", b1,
+    fprintf(out, "drawn: compute stalled %s, %llu waits (%s)", b1,
             (unsigned long long)G->n_waits, b2);
     if (G->stall_total[PLAN_SVG_ALLOC] > 0) {
         fmt_us(G->stall_total[PLAN_SVG_ALLOC], b3, sizeof b3);

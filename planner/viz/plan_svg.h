@@ -175,10 +175,12 @@ void plan_svg_add_staging(plan_svg *f, int g, const plan_staging *p,
 
 /* The node judge's picture of n clients of `node`: one group per client
  * (memory against its budget, its copies, ops, stalls, allocation waits,
- * waits) and one link row group per link of the node, over the last step
- * of `res` (a result of plan_node_judge on the same input and options),
- * which is run again with an observer.  names (may be NULL) label the
- * groups.  Returns the judge's code. */
+ * waits; its figures of the last step in the note) and one link row group
+ * per link of the node, over the window of plan_svg_node_window (the
+ * figure should have been made with it): everything every client did in
+ * it, so that the link rows add up.  `res` is a result of plan_node_judge
+ * on the same input and options; the judge is run again with an
+ * observer.  in[i].name labels the groups.  Returns the judge's code. */
 int plan_svg_add_node(plan_svg *f, const plan_node *node,
                       const plan_node_input *in, uint32_t n,
                       const plan_node_opts *opt, const plan_node_result *res);

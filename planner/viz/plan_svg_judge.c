@@ -164,7 +164,8 @@ typedef struct node_client {
     double w0, w1;        /* its last step */
     bool pend;            /* a device-bytes value before w0 */
     uint64_t pend_bytes;
-    bool mem_started;
+    bool mem_started, seen;
+    double end;           /* end of its last step */
     uint32_t dev;         /* device index */
     double rate[2];
 } node_client;
@@ -235,13 +236,14 @@ static void nd_op(void *ctx, uint32_t ci, uint32_t op, double start,
 {
     node_ctx *x = ctx;
     node_client *c = &x->c[ci];
-    if (op == 0)
-        c->k.prev_end = start >= c->w0 ? c->w0 : start;
+    if (!c->seen) {
+        /* the first op drawn: nothing before it is known */
+        c->k.prev_end = start;
+        c->seen = true;
+    }
     if (!in_win(c, start))
         return;
     track_op(&c->k, op, start, end);
-    if (op + 1 == c->k.n_ops)
-        track_end(&c->k, c->w1);
 }
 
 static void nd_alloc(void *ctx, uint32_t ci, double t0, double t1)
@@ -325,8 +327,9 @@ int plan_svg_add_node(plan_svg *f, const plan_node *node,
             r = -ENOMEM;
             break;
         }
-        c->w0 = cf->start_us;
-        c->w1 = cf->start_us + cf->step_time_us;
+        /* everything in the window: the link rows show all of it */
+        plan_svg_node_window(res, &c->w0, &c->w1);
+        c->end = cf->start_us + cf->step_time_us;
         c->dev = in[i].device;
     }
     for (uint32_t l = 0; l < node->n_links && r == 0; l++) {
@@ -340,8 +343,11 @@ int plan_svg_add_node(plan_svg *f, const plan_node *node,
     }
     if (r == 0)
         r = plan_node_judge_observed(node, in, n, opt, &obs, &again, &v);
-    for (uint32_t i = 0; r == 0 && i < n; i++)
-        plan_svg_mem_end(f, x.c[i].k.g, 0, x.c[i].w1);
+    for (uint32_t i = 0; r == 0 && i < n; i++) {
+        /* the last step's end: copies draining, a sync group's barrier */
+        track_end(&x.c[i].k, x.c[i].end);
+        plan_svg_mem_end(f, x.c[i].k.g, 0, x.c[i].end);
+    }
 out:
     plan_node_result_free(again);
     for (uint32_t i = 0; x.c && i < n; i++)
