@@ -130,6 +130,7 @@ typedef struct mseries {
 
 typedef struct vgroup {
     char *label, *note;
+    char *lane_note[PLAN_SVG_LANE__COUNT];
     uint64_t budget, reference;
     mseries mem[2];
     double *busy[PLAN_SVG_LANE__COUNT][2];  /* µs per column */
@@ -207,6 +208,8 @@ plan_svg *plan_svg_free(plan_svg *f)
     for (uint32_t i = 0; i < f->n_g; i++) {
         free(f->g[i].label);
         free(f->g[i].note);
+        for (int l = 0; l < PLAN_SVG_LANE__COUNT; l++)
+            free(f->g[i].lane_note[l]);
         free(f->g[i].block);
         free(f->g[i].waits);
     }
@@ -301,6 +304,19 @@ void plan_svg_group_note(plan_svg *f, int g, const char *note)
 static vgroup *grp(plan_svg *f, int g)
 {
     return g >= 0 && (uint32_t)g < f->n_g ? &f->g[g] : NULL;
+}
+
+void plan_svg_lane_note(plan_svg *f, int g, plan_svg_lane lane,
+                        const char *note)
+{
+    vgroup *G = grp(f, g);
+    if (!G || (unsigned)lane >= PLAN_SVG_LANE__COUNT)
+        return;
+    char *d = sdup(note);
+    if (d) {
+        free(G->lane_note[lane]);
+        G->lane_note[lane] = d;
+    }
 }
 
 /* Column of time t, clamped to [0, NCOL - 1]. */
@@ -722,11 +738,11 @@ static double draw_group(const plan_svg *f, FILE *out, const vgroup *G,
     double mh = mem_h(f);
 
     fputs("<g class=\"group\">\n", out);
-    fprintf(out, "<text x=\"20\" y=\"%.1f\"><tspan font-weight=\"bold\">",
-            y + 14);
+    fprintf(out, "<text x=\"20\" y=\"%.1f\" font-weight=\"bold\">",
+            y + 13);
     plan_svg_escape(out, G->label);
-    fputs("</tspan><tspan fill=\"#444\" font-size=\"11\"> \xe2\x80\x94 ",
-          out);
+    fprintf(out, "</text>\n<text x=\"20\" y=\"%.1f\" fill=\"#444\" "
+            "font-size=\"11\">", y + 28);
     if (G->note) {
         plan_svg_escape(out, G->note);
         fputs("; ", out);
@@ -743,7 +759,7 @@ static double draw_group(const plan_svg *f, FILE *out, const vgroup *G,
         fmt_us(G->stall_total[PLAN_SVG_FLASH], b3, sizeof b3);
         fprintf(out, "; flash stalls %s", b3);
     }
-    fputs("</tspan></text>\n", out);
+    fputs("</text>\n", out);
     y += PLAN_SVG_GROUP_HEAD;
     draw_mem(f, out, G, y, mh);
     y += mh;
@@ -771,10 +787,15 @@ static double draw_group(const plan_svg *f, FILE *out, const vgroup *G,
                       ly + L_COPY_H + L_MODEL_GAP, L_MODEL_H,
                       lane_colors[l][1], NULL, 0);
         }
-        if (G->n_copies[l][0] == 0 && G->n_copies[l][1] == 0)
-            fprintf(out, "<text x=\"%.0f\" y=\"%.1f\" fill=\"#999\" "
-                    "font-size=\"10\">%s</text>\n", X0 + 4, ly + 11,
-                    l >= PLAN_SVG_FLASH_IN ? "no flash staging" : "no copies");
+        if (G->lane_note[l] ||
+            (G->n_copies[l][0] == 0 && G->n_copies[l][1] == 0)) {
+            fprintf(out, "<text x=\"%.0f\" y=\"%.1f\" fill=\"#777\" "
+                    "font-size=\"10\">", X0 + 4, ly + 11);
+            plan_svg_escape(out, G->lane_note[l] ? G->lane_note[l]
+                                 : l >= PLAN_SVG_FLASH_IN ? "no flash staging"
+                                                          : "no copies");
+            fputs("</text>\n", out);
+        }
         draw_runs(out, G->busy[l][0], f->us_per_col, 4, ly, L_COPY_H,
                   lane_colors[l][0], NULL, 0);
         (void)model;
@@ -873,35 +894,38 @@ static void draw_foot(const plan_svg *f, FILE *out, double y)
     plan_svg_escape(out, f->series[0]);
     fputs("</text>\n", out);
     if (s1) {
-        fprintf(out, "<line x1=\"260\" y1=\"%.1f\" x2=\"284\" y2=\"%.1f\" "
+        fprintf(out, "<line x1=\"420\" y1=\"%.1f\" x2=\"444\" y2=\"%.1f\" "
                 "stroke=\"#15803d\" stroke-width=\"1.5\" "
-                "stroke-dasharray=\"5 3\"/><text x=\"290\" y=\"%.1f\">", y - 4,
+                "stroke-dasharray=\"5 3\"/><text x=\"450\" y=\"%.1f\">", y - 4,
                 y - 4, y);
         plan_svg_escape(out, f->series[1]);
         fputs("</text>\n", out);
     }
-    fprintf(out, "<line x1=\"500\" y1=\"%.1f\" x2=\"524\" y2=\"%.1f\" "
-            "stroke=\"#d62728\" stroke-width=\"1.5\"/><text x=\"530\" "
+    fprintf(out, "<line x1=\"800\" y1=\"%.1f\" x2=\"824\" y2=\"%.1f\" "
+            "stroke=\"#d62728\" stroke-width=\"1.5\"/><text x=\"830\" "
             "y=\"%.1f\">HBM budget</text>\n", y - 4, y - 4, y);
-    legend_rect(out, 660, y, "#6b7280", "ops (shade: busy part)");
-    legend_rect(out, 880, y, "#d62728", "compute stalled");
+    fprintf(out, "<line x1=\"940\" y1=\"%.1f\" x2=\"964\" y2=\"%.1f\" "
+            "stroke=\"#777\" stroke-dasharray=\"2 4\"/><text x=\"970\" "
+            "y=\"%.1f\">no-offload peak</text>\n", y - 4, y - 4, y);
     y += 22;
-    fprintf(out, "<polygon points=\"32,%.1f 35.5,%.1f 32,%.1f 28.5,%.1f\" "
-            "fill=\"" WAIT_COLOR "\"/><text x=\"50\" y=\"%.1f\">wait action "
-            "(bar: time waited)</text>\n", y - 10, y - 5, y, y - 5, y);
-    legend_rect(out, 260, y, "#ea580c", "allocation waited");
-    legend_rect(out, 500, y, "#7e22ce", "waited for flash");
-    legend_rect(out, 660, y, "#1f77b4", "H2D");
-    legend_rect(out, 740, y, "#ff7f0e", "D2H");
-    legend_rect(out, 820, y, "#0f766e", "flash in");
-    legend_rect(out, 920, y, "#a16207", "flash out");
+    legend_rect(out, 20, y, "#6b7280", "ops (shade: busy part)");
+    legend_rect(out, 240, y, "#d62728", "compute stalled");
+    legend_rect(out, 420, y, "#ea580c", "allocation waited");
+    legend_rect(out, 600, y, "#7e22ce", "waited for flash");
+    fprintf(out, "<polygon points=\"792,%.1f 795.5,%.1f 792,%.1f 788.5,%.1f\" "
+            "fill=\"" WAIT_COLOR "\"/><text x=\"810\" y=\"%.1f\">wait action "
+            "(bar under it: time waited)</text>\n", y - 10, y - 5, y, y - 5, y);
     y += 22;
+    legend_rect(out, 20, y, "#1f77b4", "H2D");
+    legend_rect(out, 110, y, "#ff7f0e", "D2H");
+    legend_rect(out, 200, y, "#0f766e", "flash in");
+    legend_rect(out, 310, y, "#a16207", "flash out");
     if (model)
-        fprintf(out, "<text x=\"20\" y=\"%.1f\" fill=\"#555\">thin lanes "
+        fprintf(out, "<text x=\"420\" y=\"%.1f\" fill=\"#555\">thin lanes "
                 "under a copy lane: the execution model's copies</text>\n",
                 y);
     if (f->left_out_g || f->left_out_l)
-        fprintf(out, "<text x=\"500\" y=\"%.1f\" fill=\"#b91c1c\">%u more "
+        fprintf(out, "<text x=\"820\" y=\"%.1f\" fill=\"#b91c1c\">%u more "
                 "clients and %u more links not drawn</text>\n", y,
                 f->left_out_g, f->left_out_l);
 }

@@ -63,7 +63,7 @@ extern "C" {
 #define PLAN_SVG_PLOT_X 140   /* plot left */
 #define PLAN_SVG_COLS 1000    /* plot width = columns */
 #define PLAN_SVG_HEAD 96      /* title, subtitle, time axis labels */
-#define PLAN_SVG_GROUP_HEAD 20 /* a group's label line */
+#define PLAN_SVG_GROUP_HEAD 34 /* a group's label and note lines */
 #define PLAN_SVG_MEM_H 260    /* memory panel of a one-group figure */
 #define PLAN_SVG_MEM_H_SMALL 110
 #define PLAN_SVG_GROUP_LANES_H 150 /* lanes of a group */
@@ -111,6 +111,10 @@ int plan_svg_group(plan_svg *f, const char *label, uint64_t budget,
                    uint64_t reference);
 /* One line of figures printed under the group's label (copied). */
 void plan_svg_group_note(plan_svg *f, int g, const char *note);
+/* A note written on a lane (instead of "no copies" / "no flash staging"
+ * when it is empty), e.g. what a runtime did not log. */
+void plan_svg_lane_note(plan_svg *f, int g, plan_svg_lane lane,
+                        const char *note);
 /* Names of the two memory series in the legend ("model", "measured"). */
 void plan_svg_series_names(plan_svg *f, const char *s0, const char *s1);
 

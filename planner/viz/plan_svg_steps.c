@@ -114,7 +114,7 @@ int plan_svg_steps_write(const plan_svg_steps *c, FILE *out)
                 x, y - 9, light[i % NPAL], x + 24, y - 9, dark[i % NPAL],
                 x + 38, y);
         plan_svg_escape(out, c->names && c->names[i] ? c->names[i] : "");
-        fputs(": exposed (wide), of it stall (narrow)</text>\n", out);
+        fputs(": exposed, of it stall</text>\n", out);
     }
     fputs("</svg>\n", out);
     return ferror(out) ? -EIO : 0;
