@@ -5,7 +5,7 @@
  *   hoctl trace show T
  *   hoctl trace convert IN OUT [--to json|pb]
  *   hoctl schedule convert IN OUT [--to json|pb]
- *   hoctl schedule check --trace T --schedule S
+ *   hoctl schedule check --trace T --schedule S [--svg F]
  *   hoctl plan --trace T --budget B [--planner P] [--out S] [--svg F]
  *
  * Every command also takes the global --json (one JSON object with
@@ -873,9 +873,10 @@ static int check_load(const char *tpath, const char *spath,
 
 static int schedule_check(const hoctl_globals *g, int argc, char **argv)
 {
-    const char *tpath = NULL, *spath = NULL;
+    const char *tpath = NULL, *spath = NULL, *svg = NULL;
     const opt opts[] = {{"trace", true, &tpath, NULL},
-                        {"schedule", true, &spath, NULL}, OPT_END};
+                        {"schedule", true, &spath, NULL},
+                        {"svg", true, &svg, NULL}, OPT_END};
     plan_trace *t = NULL;
     plan_schedule *s = NULL;
     check_result k;
@@ -886,7 +887,7 @@ static int schedule_check(const hoctl_globals *g, int argc, char **argv)
         return r;
     if (!tpath || !spath)
         return hoctl_usage_error("usage: hoctl schedule check --trace T "
-                                 "--schedule S");
+                                 "--schedule S [--svg FILE]");
     if ((rc = check_load(tpath, spath, &t, &s)) != 0)
         return rc;
     memset(&k, 0, sizeof k);
@@ -894,6 +895,10 @@ static int schedule_check(const hoctl_globals *g, int argc, char **argv)
     if (k.r == 0 && s->has_predicted)
         k.mismatch = predicted_mismatch(&s->predicted, &k.m);
     rc = k.r == 0 && !k.mismatch ? HOCTL_EXIT_OK : HOCTL_EXIT_FAILED;
+    if (svg && (r = plan_svg_plan_file(svg, t, s, NULL)) < 0) {
+        fprintf(stderr, "hoctl: writing %s: %s\n", svg, ho_strerror(r));
+        rc = HOCTL_EXIT_FAILED;
+    }
     if (g->json) {
         if (check_report_json(t, s, &k) != HOCTL_EXIT_OK)
             rc = HOCTL_EXIT_FAILED;
@@ -906,7 +911,7 @@ static int schedule_check(const hoctl_globals *g, int argc, char **argv)
 }
 
 static const char schedule_usage[] =
-    "usage: hoctl schedule check --trace T --schedule S\n"
+    "usage: hoctl schedule check --trace T --schedule S [--svg FILE]\n"
     "       hoctl schedule convert IN OUT [--to json|pb]\n";
 
 /* ------------------------------------------------------------ plan */
