@@ -27,6 +27,7 @@
 
 #include "hoctl/hoctl.h"
 #include "hoctl/hoctl_node.h"
+#include "hoctl/hoctl_node_plan.h"
 #include "hoctl/output.h"
 #include "hyperoffload/errors.h"
 #include "planner/node/node.h"
@@ -168,6 +169,8 @@ static const char node_usage[] =
     "usage: hoctl node show --node N.json [--json]\n"
     "       hoctl node check --node N.json --workload W.json [--steps K] "
     "[--json]\n"
+    "       hoctl node plan --node N.json --workload W.json [--strategy "
+    "independent] [--out DIR] [--svg FILE] [--json]\n"
     "show: the node as a tree (--json: its hyperoffload-node JSON).\n"
     "check: the node judge on the workload (NODE.md §3, docs/node.md):\n"
     "every client runs its schedule for K steps (default 3) with the\n"
@@ -499,6 +502,8 @@ int hoctl_cmd_node(const hoctl_globals *g, int argc, char **argv)
         return node_show(g, argc - 1, argv + 1);
     if (strcmp(argv[0], "check") == 0)
         return node_check(g, argc - 1, argv + 1);
+    if (strcmp(argv[0], "plan") == 0)
+        return hoctl_cmd_node_plan(g, argc - 1, argv + 1);
     hoctl_usage_error("node: unknown verb '%s'", argv[0]);
     fputs(node_usage, stderr);
     return HOCTL_EXIT_USAGE;

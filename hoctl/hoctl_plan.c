@@ -5,8 +5,8 @@
  *   hoctl trace show T
  *   hoctl trace convert IN OUT [--to json|pb]
  *   hoctl schedule convert IN OUT [--to json|pb]
- *   hoctl schedule check --trace T --schedule S
- *   hoctl plan --trace T --budget B [--planner P] [--out S]
+ *   hoctl schedule check --trace T --schedule S [--svg F]
+ *   hoctl plan --trace T --budget B [--planner P] [--out S] [--svg F]
  *
  * Every command also takes the global --json (one JSON object with
  * "schema": 1 and raw numbers on stdout).  Traces and schedules are read in
@@ -32,6 +32,7 @@
 #include "planner/plan.h"
 #include "planner/io/plan_io.h"
 #include "planner/gen/gen.h"
+#include "planner/viz/plan_svg.h"
 
 #define ERRLEN 512
 
@@ -889,9 +890,10 @@ static int check_load(const char *tpath, const char *spath,
 
 static int schedule_check(const hoctl_globals *g, int argc, char **argv)
 {
-    const char *tpath = NULL, *spath = NULL;
+    const char *tpath = NULL, *spath = NULL, *svg = NULL;
     const opt opts[] = {{"trace", true, &tpath, NULL},
-                        {"schedule", true, &spath, NULL}, OPT_END};
+                        {"schedule", true, &spath, NULL},
+                        {"svg", true, &svg, NULL}, OPT_END};
     plan_trace *t = NULL;
     plan_schedule *s = NULL;
     check_result k;
@@ -902,7 +904,7 @@ static int schedule_check(const hoctl_globals *g, int argc, char **argv)
         return r;
     if (!tpath || !spath)
         return hoctl_usage_error("usage: hoctl schedule check --trace T "
-                                 "--schedule S");
+                                 "--schedule S [--svg FILE]");
     if ((rc = check_load(tpath, spath, &t, &s)) != 0)
         return rc;
     memset(&k, 0, sizeof k);
@@ -910,6 +912,10 @@ static int schedule_check(const hoctl_globals *g, int argc, char **argv)
     if (k.r == 0 && s->has_predicted)
         k.mismatch = predicted_mismatch(&s->predicted, &k.m);
     rc = k.r == 0 && !k.mismatch ? HOCTL_EXIT_OK : HOCTL_EXIT_FAILED;
+    if (svg && (r = plan_svg_plan_file(svg, t, s, NULL)) < 0) {
+        fprintf(stderr, "hoctl: writing %s: %s\n", svg, ho_strerror(r));
+        rc = HOCTL_EXIT_FAILED;
+    }
     if (g->json) {
         if (check_report_json(t, s, &k) != HOCTL_EXIT_OK)
             rc = HOCTL_EXIT_FAILED;
@@ -922,7 +928,7 @@ static int schedule_check(const hoctl_globals *g, int argc, char **argv)
 }
 
 static const char schedule_usage[] =
-    "usage: hoctl schedule check --trace T --schedule S\n"
+    "usage: hoctl schedule check --trace T --schedule S [--svg FILE]\n"
     "       hoctl schedule convert IN OUT [--to json|pb]\n";
 
 /* ------------------------------------------------------------ plan */
@@ -931,6 +937,7 @@ static const char plan_usage[] =
     "usage: hoctl plan --trace T --budget B [--planner P] [--out S]\n"
     "                  [--select-distance N] [--select-num N] "
     "[--prefetch-distance N]\n"
+    "                  [--svg FILE [--svg-ddr-limit SIZE]]\n"
     "B: bytes with an IEC unit (4096, 512K, 1.5GiB, 2G; K M G T P E = 1024^n;\n"
     "\"2GB\" is refused as ambiguous) or a percentage of the trace's\n"
     "no-offload peak (70%).\n";
@@ -946,6 +953,8 @@ static void print_planners(FILE *f)
 /* The command line of `hoctl plan`. */
 typedef struct plan_args {
     const char *tpath, *bstr, *out;
+    const char *svg;   /* --svg: the plan's picture */
+    plan_svg_plan_opts svg_o; /* --svg-ddr-limit: its flash staging */
     bool pb;           /* write --out as protobuf */
     bool percent;      /* bstr is a percentage of the no-offload peak */
     uint64_t budget;   /* bytes, when !percent */
@@ -965,8 +974,10 @@ static bool planner_known(const char *name)
 static int plan_parse(int argc, char **argv, plan_args *a)
 {
     const char *planner = NULL, *to = NULL;
-    const char *sd = NULL, *sn = NULL, *pd = NULL;
+    const char *sd = NULL, *sn = NULL, *pd = NULL, *ddr = NULL;
     const opt opts[] = {{"trace", true, &a->tpath, NULL},
+                        {"svg", true, &a->svg, NULL},
+                        {"svg-ddr-limit", true, &ddr, NULL},
                         {"budget", true, &a->bstr, NULL},
                         {"planner", true, &planner, NULL},
                         {"out", true, &a->out, NULL},
@@ -1003,6 +1014,9 @@ static int plan_parse(int argc, char **argv, plan_args *a)
                                      to);
         a->pb = pb == 1;
     }
+    if (ddr && ho_size_parse(ddr, &a->svg_o.ddr_limit) < 0)
+        return hoctl_usage_error("--svg-ddr-limit: expected a size, got "
+                                 "'%s'", ddr);
     size_t blen = strlen(a->bstr);
     a->percent = blen > 0 && a->bstr[blen - 1] == '%';
     char why[160];
@@ -1178,6 +1192,10 @@ int hoctl_cmd_plan(const hoctl_globals *g, int argc, char **argv)
     p.r = plan_simulate(t, s, &m, &p.v, NULL);
     if (a.out && write_out(a.out, a.pb, NULL, s) < 0)
         goto out;
+    if (a.svg && (r = plan_svg_plan_file(a.svg, t, s, &a.svg_o)) < 0) {
+        fprintf(stderr, "hoctl: writing %s: %s\n", a.svg, ho_strerror(r));
+        goto out;
+    }
     rc = p.r == 0 ? HOCTL_EXIT_OK : HOCTL_EXIT_FAILED;
     if (g->json) {
         if (plan_report_json(&a, t, &p) != HOCTL_EXIT_OK)

@@ -59,6 +59,7 @@
 
 typedef struct demo_opts {
     const char *socket, *job, *trace_path, *svg_path, *planner, *backend;
+    const char *picture_path;  /* --picture-data: for ho-demo-picture */
     int device;
     uint64_t budget;        /* 0: budget_ratio x no-offload peak */
     double budget_ratio;
@@ -937,6 +938,9 @@ static int write_picture(demo *d, uint64_t step)
     int r;
 
     memset(&sd, 0, sizeof sd);
+    snprintf(sd.name, sizeof sd.name, "%s", d->name);
+    sd.flash_in = si->flash_in_bytes;
+    sd.flash_out = si->flash_out_bytes;
     snprintf(sd.title, sizeof sd.title, "%s (device %d): device memory over "
              "step %" PRIu64 " of %s", d->name, d->o.device, step,
              d->pt->name);
@@ -963,10 +967,16 @@ static int write_picture(demo *d, uint64_t step)
     sd.copies = d->made;
     sd.n_copies = d->n_made;
     sd.have_copies = d->have_made;
-    r = demo_svg_write(d->o.svg_path, &sd);
+    r = d->o.svg_path ? demo_svg_write(d->o.svg_path, &sd) : 0;
     if (r < 0) {
         fprintf(stderr, "%s: %s: writing %s: %s\n", PROG, d->name,
                 d->o.svg_path, strerror(-r));
+        return r;
+    }
+    r = d->o.picture_path ? demo_svg_save(d->o.picture_path, &sd) : 0;
+    if (r < 0) {
+        fprintf(stderr, "%s: %s: writing %s: %s\n", PROG, d->name,
+                d->o.picture_path, strerror(-r));
         return r;
     }
     d->svg_written = 1;
@@ -994,7 +1004,7 @@ static int run(demo *d)
     for (uint64_t step = 2; step <= last; step++) {
         const char *where = "";
         uint32_t done_before = d->n_steps;
-        int drawn = d->o.svg_path &&
+        int drawn = (d->o.svg_path || d->o.picture_path) &&
                     step == (d->o.svg_step ? d->o.svg_step : last);
 
         memcpy(d->saved, d->cur, sizeof *d->cur * d->pt->n_storages);
@@ -1046,7 +1056,7 @@ static int run(demo *d)
         printf("%s: reconnected: session %" PRIu64 ", re-planned (%s, %.1f "
                "ms), retained state restored from the last completed step\n",
                d->name, d->session_id, d->info.planner, d->info.planning_ms);
-        if (d->o.svg_path) {
+        if (d->o.svg_path || d->o.picture_path) {
             r = predict(d);
             if (r < 0)
                 return r;
@@ -1158,8 +1168,10 @@ static void print_report(demo *d)
     printf("  %-22s %" PRIu64 " reads of %s checked byte for byte over %u "
            "steps\n", "data verified", d->checks,
            iec(d->checked_bytes, a, sizeof a), d->n_steps + 1);
-    if (d->svg_written)
+    if (d->svg_written && d->o.svg_path)
         printf("  %-22s %s\n", "picture", d->o.svg_path);
+    if (d->svg_written && d->o.picture_path)
+        printf("  %-22s %s\n", "picture data", d->o.picture_path);
     printf("%s: result device=%d budget=%" PRIu64 " no_offload_peak=%" PRIu64
            " peak=%" PRIu64 " h2d=%" PRIu64 " d2h=%" PRIu64 " flash_out=%"
            PRIu64 " flash_in=%" PRIu64 " steps=%u checks=%" PRIu64
@@ -1286,6 +1298,8 @@ static const char usage_text[] =
 "daemon decides)\n"
 "  --backend host|cuda  device backend (default host)\n"
 "  --svg PATH           write the picture there\n"
+"  --picture-data PATH  save the drawn step and every step's figures for\n"
+"                       ho-demo-picture (the job's picture)\n"
 "  --svg-step N         job step drawn (default: the last)\n"
 "  --reconnect SECONDS  on a lost daemon, reconnect for that long and "
 "continue\n"
@@ -1324,7 +1338,7 @@ static int parse_args(int argc, char **argv, demo_opts *o)
     enum { O_SOCKET = 256, O_DEVICE, O_JOB, O_BUDGET, O_RATIO, O_STEPS,
            O_TRACE, O_LAYERS, O_HIDDEN, O_HEADS, O_KV, O_FFN, O_VOCAB,
            O_SEQ, O_MBS, O_MICRO, O_TFLOPS, O_HBM, O_LINK, O_SHARE, O_LAT,
-           O_PARAMS, O_OPTIM, O_PLANNER, O_DDR, O_BACKEND, O_SVG, O_SVGSTEP,
+           O_PARAMS, O_OPTIM, O_PLANNER, O_DDR, O_BACKEND, O_SVG, O_PICDATA, O_SVGSTEP,
            O_RECONNECT, O_PAUSE, O_NOCHECK, O_MEASURE, O_HELP };
     static const struct option lo[] = {
         {"socket", 1, 0, O_SOCKET}, {"device", 1, 0, O_DEVICE},
@@ -1340,6 +1354,7 @@ static int parse_args(int argc, char **argv, demo_opts *o)
         {"params", 1, 0, O_PARAMS}, {"optimizer", 1, 0, O_OPTIM},
         {"planner", 1, 0, O_PLANNER}, {"ddr-limit", 1, 0, O_DDR},
         {"backend", 1, 0, O_BACKEND}, {"svg", 1, 0, O_SVG},
+        {"picture-data", 1, 0, O_PICDATA},
         {"svg-step", 1, 0, O_SVGSTEP}, {"reconnect", 1, 0, O_RECONNECT},
         {"pause-at", 1, 0, O_PAUSE}, {"no-op-check", 0, 0, O_NOCHECK},
         {"measure-link", 0, 0, O_MEASURE}, {"help", 0, 0, O_HELP},
@@ -1442,6 +1457,7 @@ static int parse_args(int argc, char **argv, demo_opts *o)
         case O_DDR: bad |= ho_size_parse(optarg, &o->ddr_limit) < 0; break;
         case O_BACKEND: o->backend = optarg; break;
         case O_SVG: o->svg_path = optarg; break;
+        case O_PICDATA: o->picture_path = optarg; break;
         case O_SVGSTEP:
             bad |= parse_u32(optarg, 2, MAX_STEPS + 1, &o->svg_step) < 0;
             break;
@@ -1556,7 +1572,7 @@ int main(int argc, char **argv)
            " actions, %.2f ms%s\n", d.name, d.session_id, d.o.device,
            d.info.planner, d.info.actions, d.info.planning_ms,
            d.info.cached ? " (cached)" : "");
-    if (d.o.svg_path) {
+    if (d.o.svg_path || d.o.picture_path) {
         r = predict(&d);
         if (r < 0)
             goto out;
@@ -1564,6 +1580,24 @@ int main(int argc, char **argv)
     r = run(&d);
     if (r < 0)
         goto out;
+    if (d.o.picture_path && d.svg_written) {
+        /* every replayed step, for the job's step chart */
+        demo_step *st = calloc(d.n_steps ? d.n_steps : 1, sizeof *st);
+        if (!st) {
+            r = local_failure(&d, "the step chart", -ENOMEM);
+            goto out;
+        }
+        for (uint32_t i = 0; i < d.n_steps; i++)
+            st[i] = (demo_step){d.steps[i].step, d.steps[i].exposed_us,
+                                d.steps[i].stall_us};
+        r = demo_svg_save_steps(d.o.picture_path, st, d.n_steps);
+        free(st);
+        if (r < 0) {
+            fprintf(stderr, "%s: %s: writing %s: %s\n", PROG, d.name,
+                    d.o.picture_path, strerror(-r));
+            goto out;
+        }
+    }
     print_report(&d);
 out:
     if (r < 0)

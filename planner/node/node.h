@@ -245,6 +245,28 @@ typedef struct plan_node_result {
 
 plan_node_result *plan_node_result_free(plan_node_result *r);
 
+/* Optional observer of a judge run, for pictures (planner/viz/).  Times
+ * are node time in µs, as plan_node_client_fig's start_us and end_us;
+ * every step is reported, in time order.  Callbacks may be NULL. */
+typedef struct plan_node_observer {
+    void *ctx;
+    /* client ci's device bytes are `bytes` from t on */
+    void (*device_bytes)(void *ctx, uint32_t ci, double t_us,
+                         uint64_t bytes);
+    /* a copy of client ci completed: dir 0 H2D, 1 D2H; started on its
+     * engine at start (latency included) */
+    void (*transfer)(void *ctx, uint32_t ci, int dir, uint32_t storage,
+                     double start_us, double end_us, uint64_t bytes);
+    /* client ci's copy in direction dir moves at `rate` bytes/µs from t
+     * on (0: none moving; a client has at most one per direction) */
+    void (*rate)(void *ctx, uint32_t ci, int dir, double t_us, double rate);
+    /* op of client ci ran from start to end */
+    void (*op)(void *ctx, uint32_t ci, uint32_t op, double start_us,
+               double end_us);
+    /* an allocation of client ci waited from t0 to t1 */
+    void (*alloc_wait)(void *ctx, uint32_t ci, double t0_us, double t1_us);
+} plan_node_observer;
+
 typedef struct plan_node_violation {
     int code;              /* HO_E_BAD_SCHEDULE or 0 */
     uint32_t client;       /* input index, PLAN_NONE when none */
@@ -265,6 +287,12 @@ typedef struct plan_node_violation {
 int plan_node_judge(const plan_node *node, const plan_node_input *in,
                     uint32_t n, const plan_node_opts *opt,
                     plan_node_result **ret, plan_node_violation *ret_violation);
+/* plan_node_judge with an observer (obs may be NULL). */
+int plan_node_judge_observed(const plan_node *node, const plan_node_input *in,
+                             uint32_t n, const plan_node_opts *opt,
+                             const plan_node_observer *obs,
+                             plan_node_result **ret,
+                             plan_node_violation *ret_violation);
 
 /* A workload with its traces and schedules loaded, ready for the judge. */
 typedef struct plan_wl_run {

@@ -207,7 +207,12 @@ typedef struct judge {
     uint64_t n_copies_total, n_rate_updates;
     plan_node_violation *v;
     bool failed;
+    const plan_node_observer *obs;  /* may be NULL */
 } judge;
+
+/* Node time of the judge's clock value t (for the observer). */
+#define OBS_T(J, t) ((J)->base + (t))
+#define OBS(J, cb) ((J)->obs && (J)->obs->cb)
 
 /* ------------------------------------------------------------ helpers */
 
@@ -316,6 +321,9 @@ static void rel_apply(judge *J, jrel *r)
     jdevice *d = &J->dev[c->dev];
     c->dev_bytes -= r->bytes;
     d->sum -= r->bytes;
+    if (OBS(J, device_bytes))
+        J->obs->device_bytes(J->obs->ctx, r->client, OBS_T(J, J->T),
+                             c->dev_bytes);
     dev_note_release(J, c->dev);
 }
 
@@ -398,6 +406,8 @@ static bool try_alloc(judge *J, uint32_t ci, uint64_t b)
         return false;
     c->dev_bytes += b;
     d->sum += b;
+    if (OBS(J, device_bytes))
+        J->obs->device_bytes(J->obs->ctx, ci, OBS_T(J, J->T), c->dev_bytes);
     if (c->dev_bytes > c->peak_dev)
         c->peak_dev = c->dev_bytes;
     if (d->tracking && d->sum > d->peak)
@@ -414,6 +424,9 @@ static int alloc_point(judge *J, uint32_t ci, uint32_t storage, uint64_t b)
         if (!try_alloc(J, ci, b))
             return 1;
         c->alloc_wait += J->T - c->alloc_since;
+        if (OBS(J, alloc_wait) && J->T > c->alloc_since)
+            J->obs->alloc_wait(J->obs->ctx, ci, OBS_T(J, c->alloc_since),
+                               OBS_T(J, J->T));
         c->now = J->T;
         c->in_alloc = false;
         J->n_alloc_blocked--;
@@ -502,6 +515,11 @@ static void copy_complete(judge *J, uint32_t x)
     J->n_live_copies--;
     if (p->end > c->last_copy_end)
         c->last_copy_end = p->end;
+    if (OBS(J, rate))
+        J->obs->rate(J->obs->ctx, p->client, p->dir, OBS_T(J, p->end), 0);
+    if (OBS(J, transfer))
+        J->obs->transfer(J->obs->ctx, p->client, p->dir, p->storage,
+                         OBS_T(J, p->start), OBS_T(J, p->end), p->bytes);
     jst *ss = &c->st[p->storage];
     if (p->dir ? ss->d2h == x : ss->h2d == x) {
         if (p->dir)
@@ -730,6 +748,9 @@ static void update_rates(judge *J)
         }
         p->rate = r;
         p->ev = p->anchor_t + (p->anchor_lat + p->anchor_rem / r);
+        if (OBS(J, rate))
+            J->obs->rate(J->obs->ctx, p->client, p->dir,
+                         OBS_T(J, p->anchor_t + p->anchor_lat), r);
     }
 }
 
@@ -916,6 +937,9 @@ static void client_run(judge *J, uint32_t ci)
             }
             c->now = start + o->duration_us;
             c->compute_us += o->duration_us;
+            if (OBS(J, op))
+                J->obs->op(J->obs->ctx, ci, c->op, OBS_T(J, start),
+                           OBS_T(J, c->now));
             c->stage = ST_AFTER;
             if (c->now > J->T) {
                 block_timer(J, ci);
@@ -980,6 +1004,8 @@ static void client_step_begin(judge *J, uint32_t ci)
         if (c->dev_bytes > 0) {
             d->sum -= c->dev_bytes;
             c->dev_bytes = 0;
+            if (OBS(J, device_bytes))
+                J->obs->device_bytes(J->obs->ctx, ci, OBS_T(J, J->T), 0);
             dev_note_release(J, c->dev);
         }
         if (c->step + 1 == J->steps && !d->tracking) {
@@ -1373,6 +1399,16 @@ int plan_node_judge(const plan_node *node, const plan_node_input *in,
                     uint32_t n, const plan_node_opts *opt,
                     plan_node_result **ret, plan_node_violation *ret_violation)
 {
+    return plan_node_judge_observed(node, in, n, opt, NULL, ret,
+                                    ret_violation);
+}
+
+int plan_node_judge_observed(const plan_node *node, const plan_node_input *in,
+                             uint32_t n, const plan_node_opts *opt,
+                             const plan_node_observer *obs,
+                             plan_node_result **ret,
+                             plan_node_violation *ret_violation)
+{
     plan_node_violation v;
     plan_node_result *res = NULL;
     judge J;
@@ -1397,6 +1433,7 @@ int plan_node_judge(const plan_node *node, const plan_node_input *in,
     if (J.steps > PLAN_NODE_MAX_STEPS)
         return -EINVAL;
     J.v = &v;
+    J.obs = obs;
 
     r = setup(&J, in);
     for (uint32_t i = 0; r == 0 && i < n && !J.failed; i++) {
