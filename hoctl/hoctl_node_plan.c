@@ -9,19 +9,21 @@
  * client, its exposed time planned alone and on the node (with the
  * allocation waits and the slowdown), and the node's totals.
  *
- * Strategies (node_strategy; NODE.md §4 names the baselines):
- *   independent  each client planned alone by hoplan at its budget (the
- *                workload's budget_bytes, else an equal split of its
- *                device's capacity among the device's clients) and with
- *                the bandwidth it would see alone: its device's figures
- *                capped by every link on its path (latency and duplex its
- *                device's).  What the daemon does before arbitration.
- * The arbiter of NODE.md §4 is a later strategy of this enum.
+ * Strategies (plan_arb_strategy, planner/node/node_arbiter.h; the rules
+ * in docs/node.md "The arbiter"):
+ *   arbiter      (default) budgets by marginal benefit on each client's
+ *                exposure curve, bandwidth by weighted max-min shares
+ *                capped at each client's demand; the baselines are judged
+ *                beside it and the best of the three is returned;
+ *   independent  each client alone at its device's figures (capped by the
+ *                links above it): the daemon before arbitration;
+ *   equal-share  every shared capacity split equally among its clients.
+ * The three candidates' judged figures are printed side by side.
  *
  * --out DIR writes DIR/workload.json (NODE.md §2 with the arbiter's fields:
- * budget_bytes, planned_h2d_gbps/planned_d2h_gbps, predicted as the judge
- * computes them) and beside it each client's trace (with the link it was
- * planned for) and schedule, so that `hoctl node check --node N.json
+ * budget_bytes, planned_h2d_gbps/planned_d2h_gbps, ddr_limit_bytes,
+ * predicted as the judge computes them) and beside it each client's trace
+ * and schedule, so that `hoctl node check --node N.json
  * --workload DIR/workload.json` judges exactly this and matches.  --svg
  * draws the judged node (planner/viz/plan_svg.h).
  *
@@ -44,29 +46,20 @@
 #include "hyperoffload/errors.h"
 #include "planner/io/plan_io.h"
 #include "planner/node/node.h"
+#include "planner/node/node_arbiter.h"
 #include "planner/viz/plan_svg.h"
 
 #define ERRLEN 512
 
-typedef enum node_strategy {
-    NODE_STRATEGY_INDEPENDENT = 0,
-    NODE_STRATEGY__COUNT
-} node_strategy;
-
-static const char *const strategy_names[NODE_STRATEGY__COUNT] = {
-    "independent"};
-
 static const char node_plan_usage[] =
     "usage: hoctl node plan --node N.json --workload W.json "
-    "[--strategy independent]\n"
+    "[--strategy arbiter|independent|equal-share]\n"
     "                       [--steps K] [--out DIR] [--svg FILE] [--json]\n";
 
-/* One client as planned. */
+/* One client: its trace as read, its figures alone. */
 typedef struct np_client {
-    plan_trace *t;          /* owned; its link is the planned one */
-    plan_schedule *s;       /* owned */
-    plan_metrics alone;     /* plan_simulate's figures */
-    uint64_t budget;
+    plan_trace *t;          /* owned */
+    plan_metrics alone;     /* plan_simulate's figures of its schedule */
     char file[64];          /* file stem in --out */
 } np_client;
 
@@ -111,35 +104,12 @@ static int parse_args(int argc, char **argv, np_args *a)
     return HOCTL_EXIT_OK;
 }
 
-/* The bandwidth a client of device d sees alone: its own figure capped by
- * every link up to the root. */
-static void alone_link(const plan_node *n, uint32_t d, plan_link *ret)
-{
-    const plan_node_device *dv = &n->devices[d];
-    ret->h2d_gbps = dv->h2d_gbps;
-    ret->d2h_gbps = dv->d2h_gbps;
-    ret->latency_us = dv->latency_us;
-    ret->duplex = dv->duplex;
-    for (uint32_t l = dv->parent, hop = 0;
-         l != PLAN_NONE && l < n->n_links && hop <= PLAN_NODE_MAX_DEPTH;
-         l = n->links[l].parent, hop++) {
-        if (n->links[l].h2d_gbps < ret->h2d_gbps)
-            ret->h2d_gbps = n->links[l].h2d_gbps;
-        if (n->links[l].d2h_gbps < ret->d2h_gbps)
-            ret->d2h_gbps = n->links[l].d2h_gbps;
-    }
-}
-
-/* Plan client i alone (strategy independent). 0, or the exit code with
+/* Read client i's trace and name its files.  0, or the exit code with
  * the reason printed. */
-static int plan_alone(const plan_node *n, const plan_workload *w, uint32_t i,
-                      uint32_t d, np_client *c)
+static int load_client(const plan_workload *w, uint32_t i, np_client *c)
 {
     const plan_wl_client *wc = &w->clients[i];
     char err[ERRLEN] = "", *path = plan_workload_path(w, wc->trace);
-    plan_options po = {"hoplan", 0, 0, 0};
-    plan_result res;
-    plan_violation v;
     int r;
 
     if (!path) {
@@ -154,38 +124,6 @@ static int plan_alone(const plan_node *n, const plan_workload *w, uint32_t i,
         return r == -ENOENT ? HOCTL_EXIT_NOT_FOUND : HOCTL_EXIT_FAILED;
     }
     free(path);
-    alone_link(n, d, &c->t->link);
-    if (!wc->has_budget) {
-        /* an equal split of the device's capacity */
-        const plan_node_device *dv = &n->devices[d];
-        uint32_t on = 0;
-        for (uint32_t k = 0; k < w->n_clients; k++)
-            on += w->clients[k].device == dv->id;
-        c->budget = (dv->hbm_bytes - dv->reserve_bytes) / (on ? on : 1);
-    } else {
-        c->budget = wc->budget_bytes;
-    }
-    memset(&res, 0, sizeof res);
-    r = plan_make(c->t, c->budget, &po, &c->s, &res);
-    if (r == HO_E_INFEASIBLE) {
-        hoctl_fmt b1, b2;
-        fprintf(stderr, "hoctl: node plan: client \"%s\": budget %s is "
-                "infeasible for hoplan; smallest feasible budget is %s\n",
-                wc->name, hoctl_fmt_size(c->budget, b1),
-                hoctl_fmt_size(res.min_budget, b2));
-        return HOCTL_EXIT_FAILED;
-    }
-    if (r < 0) {
-        fprintf(stderr, "hoctl: node plan: client \"%s\": %s\n", wc->name,
-                res.message[0] ? res.message : ho_strerror(r));
-        return HOCTL_EXIT_FAILED;
-    }
-    r = plan_simulate(c->t, c->s, &c->alone, &v, NULL);
-    if (r < 0) {
-        fprintf(stderr, "hoctl: node plan: client \"%s\": the plan does not "
-                "hold alone: %s\n", wc->name, v.message);
-        return HOCTL_EXIT_FAILED;
-    }
     /* a file stem: the index and the name's safe characters */
     int k = snprintf(c->file, sizeof c->file, "%u-", i);
     for (const char *p = wc->name; *p && k < (int)sizeof c->file - 1; p++)
@@ -219,7 +157,7 @@ static int write_json_file(const char *dir, const char *name,
 
 /* --out DIR: the traces, schedules and workload.json. */
 static int write_out(const char *dir, const plan_workload *w,
-                     const np_client *c, const plan_node_result *res)
+                     const np_client *c, const plan_arb_result *R)
 {
     plan_workload *o = plan_workload_new(dir);
     char err[ERRLEN] = "", tname[96], sname[96];
@@ -238,7 +176,8 @@ static int write_out(const char *dir, const plan_workload *w,
         snprintf(tname, sizeof tname, "%s.trace.json", c[i].file);
         snprintf(sname, sizeof sname, "%s.schedule.json", c[i].file);
         if ((r = write_json_file(dir, tname, c[i].t, NULL, NULL)) < 0 ||
-            (r = write_json_file(dir, sname, NULL, c[i].s, NULL)) < 0) {
+            (r = write_json_file(dir, sname, NULL, R->clients[i].schedule,
+                                 NULL)) < 0) {
             fprintf(stderr, "hoctl: node plan: writing %s/%s: %s\n", dir,
                     tname, ho_strerror(r));
             break;
@@ -246,14 +185,14 @@ static int write_out(const char *dir, const plan_workload *w,
         wc.trace = tname;
         wc.schedule = sname;
         wc.has_budget = true;
-        wc.budget_bytes = c[i].budget;
+        wc.budget_bytes = R->clients[i].budget_bytes;
         wc.has_planned_h2d = wc.has_planned_d2h = true;
-        wc.planned_h2d_gbps = c[i].t->link.h2d_gbps;
-        wc.planned_d2h_gbps = c[i].t->link.d2h_gbps;
+        wc.planned_h2d_gbps = R->clients[i].h2d_gbps;
+        wc.planned_d2h_gbps = R->clients[i].d2h_gbps;
+        wc.has_ddr_limit = true;
+        wc.ddr_limit_bytes = R->clients[i].ddr_limit_bytes;
         wc.has_predicted = true;
-        wc.predicted.step_time_us = res->clients[i].step_time_us;
-        wc.predicted.exposed_us = res->clients[i].exposed_us;
-        wc.predicted.alloc_wait_us = res->clients[i].alloc_wait_us;
+        wc.predicted = R->clients[i].predicted;
         r = plan_workload_add_client(o, &wc, err, sizeof err);
         if (r < 0)
             fprintf(stderr, "hoctl: node plan: %s\n",
@@ -298,32 +237,58 @@ static int draw(const char *path, const plan_node *n, const plan_workload *w,
 }
 
 static void print_text(const plan_workload *w, const np_client *c,
-                       const plan_node_result *res, const char *strategy)
+                       const plan_arb_result *R)
 {
+    const plan_node_result *res = R->judged;
     hoctl_table t;
     hoctl_fmt b[10];
     char bw[64], sd[32];
 
-    printf("strategy %s: %u clients planned alone by hoplan, judged "
-           "together (last of %u steps)\n", strategy, w->n_clients,
-           res->steps);
-    hoctl_table_init(&t, 10);
+    printf("strategy %s", plan_arb_strategy_name(R->asked));
+    if (R->chosen != R->asked)
+        printf(" (the best candidate was %s)",
+               plan_arb_strategy_name(R->chosen));
+    printf(": %u clients, judged together (last of %u steps), %u plans "
+           "made\n", w->n_clients, res->steps, R->plans_made);
+    hoctl_table_init(&t, 11);
     hoctl_table_row(&t, "CLIENT", "DEVICE", "BUDGET", "PLANNED GB/s",
-                    "EXPOSED ALONE", "STEP TIME", "EXPOSED", "ALLOC WAIT",
-                    "SLOWDOWN", "H2D");
+                    "DDR LIMIT", "EXPOSED ALONE", "STEP TIME", "EXPOSED",
+                    "ALLOC WAIT", "SLOWDOWN", "H2D");
     for (uint32_t i = 0; i < w->n_clients; i++) {
         const plan_node_client_fig *f = &res->clients[i];
-        snprintf(bw, sizeof bw, "%g/%g", c[i].t->link.h2d_gbps,
-                 c[i].t->link.d2h_gbps);
+        const plan_arb_choice *ch = &R->clients[i];
+        snprintf(bw, sizeof bw, "%.3g/%.3g", ch->h2d_gbps, ch->d2h_gbps);
         snprintf(sd, sizeof sd, "%.3f", f->slowdown);
         hoctl_table_row(&t, w->clients[i].name,
                         hoctl_fmt_u64(w->clients[i].device, b[0]),
-                        hoctl_fmt_size(c[i].budget, b[1]), bw,
+                        hoctl_fmt_size(ch->budget_bytes, b[1]), bw,
+                        hoctl_fmt_size(ch->ddr_limit_bytes, b[7]),
                         hoctl_fmt_us(c[i].alone.exposed_us, b[2]),
                         hoctl_fmt_us(f->step_time_us, b[3]),
                         hoctl_fmt_us(f->exposed_us, b[4]),
                         hoctl_fmt_us(f->alloc_wait_us, b[5]), sd,
                         hoctl_fmt_size(f->h2d_bytes, b[6]));
+    }
+    hoctl_table_print(&t, "");
+    putchar('\n');
+    hoctl_table_init(&t, 5);
+    hoctl_table_row(&t, "CANDIDATE", "WEIGHTED EXPOSED", "MAX SLOWDOWN",
+                    "ALLOC WAIT", "MOVED/STEP");
+    for (int k = 0; k < PLAN_ARB__COUNT; k++) {
+        const plan_arb_outcome *o = &R->outcomes[k];
+        char sl[32];
+        if (!o->tried)
+            continue;
+        if (!o->valid) {
+            hoctl_table_row(&t, plan_arb_strategy_name((plan_arb_strategy)k),
+                            "no valid plan", o->why, "", "");
+            continue;
+        }
+        snprintf(sl, sizeof sl, "%.3f", o->max_slowdown);
+        hoctl_table_row(&t, plan_arb_strategy_name((plan_arb_strategy)k),
+                        hoctl_fmt_us(o->weighted_exposed_us, b[0]), sl,
+                        hoctl_fmt_us(o->alloc_wait_us, b[1]),
+                        hoctl_fmt_size(o->bytes_moved, b[2]));
     }
     hoctl_table_print(&t, "");
     putchar('\n');
@@ -334,9 +299,9 @@ static void print_text(const plan_workload *w, const np_client *c,
 }
 
 static int print_json(const plan_workload *w, const np_client *c,
-                      const plan_node_result *res, const np_args *a,
-                      const char *strategy)
+                      const plan_arb_result *R, const np_args *a)
 {
+    const plan_node_result *res = R->judged;
     json_t *o = hoctl_json_root(), *cl = json_array();
     if (!o || !cl) {
         json_decref(o);
@@ -344,18 +309,25 @@ static int print_json(const plan_workload *w, const np_client *c,
         return hoctl_json_emit(NULL);
     }
     json_object_set_new(o, "valid", json_true());
-    json_object_set_new(o, "strategy", json_string(strategy));
+    json_object_set_new(o, "strategy",
+                        json_string(plan_arb_strategy_name(R->asked)));
+    json_object_set_new(o, "chosen",
+                        json_string(plan_arb_strategy_name(R->chosen)));
+    json_object_set_new(o, "plans_made", json_integer(R->plans_made));
     json_object_set_new(o, "steps", json_integer(res->steps));
     for (uint32_t i = 0; i < w->n_clients; i++) {
         const plan_node_client_fig *f = &res->clients[i];
         json_t *x = json_object();
         json_object_set_new(x, "name", json_string(w->clients[i].name));
         json_object_set_new(x, "device", json_integer(w->clients[i].device));
-        json_object_set_new(x, "budget_bytes", hoctl_json_u64(c[i].budget));
+        json_object_set_new(x, "budget_bytes",
+                            hoctl_json_u64(R->clients[i].budget_bytes));
         json_object_set_new(x, "planned_h2d_gbps",
-                            json_real(c[i].t->link.h2d_gbps));
+                            json_real(R->clients[i].h2d_gbps));
         json_object_set_new(x, "planned_d2h_gbps",
-                            json_real(c[i].t->link.d2h_gbps));
+                            json_real(R->clients[i].d2h_gbps));
+        json_object_set_new(x, "ddr_limit_bytes",
+                            hoctl_json_u64(R->clients[i].ddr_limit_bytes));
         json_object_set_new(x, "alone_step_time_us",
                             json_real(c[i].alone.step_time_us));
         json_object_set_new(x, "alone_exposed_us",
@@ -367,10 +339,29 @@ static int print_json(const plan_workload *w, const np_client *c,
         json_object_set_new(x, "slowdown", json_real(f->slowdown));
         json_object_set_new(x, "h2d_bytes", hoctl_json_u64(f->h2d_bytes));
         json_object_set_new(x, "d2h_bytes", hoctl_json_u64(f->d2h_bytes));
-        json_object_set_new(x, "actions", hoctl_json_u64(c[i].s->n_actions));
+        json_object_set_new(
+            x, "actions", hoctl_json_u64(R->clients[i].schedule->n_actions));
         json_array_append_new(cl, x);
     }
     json_object_set_new(o, "clients", cl);
+    json_t *cand = json_object();
+    for (int k = 0; cand && k < PLAN_ARB__COUNT; k++) {
+        const plan_arb_outcome *oc = &R->outcomes[k];
+        if (!oc->tried)
+            continue;
+        json_t *y = oc->valid
+                        ? json_pack("{s:b, s:f, s:f, s:f, s:I}", "valid", 1,
+                                    "weighted_exposed_us",
+                                    oc->weighted_exposed_us, "max_slowdown",
+                                    oc->max_slowdown, "alloc_wait_us",
+                                    oc->alloc_wait_us, "bytes_moved",
+                                    (json_int_t)oc->bytes_moved)
+                        : json_pack("{s:b, s:s}", "valid", 0, "reason",
+                                    oc->why);
+        json_object_set_new(cand, plan_arb_strategy_name((plan_arb_strategy)k),
+                            y);
+    }
+    json_object_set_new(o, "candidates", cand ? cand : json_null());
     json_object_set_new(
         o, "node",
         json_pack("{s:f, s:f, s:f}", "weighted_exposed_us",
@@ -387,14 +378,15 @@ int hoctl_cmd_node_plan(const hoctl_globals *g, int argc, char **argv)
     plan_node *n = NULL;
     plan_workload *w = NULL;
     np_client *c = NULL;
+    plan_arb_client *ac = NULL;
     plan_node_input *in = NULL;
     char **groups = NULL;
     uint32_t n_groups = 0;
-    plan_node_result *res = NULL;
-    plan_node_violation v;
+    plan_arb_result *R = NULL;
     plan_node_opts o = {0};
+    plan_arb_opts ao = {0};
     char err[ERRLEN] = "";
-    node_strategy st = NODE_STRATEGY_INDEPENDENT;
+    plan_arb_strategy st = PLAN_ARB_ARBITER;
     int r, rc = HOCTL_EXIT_FAILED;
 
     if (argc == 1 && strcmp(argv[0], "help") == 0) {
@@ -404,16 +396,10 @@ int hoctl_cmd_node_plan(const hoctl_globals *g, int argc, char **argv)
     memset(&a, 0, sizeof a);
     if ((r = parse_args(argc, argv, &a)) != 0)
         return r;
-    if (a.strategy) {
-        for (st = 0; st < NODE_STRATEGY__COUNT; st++)
-            if (strcmp(a.strategy, strategy_names[st]) == 0)
-                break;
-        if (st == NODE_STRATEGY__COUNT)
-            return hoctl_usage_error("node plan: --strategy: expected "
-                                     "independent, got '%s' (the arbiter "
-                                     "of NODE.md §4 is not implemented)",
-                                     a.strategy);
-    }
+    if (a.strategy && plan_arb_strategy_parse(a.strategy, &st) < 0)
+        return hoctl_usage_error("node plan: --strategy: expected arbiter, "
+                                 "independent or equal-share, got '%s'",
+                                 a.strategy);
     if (a.steps) {
         char *end;
         unsigned long k;
@@ -426,6 +412,7 @@ int hoctl_cmd_node_plan(const hoctl_globals *g, int argc, char **argv)
                                      a.steps);
         o.steps = (uint32_t)k;
     }
+    ao.steps = o.steps;
     r = plan_node_read_json(a.npath, &n, err, sizeof err);
     if (r < 0) {
         fprintf(stderr, "hoctl: cannot read %s: %s\n", a.npath,
@@ -439,10 +426,12 @@ int hoctl_cmd_node_plan(const hoctl_globals *g, int argc, char **argv)
         rc = r == -ENOENT ? HOCTL_EXIT_NOT_FOUND : HOCTL_EXIT_FAILED;
         goto out;
     }
-    c = calloc(w->n_clients ? w->n_clients : 1, sizeof *c);
-    in = calloc(w->n_clients ? w->n_clients : 1, sizeof *in);
-    groups = calloc(w->n_clients ? w->n_clients : 1, sizeof *groups);
-    if (!c || !in || !groups) {
+    size_t cnt = w->n_clients ? w->n_clients : 1;
+    c = calloc(cnt, sizeof *c);
+    ac = calloc(cnt, sizeof *ac);
+    in = calloc(cnt, sizeof *in);
+    groups = calloc(cnt, sizeof *groups);
+    if (!c || !ac || !in || !groups) {
         fputs("hoctl: node plan: out of memory\n", stderr);
         goto out;
     }
@@ -454,47 +443,56 @@ int hoctl_cmd_node_plan(const hoctl_globals *g, int argc, char **argv)
                     "device %u in the node\n", i, wc->device);
             goto out;
         }
-        if ((rc = plan_alone(n, w, i, d, &c[i])) != HOCTL_EXIT_OK)
+        if ((rc = load_client(w, i, &c[i])) != HOCTL_EXIT_OK)
             goto out;
         rc = HOCTL_EXIT_FAILED;
-        in[i].name = wc->name;
-        in[i].trace = c[i].t;
-        in[i].schedule = c[i].s;
-        in[i].device = d;
-        in[i].budget_bytes = c[i].budget;
-        in[i].weight = wc->weight;
-        in[i].sync = PLAN_NONE;
+        uint32_t sync = PLAN_NONE;
         if (wc->sync) {
             uint32_t k = 0;
             while (k < n_groups && strcmp(groups[k], wc->sync) != 0)
                 k++;
             if (k == n_groups)
                 groups[n_groups++] = wc->sync;
-            in[i].sync = k;
+            sync = k;
+        }
+        ac[i] = (plan_arb_client){
+            .name = wc->name, .trace = c[i].t, .device = d,
+            .has_budget = wc->has_budget, .budget_bytes = wc->budget_bytes,
+            .weight = wc->weight, .sync = sync};
+    }
+    r = plan_node_arbitrate(n, ac, w->n_clients, st, &ao, &R, err,
+                            sizeof err);
+    if (r < 0) {
+        fprintf(stderr, "hoctl: node plan: %s\n",
+                err[0] ? err : ho_strerror(r));
+        goto out;
+    }
+    for (uint32_t i = 0; i < w->n_clients; i++) {
+        plan_violation v;
+        in[i] = (plan_node_input){
+            .name = ac[i].name, .trace = c[i].t,
+            .schedule = R->clients[i].schedule, .device = ac[i].device,
+            .budget_bytes = R->clients[i].budget_bytes,
+            .weight = ac[i].weight, .sync = ac[i].sync};
+        if (plan_simulate(c[i].t, R->clients[i].schedule, &c[i].alone, &v,
+                          NULL) < 0) {
+            fprintf(stderr, "hoctl: node plan: client \"%s\": the plan does "
+                    "not hold alone: %s\n", ac[i].name, v.message);
+            goto out;
         }
     }
-    r = plan_node_judge(n, in, w->n_clients, &o, &res, &v);
-    if (r == HO_E_BAD_SCHEDULE) {
-        fprintf(stderr, "hoctl: node plan: the node is invalid with these "
-                "plans: %s\n", v.message);
+    if (a.out && write_out(a.out, w, c, R) < 0)
         goto out;
-    }
-    if (r < 0) {
-        fprintf(stderr, "hoctl: node plan: %s\n", ho_strerror(r));
-        goto out;
-    }
-    if (a.out && write_out(a.out, w, c, res) < 0)
-        goto out;
-    if (a.svg && (r = draw(a.svg, n, w, in, &o, res,
-                           strategy_names[st])) < 0) {
+    if (a.svg && (r = draw(a.svg, n, w, in, &o, R->judged,
+                           plan_arb_strategy_name(R->chosen))) < 0) {
         fprintf(stderr, "hoctl: node plan: writing %s: %s\n", a.svg,
                 ho_strerror(r));
         goto out;
     }
     if (g->json) {
-        rc = print_json(w, c, res, &a, strategy_names[st]);
+        rc = print_json(w, c, R, &a);
     } else {
-        print_text(w, c, res, strategy_names[st]);
+        print_text(w, c, R);
         if (a.out)
             hoctl_field("workload", "%s/workload.json", a.out);
         if (a.svg)
@@ -502,12 +500,11 @@ int hoctl_cmd_node_plan(const hoctl_globals *g, int argc, char **argv)
         rc = HOCTL_EXIT_OK;
     }
 out:
-    plan_node_result_free(res);
-    for (uint32_t i = 0; c && w && i < w->n_clients; i++) {
+    plan_arb_result_free(R);
+    for (uint32_t i = 0; c && w && i < w->n_clients; i++)
         plan_trace_free(c[i].t);
-        plan_schedule_free(c[i].s);
-    }
     free(c);
+    free(ac);
     free(in);
     free(groups);
     plan_workload_free(w);

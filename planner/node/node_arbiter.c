@@ -7,7 +7,8 @@
  *      (one capacity for both when not duplex: a D2H byte counts
  *      h2d/d2h of an H2D byte, as in the node judge), and each client's
  *      path over them (its device, then each link up to the root);
- *   2. candidates: `independent` (full device figures, the device's free
+ *   2. candidates: `independent` (what it sees alone: its device's
+ *      figures capped by the links above it; the device's free
  *      capacity split equally among its unfixed clients), `equal-share`
  *      (each capacity split equally among the clients crossing it),
  *      `arbiter` (budgets on the curves at the equal-share bandwidth,
@@ -84,6 +85,8 @@ typedef struct arb {
     uint32_t n_cons;
     double *cons_cap;       /* bytes/us */
     arb_path *path;         /* n * 2 (client, direction) */
+    double *full;           /* n * 2: GB/s a client sees alone: its
+                               device's figure capped by every link above */
     arb_memo *memo;
     size_t n_memo, cap_memo;
     uint32_t plans_made;
@@ -161,6 +164,17 @@ static int build_paths(arb *A)
         }
     }
     free(base);
+    A->full = malloc((size_t)A->n * 2 * sizeof(*A->full));
+    if (!A->full)
+        return -ENOMEM;
+    for (uint32_t f = 0; f < A->n * 2; f++) {
+        const arb_path *p = &A->path[f];
+        double r = HUGE_VAL;
+        for (uint32_t j = 0; j < p->n; j++)
+            if (A->cons_cap[p->cons[j]] / p->coef[j] < r)
+                r = A->cons_cap[p->cons[j]] / p->coef[j];
+        A->full[f] = r / 1e3;
+    }
     return 0;
 }
 
@@ -408,11 +422,10 @@ static int budgets_marginal(arb *A, const double *h2d, const double *d2h,
 
 static double device_full(const arb *A, uint32_t i, int dir)
 {
-    const plan_node_device *dv = &A->node->devices[A->c[i].device];
-    return dir == H2D ? dv->h2d_gbps : dv->d2h_gbps;
+    return A->full[i * 2 + (uint32_t)dir];
 }
 
-/* independent: each client its device's own figures. */
+/* independent: each client what it sees alone. */
 static void bw_full(const arb *A, double *h2d, double *d2h)
 {
     for (uint32_t i = 0; i < A->n; i++) {
@@ -460,7 +473,7 @@ static int bw_equal(const arb *A, double *h2d, double *d2h)
 }
 
 /* arbiter: weighted max-min fair shares with demands.  Client i runs at a
- * fraction a_i of its device's figures in both directions; its load on a
+ * fraction a_i of what it sees alone in both directions; its load on a
  * capacity is a_i times its full rate there (both directions add on a
  * capacity they share).  Every a_i rises as weight * t until it reaches
  * its demand or a capacity it crosses is full (progressive filling). */
@@ -751,6 +764,7 @@ static void arb_done(arb *A)
     free(A->compute_us);
     free(A->cons_cap);
     free(A->path);
+    free(A->full);
     free(A->memo);
 }
 

@@ -8,8 +8,9 @@
  * the prediction.  Part of ho_plan_node; pure like the rest of planner/.
  *
  * Strategies (docs/node.md "The arbiter" has the rules in full):
- *   independent  every client planned alone with its device's full
- *                figures: the daemon before arbitration (a baseline);
+ *   independent  every client planned alone with what it would see alone
+ *                (its device's figures capped by every link above it):
+ *                the daemon before arbitration (a baseline);
  *   equal-share  every shared capacity (a link, a device's engines)
  *                split equally among the clients that cross it (a
  *                baseline);
@@ -79,7 +80,8 @@ typedef struct plan_arb_opts {
 /* What the arbiter chose for one client (NODE.md §4's output fields). */
 typedef struct plan_arb_choice {
     uint64_t budget_bytes;
-    double h2d_gbps, d2h_gbps;  /* the bandwidth it was planned for */
+    double h2d_gbps, d2h_gbps;  /* the bandwidth it was planned for (at
+                                   most what it sees alone) */
     uint64_t ddr_limit_bytes;
     plan_schedule *schedule;    /* owned by the result */
     plan_wl_predicted predicted; /* the node judge's figures */

@@ -208,7 +208,18 @@ class Pictures(unittest.TestCase):
                 self.path("node.json"), "--workload", self.path("wl.json"),
                 "--out", out, "--svg", svg)
         doc = json.loads(p.stdout)
-        self.assertEqual(doc["strategy"], "independent")
+        self.assertEqual(doc["strategy"], "arbiter")
+        cands = doc["candidates"]
+        self.assertEqual(sorted(cands),
+                         ["arbiter", "equal-share", "independent"])
+        chosen = cands[doc["chosen"]]
+        self.assertTrue(chosen["valid"])
+        for c in cands.values():  # the best candidate is returned
+            if c["valid"]:
+                self.assertLessEqual(chosen["weighted_exposed_us"],
+                                     c["weighted_exposed_us"] + 1e-6)
+        self.assertAlmostEqual(doc["node"]["weighted_exposed_us"],
+                               chosen["weighted_exposed_us"], places=6)
         self.assertEqual(len(doc["clients"]), 3)
         # host duplex: 2 rows; sw0 not duplex: 1 row
         root = self.check_svg(svg, WIDTH, expected_height(3, 3))
@@ -218,6 +229,26 @@ class Pictures(unittest.TestCase):
         # the arbiter-style output judges to the same figures
         run(hoctl, "node", "check", "--node", self.path("node.json"),
             "--workload", os.path.join(out, "workload.json"))
+        # each baseline alone: its own plan, or a reason it has none that
+        # matches what the arbiter's run said of it
+        for strategy in ("independent", "equal-share"):
+            p = subprocess.run(
+                [hoctl, "--json", "node", "plan", "--node",
+                 self.path("node.json"), "--workload", self.path("wl.json"),
+                 "--strategy", strategy], stdout=subprocess.PIPE,
+                universal_newlines=True)
+            d2 = json.loads(p.stdout)
+            if cands[strategy]["valid"]:
+                self.assertEqual(p.returncode, 0)
+                self.assertEqual(d2["chosen"], strategy)
+                self.assertEqual(list(d2["candidates"]), [strategy])
+                self.assertAlmostEqual(
+                    d2["node"]["weighted_exposed_us"],
+                    cands[strategy]["weighted_exposed_us"], places=6)
+            else:
+                self.assertEqual(p.returncode, 1)
+                self.assertIn(cands[strategy]["reason"],
+                              d2["error"]["message"])
 
     def test_demo_job_picture(self):
         d = self.path("demo")
