@@ -170,7 +170,8 @@ int plan_svg_add_simulated(plan_svg *f, int g, int layer, const plan_trace *t,
 
 /* The flash staging plan `p` of schedule s on t (plan_staging_make) as
  * copies on the flash lanes of group g: fills and writes at their
- * positions' nominal times (p->op_start_us), latency + bytes / gbps long;
+ * positions' nominal times (p->op_start_us), latency + bytes / gbps long,
+ * one after another per direction (one flash device);
  * slot_bytes as given to plan_staging_make.  Nothing when p stages
  * nothing. */
 void plan_svg_add_staging(plan_svg *f, int g, const plan_staging *p,

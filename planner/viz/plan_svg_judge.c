@@ -135,9 +135,8 @@ void plan_svg_add_staging(plan_svg *f, int g, const plan_staging *p,
         int out;
         if (e->kind == PLAN_STAGE_FILL)
             out = 0;
-        else if (e->kind == PLAN_STAGE_WRITE ||
-                 (e->kind == PLAN_STAGE_EVICT && e->keep))
-            out = 1;
+        else if (e->kind == PLAN_STAGE_WRITE)
+            out = 1; /* an EVICT follows the WRITE that made flash current */
         else
             continue;
         if (e->slot >= p->n_slots)

@@ -124,7 +124,7 @@ class Pictures(unittest.TestCase):
         run(os.path.join(BIN, "hoctl"), "trace", "gen", "random", "--seed",
             "3", "--ops", "2000", "--storages", "400", "--out", t)
         run(os.path.join(BIN, "hoctl"), "plan", "--trace", t, "--budget",
-            "60%", "--svg", svg, "--svg-ddr-limit", "64M")
+            "60%", "--svg", svg, "--svg-ddr-limit", "512M")
         root = self.check_svg(svg, WIDTH, expected_height(1))
         self.assertTrue(self.classes(root, "budget"))
         self.assertTrue(self.classes(root, "mem"))
@@ -133,6 +133,11 @@ class Pictures(unittest.TestCase):
         text = open(svg).read()
         for lane in (">H2D<", ">D2H<", ">flash in<", ">flash out<"):
             self.assertIn(lane, text)
+        # the staging plan within 512 MiB of DDR moves data both ways:
+        # bars on the flash lanes (legend swatches are one each)
+        self.assertIn("flash staging within DDR 512 MiB", text)
+        self.assertGreater(text.count('fill="#0f766e"'), 2)
+        self.assertGreater(text.count('fill="#a16207"'), 2)
 
     def test_schedule_with_wait(self):
         mib = 1 << 20
