@@ -55,6 +55,19 @@ class Scratch:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+def _listening(path, proc, tries=300):
+    """True once `path` accepts a connection (tries x 50 ms), False when
+    proc exits first or it never does."""
+    for _ in range(tries):
+        if proc.poll() is not None:
+            return False
+        with socket.socket(socket.AF_UNIX) as s:
+            if s.connect_ex(path) == 0:
+                return True
+        time.sleep(0.05)
+    return False
+
+
 class Daemon:
     """hyperoffloadd on a socket of the scratch directory; extra flags in
     `args`, its stderr in `stderr` (a path) or <name>.log."""
@@ -71,19 +84,10 @@ class Daemon:
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=self.log,
                                      env=env or dict(os.environ),
                                      preexec_fn=_die_with_parent)
-        deadline = time.time() + 15
-        while time.time() < deadline:
-            if self.proc.poll() is not None:
-                raise AssertionError("daemon exited %d:\n%s"
-                                     % (self.proc.returncode, self.text()))
-            try:
-                with socket.socket(socket.AF_UNIX) as s:
-                    s.connect(self.sock)
-                return
-            except OSError:
-                time.sleep(0.05)
-        self.proc.kill()
-        raise AssertionError("daemon did not come up:\n" + self.text())
+        if not _listening(self.sock, self.proc):
+            self.proc.kill()
+            raise AssertionError("daemon did not come up (exit %s):\n%s"
+                                 % (self.proc.poll(), self.text()))
 
     def text(self):
         with open(self.log_path, encoding="utf-8", errors="replace") as f:
