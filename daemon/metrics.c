@@ -591,12 +591,18 @@ static void event_metrics(srv_daemon *d, mbuf *b)
        srv_count_errors(k, code));
     HO_ERROR_MAP(ERROR_ROW)
 #undef ERROR_ROW
-    for (int e = 1; e < SRV_METRICS_ERRNO_MAX; e++)
-        if (k->errors_errno[e])
-            su(b, P "errors_total", L1("code", ho_err_name(-e)),
-               k->errors_errno[e]);
-    if (k->errors_errno[0])
-        su(b, P "errors_total", L1("code", "other"), k->errors_errno[0]);
+    /* errno values by name; those without one (and beyond the table) add
+     * up as "other", so no two samples share a label set. */
+    uint64_t other = k->errors_errno[0];
+    for (int e = 1; e < SRV_METRICS_ERRNO_MAX; e++) {
+        const char *name = ho_err_name(-e);
+        if (strncmp(name, "HO_E_", 5) == 0)
+            other += k->errors_errno[e];
+        else if (k->errors_errno[e])
+            su(b, P "errors_total", L1("code", name), k->errors_errno[e]);
+    }
+    if (other)
+        su(b, P "errors_total", L1("code", "other"), other);
 
     family(b, P "textfile_writes_total", "counter",
            "Writes of the metrics textfile, by result.");
