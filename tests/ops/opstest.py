@@ -38,6 +38,23 @@ TINY = ["--layers", "2", "--hidden", "128", "--heads", "4", "--ffn", "256",
         "--budget-ratio", "0.6"]
 
 
+def project_env(base=None):
+    """The environment of the project's own programs: under a sanitizer
+    build their ASAN_OPTIONS (leak checks on) instead of python's."""
+    env = dict(base or os.environ)
+    if "HO_DAEMON_ASAN_OPTIONS" in env:
+        env["ASAN_OPTIONS"] = env["HO_DAEMON_ASAN_OPTIONS"]
+    return env
+
+
+def system_env():
+    """The environment of system tools (node_exporter, curl): without the
+    sanitizer runtimes a sanitizer build preloads into python."""
+    env = dict(os.environ)
+    env.pop("LD_PRELOAD", None)
+    return env
+
+
 def _die_with_parent():
     ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)
 
@@ -82,7 +99,7 @@ class Daemon:
                "--hbm-capacity=1G", "--ddr-lock=no"] + list(args)
         self.log = open(self.log_path, "a")
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=self.log,
-                                     env=env or dict(os.environ),
+                                     env=project_env(env),
                                      preexec_fn=_die_with_parent)
         if not _listening(self.sock, self.proc):
             self.proc.kill()
@@ -95,6 +112,7 @@ class Daemon:
 
     def hoctl(self, *args, expect=0):
         p = subprocess.run([HOCTL, "--socket", self.sock] + list(args),
+                           env=project_env(),
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                            universal_newlines=True, timeout=60)
         if expect is not None and p.returncode != expect:
@@ -128,7 +146,7 @@ def start_client(daemon, scratch, steps, job="ops", device=0,
            "--job", job, "--steps", str(steps), "--ddr-limit",
            ddr_limit] + TINY
     p = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
-                         preexec_fn=_die_with_parent)
+                         env=project_env(), preexec_fn=_die_with_parent)
     log.close()  # the child has its own copy
     return p
 
