@@ -95,20 +95,16 @@ START_TEST(jobs_and_overflow)
 }
 END_TEST
 
-static Suite *suite(void)
+int main(void)
 {
-    Suite *s = suite_create("daemon_counters");
     TCase *t = tcase_create("counters");
     tcase_add_test(t, errors_by_code);
     tcase_add_test(t, admissions);
     tcase_add_test(t, jobs_and_overflow);
+    Suite *s = suite_create("daemon_counters");
     suite_add_tcase(s, t);
-    return s;
-}
-
-int main(void)
-{
-    SRunner *r = srunner_create(suite());
+    SRunner *r = srunner_create(NULL);
+    srunner_add_suite(r, s);
     srunner_run_all(r, CK_NORMAL);
     int failed = srunner_ntests_failed(r);
     srunner_free(r);
