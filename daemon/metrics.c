@@ -591,12 +591,18 @@ static void event_metrics(srv_daemon *d, mbuf *b)
        srv_count_errors(k, code));
     HO_ERROR_MAP(ERROR_ROW)
 #undef ERROR_ROW
-    for (int e = 1; e < SRV_METRICS_ERRNO_MAX; e++)
-        if (k->errors_errno[e])
-            su(b, P "errors_total", L1("code", ho_err_name(-e)),
-               k->errors_errno[e]);
-    if (k->errors_errno[0])
-        su(b, P "errors_total", L1("code", "other"), k->errors_errno[0]);
+    /* errno values by name; those without one (and beyond the table) add
+     * up as "other", so no two samples share a label set. */
+    uint64_t other = k->errors_errno[0];
+    for (int e = 1; e < SRV_METRICS_ERRNO_MAX; e++) {
+        const char *name = ho_err_name(-e);
+        if (strncmp(name, "HO_E_", 5) == 0)
+            other += k->errors_errno[e];
+        else if (k->errors_errno[e])
+            su(b, P "errors_total", L1("code", name), k->errors_errno[e]);
+    }
+    if (other)
+        su(b, P "errors_total", L1("code", "other"), other);
 
     family(b, P "textfile_writes_total", "counter",
            "Writes of the metrics textfile, by result.");
@@ -719,6 +725,10 @@ static void tf_after(uv_work_t *req, int status)
         j->rc = ho_errf(j->err, sizeof(j->err), HO_E_INTERNAL,
                         "write cancelled");
     d->metrics_writing = false;
+    /* The textfile moved (reload) while this write ran: no stale copy. */
+    if (j->rc == 0 && (!d->metrics_path || strcmp(d->metrics_path,
+                                                   j->path) != 0))
+        unlink(j->path);
     if (j->rc == 0) {
         d->counters.textfile_writes++;
     } else {
@@ -735,8 +745,8 @@ static void tf_after(uv_work_t *req, int status)
 
 static void tf_write(srv_daemon *d)
 {
-    const char *path = d->cfg.metrics_textfile;
-    if (!path || !path[0] || d->metrics_writing || d->draining)
+    const char *path = d->metrics_path;
+    if (!path || d->metrics_writing || d->draining)
         return;
     tf_job *j = calloc(1, sizeof(*j));
     if (!j)
@@ -770,7 +780,22 @@ void srv_metrics_configure(srv_daemon *d)
     uv_timer_stop(&d->metrics_timer);
     const char *path = d->cfg.metrics_textfile;
     if (!path || !path[0])
+        path = NULL;
+    /* A textfile that is no longer configured goes (node_exporter would
+     * export its last figures for ever). */
+    if (d->metrics_path && (!path || strcmp(path, d->metrics_path) != 0)) {
+        if (unlink(d->metrics_path) < 0 && errno != ENOENT)
+            srv_warn("cannot remove the metrics textfile %s: %s",
+                     d->metrics_path, strerror(errno));
+        free(d->metrics_path);
+        d->metrics_path = NULL;
+    }
+    if (!path)
         return;
+    if (!d->metrics_path && !(d->metrics_path = strdup(path))) {
+        srv_err("metrics textfile %s: out of memory", path);
+        return;
+    }
     size_t n = strlen(path);
     if (n < 5 || strcmp(path + n - 5, ".prom") != 0)
         srv_warn("metrics textfile %s does not end in .prom: node_exporter's "
@@ -785,8 +810,9 @@ void srv_metrics_stop(srv_daemon *d)
     uv_handle_t *h = (uv_handle_t *)&d->metrics_timer;
     if (h->loop && !uv_is_closing(h))
         uv_close(h, NULL);
-    const char *path = d->cfg.metrics_textfile;
-    if (path && path[0] && unlink(path) < 0 && errno != ENOENT)
-        srv_warn("cannot remove the metrics textfile %s: %s", path,
-                 strerror(errno));
+    if (d->metrics_path && unlink(d->metrics_path) < 0 && errno != ENOENT)
+        srv_warn("cannot remove the metrics textfile %s: %s",
+                 d->metrics_path, strerror(errno));
+    free(d->metrics_path);
+    d->metrics_path = NULL;
 }

@@ -123,6 +123,10 @@ struct srv_stage {
     uv_timer_t timer;
 };
 
+/* The job of a replay's session, for the log's HO_JOB= (NULL once the
+ * replay is detached from its session). */
+#define STAGE_JOB(st) ((st)->s ? (st)->s->job : NULL)
+
 
 /* ------------------------------------------------------------ plan memo */
 
@@ -159,8 +163,9 @@ void srv_stage_remember_plan(srv_daemon *d, srv_session *s,
     if (rc == 0)
         rc = plan_schedule_bind(m->sched, m->trace, err, sizeof(err));
     if (rc < 0) {
-        srv_err("session %" PRIu64 ": cannot keep its plan: %s (%s)", s->id,
-                ho_strerror(rc), err);
+        srv_log_s(SRV_LOG_ERR, s->id, s->job, rc, "session %" PRIu64
+                  ": cannot keep its plan: %s (%s)", s->id, ho_strerror(rc),
+                  err);
         memo_unref(m);
         return;
     }
@@ -357,9 +362,10 @@ static int flash_get(srv_stage *st, stage_slot *sl)
         rc = srv_flash_alloc(d, x, err, sizeof(err));
     if (rc < 0) {
         if (!st->warned_flash)
-            srv_warn("session %" PRIu64 ": cannot stage a host copy of %"
-                     PRIu64 " bytes to flash: %s", st->session_id, x->len,
-                     rc == HO_E_UNSUPPORTED ? "no flash tier" : err);
+            srv_log_s(SRV_LOG_WARNING, st->session_id, STAGE_JOB(st), rc,
+                      "session %" PRIu64 ": cannot stage a host copy of %"
+                      PRIu64 " bytes to flash: %s", st->session_id, x->len,
+                      rc == HO_E_UNSUPPORTED ? "no flash tier" : err);
         st->warned_flash = true;
         return rc;
     }
@@ -425,10 +431,11 @@ static void slot_evicted(srv_stage *st, const stage_mv *mv, int rc)
     if (rc == 0)
         rc = tier_arena_mark_evicted(x->arena->arena, x->off, x->len);
     if (rc < 0) {
-        srv_err("session %" PRIu64 ": %s of host copy %u failed: %s; it "
-                "stays in DDR", st->session_id,
-                mv->kind == SRV_MOVE_SPILL ? "spill" : "eviction", mv->k,
-                ho_strerror(rc));
+        srv_log_s(SRV_LOG_ERR, st->session_id, STAGE_JOB(st), rc,
+                  "session %" PRIu64 ": %s of host copy %u failed: %s; it "
+                  "stays in DDR", st->session_id,
+                  mv->kind == SRV_MOVE_SPILL ? "spill" : "eviction", mv->k,
+                  ho_strerror(rc));
         slot_set(st, mv->k, SRV_EXT_DDR, HO_SLOT_DDR);
         return;
     }
@@ -456,8 +463,9 @@ static void slot_written(srv_stage *st, const stage_mv *mv, int rc)
         flash_written(st, sl, mv->ver);
         st->writes++;
     } else {
-        srv_warn("session %" PRIu64 ": writing host copy %u to flash "
-                 "failed: %s", st->session_id, mv->k, ho_strerror(rc));
+        srv_log_s(SRV_LOG_WARNING, st->session_id, STAGE_JOB(st), rc,
+                  "session %" PRIu64 ": writing host copy %u to flash "
+                  "failed: %s", st->session_id, mv->k, ho_strerror(rc));
     }
 }
 
@@ -471,8 +479,9 @@ static void slot_filled(srv_stage *st, const stage_mv *mv, int rc)
         st->fills++;
         return;
     }
-    srv_err("session %" PRIu64 ": fill of host copy %u failed: %s; it stays "
-            "on flash", st->session_id, mv->k, ho_strerror(rc));
+    srv_log_s(SRV_LOG_ERR, st->session_id, STAGE_JOB(st), rc,
+              "session %" PRIu64 ": fill of host copy %u failed: %s; it "
+              "stays on flash", st->session_id, mv->k, ho_strerror(rc));
     tier_arena_evict(x->arena->arena, x->off, x->len); /* rare: on the loop */
     slot_set(st, mv->k, SRV_EXT_FLASH, HO_SLOT_FLASH);
 }
@@ -600,8 +609,9 @@ static int evict(srv_stage *st, uint32_t k)
                       !live);
     if (rc < 0) {
         atomic_store(&cs->state, HO_SLOT_DDR);
-        srv_err("session %" PRIu64 ": cannot start moving host copy %u: %s",
-                st->session_id, k, ho_strerror(rc));
+        srv_log_s(SRV_LOG_ERR, st->session_id, STAGE_JOB(st), rc,
+                  "session %" PRIu64 ": cannot start moving host copy %u: %s",
+                  st->session_id, k, ho_strerror(rc));
         return 0;
     }
     ext_set(st, sl, SRV_EXT_SPILLING);
@@ -684,8 +694,9 @@ static int bring_in(srv_stage *st, uint32_t k, bool urgent)
     int rc = tier_arena_restore_unlocked(x->arena->arena, x->off, x->len);
     if (rc < 0) {
         if (rc != HO_E_TIER_FULL)
-            srv_err("session %" PRIu64 ": cannot charge host copy %u: %s",
-                    st->session_id, k, ho_strerror(rc));
+            srv_log_s(SRV_LOG_ERR, st->session_id, STAGE_JOB(st), rc,
+                      "session %" PRIu64 ": cannot charge host copy %u: %s",
+                      st->session_id, k, ho_strerror(rc));
         return 0;   /* the pool is full: retried on the timer */
     }
     if (read) {

@@ -163,6 +163,7 @@ struct srv_daemon {
     uv_timer_t metrics_timer;
     bool metrics_writing;        /* a textfile write is on a worker */
     bool metrics_failing;        /* the last write failed (logged) */
+    char *metrics_path;          /* the textfile being written (owned) */
 
     /* process (daemon.c, notify.c) */
     bool draining;

@@ -46,6 +46,7 @@ static void usage(FILE *f)
         "  quota set  (--uid U | --job J) --tier T SIZE   e.g. 2G, 512MiB\n"
         "  quota clear (--uid U | --job J) [--tier T]\n"
         "  version                     hoctl, library and daemon versions\n"
+        "  metrics                     every metric, Prometheus text format\n"
         "\n"
         "Offline planning tools (no daemon needed):\n"
         "  trace ...                   inspect and convert step traces\n"

@@ -63,10 +63,34 @@ typedef struct arb_path {
 typedef struct arb_memo {
     uint64_t hash, budget;
     double h2d, d2h;
+    const char *planner;    /* static names: compared by content */
     int rc;
     double exposed_us;
     uint64_t min_budget;
 } arb_memo;
+
+struct plan_arb_cache {
+    arb_memo *memo;
+    size_t n, cap;
+};
+
+plan_arb_cache *plan_arb_cache_new(void)
+{
+    return calloc(1, sizeof(plan_arb_cache));
+}
+
+plan_arb_cache *plan_arb_cache_free(plan_arb_cache *c)
+{
+    if (c)
+        free(c->memo);
+    free(c);
+    return NULL;
+}
+
+size_t plan_arb_cache_size(const plan_arb_cache *c)
+{
+    return c ? c->n : 0;
+}
 
 /* One candidate's per-client figures before planning. */
 typedef struct arb_plan {
@@ -87,8 +111,8 @@ typedef struct arb {
     arb_path *path;         /* n * 2 (client, direction) */
     double *full;           /* n * 2: GB/s a client sees alone: its
                                device's figure capped by every link above */
-    arb_memo *memo;
-    size_t n_memo, cap_memo;
+    plan_arb_cache own;     /* when the caller gives none */
+    plan_arb_cache *cache;
     uint32_t plans_made;
     char *err;
     size_t errlen;
@@ -187,11 +211,13 @@ static int plan_point(arb *A, uint32_t i, uint64_t budget, double h2d,
                       double d2h, plan_schedule **ret_sched,
                       double *ret_exposed, uint64_t *ret_min_budget)
 {
+    plan_arb_cache *C = A->cache;
     if (!ret_sched)
-        for (size_t m = 0; m < A->n_memo; m++) {
-            const arb_memo *e = &A->memo[m];
+        for (size_t m = C->n; m-- > 0;) {
+            const arb_memo *e = &C->memo[m];
             if (e->hash == A->hash[i] && e->budget == budget &&
-                e->h2d == h2d && e->d2h == d2h) {
+                e->h2d == h2d && e->d2h == d2h &&
+                strcmp(e->planner, A->popt.planner) == 0) {
                 *ret_exposed = e->exposed_us;
                 if (ret_min_budget)
                     *ret_min_budget = e->min_budget;
@@ -228,17 +254,24 @@ static int plan_point(arb *A, uint32_t i, uint64_t budget, double h2d,
             plan_schedule_free(s);
     } else {
         plan_schedule_free(s);
-        if (A->n_memo == A->cap_memo) {
-            size_t cap = A->cap_memo ? A->cap_memo * 2 : 64;
-            arb_memo *m = realloc(A->memo, cap * sizeof(*m));
+        if (C->n >= PLAN_ARB_CACHE_MAX) { /* drop the oldest half */
+            size_t keep = C->n / 2;
+            memmove(C->memo, C->memo + (C->n - keep),
+                    keep * sizeof(*C->memo));
+            C->n = keep;
+        }
+        if (C->n == C->cap) {
+            size_t cap = C->cap ? C->cap * 2 : 64;
+            arb_memo *m = realloc(C->memo, cap * sizeof(*m));
             if (!m)
                 return -ENOMEM;
-            A->memo = m;
-            A->cap_memo = cap;
+            C->memo = m;
+            C->cap = cap;
         }
-        A->memo[A->n_memo++] = (arb_memo){
+        C->memo[C->n++] = (arb_memo){
             .hash = A->hash[i], .budget = budget, .h2d = h2d, .d2h = d2h,
-            .rc = rc, .exposed_us = exposed, .min_budget = res.min_budget};
+            .planner = A->popt.planner, .rc = rc, .exposed_us = exposed,
+            .min_budget = res.min_budget};
     }
     *ret_exposed = exposed;
     if (ret_min_budget)
@@ -765,7 +798,7 @@ static void arb_done(arb *A)
     free(A->cons_cap);
     free(A->path);
     free(A->full);
-    free(A->memo);
+    free(A->own.memo);
 }
 
 static void plans_free(plan_schedule **s, uint32_t n)
@@ -786,11 +819,19 @@ int plan_node_arbitrate(const plan_node *node, const plan_arb_client *c,
     if ((unsigned)s >= PLAN_ARB__COUNT)
         return ho_errf(err, errlen, -EINVAL, "unknown strategy %d", (int)s);
     arb A = {.node = node, .c = c, .n = n, .err = err, .errlen = errlen};
-    A.popt.planner = opts && opts->planner ? opts->planner : "hoplan";
+    A.popt.planner = NULL; /* one of plan_planner_names: the cache keeps it */
+    for (size_t k = 0; plan_planner_names[k]; k++)
+        if (strcmp(plan_planner_names[k],
+                   opts && opts->planner ? opts->planner : "hoplan") == 0)
+            A.popt.planner = plan_planner_names[k];
+    if (!A.popt.planner)
+        return ho_errf(err, errlen, -EINVAL, "unknown planner '%s'",
+                       opts->planner);
     A.points = opts && opts->points ? opts->points : PLAN_ARB_DEFAULT_POINTS;
     if (A.points > PLAN_ARB_MAX_POINTS)
         A.points = PLAN_ARB_MAX_POINTS;
     A.steps = opts ? opts->steps : 0;
+    A.cache = opts && opts->cache ? opts->cache : &A.own;
     A.hash = calloc(n, sizeof(*A.hash));
     A.compute_us = calloc(n, sizeof(*A.compute_us));
     plan_arb_result *R = calloc(1, sizeof(*R));

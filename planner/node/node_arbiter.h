@@ -71,8 +71,20 @@ typedef struct plan_arb_client {
     uint32_t sync;             /* group number < n, PLAN_NONE: free */
 } plan_arb_client;
 
+/* Curve samples kept across calls (planner outcomes by trace hash, budget
+ * and bandwidth): a caller that arbitrates the same clients again (a
+ * re-plan, an admission query) pays only for what changed.  Owned by the
+ * caller; not thread-safe; grows without bound only up to
+ * PLAN_ARB_CACHE_MAX entries, then the oldest half is dropped. */
+typedef struct plan_arb_cache plan_arb_cache;
+#define PLAN_ARB_CACHE_MAX 65536u
+plan_arb_cache *plan_arb_cache_new(void);
+plan_arb_cache *plan_arb_cache_free(plan_arb_cache *c);
+size_t plan_arb_cache_size(const plan_arb_cache *c);
+
 typedef struct plan_arb_opts {
     const char *planner;       /* NULL: hoplan */
+    plan_arb_cache *cache;     /* NULL: samples live for this call only */
     uint32_t steps;            /* node judge K; 0: PLAN_NODE_DEFAULT_STEPS */
     uint32_t points;           /* 0: PLAN_ARB_DEFAULT_POINTS */
 } plan_arb_opts;

@@ -38,6 +38,23 @@ TINY = ["--layers", "2", "--hidden", "128", "--heads", "4", "--ffn", "256",
         "--budget-ratio", "0.6"]
 
 
+def project_env(base=None):
+    """The environment of the project's own programs: under a sanitizer
+    build their ASAN_OPTIONS (leak checks on) instead of python's."""
+    env = dict(base or os.environ)
+    if "HO_DAEMON_ASAN_OPTIONS" in env:
+        env["ASAN_OPTIONS"] = env["HO_DAEMON_ASAN_OPTIONS"]
+    return env
+
+
+def system_env():
+    """The environment of system tools (node_exporter, curl): without the
+    sanitizer runtimes a sanitizer build preloads into python."""
+    env = dict(os.environ)
+    env.pop("LD_PRELOAD", None)
+    return env
+
+
 def _die_with_parent():
     ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)
 
@@ -55,6 +72,19 @@ class Scratch:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+def _listening(path, proc, tries=300):
+    """True once `path` accepts a connection (tries x 50 ms), False when
+    proc exits first or it never does."""
+    for _ in range(tries):
+        if proc.poll() is not None:
+            return False
+        with socket.socket(socket.AF_UNIX) as s:
+            if s.connect_ex(path) == 0:
+                return True
+        time.sleep(0.05)
+    return False
+
+
 class Daemon:
     """hyperoffloadd on a socket of the scratch directory; extra flags in
     `args`, its stderr in `stderr` (a path) or <name>.log."""
@@ -69,21 +99,12 @@ class Daemon:
                "--hbm-capacity=1G", "--ddr-lock=no"] + list(args)
         self.log = open(self.log_path, "a")
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=self.log,
-                                     env=env or dict(os.environ),
+                                     env=project_env(env),
                                      preexec_fn=_die_with_parent)
-        deadline = time.time() + 15
-        while time.time() < deadline:
-            if self.proc.poll() is not None:
-                raise AssertionError("daemon exited %d:\n%s"
-                                     % (self.proc.returncode, self.text()))
-            try:
-                with socket.socket(socket.AF_UNIX) as s:
-                    s.connect(self.sock)
-                return
-            except OSError:
-                time.sleep(0.05)
-        self.proc.kill()
-        raise AssertionError("daemon did not come up:\n" + self.text())
+        if not _listening(self.sock, self.proc):
+            self.proc.kill()
+            raise AssertionError("daemon did not come up (exit %s):\n%s"
+                                 % (self.proc.poll(), self.text()))
 
     def text(self):
         with open(self.log_path, encoding="utf-8", errors="replace") as f:
@@ -91,6 +112,7 @@ class Daemon:
 
     def hoctl(self, *args, expect=0):
         p = subprocess.run([HOCTL, "--socket", self.sock] + list(args),
+                           env=project_env(),
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                            universal_newlines=True, timeout=60)
         if expect is not None and p.returncode != expect:
@@ -124,7 +146,7 @@ def start_client(daemon, scratch, steps, job="ops", device=0,
            "--job", job, "--steps", str(steps), "--ddr-limit",
            ddr_limit] + TINY
     p = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
-                         preexec_fn=_die_with_parent)
+                         env=project_env(), preexec_fn=_die_with_parent)
     log.close()  # the child has its own copy
     return p
 

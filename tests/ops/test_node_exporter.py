@@ -44,7 +44,7 @@ class NodeExporterTest(unittest.TestCase):
              "--collector.disable-defaults", "--collector.textfile",
              "--collector.textfile.directory=" + self.tdir],
             stdout=self.ne_log, stderr=subprocess.STDOUT,
-            preexec_fn=opstest._die_with_parent)
+            env=opstest.system_env(), preexec_fn=opstest._die_with_parent)
 
     def tearDown(self):
         self.ne.terminate()
@@ -62,7 +62,8 @@ class NodeExporterTest(unittest.TestCase):
         while True:
             p = subprocess.run(["/usr/bin/curl", "-sf", "--max-time", "5",
                                 "http://127.0.0.1:%d/metrics" % self.port],
-                               stdout=subprocess.PIPE, universal_newlines=True)
+                               stdout=subprocess.PIPE, env=opstest.system_env(),
+                               universal_newlines=True)
             if p.returncode == 0 or time.time() > deadline:
                 break
             time.sleep(0.2)
