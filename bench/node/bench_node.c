@@ -211,6 +211,16 @@ int main(void)
     s1.n = 8;
     bad |= run(&s1);
 
+    /* 1b. the same ranks keeping their state on the device, at 95% of
+     * their peak: activations are offloaded and bandwidth binds */
+    plan_trace *rank_d = train("qwen2.5-0.5b", 512, 1, false, 28);
+    scenario s1b = s1;
+    s1b.name = "8 ranks at 95% of their peak, state on device, 4 switches";
+    for (uint32_t i = 0; i < 8; i++)
+        s1b.c[i] = (plan_arb_client){"rank", rank_d, i, true,
+                                     peak(rank_d) * 95 / 100, 1.0, 0};
+    bad |= run(&s1b);
+
     /* 2. a training rank and a decode client of weight 4 on one switch */
     plan_trace *tr = train("qwen2.5-0.5b", 1024, 2, true, 28);
     plan_trace *dc = decode("qwen2.5-0.5b", 28);
@@ -225,8 +235,8 @@ int main(void)
     finish(s2.node);
     s2.c[0] = (plan_arb_client){"train", tr, 0, true, peak(tr), 1.0,
                                 PLAN_NONE};
-    s2.c[1] = (plan_arb_client){"decode", dc, 1, true, peak(dc) * 9 / 10,
-                                4.0, PLAN_NONE};
+    s2.c[1] = (plan_arb_client){"decode", dc, 1, true, peak(dc), 4.0,
+                                PLAN_NONE};
     s2.n = 2;
     bad |= run(&s2);
 
@@ -304,6 +314,7 @@ int main(void)
     plan_node_free(s3.node);
     plan_node_free(s4.node);
     plan_trace_free(rank);
+    plan_trace_free(rank_d);
     plan_trace_free(tr);
     plan_trace_free(dc);
     plan_trace_free(small);
