@@ -116,10 +116,11 @@ int64_t hp_maxtree_max(hp_maxtree *tr, uint32_t l, uint32_t r)
     return mt_max(tr, 0, 0, tr->n - 1, l, r);
 }
 
-/* Largest index in [ql, qr] with value > thr; acc: lazy adds above x. */
-static uint32_t mt_last_gt(const hp_maxtree *tr, uint32_t x, uint32_t l,
+/* Smallest (largest when `last`) index in [ql, qr] with value > thr;
+ * acc: lazy adds above x. */
+static uint32_t mt_find_gt(const hp_maxtree *tr, uint32_t x, uint32_t l,
                            uint32_t r, uint32_t ql, uint32_t qr, int64_t thr,
-                           int64_t acc)
+                           int64_t acc, bool last)
 {
     if (qr < l || r < ql || tr->mx[x] + acc <= thr)
         return PLAN_NONE;
@@ -127,26 +128,13 @@ static uint32_t mt_last_gt(const hp_maxtree *tr, uint32_t x, uint32_t l,
         return l;
     uint32_t mid = l + (r - l) / 2, rc = x + 2 * (mid - l + 1);
     acc += tr->lz[x];
-    uint32_t i = mt_last_gt(tr, rc, mid + 1, r, ql, qr, thr, acc);
+    /* the near half first: left for the first, right for the last */
+    uint32_t i = last ? mt_find_gt(tr, rc, mid + 1, r, ql, qr, thr, acc, last)
+                      : mt_find_gt(tr, x + 1, l, mid, ql, qr, thr, acc, last);
     if (i != PLAN_NONE)
         return i;
-    return mt_last_gt(tr, x + 1, l, mid, ql, qr, thr, acc);
-}
-
-static uint32_t mt_first_gt(const hp_maxtree *tr, uint32_t x, uint32_t l,
-                            uint32_t r, uint32_t ql, uint32_t qr, int64_t thr,
-                            int64_t acc)
-{
-    if (qr < l || r < ql || tr->mx[x] + acc <= thr)
-        return PLAN_NONE;
-    if (l == r)
-        return l;
-    uint32_t mid = l + (r - l) / 2, rc = x + 2 * (mid - l + 1);
-    acc += tr->lz[x];
-    uint32_t i = mt_first_gt(tr, x + 1, l, mid, ql, qr, thr, acc);
-    if (i != PLAN_NONE)
-        return i;
-    return mt_first_gt(tr, rc, mid + 1, r, ql, qr, thr, acc);
+    return last ? mt_find_gt(tr, x + 1, l, mid, ql, qr, thr, acc, last)
+                : mt_find_gt(tr, rc, mid + 1, r, ql, qr, thr, acc, last);
 }
 
 uint32_t hp_maxtree_first_gt(hp_maxtree *tr, uint32_t l, uint32_t r,
@@ -154,7 +142,7 @@ uint32_t hp_maxtree_first_gt(hp_maxtree *tr, uint32_t l, uint32_t r,
 {
     if (l > r || r >= tr->n)
         return PLAN_NONE;
-    return mt_first_gt(tr, 0, 0, tr->n - 1, l, r, thr, 0);
+    return mt_find_gt(tr, 0, 0, tr->n - 1, l, r, thr, 0, false);
 }
 
 uint32_t hp_maxtree_last_gt(hp_maxtree *tr, uint32_t l, uint32_t r,
@@ -162,7 +150,7 @@ uint32_t hp_maxtree_last_gt(hp_maxtree *tr, uint32_t l, uint32_t r,
 {
     if (l > r || r >= tr->n)
         return PLAN_NONE;
-    return mt_last_gt(tr, 0, 0, tr->n - 1, l, r, thr, 0);
+    return mt_find_gt(tr, 0, 0, tr->n - 1, l, r, thr, 0, true);
 }
 
 /* ---------------------------------------------------------------- model */

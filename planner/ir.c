@@ -21,24 +21,15 @@
 
 /* ------------------------------------------------------------------ misc */
 
+/* ho_grow (doubling from 16) for the IR's 64-bit capacities. */
 static int grow(void **arr, uint64_t *cap, uint64_t need, size_t elem,
                 uint64_t limit)
 {
-    if (need <= *cap)
-        return 0;
-    if (need > limit)
-        return -E2BIG;
-    uint64_t ncap = *cap ? *cap : 16;
-    while (ncap < need)
-        ncap = ncap > limit / 2 ? limit : ncap * 2;
-    if (ncap > SIZE_MAX / elem)
-        return -ENOMEM;
-    void *p = realloc(*arr, (size_t)ncap * elem);
-    if (!p)
-        return -ENOMEM;
-    *arr = p;
-    *cap = ncap;
-    return 0;
+    size_t c = (size_t)*cap;
+    int r = ho_grow(arr, &c, (size_t)need, elem, 16, (size_t)limit);
+    if (r == 0)
+        *cap = c;
+    return r;
 }
 
 /* Room for element n (one more) in an array with a size_t capacity, at
