@@ -303,15 +303,9 @@ void hp_gap_ideal(const hp_model *m, const double *T, const hp_gap *gp,
 static int add_gap(hp_model *m, uint32_t s, uint8_t type, uint32_t f,
                    uint32_t q, uint32_t ver, bool forced)
 {
-    hp_gap g;
+    hp_gap g = {.storage = s, .type = type, .f = f, .q = q, .ver = ver,
+                .forced = forced};
     hp_win w;
-    memset(&g, 0, sizeof(g));
-    g.storage = s;
-    g.type = type;
-    g.f = f;
-    g.q = q;
-    g.ver = ver;
-    g.forced = forced;
     hp_gap_ideal(m, m->T, &g, &w);
     g.a = w.a;
     g.z = w.z;

@@ -749,11 +749,8 @@ plan_schedule *plan_schedule_new(const char *planner, uint64_t budget)
 
 plan_schedule *plan_schedule_free(plan_schedule *s)
 {
-    if (!s)
-        return NULL;
-    free(s->actions);
-    free(s->homes);
-    free(s);
+    if (s)
+        HO_FREE_ALL(s->actions, s->homes, s);
     return NULL;
 }
 

@@ -1361,11 +1361,8 @@ static int run(judge *J)
 
 plan_node_result *plan_node_result_free(plan_node_result *r)
 {
-    if (!r)
-        return NULL;
-    free(r->clients);
-    free(r->devices);
-    free(r);
+    if (r)
+        HO_FREE_ALL(r->clients, r->devices, r);
     return NULL;
 }
 
