@@ -208,10 +208,8 @@ static int none_residency(const plan_trace *t, int64_t **ret_value)
         const plan_storage *st = &t->storages[s];
         uint32_t a0 = t->acc_start[s], a1 = t->acc_start[s + 1], from, to;
         if (a0 == a1) {
-            if (st->initial != PLAN_INIT_DEVICE || !st->retained)
+            if (!plan_untouched_span(st, n, &from, &to))
                 continue;
-            from = 0;
-            to = n - 1;
         } else {
             from = st->initial == PLAN_INIT_DEVICE ? 0 : t->acc[a0].op;
             to = st->retained && st->initial != PLAN_INIT_HOST
@@ -425,41 +423,19 @@ typedef struct lru_heap {
     size_t n, cap;
 } lru_heap;
 
+PLAN_HEAP_DEFINE(lru_heap, lru_ent, size_t, lru_less)
+
 static int lru_push(lru_heap *h, int64_t last, uint32_t s)
 {
     if (plan_reserve((void **)&h->v, &h->cap, h->n, sizeof(*h->v)) < 0)
         return -ENOMEM;
-    lru_ent e = {last, s};
-    size_t i = h->n++;
-    while (i > 0) {
-        size_t p = (i - 1) / 2;
-        if (!lru_less(&e, &h->v[p]))
-            break;
-        h->v[i] = h->v[p];
-        i = p;
-    }
-    h->v[i] = e;
+    lru_heap_insert(h->v, &h->n, (lru_ent){last, s});
     return 0;
 }
 
 static lru_ent lru_pop(lru_heap *h)
 {
-    lru_ent top = h->v[0], e = h->v[--h->n];
-    size_t i = 0;
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= h->n)
-            break;
-        if (c + 1 < h->n && lru_less(&h->v[c + 1], &h->v[c]))
-            c++;
-        if (!lru_less(&h->v[c], &e))
-            break;
-        h->v[i] = h->v[c];
-        i = c;
-    }
-    if (h->n > 0)
-        h->v[i] = e;
-    return top;
+    return lru_heap_remove(h->v, &h->n);
 }
 
 /* The state of the reactive-LRU run. */

@@ -175,15 +175,7 @@ uint32_t hp_first_at_or_after(const double *T, uint32_t n, uint32_t from,
         step *= 2;
     }
     /* answer in (lo, hi] */
-    lo++;
-    while (lo < hi) {
-        uint32_t mid = lo + (hi - lo) / 2;
-        if (T[mid] >= t)
-            hi = mid;
-        else
-            lo = mid + 1;
-    }
-    return lo;
+    return plan_first_ge(T, lo + 1, hi, t);
 }
 
 /* Largest j in [lo, hi] with T[j] <= t, PLAN_NONE if T[lo] > t. */
@@ -513,10 +505,8 @@ int hp_model_init(hp_model *m, const plan_trace *t)
         int64_t b = (int64_t)st->bytes;
         uint32_t from, to;
         if (a0 == a1) {
-            if (st->initial != PLAN_INIT_DEVICE || !st->retained)
+            if (!plan_untouched_span(st, n, &from, &to))
                 continue;
-            from = 0;
-            to = n - 1;
         } else {
             if (st->initial == PLAN_INIT_DEVICE)
                 from = 0;

@@ -47,6 +47,19 @@ static int reserve(void **arr, size_t *cap, size_t n, size_t elem,
     return 0;
 }
 
+/* Append the elem bytes at x to the array *arr (*n elements, capacity
+ * *cap, at most `limit`).  0, -ENOMEM or -E2BIG. */
+static int append(void **arr, size_t *cap, size_t *n, const void *x,
+                  size_t elem, uint64_t limit)
+{
+    int r = reserve(arr, cap, *n, elem, limit);
+    if (r < 0)
+        return r;
+    memcpy((char *)*arr + *n * elem, x, elem);
+    (*n)++;
+    return 0;
+}
+
 int plan_reserve(void **arr, size_t *cap, size_t n, size_t elem)
 {
     return reserve(arr, cap, n, elem, SIZE_MAX / elem) < 0 ? -ENOMEM : 0;
@@ -758,12 +771,8 @@ static int push_action(plan_schedule *s, const plan_action *a)
 {
     if (!s || a->when > PLAN_AFTER || a->kind >= PLAN_ACT__COUNT)
         return -EINVAL;
-    int r = reserve((void **)&s->actions, &s->cap_actions, s->n_actions,
-                    sizeof(*s->actions), PLAN_MAX_ACTIONS);
-    if (r < 0)
-        return r;
-    s->actions[s->n_actions++] = *a;
-    return 0;
+    return append((void **)&s->actions, &s->cap_actions, &s->n_actions, a,
+                  sizeof(*a), PLAN_MAX_ACTIONS);
 }
 
 int plan_schedule_push(plan_schedule *s, const plan_trace *t, uint32_t op,
@@ -834,12 +843,8 @@ int plan_schedule_sort(plan_schedule *s)
 
 static int push_home(plan_schedule *s, const plan_home_entry *h)
 {
-    int r = reserve((void **)&s->homes, &s->cap_homes, s->n_homes,
-                    sizeof(*s->homes), PLAN_MAX_HOMES);
-    if (r < 0)
-        return r;
-    s->homes[s->n_homes++] = *h;
-    return 0;
+    return append((void **)&s->homes, &s->cap_homes, &s->n_homes, h,
+                  sizeof(*h), PLAN_MAX_HOMES);
 }
 
 int plan_schedule_set_home(plan_schedule *s, const plan_trace *t,

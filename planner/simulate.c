@@ -33,42 +33,31 @@ typedef struct rheap {
     size_t n, cap;
 } rheap;
 
+static bool release_less(const release *a, const release *b)
+{
+    return a->t < b->t;
+}
+
+PLAN_HEAP_DEFINE(rheap, release, size_t, release_less)
+
 static int rheap_push(rheap *h, double t, uint64_t bytes)
 {
     if (plan_reserve((void **)&h->v, &h->cap, h->n, sizeof(*h->v)) < 0)
         return -ENOMEM;
-    size_t i = h->n++;
-    while (i > 0) {
-        size_t p = (i - 1) / 2;
-        if (h->v[p].t <= t)
-            break;
-        h->v[i] = h->v[p];
-        i = p;
-    }
-    h->v[i].t = t;
-    h->v[i].bytes = bytes;
+    rheap_insert(h->v, &h->n, (release){t, bytes});
     return 0;
 }
 
 static release rheap_pop(rheap *h)
 {
-    release top = h->v[0];
-    release last = h->v[--h->n];
-    size_t i = 0;
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= h->n)
-            break;
-        if (c + 1 < h->n && h->v[c + 1].t < h->v[c].t)
-            c++;
-        if (last.t <= h->v[c].t)
-            break;
-        h->v[i] = h->v[c];
-        i = c;
-    }
-    if (h->n > 0)
-        h->v[i] = last;
-    return top;
+    return rheap_remove(h->v, &h->n);
+}
+
+/* Whether a schedule entry's storage index names the storage of id `id`
+ * in t (what plan_schedule_bind sets). */
+static bool bound_to(const plan_trace *t, uint32_t storage, uint64_t id)
+{
+    return storage < t->n_storages && t->storages[storage].id == id;
 }
 
 typedef struct sstate {
@@ -370,8 +359,7 @@ static int check_bound(const plan_trace *t, const plan_schedule *s,
     for (size_t i = 0; i < s->n_actions; i++) {
         const plan_action *a = &s->actions[i];
         const char *why = NULL;
-        if (a->storage >= t->n_storages ||
-            t->storages[a->storage].id != a->storage_id)
+        if (!bound_to(t, a->storage, a->storage_id))
             why = "not bound to this trace (call plan_schedule_bind)";
         else if (a->op >= t->n_ops)
             why = "op out of range";
@@ -387,8 +375,7 @@ static int check_bound(const plan_trace *t, const plan_schedule *s,
     for (size_t i = 0; i < s->n_homes; i++) {
         const plan_home_entry *h = &s->homes[i];
         const char *why = NULL;
-        if (h->storage >= t->n_storages ||
-            t->storages[h->storage].id != h->storage_id)
+        if (!bound_to(t, h->storage, h->storage_id))
             why = "not bound to this trace (call plan_schedule_bind)";
         else if (!t->storages[h->storage].movable)
             why = "storage is not movable";

@@ -40,6 +40,7 @@
 
 #include "hyperoffload/errors.h"
 #include "planner/node/node.h"
+#include "planner/plan_impl.h"
 #include "proto/errfmt.h"
 #include "proto/mem.h"
 
@@ -260,38 +261,16 @@ static bool tm_less(const jtimer *a, const jtimer *b)
     return a->t < b->t || (a->t == b->t && a->c < b->c);
 }
 
+PLAN_HEAP_DEFINE(tm_heap, jtimer, uint32_t, tm_less)
+
 static void tm_push(judge *J, double t, uint32_t c)
 {
-    uint32_t i = J->n_tm++;
-    jtimer x = {t, c};
-    while (i > 0) {
-        uint32_t p = (i - 1) / 2;
-        if (!tm_less(&x, &J->tm[p]))
-            break;
-        J->tm[i] = J->tm[p];
-        i = p;
-    }
-    J->tm[i] = x;
+    tm_heap_insert(J->tm, &J->n_tm, (jtimer){t, c});
 }
 
 static jtimer tm_pop(judge *J)
 {
-    jtimer top = J->tm[0], last = J->tm[--J->n_tm];
-    uint32_t i = 0;
-    for (;;) {
-        uint32_t ch = 2 * i + 1;
-        if (ch >= J->n_tm)
-            break;
-        if (ch + 1 < J->n_tm && tm_less(&J->tm[ch + 1], &J->tm[ch]))
-            ch++;
-        if (!tm_less(&J->tm[ch], &last))
-            break;
-        J->tm[i] = J->tm[ch];
-        i = ch;
-    }
-    if (J->n_tm > 0)
-        J->tm[i] = last;
-    return top;
+    return tm_heap_remove(J->tm, &J->n_tm);
 }
 
 /* ------------------------------------------------------------ memory */
