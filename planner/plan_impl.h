@@ -102,6 +102,27 @@ static inline bool plan_untouched_span(const plan_storage *st, uint32_t n,
     return true;
 }
 
+/* The same heap on an array that grows: PLAN_GROWING_HEAP_DEFINE(name,
+ * T, less) defines the type `name` {T *v; size_t n, cap;} (zeroed: empty;
+ * the owner frees v), name_push(h, x) (0 or -ENOMEM) and name_pop(h). */
+#define PLAN_GROWING_HEAP_DEFINE(name, T, less)                             \
+    typedef struct name {                                                   \
+        T *v;                                                               \
+        size_t n, cap;                                                      \
+    } name;                                                                 \
+    PLAN_HEAP_DEFINE(name, T, size_t, less)                                 \
+    static inline int name##_push(name *h, T x)                            \
+    {                                                                       \
+        if (plan_reserve((void **)&h->v, &h->cap, h->n, sizeof(T)) < 0)     \
+            return -ENOMEM;                                                 \
+        name##_insert(h->v, &h->n, x);                                      \
+        return 0;                                                           \
+    }                                                                       \
+    static inline T name##_pop(name *h)                                     \
+    {                                                                       \
+        return name##_remove(h->v, &h->n);                                  \
+    }
+
 /* Copy duration in microseconds of `bytes` over a link direction. */
 static inline double plan_copy_us(const plan_link *l, int d2h, uint64_t bytes)
 {

@@ -28,30 +28,12 @@ typedef struct release {
     uint64_t bytes;
 } release;
 
-typedef struct rheap {
-    release *v;
-    size_t n, cap;
-} rheap;
-
 static bool release_less(const release *a, const release *b)
 {
     return a->t < b->t;
 }
 
-PLAN_HEAP_DEFINE(rheap, release, size_t, release_less)
-
-static int rheap_push(rheap *h, double t, uint64_t bytes)
-{
-    if (plan_reserve((void **)&h->v, &h->cap, h->n, sizeof(*h->v)) < 0)
-        return -ENOMEM;
-    rheap_insert(h->v, &h->n, (release){t, bytes});
-    return 0;
-}
-
-static release rheap_pop(rheap *h)
-{
-    return rheap_remove(h->v, &h->n);
-}
+PLAN_GROWING_HEAP_DEFINE(rheap, release, release_less)
 
 /* Whether a schedule entry's storage index names the storage of id `id`
  * in t (what plan_schedule_bind sets). */
@@ -186,8 +168,8 @@ static int dev_release(sim *x, uint32_t s, double t)
 {
     double done = copies_done(&x->st[s]);
     x->st[s].on_dev = false;
-    return rheap_push(&x->dev_rel, done > t ? done : t,
-                      x->t->storages[s].bytes);
+    return rheap_push(&x->dev_rel, (release){done > t ? done : t,
+                                          x->t->storages[s].bytes});
 }
 
 static void copy_issue(sim *x, int d2h, uint32_t s, double t, double dep)
@@ -292,8 +274,8 @@ static int act_free_host(sim *x, size_t ai, double t)
                       "copy", sid(x, s), when_names[a->when], a->op);
     ss->has_host = false;
     double done = copies_done(ss);
-    return rheap_push(&x->host_rel, done > t ? done : t,
-                      x->t->storages[s].bytes);
+    return rheap_push(&x->host_rel, (release){done > t ? done : t,
+                                          x->t->storages[s].bytes});
 }
 
 /* Apply action ai at the point's clock *clock: a wait raises it to the

@@ -293,11 +293,11 @@ fail:
 
 tier_extents *tier_extents_free(tier_extents *ea)
 {
-    if (ea) {
-        destroy_tree(ea->free_by_off);
-        destroy_tree(ea->live);
-        free(ea);
-    }
+    if (!ea)
+        return NULL;
+    destroy_tree(ea->free_by_off);
+    destroy_tree(ea->live);
+    free(ea);
     return NULL;
 }
 

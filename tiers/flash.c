@@ -290,8 +290,7 @@ fail:
     if (created)
         unlink(cfg->path);
     if (f)
-        free(f->path);
-    free(f);
+        HO_FREE_ALL(f->path, f);
     return rc;
 }
 
