@@ -547,6 +547,20 @@ static const jpath *flow_path(const judge *J, const jcopy *p)
     return &J->dev[J->c[p->client].dev].path[p->dir];
 }
 
+/* A copy on path pa frozen at `rate` (weight w) leaves its capacities:
+ * their residue drops by what it takes, their weight and count by it. */
+static void settle_flow(judge *J, const jpath *pa, double rate, double w)
+{
+    for (uint32_t k = 0; k < pa->n; k++) {
+        jcons *q = &J->cons[pa->cons[k]];
+        q->resid -= pa->coef[k] * rate;
+        if (q->resid < 0)
+            q->resid = 0;
+        q->w -= pa->coef[k] * w;
+        q->cnt--;
+    }
+}
+
 /* Weighted max-min fair rates of the moving copies (progressive filling):
  * every copy's rate rises in proportion to its client's weight until a
  * capacity on its path (its device's own figure for its direction, each
@@ -640,14 +654,7 @@ static void compute_rates(judge *J, double *rate)
             level = J->lam[fo];
             J->frozen[fo] = 1;
             left--;
-            for (uint32_t k = 0; k < pa->n; k++) {
-                jcons *q = &J->cons[pa->cons[k]];
-                q->resid -= pa->coef[k] * rate[fo];
-                if (q->resid < 0)
-                    q->resid = 0;
-                q->w -= pa->coef[k] * J->fw[fo];
-                q->cnt--;
-            }
+            settle_flow(J, pa, rate[fo], J->fw[fo]);
             continue;
         }
         /* capacity bj is full: freeze every unfrozen copy crossing it */
@@ -674,15 +681,7 @@ static void compute_rates(judge *J, double *rate)
             if (J->frozen[f] != 2)
                 continue;
             J->frozen[f] = 1;
-            const jpath *pa = J->fpath[f];
-            for (uint32_t k = 0; k < pa->n; k++) {
-                jcons *q = &J->cons[pa->cons[k]];
-                q->resid -= pa->coef[k] * rate[f];
-                if (q->resid < 0)
-                    q->resid = 0;
-                q->w -= pa->coef[k] * J->fw[f];
-                q->cnt--;
-            }
+            settle_flow(J, J->fpath[f], rate[f], J->fw[f]);
         }
     }
 }
