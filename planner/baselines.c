@@ -102,22 +102,28 @@ static int ev_push(bl_list *l, uint32_t op, plan_when when, uint32_t cls,
 }
 
 /* By (storage, point, class) and by (point, class, storage). */
+/* (a1, a2, a3) against (b1, b2, b3), lexicographic. */
+static int cmp_keys(uint64_t a1, uint64_t b1, uint64_t a2, uint64_t b2,
+                    uint64_t a3, uint64_t b3)
+{
+    int c = plan_cmp_u64(a1, b1);
+    if (!c)
+        c = plan_cmp_u64(a2, b2);
+    return c ? c : plan_cmp_u64(a3, b3);
+}
+
 static int ev_cmp_storage(const void *x, const void *y)
 {
     const bl_ev *a = x, *b = y;
-    int c = plan_cmp_u64(a->storage, b->storage);
-    if (!c)
-        c = plan_cmp_u64(a->point, b->point);
-    return c ? c : plan_cmp_u64(a->cls, b->cls);
+    return cmp_keys(a->storage, b->storage, a->point, b->point, a->cls,
+                    b->cls);
 }
 
 static int ev_cmp_point(const void *x, const void *y)
 {
     const bl_ev *a = x, *b = y;
-    int c = plan_cmp_u64(a->point, b->point);
-    if (!c)
-        c = plan_cmp_u64(a->cls, b->cls);
-    return c ? c : plan_cmp_u64(a->storage, b->storage);
+    return cmp_keys(a->point, b->point, a->cls, b->cls, a->storage,
+                    b->storage);
 }
 
 /* Drop redundant stores (and free_host of storages without a host copy),
@@ -208,10 +214,8 @@ static int none_residency(const plan_trace *t, int64_t **ret_value)
         const plan_storage *st = &t->storages[s];
         uint32_t a0 = t->acc_start[s], a1 = t->acc_start[s + 1], from, to;
         if (a0 == a1) {
-            if (st->initial != PLAN_INIT_DEVICE || !st->retained)
+            if (!plan_untouched_span(st, n, &from, &to))
                 continue;
-            from = 0;
-            to = n - 1;
         } else {
             from = st->initial == PLAN_INIT_DEVICE ? 0 : t->acc[a0].op;
             to = st->retained && st->initial != PLAN_INIT_HOST
@@ -420,47 +424,7 @@ static bool lru_less(const lru_ent *a, const lru_ent *b)
     return a->last != b->last ? a->last < b->last : a->s < b->s;
 }
 
-typedef struct lru_heap {
-    lru_ent *v;
-    size_t n, cap;
-} lru_heap;
-
-static int lru_push(lru_heap *h, int64_t last, uint32_t s)
-{
-    if (plan_reserve((void **)&h->v, &h->cap, h->n, sizeof(*h->v)) < 0)
-        return -ENOMEM;
-    lru_ent e = {last, s};
-    size_t i = h->n++;
-    while (i > 0) {
-        size_t p = (i - 1) / 2;
-        if (!lru_less(&e, &h->v[p]))
-            break;
-        h->v[i] = h->v[p];
-        i = p;
-    }
-    h->v[i] = e;
-    return 0;
-}
-
-static lru_ent lru_pop(lru_heap *h)
-{
-    lru_ent top = h->v[0], e = h->v[--h->n];
-    size_t i = 0;
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= h->n)
-            break;
-        if (c + 1 < h->n && lru_less(&h->v[c + 1], &h->v[c]))
-            c++;
-        if (!lru_less(&h->v[c], &e))
-            break;
-        h->v[i] = h->v[c];
-        i = c;
-    }
-    if (h->n > 0)
-        h->v[i] = e;
-    return top;
-}
+PLAN_GROWING_HEAP_DEFINE(lru_heap, lru_ent, lru_less)
 
 /* The state of the reactive-LRU run. */
 typedef struct lru_run {
@@ -486,7 +450,7 @@ static int lru_start(lru_run *x)
         if (st->initial == PLAN_INIT_DEVICE && (accessed || st->retained)) {
             x->res[i] = 1;
             x->bytes += st->bytes;
-            if (!st->pinned && lru_push(&x->h, -1, i) < 0)
+            if (!st->pinned && lru_heap_push(&x->h, (lru_ent){-1, i}) < 0)
                 return -ENOMEM;
         }
     }
@@ -500,7 +464,7 @@ static int lru_evict(lru_run *x, uint32_t i, uint64_t incoming)
     const plan_trace *t = x->t;
     int r = 0;
     while (x->bytes + incoming > x->budget && x->h.n > 0 && r == 0) {
-        lru_ent e = lru_pop(&x->h);
+        lru_ent e = lru_heap_pop(&x->h);
         if (!x->res[e.s] || x->last[e.s] != e.last)
             continue; /* stale entry */
         if (x->mark[e.s] == i)
@@ -566,7 +530,7 @@ static int lru_op(lru_run *x, uint32_t i)
         if (!st->retained && plan_last_access(t, s) == i) {
             x->res[s] = 0; /* freed implicitly by the model */
             x->bytes -= st->bytes;
-        } else if (!st->pinned && (r = lru_push(&x->h, i, s)) < 0) {
+        } else if (!st->pinned && (r = lru_heap_push(&x->h, (lru_ent){i, s})) < 0) {
             return r;
         }
     }

@@ -439,30 +439,28 @@ static uint32_t fw_search(const cap *c, double target, bool strict)
     return pos;
 }
 
-static uint32_t find_nx(cap *c, uint32_t i)
+/* Root of i in the union-find array uf, compressing the path. */
+static uint32_t uf_find(uint32_t *uf, uint32_t i)
 {
     uint32_t r = i;
-    while (c->nx[r] != r)
-        r = c->nx[r];
-    while (c->nx[i] != r) {
-        uint32_t k = c->nx[i];
-        c->nx[i] = r;
+    while (uf[r] != r)
+        r = uf[r];
+    while (uf[i] != r) {
+        uint32_t k = uf[i];
+        uf[i] = r;
         i = k;
     }
     return r;
 }
 
+static uint32_t find_nx(cap *c, uint32_t i)
+{
+    return uf_find(c->nx, i);
+}
+
 static uint32_t find_pv(cap *c, uint32_t i) /* shifted index */
 {
-    uint32_t r = i;
-    while (c->pv[r] != r)
-        r = c->pv[r];
-    while (c->pv[i] != r) {
-        uint32_t k = c->pv[i];
-        c->pv[i] = r;
-        i = k;
-    }
-    return r;
+    return uf_find(c->pv, i);
 }
 
 /* Op where a copy of length L started at boundary x ends; PLAN_NONE when
@@ -703,6 +701,39 @@ static void gap_reserve(hstate *h, uint32_t g, const gwin *w)
                      plan_copy_us(&m->t->link, 0, hp_bytes(m, &m->gaps[g])));
 }
 
+/* Lazy re-evaluation of an entry popped from bucket `top` with its new
+ * key: 1 when it is dropped (key 0) or goes back to the queue (its key
+ * fell to a lower bucket), 0 when it is still in the top bucket and may
+ * be taken, -ENOMEM. */
+static int requeue(bqueue *q, double key, uint32_t g, int top)
+{
+    if (key <= 0)
+        return 1;
+    if (bucket_of(key) < top)
+        return bq_push(q, key, g) < 0 ? -ENOMEM : 1;
+    return 0;
+}
+
+/* The area above the budget over ops [a, z) that a gap of b bytes can
+ * take off: all of the excess when no level exceeds the budget by more
+ * than b, else at most b per op over it.  false when the window is empty
+ * or no level in it is over the budget. */
+static bool window_area(const ktree *k, uint32_t a, uint32_t z, double b,
+                        double *ret_area)
+{
+    if (a >= z)
+        return false;
+    kq q;
+    kt_range(k, a, z - 1, &q);
+    if (q.cnt == 0)
+        return false;
+    if ((double)(q.mx - k->B) <= b)
+        *ret_area = q.sum;
+    else
+        *ret_area = b * q.cnt < q.sum ? b * q.cnt : q.sum;
+    return true;
+}
+
 /* An upper bound of gap_key: the ideal window, the store unpaid only if
  * it is. */
 static double gap_bound(const hstate *h, const ktree *k, uint32_t g)
@@ -717,17 +748,9 @@ static double gap_bound(const hstate *h, const ktree *k, uint32_t g)
     if (gp->ver != PLAN_NONE && h->paid[gp->ver] &&
         h->vready[gp->ver] > a && h->vready[gp->ver] <= iw->a)
         a = h->vready[gp->ver];
-    if (a >= z)
+    double area;
+    if (!window_area(k, a, z, (double)hp_bytes(m, gp), &area))
         return 0;
-    kq q;
-    kt_range(k, a, z - 1, &q);
-    if (q.cnt == 0)
-        return 0;
-    double b = (double)hp_bytes(m, gp), area;
-    if ((double)(q.mx - k->B) <= b)
-        area = q.sum;
-    else
-        area = b * q.cnt < q.sum ? b * q.cnt : q.sum;
     double cost = 1e-3;
     if (gp->type != HP_DEAD && gp->type != HP_TRAIL_HOST)
         cost += iw->h2d_us + (iw->exposed ? iw->stall_us : 0);
@@ -741,17 +764,10 @@ static double gap_key(hstate *h, ktree *k, uint32_t g, gwin *ret_win)
     gwin w = gap_window(h, k, g);
     if (ret_win)
         *ret_win = w;
-    if (w.a >= w.z)
+    double area;
+    if (!window_area(k, w.a, w.z, (double)hp_bytes(h->m, &h->m->gaps[g]),
+                     &area))
         return 0;
-    kq q;
-    kt_range(k, w.a, w.z - 1, &q);
-    if (q.cnt == 0)
-        return 0;
-    double b = (double)hp_bytes(h->m, &h->m->gaps[g]), area;
-    if ((double)(q.mx - k->B) <= b)
-        area = q.sum;
-    else
-        area = b * q.cnt < q.sum ? b * q.cnt : q.sum;
     return area / w.cost;
 }
 
@@ -862,17 +878,9 @@ static double ext_key(const hstate *h, const ktree *k, uint32_t g,
         return 0;
     uint32_t qm = gp->q < n ? gp->q : n - 1;
     uint32_t a = h->cwz[g] > h->cwa[g] ? h->cwz[g] : h->cwa[g];
-    if (a >= qm)
+    double area;
+    if (!window_area(k, a, qm, (double)hp_bytes(m, gp), &area))
         return 0;
-    kq q;
-    kt_range(k, a, qm - 1, &q);
-    if (q.cnt == 0)
-        return 0;
-    double b = (double)hp_bytes(m, gp), area;
-    if ((double)(q.mx - k->B) <= b)
-        area = q.sum;
-    else
-        area = b * q.cnt < q.sum ? b * q.cnt : q.sum;
     double stall = h->T[qm] + h->iw[g].h2d_us - h->T[gp->q < n ? gp->q : n];
     *ra = a;
     *rz = qm;
@@ -961,7 +969,7 @@ static int select_gaps(hstate *h)
      * it goes back to the bucket of its new key. */
     while (kt_max(&k) > B) {
         uint32_t g;
-        int top;
+        int top, st;
         if (!bq_pop(q, &g, &top)) {
             if (!h->relaxed) {
                 /* Nothing fits the engines any more: the step will
@@ -981,12 +989,11 @@ static int select_gaps(hstate *h)
         if (g & EXT_BIT) {
             uint32_t eg = g & ~EXT_BIT, ea, ez;
             double key = ext_key(h, &k, eg, &ea, &ez);
-            if (key <= 0)
+            if ((st = requeue(q, key, g, top)) > 0)
                 continue;
-            if (bucket_of(key) < top) {
-                if ((r = bq_push(q, key, g)) < 0)
-                    break;
-                continue;
+            if (st < 0) {
+                r = st;
+                break;
             }
             kt_subr(&k, ea, ez - 1, -(int64_t)hp_bytes(m, &m->gaps[eg]));
             h->cwz[eg] = ez;
@@ -995,22 +1002,15 @@ static int select_gaps(hstate *h)
         }
         if (h->sel[g])
             continue;
-        double bound = gap_bound(h, &k, g);
-        if (bound <= 0)
-            continue;
-        if (bucket_of(bound) < top) {
-            if ((r = bq_push(q, bound, g)) < 0)
-                break;
-            continue;
-        }
+        /* a cheap bound first, then the key itself */
         gwin w;
-        double key = gap_key(h, &k, g, &w);
-        if (key <= 0)
+        if ((st = requeue(q, gap_bound(h, &k, g), g, top)) == 0)
+            st = requeue(q, gap_key(h, &k, g, &w), g, top);
+        if (st > 0)
             continue;
-        if (bucket_of(key) < top) {
-            if ((r = bq_push(q, key, g)) < 0)
-                break;
-            continue;
+        if (st < 0) {
+            r = st;
+            break;
         }
         const hp_gap *gp = &m->gaps[g];
         bool newly_paid = gp->ver != PLAN_NONE && !h->paid[gp->ver];

@@ -116,10 +116,11 @@ int64_t hp_maxtree_max(hp_maxtree *tr, uint32_t l, uint32_t r)
     return mt_max(tr, 0, 0, tr->n - 1, l, r);
 }
 
-/* Largest index in [ql, qr] with value > thr; acc: lazy adds above x. */
-static uint32_t mt_last_gt(const hp_maxtree *tr, uint32_t x, uint32_t l,
+/* Smallest (largest when `last`) index in [ql, qr] with value > thr;
+ * acc: lazy adds above x. */
+static uint32_t mt_find_gt(const hp_maxtree *tr, uint32_t x, uint32_t l,
                            uint32_t r, uint32_t ql, uint32_t qr, int64_t thr,
-                           int64_t acc)
+                           int64_t acc, bool last)
 {
     if (qr < l || r < ql || tr->mx[x] + acc <= thr)
         return PLAN_NONE;
@@ -127,26 +128,13 @@ static uint32_t mt_last_gt(const hp_maxtree *tr, uint32_t x, uint32_t l,
         return l;
     uint32_t mid = l + (r - l) / 2, rc = x + 2 * (mid - l + 1);
     acc += tr->lz[x];
-    uint32_t i = mt_last_gt(tr, rc, mid + 1, r, ql, qr, thr, acc);
+    /* the near half first: left for the first, right for the last */
+    uint32_t i = last ? mt_find_gt(tr, rc, mid + 1, r, ql, qr, thr, acc, last)
+                      : mt_find_gt(tr, x + 1, l, mid, ql, qr, thr, acc, last);
     if (i != PLAN_NONE)
         return i;
-    return mt_last_gt(tr, x + 1, l, mid, ql, qr, thr, acc);
-}
-
-static uint32_t mt_first_gt(const hp_maxtree *tr, uint32_t x, uint32_t l,
-                            uint32_t r, uint32_t ql, uint32_t qr, int64_t thr,
-                            int64_t acc)
-{
-    if (qr < l || r < ql || tr->mx[x] + acc <= thr)
-        return PLAN_NONE;
-    if (l == r)
-        return l;
-    uint32_t mid = l + (r - l) / 2, rc = x + 2 * (mid - l + 1);
-    acc += tr->lz[x];
-    uint32_t i = mt_first_gt(tr, x + 1, l, mid, ql, qr, thr, acc);
-    if (i != PLAN_NONE)
-        return i;
-    return mt_first_gt(tr, rc, mid + 1, r, ql, qr, thr, acc);
+    return last ? mt_find_gt(tr, x + 1, l, mid, ql, qr, thr, acc, last)
+                : mt_find_gt(tr, rc, mid + 1, r, ql, qr, thr, acc, last);
 }
 
 uint32_t hp_maxtree_first_gt(hp_maxtree *tr, uint32_t l, uint32_t r,
@@ -154,7 +142,7 @@ uint32_t hp_maxtree_first_gt(hp_maxtree *tr, uint32_t l, uint32_t r,
 {
     if (l > r || r >= tr->n)
         return PLAN_NONE;
-    return mt_first_gt(tr, 0, 0, tr->n - 1, l, r, thr, 0);
+    return mt_find_gt(tr, 0, 0, tr->n - 1, l, r, thr, 0, false);
 }
 
 uint32_t hp_maxtree_last_gt(hp_maxtree *tr, uint32_t l, uint32_t r,
@@ -162,7 +150,7 @@ uint32_t hp_maxtree_last_gt(hp_maxtree *tr, uint32_t l, uint32_t r,
 {
     if (l > r || r >= tr->n)
         return PLAN_NONE;
-    return mt_last_gt(tr, 0, 0, tr->n - 1, l, r, thr, 0);
+    return mt_find_gt(tr, 0, 0, tr->n - 1, l, r, thr, 0, true);
 }
 
 /* ---------------------------------------------------------------- model */
@@ -187,15 +175,7 @@ uint32_t hp_first_at_or_after(const double *T, uint32_t n, uint32_t from,
         step *= 2;
     }
     /* answer in (lo, hi] */
-    lo++;
-    while (lo < hi) {
-        uint32_t mid = lo + (hi - lo) / 2;
-        if (T[mid] >= t)
-            hi = mid;
-        else
-            lo = mid + 1;
-    }
-    return lo;
+    return plan_first_ge(T, lo + 1, hi, t);
 }
 
 /* Largest j in [lo, hi] with T[j] <= t, PLAN_NONE if T[lo] > t. */
@@ -315,15 +295,9 @@ void hp_gap_ideal(const hp_model *m, const double *T, const hp_gap *gp,
 static int add_gap(hp_model *m, uint32_t s, uint8_t type, uint32_t f,
                    uint32_t q, uint32_t ver, bool forced)
 {
-    hp_gap g;
+    hp_gap g = {.storage = s, .type = type, .f = f, .q = q, .ver = ver,
+                .forced = forced};
     hp_win w;
-    memset(&g, 0, sizeof(g));
-    g.storage = s;
-    g.type = type;
-    g.f = f;
-    g.q = q;
-    g.ver = ver;
-    g.forced = forced;
     hp_gap_ideal(m, m->T, &g, &w);
     g.a = w.a;
     g.z = w.z;
@@ -531,10 +505,8 @@ int hp_model_init(hp_model *m, const plan_trace *t)
         int64_t b = (int64_t)st->bytes;
         uint32_t from, to;
         if (a0 == a1) {
-            if (st->initial != PLAN_INIT_DEVICE || !st->retained)
+            if (!plan_untouched_span(st, n, &from, &to))
                 continue;
-            from = 0;
-            to = n - 1;
         } else {
             if (st->initial == PLAN_INIT_DEVICE)
                 from = 0;

@@ -21,24 +21,15 @@
 
 /* ------------------------------------------------------------------ misc */
 
+/* ho_grow (doubling from 16) for the IR's 64-bit capacities. */
 static int grow(void **arr, uint64_t *cap, uint64_t need, size_t elem,
                 uint64_t limit)
 {
-    if (need <= *cap)
-        return 0;
-    if (need > limit)
-        return -E2BIG;
-    uint64_t ncap = *cap ? *cap : 16;
-    while (ncap < need)
-        ncap = ncap > limit / 2 ? limit : ncap * 2;
-    if (ncap > SIZE_MAX / elem)
-        return -ENOMEM;
-    void *p = realloc(*arr, (size_t)ncap * elem);
-    if (!p)
-        return -ENOMEM;
-    *arr = p;
-    *cap = ncap;
-    return 0;
+    size_t c = (size_t)*cap;
+    int r = ho_grow(arr, &c, (size_t)need, elem, 16, (size_t)limit);
+    if (r == 0)
+        *cap = c;
+    return r;
 }
 
 /* Room for element n (one more) in an array with a size_t capacity, at
@@ -53,6 +44,19 @@ static int reserve(void **arr, size_t *cap, size_t n, size_t elem,
     if (r < 0)
         return r;
     *cap = (size_t)c;
+    return 0;
+}
+
+/* Append the elem bytes at x to the array *arr (*n elements, capacity
+ * *cap, at most `limit`).  0, -ENOMEM or -E2BIG. */
+static int append(void **arr, size_t *cap, size_t *n, const void *x,
+                  size_t elem, uint64_t limit)
+{
+    int r = reserve(arr, cap, *n, elem, limit);
+    if (r < 0)
+        return r;
+    memcpy((char *)*arr + *n * elem, x, elem);
+    (*n)++;
     return 0;
 }
 
@@ -758,11 +762,8 @@ plan_schedule *plan_schedule_new(const char *planner, uint64_t budget)
 
 plan_schedule *plan_schedule_free(plan_schedule *s)
 {
-    if (!s)
-        return NULL;
-    free(s->actions);
-    free(s->homes);
-    free(s);
+    if (s)
+        HO_FREE_ALL(s->actions, s->homes, s);
     return NULL;
 }
 
@@ -770,12 +771,8 @@ static int push_action(plan_schedule *s, const plan_action *a)
 {
     if (!s || a->when > PLAN_AFTER || a->kind >= PLAN_ACT__COUNT)
         return -EINVAL;
-    int r = reserve((void **)&s->actions, &s->cap_actions, s->n_actions,
-                    sizeof(*s->actions), PLAN_MAX_ACTIONS);
-    if (r < 0)
-        return r;
-    s->actions[s->n_actions++] = *a;
-    return 0;
+    return append((void **)&s->actions, &s->cap_actions, &s->n_actions, a,
+                  sizeof(*a), PLAN_MAX_ACTIONS);
 }
 
 int plan_schedule_push(plan_schedule *s, const plan_trace *t, uint32_t op,
@@ -846,12 +843,8 @@ int plan_schedule_sort(plan_schedule *s)
 
 static int push_home(plan_schedule *s, const plan_home_entry *h)
 {
-    int r = reserve((void **)&s->homes, &s->cap_homes, s->n_homes,
-                    sizeof(*s->homes), PLAN_MAX_HOMES);
-    if (r < 0)
-        return r;
-    s->homes[s->n_homes++] = *h;
-    return 0;
+    return append((void **)&s->homes, &s->cap_homes, &s->n_homes, h,
+                  sizeof(*h), PLAN_MAX_HOMES);
 }
 
 int plan_schedule_set_home(plan_schedule *s, const plan_trace *t,

@@ -1,7 +1,8 @@
 /*
  * planner/plan_impl.h - private helpers shared by the planner's own .c
- * files (ir.c, simulate.c, hoplan*.c, baselines.c, oracle.c, make.c).
- * Not installed, not for other modules: everything public is in plan.h.
+ * files (ir.c, simulate.c, hoplan*.c, baselines.c, oracle.c, make.c) and
+ * its sub-libraries (staging/, node/).  Not installed, not for other
+ * modules: everything public is in plan.h.
  */
 #ifndef HO_PLANNER_PLAN_IMPL_H
 #define HO_PLANNER_PLAN_IMPL_H
@@ -32,6 +33,95 @@ static inline int plan_cmp_u64(uint64_t a, uint64_t b)
 {
     return (a > b) - (a < b);
 }
+
+/* The first index i in [lo, hi) with a[i] >= t (a nondecreasing), hi
+ * when none. */
+static inline uint32_t plan_first_ge(const double *a, uint32_t lo,
+                                     uint32_t hi, double t)
+{
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (a[mid] >= t)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return lo;
+}
+
+/* A binary min-heap in an array v of *n elements of type T, ordered by
+ * less(const T *, const T *).  PLAN_HEAP_DEFINE(name, T, N, less) defines
+ * name_insert(v, n, x), which adds x (the caller has made room for one
+ * more), and name_remove(v, n), which takes out and returns the least
+ * (*n > 0); N is the count's type.  One algorithm for every queue of the
+ * planner (the judges' releases and timers, the LRU baseline), so that
+ * ties pop in the same order everywhere. */
+#define PLAN_HEAP_DEFINE(name, T, N, less)                                  \
+    static inline void name##_insert(T *v, N *n, T x)                      \
+    {                                                                       \
+        N i = (*n)++;                                                       \
+        while (i > 0) {                                                     \
+            N p = (i - 1) / 2;                                              \
+            if (!less(&x, &v[p]))                                           \
+                break;                                                      \
+            v[i] = v[p];                                                    \
+            i = p;                                                          \
+        }                                                                   \
+        v[i] = x;                                                           \
+    }                                                                       \
+    static inline T name##_remove(T *v, N *n)                              \
+    {                                                                       \
+        T top = v[0], last = v[--(*n)];                                     \
+        N i = 0;                                                            \
+        for (;;) {                                                          \
+            N c = 2 * i + 1;                                                \
+            if (c >= *n)                                                    \
+                break;                                                      \
+            if (c + 1 < *n && less(&v[c + 1], &v[c]))                       \
+                c++;                                                        \
+            if (!less(&v[c], &last))                                        \
+                break;                                                      \
+            v[i] = v[c];                                                    \
+            i = c;                                                          \
+        }                                                                   \
+        if (*n > 0)                                                         \
+            v[i] = last;                                                    \
+        return top;                                                         \
+    }
+
+/* A storage no op accesses is resident for the whole step, ops
+ * [0, n - 1], when it starts on the device and is retained (true, span
+ * set); otherwise it is never resident (false). */
+static inline bool plan_untouched_span(const plan_storage *st, uint32_t n,
+                                       uint32_t *ret_from, uint32_t *ret_to)
+{
+    if (st->initial != PLAN_INIT_DEVICE || !st->retained)
+        return false;
+    *ret_from = 0;
+    *ret_to = n - 1;
+    return true;
+}
+
+/* The same heap on an array that grows: PLAN_GROWING_HEAP_DEFINE(name,
+ * T, less) defines the type `name` {T *v; size_t n, cap;} (zeroed: empty;
+ * the owner frees v), name_push(h, x) (0 or -ENOMEM) and name_pop(h). */
+#define PLAN_GROWING_HEAP_DEFINE(name, T, less)                             \
+    typedef struct name {                                                   \
+        T *v;                                                               \
+        size_t n, cap;                                                      \
+    } name;                                                                 \
+    PLAN_HEAP_DEFINE(name, T, size_t, less)                                 \
+    static inline int name##_push(name *h, T x)                            \
+    {                                                                       \
+        if (plan_reserve((void **)&h->v, &h->cap, h->n, sizeof(T)) < 0)     \
+            return -ENOMEM;                                                 \
+        name##_insert(h->v, &h->n, x);                                      \
+        return 0;                                                           \
+    }                                                                       \
+    static inline T name##_pop(name *h)                                     \
+    {                                                                       \
+        return name##_remove(h->v, &h->n);                                  \
+    }
 
 /* Copy duration in microseconds of `bytes` over a link direction. */
 static inline double plan_copy_us(const plan_link *l, int d2h, uint64_t bytes)

@@ -28,47 +28,18 @@ typedef struct release {
     uint64_t bytes;
 } release;
 
-typedef struct rheap {
-    release *v;
-    size_t n, cap;
-} rheap;
-
-static int rheap_push(rheap *h, double t, uint64_t bytes)
+static bool release_less(const release *a, const release *b)
 {
-    if (plan_reserve((void **)&h->v, &h->cap, h->n, sizeof(*h->v)) < 0)
-        return -ENOMEM;
-    size_t i = h->n++;
-    while (i > 0) {
-        size_t p = (i - 1) / 2;
-        if (h->v[p].t <= t)
-            break;
-        h->v[i] = h->v[p];
-        i = p;
-    }
-    h->v[i].t = t;
-    h->v[i].bytes = bytes;
-    return 0;
+    return a->t < b->t;
 }
 
-static release rheap_pop(rheap *h)
+PLAN_GROWING_HEAP_DEFINE(rheap, release, release_less)
+
+/* Whether a schedule entry's storage index names the storage of id `id`
+ * in t (what plan_schedule_bind sets). */
+static bool bound_to(const plan_trace *t, uint32_t storage, uint64_t id)
 {
-    release top = h->v[0];
-    release last = h->v[--h->n];
-    size_t i = 0;
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= h->n)
-            break;
-        if (c + 1 < h->n && h->v[c + 1].t < h->v[c].t)
-            c++;
-        if (last.t <= h->v[c].t)
-            break;
-        h->v[i] = h->v[c];
-        i = c;
-    }
-    if (h->n > 0)
-        h->v[i] = last;
-    return top;
+    return storage < t->n_storages && t->storages[storage].id == id;
 }
 
 typedef struct sstate {
@@ -197,8 +168,8 @@ static int dev_release(sim *x, uint32_t s, double t)
 {
     double done = copies_done(&x->st[s]);
     x->st[s].on_dev = false;
-    return rheap_push(&x->dev_rel, done > t ? done : t,
-                      x->t->storages[s].bytes);
+    return rheap_push(&x->dev_rel, (release){done > t ? done : t,
+                                          x->t->storages[s].bytes});
 }
 
 static void copy_issue(sim *x, int d2h, uint32_t s, double t, double dep)
@@ -303,8 +274,8 @@ static int act_free_host(sim *x, size_t ai, double t)
                       "copy", sid(x, s), when_names[a->when], a->op);
     ss->has_host = false;
     double done = copies_done(ss);
-    return rheap_push(&x->host_rel, done > t ? done : t,
-                      x->t->storages[s].bytes);
+    return rheap_push(&x->host_rel, (release){done > t ? done : t,
+                                          x->t->storages[s].bytes});
 }
 
 /* Apply action ai at the point's clock *clock: a wait raises it to the
@@ -370,8 +341,7 @@ static int check_bound(const plan_trace *t, const plan_schedule *s,
     for (size_t i = 0; i < s->n_actions; i++) {
         const plan_action *a = &s->actions[i];
         const char *why = NULL;
-        if (a->storage >= t->n_storages ||
-            t->storages[a->storage].id != a->storage_id)
+        if (!bound_to(t, a->storage, a->storage_id))
             why = "not bound to this trace (call plan_schedule_bind)";
         else if (a->op >= t->n_ops)
             why = "op out of range";
@@ -387,8 +357,7 @@ static int check_bound(const plan_trace *t, const plan_schedule *s,
     for (size_t i = 0; i < s->n_homes; i++) {
         const plan_home_entry *h = &s->homes[i];
         const char *why = NULL;
-        if (h->storage >= t->n_storages ||
-            t->storages[h->storage].id != h->storage_id)
+        if (!bound_to(t, h->storage, h->storage_id))
             why = "not bound to this trace (call plan_schedule_bind)";
         else if (!t->storages[h->storage].movable)
             why = "storage is not movable";

@@ -605,9 +605,10 @@ int tier_arena_reserve(tier_arena *a, uint64_t len, uint64_t *ret_off,
     return alloc_range(a, len, false, ret_off, ret_len);
 }
 
-/* The live allocation [off, off+len): its rounded length and state. */
+/* The live allocation [off, off+len): its rounded length into *ret_len;
+ * 0 when resident, 1 when evicted, HO_E_UNKNOWN_EXTENT. */
 static int find_alloc(const tier_arena *a, uint64_t off, uint64_t len,
-                      uint64_t *ret_len, bool *ret_evicted)
+                      uint64_t *ret_len)
 {
     uint64_t rlen, alen;
     uint32_t tag = 0;
@@ -620,8 +621,7 @@ static int find_alloc(const tier_arena *a, uint64_t off, uint64_t len,
     if (tier_extents_get_tag(a->ext, off, &tag) < 0)
         return HO_E_UNKNOWN_EXTENT;
     *ret_len = alen;
-    *ret_evicted = (tag & DDR_TAG_EVICTED) != 0;
-    return 0;
+    return (tag & DDR_TAG_EVICTED) != 0;
 }
 
 /* The live, resident allocation [off, off+len): its rounded length.
@@ -630,11 +630,10 @@ static int find_resident(const tier_arena *a, uint64_t off, uint64_t len,
                          uint64_t *ret_len)
 {
     uint64_t alen;
-    bool evicted;
-    int rc = find_alloc(a, off, len, &alen, &evicted);
+    int rc = find_alloc(a, off, len, &alen);
     if (rc < 0)
         return rc;
-    if (evicted)
+    if (rc == 1)
         return HO_E_STATE;
     *ret_len = alen;
     return 0;
@@ -643,13 +642,11 @@ static int find_resident(const tier_arena *a, uint64_t off, uint64_t len,
 int tier_arena_release(tier_arena *a, uint64_t off, uint64_t len)
 {
     uint64_t alen;
-    bool evicted;
-    int rc;
+    int rc = find_alloc(a, off, len, &alen);
 
-    rc = find_alloc(a, off, len, &alen, &evicted);
     if (rc < 0)
         return rc;
-    if (!evicted) {
+    if (rc == 0) { /* resident: its pages go back */
         unlock_range(a->ddr, a->base + off, alen);
         rc = punch(a->fd, off, alen);
         if (rc < 0)
@@ -659,34 +656,54 @@ int tier_arena_release(tier_arena *a, uint64_t off, uint64_t len)
     return tier_extents_release(a->ext, off, alen);
 }
 
-int tier_arena_evict(tier_arena *a, uint64_t off, uint64_t len)
+/* What may be done to a live, resident allocation. */
+typedef enum resident_op {
+    RES_EVICT,        /* drop its pages here, then mark it evicted */
+    RES_MARK_EVICTED, /* its pages were dropped elsewhere: mark it */
+    RES_LOCK,         /* lock its pages */
+} resident_op;
+
+/* op on the live, resident allocation [off, off+len).  0,
+ * HO_E_UNKNOWN_EXTENT, HO_E_STATE (evicted) or the punch's error (the
+ * pages then stay locked and resident). */
+static int on_resident(tier_arena *a, uint64_t off, uint64_t len,
+                       resident_op op)
 {
     uint64_t alen;
     int rc = find_resident(a, off, len, &alen);
 
     if (rc < 0)
         return rc;
-    unlock_range(a->ddr, a->base + off, alen);
-    rc = punch(a->fd, off, alen);
-    if (rc < 0) {
+    if (op == RES_LOCK) {
         lock_range(a->ddr, a->base + off, alen);
-        return rc;
+        return 0;
+    }
+    if (op == RES_EVICT) {
+        unlock_range(a->ddr, a->base + off, alen);
+        rc = punch(a->fd, off, alen);
+        if (rc < 0) {
+            lock_range(a->ddr, a->base + off, alen);
+            return rc;
+        }
     }
     become_evicted(a, off, alen);
     return 0;
+}
+
+int tier_arena_evict(tier_arena *a, uint64_t off, uint64_t len)
+{
+    return on_resident(a, off, len, RES_EVICT);
 }
 
 static int restore(tier_arena *a, uint64_t off, uint64_t len, bool lock)
 {
     tier_ddr *d = a->ddr;
     uint64_t alen;
-    bool evicted;
-    int rc;
+    int rc = find_alloc(a, off, len, &alen);
 
-    rc = find_alloc(a, off, len, &alen, &evicted);
     if (rc < 0)
         return rc;
-    if (!evicted)
+    if (rc == 0) /* resident */
         return HO_E_STATE;
     if (alen > d->capacity - d->used)
         return HO_E_TIER_FULL;
@@ -709,13 +726,7 @@ int tier_arena_restore_unlocked(tier_arena *a, uint64_t off, uint64_t len)
 
 int tier_arena_lock(tier_arena *a, uint64_t off, uint64_t len)
 {
-    uint64_t alen;
-    int rc = find_resident(a, off, len, &alen);
-
-    if (rc < 0)
-        return rc;
-    lock_range(a->ddr, a->base + off, alen);
-    return 0;
+    return on_resident(a, off, len, RES_LOCK);
 }
 
 /* ---- page work that may run on worker threads ---- */
@@ -754,25 +765,14 @@ void tier_arena_lock_refused(tier_arena *a, int err)
 
 int tier_arena_mark_evicted(tier_arena *a, uint64_t off, uint64_t len)
 {
-    uint64_t alen;
-    int rc = find_resident(a, off, len, &alen);
-
-    if (rc < 0)
-        return rc;
-    become_evicted(a, off, alen);
-    return 0;
+    return on_resident(a, off, len, RES_MARK_EVICTED);
 }
 
 int tier_arena_is_evicted(const tier_arena *a, uint64_t off, uint64_t len)
 {
     uint64_t alen;
-    bool evicted;
-    int rc;
 
-    rc = find_alloc(a, off, len, &alen, &evicted);
-    if (rc < 0)
-        return rc;
-    return evicted ? 1 : 0;
+    return find_alloc(a, off, len, &alen);
 }
 
 void tier_ddr_stats_get(const tier_ddr *d, tier_ddr_stats *ret)

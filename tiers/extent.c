@@ -81,24 +81,21 @@ static void avl_fix(struct ext_node *n)
     n->h = 1 + (hl > hr ? hl : hr);
 }
 
-static struct ext_node *avl_rot_right(struct ext_node *n)
+/* Rotate n right (its left child comes up) or left (its right child
+ * does); returns the subtree's new root. */
+static struct ext_node *avl_rot(struct ext_node *n, bool right)
 {
-    struct ext_node *l = n->l;
-    n->l = l->r;
-    l->r = n;
+    struct ext_node *c = right ? n->l : n->r;
+    if (right) {
+        n->l = c->r;
+        c->r = n;
+    } else {
+        n->r = c->l;
+        c->l = n;
+    }
     avl_fix(n);
-    avl_fix(l);
-    return l;
-}
-
-static struct ext_node *avl_rot_left(struct ext_node *n)
-{
-    struct ext_node *r = n->r;
-    n->r = r->l;
-    r->l = n;
-    avl_fix(n);
-    avl_fix(r);
-    return r;
+    avl_fix(c);
+    return c;
 }
 
 static struct ext_node *avl_balance(struct ext_node *n)
@@ -109,13 +106,13 @@ static struct ext_node *avl_balance(struct ext_node *n)
     bf = avl_h(n->l) - avl_h(n->r);
     if (bf > 1) {
         if (avl_h(n->l->l) < avl_h(n->l->r))
-            n->l = avl_rot_left(n->l);
-        return avl_rot_right(n);
+            n->l = avl_rot(n->l, false);
+        return avl_rot(n, true);
     }
     if (bf < -1) {
         if (avl_h(n->r->r) < avl_h(n->r->l))
-            n->r = avl_rot_right(n->r);
-        return avl_rot_left(n);
+            n->r = avl_rot(n->r, true);
+        return avl_rot(n, false);
     }
     return n;
 }

@@ -25,6 +25,7 @@
 #include "tiers/extent.h"
 #include "hyperoffload/errors.h"
 #include "proto/errfmt.h"
+#include "proto/mem.h"
 
 /* Chunk, bounce-buffer, pipeline, alignment and capacity bounds:
  * TIER_FLASH_* in tiers/tier_limits.h. */
@@ -363,8 +364,7 @@ fail:
     if (created)
         unlink(cfg->path);
     if (f)
-        free(f->path);
-    free(f);
+        HO_FREE_ALL(f->path, f);
     return rc;
 }
 
@@ -381,8 +381,7 @@ tier_flash *tier_flash_close(tier_flash *f)
     }
     close(f->lock_fd); /* releases the lock: last */
     tier_extents_free(f->ext);
-    free(f->path);
-    free(f);
+    HO_FREE_ALL(f->path, f);
     return NULL;
 }
 
@@ -715,14 +714,10 @@ static int pipe_transfer(tier_flash *f, uint64_t off, int fd, uint64_t fd_off,
         return rc;
     if (fd < 0 || fd_off > (uint64_t)INT64_MAX || len > (uint64_t)INT64_MAX - fd_off)
         return -EINVAL;
-    memset(&p, 0, sizeof(p));
-    p.f = f;
-    p.off = off;
-    p.fd = fd;
-    p.fd_off = fd_off;
-    p.len = len;
-    p.spill = spill;
-    p.chunk = TIER_FLASH_PIPE_CHUNK; /* a multiple of any alignment we accept */
+    p = (struct pipe){.f = f, .off = off, .fd = fd, .fd_off = fd_off,
+                      .len = len, .spill = spill,
+                      /* a multiple of any alignment we accept */
+                      .chunk = TIER_FLASH_PIPE_CHUNK};
     p.nchunks = (len + p.chunk - 1) / p.chunk;
     plen = padded(f, len);
     bufsize = plen < p.chunk ? plen : p.chunk;

@@ -33,6 +33,8 @@
 #include <errno.h>
 #include <glpk.h>
 #include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -99,32 +101,38 @@ typedef struct lp {
     size_t cap_cols;
 } lp;
 
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
+/* One argument pair of grow_all: the array (its address) and its element
+ * size. */
+#define LP_ARR(p) (void **)&(p), sizeof(*(p))
+
+/* Room for `need` elements in each of n parallel arrays (n LP_ARR pairs)
+ * that share the capacity *cap: each doubles from 256 through ho_grow to
+ * the same new capacity.  0 or -ENOMEM (*cap unchanged). */
+static int grow_all(size_t *cap, size_t need, int n, ...)
 {
     if (need <= *cap)
         return 0;
-    size_t c = *cap ? *cap : 256;
-    while (c < need)
-        c *= 2;
-    void *q = realloc(*p, c * elem);
-    if (!q)
-        return -ENOMEM;
-    *p = q;
-    *cap = c;
-    return 0;
+    size_t c = *cap;
+    int rc = 0;
+    va_list ap;
+    va_start(ap, n);
+    for (int i = 0; i < n && rc == 0; i++) {
+        void **arr = va_arg(ap, void **);
+        size_t elem = va_arg(ap, size_t);
+        c = *cap;
+        rc = ho_grow(arr, &c, need, elem, 256, SIZE_MAX) < 0 ? -ENOMEM : 0;
+    }
+    va_end(ap);
+    if (rc == 0)
+        *cap = c;
+    return rc;
 }
 
 static int add_row(lp *x, int type, double b)
 {
-    size_t need = (size_t)x->n_rows + 2;
-    size_t cap = x->cap_rows;
-    if (need > cap) {
-        size_t c1 = cap, c2 = cap;
-        if (grow((void **)&x->rtype, &c1, need, sizeof(int)) < 0 ||
-            grow((void **)&x->rb, &c2, need, sizeof(double)) < 0)
-            return -ENOMEM;
-        x->cap_rows = c1 < c2 ? c1 : c2;
-    }
+    if (grow_all(&x->cap_rows, (size_t)x->n_rows + 2, 2, LP_ARR(x->rtype),
+                 LP_ARR(x->rb)) < 0)
+        return -ENOMEM;
     x->n_rows++;
     x->rtype[x->n_rows] = type;
     x->rb[x->n_rows] = b;
@@ -133,20 +141,9 @@ static int add_row(lp *x, int type, double b)
 
 static int add_col(lp *x, double lo, double hi, double obj)
 {
-    size_t need = (size_t)x->n_cols + 2;
-    size_t cap = x->cap_cols;
-    if (need > cap) {
-        size_t c1 = cap, c2 = cap, c3 = cap;
-        if (grow((void **)&x->clo, &c1, need, sizeof(double)) < 0 ||
-            grow((void **)&x->chi, &c2, need, sizeof(double)) < 0 ||
-            grow((void **)&x->cobj, &c3, need, sizeof(double)) < 0)
-            return -ENOMEM;
-        x->cap_cols = c1;
-        if (c2 < x->cap_cols)
-            x->cap_cols = c2;
-        if (c3 < x->cap_cols)
-            x->cap_cols = c3;
-    }
+    if (grow_all(&x->cap_cols, (size_t)x->n_cols + 2, 3, LP_ARR(x->clo),
+                 LP_ARR(x->chi), LP_ARR(x->cobj)) < 0)
+        return -ENOMEM;
     x->n_cols++;
     x->clo[x->n_cols] = lo;
     x->chi[x->n_cols] = hi > lo ? hi : lo;
@@ -156,19 +153,9 @@ static int add_col(lp *x, double lo, double hi, double obj)
 
 static int add_nz(lp *x, int row, int col, double v)
 {
-    size_t need = x->nnz + 2;
-    if (need > x->cap_nnz) {
-        size_t c1 = x->cap_nnz, c2 = x->cap_nnz, c3 = x->cap_nnz;
-        if (grow((void **)&x->ia, &c1, need, sizeof(int)) < 0 ||
-            grow((void **)&x->ja, &c2, need, sizeof(int)) < 0 ||
-            grow((void **)&x->ar, &c3, need, sizeof(double)) < 0)
-            return -ENOMEM;
-        x->cap_nnz = c1;
-        if (c2 < x->cap_nnz)
-            x->cap_nnz = c2;
-        if (c3 < x->cap_nnz)
-            x->cap_nnz = c3;
-    }
+    if (grow_all(&x->cap_nnz, x->nnz + 2, 3, LP_ARR(x->ia), LP_ARR(x->ja),
+                 LP_ARR(x->ar)) < 0)
+        return -ENOMEM;
     x->nnz++;
     x->ia[x->nnz] = row;
     x->ja[x->nnz] = col;
@@ -208,8 +195,7 @@ static uint32_t key_get(lp *x, int32_t dp, int32_t hp, int *err)
         s = (s + 1) & (x->kh_cap - 1);
     }
     size_t capk = x->cap_keys;
-    if (grow((void **)&x->keys, &capk, (size_t)x->n_keys + 1,
-             sizeof(keyent)) < 0) {
+    if (grow_all(&capk, (size_t)x->n_keys + 1, 1, LP_ARR(x->keys)) < 0) {
         *err = -ENOMEM;
         return 0;
     }
@@ -221,30 +207,61 @@ static uint32_t key_get(lp *x, int32_t dp, int32_t hp, int *err)
 
 static int push_ev(lp *x, uint32_t key, int32_t j, int64_t bytes)
 {
-    if (grow((void **)&x->evs, &x->cap_evs, x->n_evs + 1, sizeof(ev)) < 0)
+    if (grow_all(&x->cap_evs, x->n_evs + 1, 1, LP_ARR(x->evs)) < 0)
         return -ENOMEM;
     x->evs[x->n_evs++] = (ev){key, j, bytes};
     return 0;
 }
 
+/* (a1, a2) against (b1, b2), lexicographic: -1, 0 or 1. */
+static int cmp2(int64_t a1, int64_t a2, int64_t b1, int64_t b2)
+{
+    if (a1 != b1)
+        return a1 < b1 ? -1 : 1;
+    return (a2 > b2) - (a2 < b2);
+}
+
+/* Events by key, then segment. */
 static int ev_cmp(const void *a, const void *b)
 {
     const ev *p = a, *q = b;
-    if (p->key != q->key)
-        return p->key < q->key ? -1 : 1;
-    if (p->j != q->j)
-        return p->j < q->j ? -1 : 1;
-    return 0;
+    return cmp2(p->key, p->j, q->key, q->j);
 }
 
+/* Cells by segment, then key. */
 static int cell_cmp(const void *a, const void *b)
 {
     const cell *p = a, *q = b;
-    if (p->j != q->j)
-        return p->j < q->j ? -1 : 1;
-    if (p->key != q->key)
-        return p->key < q->key ? -1 : 1;
-    return 0;
+    return cmp2(p->j, p->key, q->j, q->key);
+}
+
+/* One span of the sweep over the sorted events: key `key` from segment j
+ * up to (not including) next, with `sum` bytes live on it. */
+typedef struct ev_span {
+    uint32_t key;
+    int32_t j, next;
+    int64_t sum;
+} ev_span;
+
+/* The span that starts at event *e (advanced past it); sp->sum carries
+ * the running total across the spans of one key and restarts at a new
+ * key.  false after the last event. */
+static bool ev_sweep(const lp *x, size_t *e, ev_span *sp)
+{
+    size_t i = *e;
+    if (i >= x->n_evs)
+        return false;
+    uint32_t key = x->evs[i].key;
+    int32_t j = x->evs[i].j;
+    if (i == 0 || x->evs[i - 1].key != key)
+        sp->sum = 0;
+    while (i < x->n_evs && x->evs[i].key == key && x->evs[i].j == j)
+        sp->sum += x->evs[i++].bytes;
+    sp->key = key;
+    sp->j = j;
+    sp->next = i < x->n_evs && x->evs[i].key == key ? x->evs[i].j : j;
+    *e = i;
+    return true;
 }
 
 static void lp_reset(lp *x)
@@ -270,6 +287,23 @@ static inline uint32_t seg_first(const lp *x, uint32_t q)
 static inline uint32_t seg_end(const lp *x, uint32_t q)
 {
     return q < x->K ? x->ck[q] : x->m->n;
+}
+
+/* Part p joins pool P: its bytes, the largest part, how much of the
+ * edge segment a copy may use (all of it when full, else c), and its
+ * forced bytes when `forced`. */
+static void pool_add(pool *P, const bd_part *p, bool full, double c,
+                     bool forced)
+{
+    P->vol += p->bytes;
+    if (p->bytes > P->maxb)
+        P->maxb = p->bytes;
+    if (full)
+        P->full = true;
+    else if (c > P->cpart)
+        P->cpart = c;
+    if (forced)
+        P->mand += p->mand_bytes;
 }
 
 /* Pools, keys and the events of their coverage, for checkpoints ck[0..K).
@@ -313,18 +347,10 @@ static int lp_layout(lp *x, const uint32_t *ck, uint32_t K, uint64_t budget,
             bool mand = (p->mand & BD_MAND_D) != 0;
             pool *P = &x->dp[R * 2 + mand];
             di = (int32_t)(R * 2 + mand);
-            P->vol += p->bytes;
-            if (p->bytes > P->maxb)
-                P->maxb = p->bytes;
-            if (p->rel == BD_T0)
-                P->full = true;
-            else {
-                double c = pre[seg_end(x, R)] - pre[p->rel + 1];
-                if (c > P->cpart)
-                    P->cpart = c;
-            }
-            if (!(p->mand & BD_MAND_H))
-                P->mand += p->mand_bytes;
+            bool full = p->rel == BD_T0;
+            pool_add(P, p, full,
+                     full ? 0 : pre[seg_end(x, R)] - pre[p->rel + 1],
+                     !(p->mand & BD_MAND_H));
             if (mand) {
                 P->lo = (int32_t)R;
                 P->hi = (int32_t)K;
@@ -350,15 +376,7 @@ static int lp_layout(lp *x, const uint32_t *ck, uint32_t K, uint64_t budget,
             bool mand = (p->mand & BD_MAND_H) != 0;
             pool *P = &x->hp[B * 2 + mand];
             hi = (int32_t)(B * 2 + mand);
-            P->vol += p->bytes;
-            if (p->bytes > P->maxb)
-                P->maxb = p->bytes;
-            if (full)
-                P->full = true;
-            else if (c > P->cpart)
-                P->cpart = c;
-            if (mand)
-                P->mand += p->mand_bytes;
+            pool_add(P, p, full, c, mand);
             if (mand) {
                 P->lo = 0;
                 P->hi = (int32_t)B;
@@ -376,21 +394,11 @@ static int lp_layout(lp *x, const uint32_t *ck, uint32_t K, uint64_t budget,
     if (x->n_evs)
         qsort(x->evs, x->n_evs, sizeof(ev), ev_cmp);
     size_t cells = 0;
-    for (size_t e = 0; e < x->n_evs;) {
-        uint32_t key = x->evs[e].key;
-        int64_t sum = 0;
-        while (e < x->n_evs && x->evs[e].key == key) {
-            int32_t j = x->evs[e].j;
-            while (e < x->n_evs && x->evs[e].key == key && x->evs[e].j == j)
-                sum += x->evs[e++].bytes;
-            int32_t next = e < x->n_evs && x->evs[e].key == key
-                               ? x->evs[e].j
-                               : j;
-            if (sum > 0) /* all of them, whatever the budget, so that
-                            the checkpoints chosen do not depend on it */
-                cells += (size_t)(next - j);
-        }
-    }
+    ev_span sp = {0};
+    for (size_t e = 0; ev_sweep(x, &e, &sp);)
+        if (sp.sum > 0) /* all of them, whatever the budget, so that
+                           the checkpoints chosen do not depend on it */
+            cells += (size_t)(sp.next - sp.j);
     *ret_cells = cells;
     return 0;
 }
@@ -400,36 +408,28 @@ static int lp_cells(lp *x, size_t n_cells)
     x->cells = malloc((n_cells ? n_cells : 1) * sizeof(cell));
     if (!x->cells)
         return -ENOMEM;
-    for (size_t e = 0; e < x->n_evs;) {
-        uint32_t key = x->evs[e].key;
-        int64_t sum = 0;
-        while (e < x->n_evs && x->evs[e].key == key) {
-            int32_t j = x->evs[e].j;
-            while (e < x->n_evs && x->evs[e].key == key && x->evs[e].j == j)
-                sum += x->evs[e++].bytes;
-            int32_t next = e < x->n_evs && x->evs[e].key == key
-                               ? x->evs[e].j
-                               : j;
-            if (sum > 0)
-                for (int32_t q = j; q < next; q++) {
-                    if (x->m->live[x->ck[q - 1]] <= x->budget)
-                        continue; /* no memory row: the cell is idle */
-                    x->cells[x->n_cells++] =
-                        (cell){key, q, (double)sum / MIB, 0};
-                    const keyent *k = &x->keys[key];
-                    if (k->dp >= 0) {
-                        pool *P = &x->dp[k->dp];
-                        P->lo = P->seg;
-                        if (q - 1 > P->hi)
-                            P->hi = q - 1;
-                    }
-                    if (k->hp >= 0) {
-                        pool *P = &x->hp[k->hp];
-                        P->hi = P->seg;
-                        if (q < P->lo)
-                            P->lo = q;
-                    }
-                }
+    ev_span sp = {0};
+    for (size_t e = 0; ev_sweep(x, &e, &sp);) {
+        if (sp.sum <= 0)
+            continue;
+        const keyent *k = &x->keys[sp.key];
+        for (int32_t q = sp.j; q < sp.next; q++) {
+            if (x->m->live[x->ck[q - 1]] <= x->budget)
+                continue; /* no memory row: the cell is idle */
+            x->cells[x->n_cells++] =
+                (cell){sp.key, q, (double)sp.sum / MIB, 0};
+            if (k->dp >= 0) {
+                pool *P = &x->dp[k->dp];
+                P->lo = P->seg;
+                if (q - 1 > P->hi)
+                    P->hi = q - 1;
+            }
+            if (k->hp >= 0) {
+                pool *P = &x->hp[k->hp];
+                P->hi = P->seg;
+                if (q < P->lo)
+                    P->lo = q;
+            }
         }
     }
     if (x->n_cells)
@@ -447,6 +447,40 @@ static double pool_coef(const bd_model *m, const pool *P, int d2h)
 }
 
 /* Build rows, columns and matrix.  Returns the number of memory rows. */
+/* Cell column `col` into the cover row of pool P at segment q (-1); the
+ * row, made on first use, sums P's columns of segments a..b.  0 or
+ * -ENOMEM. */
+static int cover_add(lp *x, pool *P, int32_t q, int32_t a, int32_t b,
+                     int col)
+{
+    int r, *slot = &P->cover[q - P->lo];
+    if (!*slot) {
+        if ((*slot = add_row(x, GLP_LO, 0)) < 0)
+            return -ENOMEM;
+        for (int32_t u = a; u <= b; u++)
+            if ((r = add_nz(x, *slot, P->col0 + (u - P->lo), 1)) < 0)
+                return r;
+    }
+    return add_nz(x, *slot, col, -1);
+}
+
+/* The pools that have variables (lo <= hi), device side (*ret_side 0)
+ * first, then host side (1); *it is the cursor, from 0.  NULL after the
+ * last. */
+static pool *next_pool(lp *x, uint32_t *it, int *ret_side)
+{
+    const uint32_t NP = 2 * (x->K + 1);
+    while (*it < 2 * NP) {
+        uint32_t i = (*it)++;
+        pool *P = i < NP ? &x->dp[i] : &x->hp[i - NP];
+        if (P->lo <= P->hi) {
+            *ret_side = i < NP ? 0 : 1;
+            return P;
+        }
+    }
+    return NULL;
+}
+
 static int lp_build(lp *x, uint64_t budget)
 {
     const bd_model *m = x->m;
@@ -467,21 +501,17 @@ static int lp_build(lp *x, uint64_t budget)
         if (add_col(x, 0, U, 1) < 0)
             return -ENOMEM;
     /* Pool columns: the copy volume of the pool in each segment lo..hi. */
-    for (int side = 0; side < 2; side++) {
-        pool *ps = side == 0 ? x->dp : x->hp;
-        for (uint32_t i = 0; i < NP; i++) {
-            pool *P = &ps[i];
-            if (P->lo > P->hi)
-                continue;
-            double vol = (double)P->vol / MIB;
-            P->col0 = x->n_cols + 1;
-            for (int32_t q = P->lo; q <= P->hi; q++)
-                if (add_col(x, 0, vol, 0) < 0)
-                    return -ENOMEM;
-            P->cover = calloc((size_t)(P->hi - P->lo + 2), sizeof(int));
-            if (!P->cover)
+    pool *P;
+    int side;
+    for (uint32_t it = 0; (P = next_pool(x, &it, &side));) {
+        double vol = (double)P->vol / MIB;
+        P->col0 = x->n_cols + 1;
+        for (int32_t q = P->lo; q <= P->hi; q++)
+            if (add_col(x, 0, vol, 0) < 0)
                 return -ENOMEM;
-        }
+        P->cover = calloc((size_t)(P->hi - P->lo + 2), sizeof(int));
+        if (!P->cover)
+            return -ENOMEM;
     }
     /* Cell columns. */
     for (size_t c = 0; c < x->n_cells; c++) {
@@ -496,55 +526,42 @@ static int lp_build(lp *x, uint64_t budget)
         for (uint32_t q = 0; q <= K; q++) {
             double C = pre[seg_end(x, q)] - pre[seg_first(x, q)];
             int row = 0;
-            for (int side = 0; side < 2; side++) {
-                if (duplex && side != eng)
+            int32_t qq = (int32_t)q;
+            for (uint32_t it = 0; (P = next_pool(x, &it, &side));) {
+                if ((duplex && side != eng) || qq < P->lo || qq > P->hi)
                     continue;
-                pool *ps = side == 0 ? x->dp : x->hp;
-                for (uint32_t i = 0; i < NP; i++) {
-                    pool *P = &ps[i];
-                    int32_t qq = (int32_t)q;
-                    if (P->lo > P->hi || qq < P->lo || qq > P->hi)
-                        continue;
-                    if (!row && (row = add_row(x, GLP_UP, C / 1e3)) < 0)
-                        return -ENOMEM;
-                    if ((r = add_nz(x, row, P->col0 + (qq - P->lo),
-                                    pool_coef(m, P, side == 0))) < 0)
-                        return r;
-                }
+                if (!row && (row = add_row(x, GLP_UP, C / 1e3)) < 0)
+                    return -ENOMEM;
+                if ((r = add_nz(x, row, P->col0 + (qq - P->lo),
+                                pool_coef(m, P, side == 0))) < 0)
+                    return r;
             }
             if (row && (r = add_nz(x, row, (int)q + 1, -1)) < 0)
                 return r;
         }
     }
     /* Edge-segment rows and forced volumes. */
-    for (int side = 0; side < 2; side++) {
-        pool *ps = side == 0 ? x->dp : x->hp;
-        for (uint32_t i = 0; i < NP; i++) {
-            pool *P = &ps[i];
-            if (P->lo > P->hi)
-                continue;
-            int32_t s = P->seg;
-            double C = pre[seg_end(x, (uint32_t)s)] -
-                       pre[seg_first(x, (uint32_t)s)];
-            if (!P->full && P->cpart >= 0 && P->cpart < C * (1 - 1e-12)) {
-                int row = add_row(x, GLP_UP, P->cpart / 1e3);
-                if (row < 0)
-                    return -ENOMEM;
-                /* D: its copies in segment R (= lo); H: in B (= hi) */
-                int col = P->col0 + (side == 0 ? 0 : P->hi - P->lo);
-                if ((r = add_nz(x, row, col, pool_coef(m, P, side == 0))) <
-                        0 ||
-                    (r = add_nz(x, row, s + 1, -1)) < 0)
+    for (uint32_t it = 0; (P = next_pool(x, &it, &side));) {
+        int32_t s = P->seg;
+        double C = pre[seg_end(x, (uint32_t)s)] -
+                   pre[seg_first(x, (uint32_t)s)];
+        if (!P->full && P->cpart >= 0 && P->cpart < C * (1 - 1e-12)) {
+            int row = add_row(x, GLP_UP, P->cpart / 1e3);
+            if (row < 0)
+                return -ENOMEM;
+            /* D: its copies in segment R (= lo); H: in B (= hi) */
+            int col = P->col0 + (side == 0 ? 0 : P->hi - P->lo);
+            if ((r = add_nz(x, row, col, pool_coef(m, P, side == 0))) < 0 ||
+                (r = add_nz(x, row, s + 1, -1)) < 0)
+                return r;
+        }
+        if (P->mand) {
+            int row = add_row(x, GLP_LO, (double)P->mand / MIB);
+            if (row < 0)
+                return -ENOMEM;
+            for (int32_t q = P->lo; q <= P->hi; q++)
+                if ((r = add_nz(x, row, P->col0 + (q - P->lo), 1)) < 0)
                     return r;
-            }
-            if (P->mand) {
-                int row = add_row(x, GLP_LO, (double)P->mand / MIB);
-                if (row < 0)
-                    return -ENOMEM;
-                for (int32_t q = P->lo; q <= P->hi; q++)
-                    if ((r = add_nz(x, row, P->col0 + (q - P->lo), 1)) < 0)
-                        return r;
-            }
         }
     }
     /* Cover and memory rows, checkpoint by checkpoint. */
@@ -556,34 +573,17 @@ static int lp_build(lp *x, uint64_t budget)
             c1++;
         for (size_t c = c0; c < c1; c++) {
             const keyent *k = &x->keys[x->cells[c].key];
+            int col = x->cells[c].col;
             if (k->dp >= 0) {
-                pool *P = &x->dp[k->dp];
-                int32_t q = j - 1; /* stored by the end of segment j-1 */
-                int *slot = &P->cover[q - P->lo];
-                if (!*slot) {
-                    if ((*slot = add_row(x, GLP_LO, 0)) < 0)
-                        return -ENOMEM;
-                    for (int32_t u = P->lo; u <= q; u++)
-                        if ((r = add_nz(x, *slot, P->col0 + (u - P->lo), 1)) <
-                            0)
-                            return r;
-                }
-                if ((r = add_nz(x, *slot, x->cells[c].col, -1)) < 0)
+                pool *D = &x->dp[k->dp];
+                /* stored by the end of segment j-1 */
+                if ((r = cover_add(x, D, j - 1, D->lo, j - 1, col)) < 0)
                     return r;
             }
             if (k->hp >= 0) {
-                pool *P = &x->hp[k->hp];
-                int32_t q = j; /* prefetched from segment j on */
-                int *slot = &P->cover[q - P->lo];
-                if (!*slot) {
-                    if ((*slot = add_row(x, GLP_LO, 0)) < 0)
-                        return -ENOMEM;
-                    for (int32_t u = q; u <= P->hi; u++)
-                        if ((r = add_nz(x, *slot, P->col0 + (u - P->lo), 1)) <
-                            0)
-                            return r;
-                }
-                if ((r = add_nz(x, *slot, x->cells[c].col, -1)) < 0)
+                pool *H = &x->hp[k->hp];
+                /* prefetched from segment j on */
+                if ((r = cover_add(x, H, j, j, H->hi, col)) < 0)
                     return r;
             }
         }

@@ -197,3 +197,32 @@ bool plan_gen_mul(uint64_t a, uint64_t b, uint64_t max, uint64_t *ret_value)
     *ret_value = p;
     return true;
 }
+
+int plan_gen_check_size(uint64_t ops, uint64_t storages, char *err,
+                        size_t errlen)
+{
+    if (ops > PLAN_MAX_OPS || storages > PLAN_MAX_STORAGES)
+        return ho_errf(err, errlen, -E2BIG, "the step would have about "
+                       "%llu ops and %llu storages (limits %u, %u)",
+                       (unsigned long long)ops,
+                       (unsigned long long)storages, PLAN_MAX_OPS,
+                       PLAN_MAX_STORAGES);
+    return 0;
+}
+
+int plan_gen_check_range(const char *name, uint32_t v, uint32_t lo,
+                         uint32_t hi, char *err, size_t errlen)
+{
+    if (v < lo || v > hi)
+        return ho_errf(err, errlen, -EINVAL, "%s must be in [%u, %u], got %u",
+                       name, lo, hi, v);
+    return 0;
+}
+
+int plan_gen_check_dtype(uint32_t dtype_bytes, char *err, size_t errlen)
+{
+    if (dtype_bytes != 1 && dtype_bytes != 2 && dtype_bytes != 4)
+        return ho_errf(err, errlen, -EINVAL,
+                       "dtype_bytes must be 1, 2 or 4, got %u", dtype_bytes);
+    return 0;
+}

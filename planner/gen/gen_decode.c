@@ -50,20 +50,14 @@ static int check_cfg(const plan_gen_decode_cfg *c, char *err, size_t errlen)
     if (c->prompt > (1u << 24))
         return ho_errf(err, errlen, -EINVAL, "prompt must be at most "
                              "16777216 tokens, got %u", c->prompt);
-    if (c->tokens < 1 || c->tokens > (1u << 20))
-        return ho_errf(err, errlen, -EINVAL, "tokens must be in "
-                             "[1, 1048576], got %u", c->tokens);
-    if (c->batch < 1 || c->batch > 65536)
-        return ho_errf(err, errlen, -EINVAL, "batch must be in "
-                             "[1, 65536], got %u", c->batch);
-    if (c->kv_block < 1 || c->kv_block > (1u << 24))
-        return ho_errf(err, errlen, -EINVAL, "kv_block must be in "
-                             "[1, 16777216], got %u", c->kv_block);
-    if (c->dtype_bytes != 1 && c->dtype_bytes != 2 && c->dtype_bytes != 4)
-        return ho_errf(err, errlen, -EINVAL,
-                             "dtype_bytes must be 1, 2 or 4, got %u",
-                             c->dtype_bytes);
-    return 0;
+    if ((r = plan_gen_check_range("tokens", c->tokens, 1, 1u << 20, err,
+                                  errlen)) < 0 ||
+        (r = plan_gen_check_range("batch", c->batch, 1, 65536, err,
+                                  errlen)) < 0 ||
+        (r = plan_gen_check_range("kv_block", c->kv_block, 1, 1u << 24, err,
+                                  errlen)) < 0)
+        return r;
+    return plan_gen_check_dtype(c->dtype_bytes, err, errlen);
 }
 
 static int sizes(dgen *g, char *err, size_t errlen)
@@ -91,13 +85,7 @@ static int sizes(dgen *g, char *err, size_t errlen)
     ops = (uint64_t)c->tokens * (12u * m->layers + 5u);
     storages = (uint64_t)c->tokens * (14u * m->layers + 5u) +
                (uint64_t)m->layers * (DW__COUNT + g->max_blocks) + 4u;
-    if (ops > PLAN_MAX_OPS || storages > PLAN_MAX_STORAGES)
-        return ho_errf(err, errlen, -E2BIG, "the step would have about "
-                             "%llu ops and %llu storages (limits %u, %u)",
-                             (unsigned long long)ops,
-                             (unsigned long long)storages, PLAN_MAX_OPS,
-                             PLAN_MAX_STORAGES);
-    return 0;
+    return plan_gen_check_size(ops, storages, err, errlen);
 }
 
 static uint32_t weight(dgen *g, uint64_t elems, uint64_t *ret_bytes)

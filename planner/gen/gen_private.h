@@ -97,4 +97,16 @@ plan_link plan_gen_link(const plan_device *d);
 /* a * b into *ret_value unless it overflows or exceeds max (then false). */
 bool plan_gen_mul(uint64_t a, uint64_t b, uint64_t max, uint64_t *ret_value);
 
+/* 0 when lo <= v <= hi, else -EINVAL: "<name> must be in [lo, hi], got
+ * v". */
+int plan_gen_check_range(const char *name, uint32_t v, uint32_t lo,
+                         uint32_t hi, char *err, size_t errlen);
+/* 0 when dtype_bytes is 1, 2 or 4, else -EINVAL with the sentence. */
+int plan_gen_check_dtype(uint32_t dtype_bytes, char *err, size_t errlen);
+
+/* 0 when a step of about `ops` ops and `storages` storages fits the IR's
+ * limits, else -E2BIG with the sentence every generator writes. */
+int plan_gen_check_size(uint64_t ops, uint64_t storages, char *err,
+                        size_t errlen);
+
 #endif

@@ -71,22 +71,15 @@ static int check_cfg(const plan_gen_train_cfg *c, char *err, size_t errlen)
         err[0] = '\0';
     if ((r = plan_gen_check_model(&c->model, err, errlen)) < 0)
         return r;
-    if (c->seq < 1 || c->seq > (1u << 22))
-        return ho_errf(err, errlen, -EINVAL,
-                             "seq must be in [1, 4194304], got %u", c->seq);
-    if (c->micro_batch < 1 || c->micro_batch > 65536)
-        return ho_errf(err, errlen, -EINVAL, "micro_batch must be in "
-                             "[1, 65536], got %u", c->micro_batch);
-    if (c->n_micro < 1 || c->n_micro > 65536)
-        return ho_errf(err, errlen, -EINVAL, "n_micro must be in "
-                             "[1, 65536], got %u", c->n_micro);
-    if (c->dtype_bytes != 1 && c->dtype_bytes != 2 && c->dtype_bytes != 4)
-        return ho_errf(err, errlen, -EINVAL,
-                             "dtype_bytes must be 1, 2 or 4, got %u",
-                             c->dtype_bytes);
-    if ((r = plan_gen_check_device(&c->device, err, errlen)) < 0)
+    if ((r = plan_gen_check_range("seq", c->seq, 1, 1u << 22, err,
+                                  errlen)) < 0 ||
+        (r = plan_gen_check_range("micro_batch", c->micro_batch, 1, 65536,
+                                  err, errlen)) < 0 ||
+        (r = plan_gen_check_range("n_micro", c->n_micro, 1, 65536, err,
+                                  errlen)) < 0 ||
+        (r = plan_gen_check_dtype(c->dtype_bytes, err, errlen)) < 0)
         return r;
-    return 0;
+    return plan_gen_check_device(&c->device, err, errlen);
 }
 
 /* Sizes, with overflow and limit checks. */
@@ -115,13 +108,7 @@ static int sizes(tgen *g, char *err, size_t errlen)
           (uint64_t)m->layers * LP__COUNT + 3u;
     storages = (uint64_t)c->n_micro * (40u * m->layers + 20u) +
                5u * ((uint64_t)m->layers * LP__COUNT + 3u);
-    if (ops > PLAN_MAX_OPS || storages > PLAN_MAX_STORAGES)
-        return ho_errf(err, errlen, -E2BIG, "the step would have about "
-                             "%llu ops and %llu storages (limits %u, %u)",
-                             (unsigned long long)ops,
-                             (unsigned long long)storages, PLAN_MAX_OPS,
-                             PLAN_MAX_STORAGES);
-    return 0;
+    return plan_gen_check_size(ops, storages, err, errlen);
 }
 
 static void add_param(tgen *g, const char *name, uint64_t elems)

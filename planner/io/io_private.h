@@ -57,10 +57,8 @@ int plan_fmt_check_schedule(const plan_schedule *s);
 
 /* ------------------------------------------------------------ writing */
 
-/* The shortest "%.{p}g" (p <= 17) that reads back as exactly v; whole
- * numbers below 10^15 as integers; -0 as 0.  buf holds >= 32 bytes;
- * returns the length. */
-size_t plan_fmt_double(char *buf, double v);
+/* plan_fmt_double (the shortest round-trip form of a double) is in
+ * plan_io.h: the node writer prints numbers the same way. */
 
 /* Text output through a large buffer (one fwrite per 1 MiB). */
 typedef struct plan_wbuf {

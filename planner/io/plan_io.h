@@ -54,6 +54,11 @@ int plan_trace_read_file(const char *path, plan_trace **ret_trace, char *err,
 int plan_schedule_read_file(const char *path, plan_schedule **ret_schedule,
                             char *err, size_t errlen);
 
+/* The shortest "%.{p}g" (p <= 17) that reads back as exactly v; whole
+ * numbers below 10^15 as integers; -0 as 0.  buf holds >= 32 bytes;
+ * returns the length.  Every planner JSON writer prints doubles so. */
+size_t plan_fmt_double(char *buf, double v);
+
 #ifdef __cplusplus
 }
 #endif

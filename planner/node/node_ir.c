@@ -14,6 +14,18 @@
 #include "proto/errfmt.h"
 #include "proto/mem.h"
 
+/* Room for one more element in *arr (n used, capacity *cap): doubles
+ * from 8 through ho_grow.  0, or -ENOMEM with the sentence. */
+static int room(void **arr, uint32_t *cap, uint32_t n, size_t elem,
+                char *err, size_t errlen)
+{
+    size_t c = *cap;
+    if (ho_grow(arr, &c, (size_t)n + 1, elem, 8, UINT32_MAX) < 0)
+        return ho_errf(err, errlen, -ENOMEM, "out of memory");
+    *cap = (uint32_t)c;
+    return 0;
+}
+
 static char *dup_str(const char *s)
 {
     size_t n;
@@ -28,19 +40,27 @@ static char *dup_str(const char *s)
     return d;
 }
 
-/* A name: 1..PLAN_NODE_MAX_NAME bytes. */
-static int check_name(const char *place, const char *key, const char *s,
-                      char *err, size_t errlen)
+/* Text field place.key: 1..max bytes ("must be a non-empty <what>"). */
+static int check_text(const char *place, const char *key, const char *s,
+                      const char *what, unsigned max, char *err,
+                      size_t errlen)
 {
     size_t n = s ? strlen(s) : 0;
     if (n == 0)
         return ho_errf(err, errlen, HO_E_BAD_CONFIG,
-                       "%s.%s: must be a non-empty string", place, key);
-    if (n > PLAN_NODE_MAX_NAME)
+                       "%s.%s: must be a non-empty %s", place, key, what);
+    if (n > max)
         return ho_errf(err, errlen, HO_E_BAD_CONFIG,
-                       "%s.%s: longer than %u bytes", place, key,
-                       PLAN_NODE_MAX_NAME);
+                       "%s.%s: longer than %u bytes", place, key, max);
     return 0;
+}
+
+/* A name: 1..PLAN_NODE_MAX_NAME bytes. */
+static int check_name(const char *place, const char *key, const char *s,
+                      char *err, size_t errlen)
+{
+    return check_text(place, key, s, "string", PLAN_NODE_MAX_NAME, err,
+                      errlen);
 }
 
 static int check_gbps(const char *place, const char *key, double v,
@@ -124,14 +144,9 @@ int plan_node_add_link(plan_node *n, const char *name, const char *parent,
         return ho_errf(err, errlen, HO_E_BAD_CONFIG,
                        "%s.name: duplicate link \"%s\" (first at links[%u])",
                        place, name, prev);
-    if (n->n_links == n->cap_links) {
-        uint32_t cap = n->cap_links ? n->cap_links * 2 : 8;
-        plan_node_link *v = realloc(n->links, cap * sizeof(*v));
-        if (!v)
-            return ho_errf(err, errlen, -ENOMEM, "out of memory");
-        n->links = v;
-        n->cap_links = cap;
-    }
+    if (room((void **)&n->links, &n->cap_links, n->n_links,
+             sizeof(*n->links), err, errlen) < 0)
+        return -ENOMEM;
     l = &n->links[n->n_links];
     memset(l, 0, sizeof(*l));
     l->name = dup_str(name);
@@ -197,14 +212,9 @@ int plan_node_add_device(plan_node *n, const plan_node_device *d, char *err,
                            "%s.name: duplicate device \"%s\" (first at "
                            "devices[%u])", place, d->name, i);
     }
-    if (n->n_devices == n->cap_devices) {
-        uint32_t cap = n->cap_devices ? n->cap_devices * 2 : 8;
-        plan_node_device *v = realloc(n->devices, cap * sizeof(*v));
-        if (!v)
-            return ho_errf(err, errlen, -ENOMEM, "out of memory");
-        n->devices = v;
-        n->cap_devices = cap;
-    }
+    if (room((void **)&n->devices, &n->cap_devices, n->n_devices,
+             sizeof(*n->devices), err, errlen) < 0)
+        return -ENOMEM;
     x = &n->devices[n->n_devices];
     *x = *d;
     x->name = dup_str(d->name);
@@ -365,18 +375,12 @@ plan_workload *plan_workload_free(plan_workload *w)
     return NULL;
 }
 
+/* A path: 1..PLAN_NODE_MAX_PATH bytes. */
 static int check_path(const char *place, const char *key, const char *s,
                       char *err, size_t errlen)
 {
-    size_t n = s ? strlen(s) : 0;
-    if (n == 0)
-        return ho_errf(err, errlen, HO_E_BAD_CONFIG,
-                       "%s.%s: must be a non-empty path", place, key);
-    if (n > PLAN_NODE_MAX_PATH)
-        return ho_errf(err, errlen, HO_E_BAD_CONFIG,
-                       "%s.%s: longer than %u bytes", place, key,
-                       PLAN_NODE_MAX_PATH);
-    return 0;
+    return check_text(place, key, s, "path", PLAN_NODE_MAX_PATH, err,
+                      errlen);
 }
 
 int plan_workload_add_client(plan_workload *w, const plan_wl_client *c,
@@ -438,14 +442,9 @@ int plan_workload_add_client(plan_workload *w, const plan_wl_client *c,
             return ho_errf(err, errlen, HO_E_BAD_CONFIG,
                            "%s.name: duplicate client \"%s\" (first at "
                            "clients[%u])", place, c->name, i);
-    if (w->n_clients == w->cap_clients) {
-        uint32_t cap = w->cap_clients ? w->cap_clients * 2 : 8;
-        plan_wl_client *v = realloc(w->clients, cap * sizeof(*v));
-        if (!v)
-            return ho_errf(err, errlen, -ENOMEM, "out of memory");
-        w->clients = v;
-        w->cap_clients = cap;
-    }
+    if (room((void **)&w->clients, &w->cap_clients, w->n_clients,
+             sizeof(*w->clients), err, errlen) < 0)
+        return -ENOMEM;
     x = &w->clients[w->n_clients];
     *x = *c;
     x->name = dup_str(c->name);

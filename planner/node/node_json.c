@@ -22,6 +22,7 @@
 #include <jansson.h>
 
 #include "hyperoffload/errors.h"
+#include "planner/io/plan_io.h"
 #include "planner/node/node.h"
 #include "proto/errfmt.h"
 
@@ -115,28 +116,78 @@ static int check_keys(const rd *r, const json_t *obj, const char *place,
     return 0;
 }
 
+/* The JSON types a field may be required to have, and how a message
+ * names each. */
+typedef enum jkind { J_OBJECT, J_ARRAY, J_INTEGER, J_NUMBER, J_BOOL,
+                     J_STRING } jkind;
+
+static const char *const kind_words[] = {
+    [J_OBJECT] = "an object",  [J_ARRAY] = "an array",
+    [J_INTEGER] = "an integer", [J_NUMBER] = "a number",
+    [J_BOOL] = "true or false", [J_STRING] = "a string",
+};
+
+static bool is_kind(const json_t *v, jkind k)
+{
+    switch (k) {
+    case J_OBJECT:
+        return json_is_object(v);
+    case J_ARRAY:
+        return json_is_array(v);
+    case J_INTEGER:
+        return json_is_integer(v);
+    case J_NUMBER:
+        return json_is_number(v);
+    case J_BOOL:
+        return json_is_boolean(v);
+    case J_STRING:
+        return json_is_string(v);
+    }
+    return false;
+}
+
+/* 0 when v is of kind k, else the "must be ..." failure. */
+static int want_kind(const rd *r, const json_t *v, const char *place,
+                     const char *key, jkind k)
+{
+    char b[64];
+    if (!is_kind(v, k))
+        return rd_fail(r, place, key, "must be %s, got %s", kind_words[k],
+                       describe(v, b, sizeof b));
+    return 0;
+}
+
 static int want_object(const rd *r, const json_t *v, const char *place,
                        const char *key)
 {
-    char b[64];
-    if (!json_is_object(v))
-        return rd_fail(r, place, key, "must be an object, got %s",
-                       describe(v, b, sizeof b));
-    return 0;
+    return want_kind(r, v, place, key, J_OBJECT);
+}
+
+/* field() of kind k: 1 present (*ret set), 0 absent (optional), negative
+ * when required and absent or of another kind. */
+static int typed_field(const rd *r, const json_t *obj, const char *place,
+                       const char *key, bool required, jkind k,
+                       json_t **ret)
+{
+    json_t *v = NULL;
+    int rc = field(r, obj, place, key, required, &v);
+
+    if (rc <= 0)
+        return rc;
+    if ((rc = want_kind(r, v, place, key, k)) < 0)
+        return rc;
+    *ret = v;
+    return 1;
 }
 
 static int get_array(const rd *r, const json_t *obj, const char *key,
                      bool required, size_t max, json_t **ret)
 {
-    char b[64];
     json_t *v = NULL;
-    int k = field(r, obj, "", key, required, &v);
+    int k = typed_field(r, obj, "", key, required, J_ARRAY, &v);
 
     if (k <= 0)
         return k;
-    if (!json_is_array(v))
-        return rd_fail(r, "", key, "must be an array, got %s",
-                       describe(v, b, sizeof b));
     if (json_array_size(v) > max)
         return rd_fail(r, "", key, "too many entries (%zu > %zu)",
                        json_array_size(v), max);
@@ -150,14 +201,11 @@ static int get_int(const rd *r, const json_t *obj, const char *place,
 {
     char b[64];
     json_t *v = NULL;
+    int k = typed_field(r, obj, place, key, required, J_INTEGER, &v);
     json_int_t x;
-    int k = field(r, obj, place, key, required, &v);
 
     if (k <= 0)
         return k;
-    if (!json_is_integer(v))
-        return rd_fail(r, place, key, "must be an integer, got %s",
-                       describe(v, b, sizeof b));
     x = json_integer_value(v);
     if (x < 0 || (uint64_t)x < min)
         return rd_fail(r, place, key, "must be at least %llu, got %s",
@@ -176,14 +224,11 @@ static int get_double(const rd *r, const json_t *obj, const char *place,
 {
     char b[64];
     json_t *v = NULL;
+    int k = typed_field(r, obj, place, key, required, J_NUMBER, &v);
     double x;
-    int k = field(r, obj, place, key, required, &v);
 
     if (k <= 0)
         return k;
-    if (!json_is_number(v))
-        return rd_fail(r, place, key, "must be a number, got %s",
-                       describe(v, b, sizeof b));
     x = json_number_value(v);
     if (!isfinite(x) || x < min || (min_open && x == min))
         return rd_fail(r, place, key, "must be %s %g, got %s",
@@ -199,15 +244,11 @@ static int get_double(const rd *r, const json_t *obj, const char *place,
 static int get_bool(const rd *r, const json_t *obj, const char *place,
                     const char *key, bool *ret)
 {
-    char b[64];
     json_t *v = NULL;
-    int k = field(r, obj, place, key, false, &v);
+    int k = typed_field(r, obj, place, key, false, J_BOOL, &v);
 
     if (k <= 0)
         return k;
-    if (!json_is_boolean(v))
-        return rd_fail(r, place, key, "must be true or false, got %s",
-                       describe(v, b, sizeof b));
     *ret = json_is_true(v);
     return 1;
 }
@@ -216,15 +257,11 @@ static int get_string(const rd *r, const json_t *obj, const char *place,
                       const char *key, bool required, size_t maxlen,
                       const char **ret)
 {
-    char b[64];
     json_t *v = NULL;
-    int k = field(r, obj, place, key, required, &v);
+    int k = typed_field(r, obj, place, key, required, J_STRING, &v);
 
     if (k <= 0)
         return k;
-    if (!json_is_string(v))
-        return rd_fail(r, place, key, "must be a string, got %s",
-                       describe(v, b, sizeof b));
     if (json_string_length(v) == 0)
         return rd_fail(r, place, key, "must not be empty");
     if (json_string_length(v) > maxlen)
@@ -274,14 +311,35 @@ static int check_header(const rd *r, const json_t *root, const char *format)
     if (!json_is_string(v) || strcmp(json_string_value(v), format) != 0)
         return rd_fail(r, "", "format", "expected \"%s\", got %s", format,
                        describe(v, b, sizeof b));
-    if ((k = field(r, root, "", "version", true, &v)) < 0)
+    if ((k = typed_field(r, root, "", "version", true, J_INTEGER, &v)) < 0)
         return k;
-    if (!json_is_integer(v))
-        return rd_fail(r, "", "version", "must be an integer, got %s",
-                       describe(v, b, sizeof b));
     if (json_integer_value(v) != FMT_VERSION)
         return rd_fail(r, "", "version", "unsupported version %s",
                        describe(v, b, sizeof b));
+    return 0;
+}
+
+/* The document in buf: err cleared, the JSON parsed, the header of
+ * `format` and the top-level keys checked.  0 with *ret_root (the
+ * caller's reference) or negative. */
+static int open_doc(const rd *r, const char *buf, size_t len,
+                    const char *format, const char *const *keys,
+                    json_t **ret_root)
+{
+    json_t *root;
+    int k;
+
+    if (r->err && r->errlen)
+        r->err[0] = '\0';
+    root = load(r, buf, len, &k);
+    if (!root)
+        return k;
+    if ((k = check_header(r, root, format)) < 0 ||
+        (k = check_keys(r, root, "", keys)) < 0) {
+        json_decref(root);
+        return k;
+    }
+    *ret_root = root;
     return 0;
 }
 
@@ -427,19 +485,14 @@ int plan_node_parse_json(const char *buf, size_t len, plan_node **ret,
     size_t i;
     int k;
 
-    if (err && errlen)
-        err[0] = '\0';
-    root = load(&r, buf, len, &k);
-    if (!root)
+    if ((k = open_doc(&r, buf, len, FMT_NODE, node_keys, &root)) < 0)
         return k;
     n = plan_node_new();
     if (!n) {
         k = ho_errf(err, errlen, -ENOMEM, "out of memory");
         goto fail;
     }
-    if ((k = check_header(&r, root, FMT_NODE)) < 0 ||
-        (k = check_keys(&r, root, "", node_keys)) < 0 ||
-        (k = get_array(&r, root, "links", false, PLAN_NODE_MAX_LINKS,
+    if ((k = get_array(&r, root, "links", false, PLAN_NODE_MAX_LINKS,
                        &links)) < 0 ||
         (k = get_array(&r, root, "devices", true, PLAN_NODE_MAX_DEVICES,
                        &devices)) < 0 ||
@@ -588,19 +641,14 @@ int plan_workload_parse_json(const char *buf, size_t len, const char *dir,
     size_t i;
     int k;
 
-    if (err && errlen)
-        err[0] = '\0';
-    root = load(&r, buf, len, &k);
-    if (!root)
+    if ((k = open_doc(&r, buf, len, FMT_WORKLOAD, workload_keys, &root)) < 0)
         return k;
     w = plan_workload_new(dir);
     if (!w) {
         k = ho_errf(err, errlen, -ENOMEM, "out of memory");
         goto fail;
     }
-    if ((k = check_header(&r, root, FMT_WORKLOAD)) < 0 ||
-        (k = check_keys(&r, root, "", workload_keys)) < 0 ||
-        (k = get_array(&r, root, "clients", true, PLAN_NODE_MAX_CLIENTS,
+    if ((k = get_array(&r, root, "clients", true, PLAN_NODE_MAX_CLIENTS,
                        &clients)) < 0)
         goto fail;
     json_array_foreach(clients, i, v) {
@@ -666,8 +714,7 @@ static int put_str(FILE *f, const char *s)
 /* The shortest decimal that reads back as exactly v. */
 static void put_double(FILE *f, double v)
 {
-    char buf[320];
-    int lo = 1, hi = 17;
+    char buf[32];
 
     if (v == 0.0)
         v = 0.0;
@@ -675,15 +722,7 @@ static void put_double(FILE *f, double v)
         fprintf(f, "%.1f", v);
         return;
     }
-    while (lo < hi) {
-        int mid = (lo + hi) / 2;
-        snprintf(buf, sizeof buf, "%.*g", mid, v);
-        if (strtod(buf, NULL) == v)
-            hi = mid;
-        else
-            lo = mid + 1;
-    }
-    snprintf(buf, sizeof buf, "%.*g", lo, v);
+    plan_fmt_double(buf, v);
     fputs(buf, f);
 }
 

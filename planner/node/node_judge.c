@@ -40,6 +40,7 @@
 
 #include "hyperoffload/errors.h"
 #include "planner/node/node.h"
+#include "planner/plan_impl.h"
 #include "proto/errfmt.h"
 #include "proto/mem.h"
 
@@ -265,38 +266,16 @@ static bool tm_less(const jtimer *a, const jtimer *b)
     return a->t < b->t || (a->t == b->t && a->c < b->c);
 }
 
+PLAN_HEAP_DEFINE(tm_heap, jtimer, uint32_t, tm_less)
+
 static void tm_push(judge *J, double t, uint32_t c)
 {
-    uint32_t i = J->n_tm++;
-    jtimer x = {t, c};
-    while (i > 0) {
-        uint32_t p = (i - 1) / 2;
-        if (!tm_less(&x, &J->tm[p]))
-            break;
-        J->tm[i] = J->tm[p];
-        i = p;
-    }
-    J->tm[i] = x;
+    tm_heap_insert(J->tm, &J->n_tm, (jtimer){t, c});
 }
 
 static jtimer tm_pop(judge *J)
 {
-    jtimer top = J->tm[0], last = J->tm[--J->n_tm];
-    uint32_t i = 0;
-    for (;;) {
-        uint32_t ch = 2 * i + 1;
-        if (ch >= J->n_tm)
-            break;
-        if (ch + 1 < J->n_tm && tm_less(&J->tm[ch + 1], &J->tm[ch]))
-            ch++;
-        if (!tm_less(&J->tm[ch], &last))
-            break;
-        J->tm[i] = J->tm[ch];
-        i = ch;
-    }
-    if (J->n_tm > 0)
-        J->tm[i] = last;
-    return top;
+    return tm_heap_remove(J->tm, &J->n_tm);
 }
 
 /* ------------------------------------------------------------ memory */
@@ -586,6 +565,20 @@ static const jpath *flow_path(const judge *J, const jcopy *p)
     return &J->dev[J->c[p->client].dev].path[p->dir];
 }
 
+/* A copy on path pa frozen at `rate` (weight w) leaves its capacities:
+ * their residue drops by what it takes, their weight and count by it. */
+static void settle_flow(judge *J, const jpath *pa, double rate, double w)
+{
+    for (uint32_t k = 0; k < pa->n; k++) {
+        jcons *q = &J->cons[pa->cons[k]];
+        q->resid -= pa->coef[k] * rate;
+        if (q->resid < 0)
+            q->resid = 0;
+        q->w -= pa->coef[k] * w;
+        q->cnt--;
+    }
+}
+
 /* Weighted max-min fair rates of the moving copies (progressive filling):
  * every copy's rate rises in proportion to its client's weight until a
  * capacity on its path (its device's own figure for its direction, each
@@ -679,14 +672,7 @@ static void compute_rates(judge *J, double *rate)
             level = J->lam[fo];
             J->frozen[fo] = 1;
             left--;
-            for (uint32_t k = 0; k < pa->n; k++) {
-                jcons *q = &J->cons[pa->cons[k]];
-                q->resid -= pa->coef[k] * rate[fo];
-                if (q->resid < 0)
-                    q->resid = 0;
-                q->w -= pa->coef[k] * J->fw[fo];
-                q->cnt--;
-            }
+            settle_flow(J, pa, rate[fo], J->fw[fo]);
             continue;
         }
         /* capacity bj is full: freeze every unfrozen copy crossing it */
@@ -713,15 +699,7 @@ static void compute_rates(judge *J, double *rate)
             if (J->frozen[f] != 2)
                 continue;
             J->frozen[f] = 1;
-            const jpath *pa = J->fpath[f];
-            for (uint32_t k = 0; k < pa->n; k++) {
-                jcons *q = &J->cons[pa->cons[k]];
-                q->resid -= pa->coef[k] * rate[f];
-                if (q->resid < 0)
-                    q->resid = 0;
-                q->w -= pa->coef[k] * J->fw[f];
-                q->cnt--;
-            }
+            settle_flow(J, J->fpath[f], rate[f], J->fw[f]);
         }
     }
 }
@@ -1387,11 +1365,8 @@ static int run(judge *J)
 
 plan_node_result *plan_node_result_free(plan_node_result *r)
 {
-    if (!r)
-        return NULL;
-    free(r->clients);
-    free(r->devices);
-    free(r);
+    if (r)
+        HO_FREE_ALL(r->clients, r->devices, r);
     return NULL;
 }
 

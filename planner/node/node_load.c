@@ -34,12 +34,40 @@ plan_wl_run *plan_wl_run_free(plan_wl_run *r)
     return NULL;
 }
 
+/* Client i's trace (into *ret_trace) or schedule (into *ret_sched, then
+ * bound to `trace`) from the workload's file `file`.  0, or the error
+ * with "clients[i] (name): <what> <path>: ..." in err. */
+static int load_file(const plan_workload *w, uint32_t i, const char *what,
+                     const char *file, plan_trace **ret_trace,
+                     plan_schedule **ret_sched, const plan_trace *trace,
+                     char *err, size_t errlen)
+{
+    char ferr[384];
+    char *path = plan_workload_path(w, file);
+    int k;
+
+    if (!path)
+        return ho_errf(err, errlen, -ENOMEM, "out of memory");
+    ferr[0] = '\0';
+    if (ret_trace) {
+        k = plan_trace_read_file(path, ret_trace, ferr, sizeof ferr);
+    } else {
+        k = plan_schedule_read_file(path, ret_sched, ferr, sizeof ferr);
+        if (k == 0)
+            k = plan_schedule_bind(*ret_sched, trace, ferr, sizeof ferr);
+    }
+    if (k < 0)
+        ho_errf(err, errlen, k, "clients[%u] (%s): %s %s: %s", i,
+                w->clients[i].name, what, path,
+                ferr[0] ? ferr : ho_strerror(k));
+    free(path);
+    return k;
+}
+
 int plan_wl_run_load(const plan_node *node, const plan_workload *w,
                      plan_wl_run **ret, char *err, size_t errlen)
 {
     plan_wl_run *run;
-    char ferr[384];
-    char *path = NULL;
     int k = 0;
 
     if (!node || !w || !node->finished)
@@ -48,10 +76,10 @@ int plan_wl_run_load(const plan_node *node, const plan_workload *w,
     if (!run)
         return ho_errf(err, errlen, -ENOMEM, "out of memory");
     uint32_t n = w->n_clients;
-    run->in = calloc(n ? n : 1, sizeof(*run->in));
-    run->traces = calloc(n ? n : 1, sizeof(*run->traces));
-    run->schedules = calloc(n ? n : 1, sizeof(*run->schedules));
-    run->groups = calloc(n ? n : 1, sizeof(*run->groups));
+    run->in = ho_calloc(n, sizeof(*run->in));
+    run->traces = ho_calloc(n, sizeof(*run->traces));
+    run->schedules = ho_calloc(n, sizeof(*run->schedules));
+    run->groups = ho_calloc(n, sizeof(*run->groups));
     if (!run->in || !run->traces || !run->schedules || !run->groups) {
         plan_wl_run_free(run);
         return ho_errf(err, errlen, -ENOMEM, "out of memory");
@@ -93,47 +121,20 @@ int plan_wl_run_load(const plan_node *node, const plan_workload *w,
                 break;
             }
         run->n = i + 1; /* what plan_wl_run_free must release */
-        if (!run->traces[i]) {
-            path = plan_workload_path(w, c->trace);
-            if (!path) {
-                k = ho_errf(err, errlen, -ENOMEM, "out of memory");
-                goto fail;
-            }
-            ferr[0] = '\0';
-            k = plan_trace_read_file(path, &run->traces[i], ferr,
-                                     sizeof ferr);
-            if (k < 0) {
-                ho_errf(err, errlen, k, "clients[%u] (%s): trace %s: %s", i,
-                        c->name, path, ferr[0] ? ferr : ho_strerror(k));
-                goto fail;
-            }
-            free(path);
-            path = NULL;
-        }
+        if (!run->traces[i] &&
+            (k = load_file(w, i, "trace", c->trace, &run->traces[i], NULL,
+                           NULL, err, errlen)) < 0)
+            goto fail;
         for (uint32_t j = 0; j < i && !run->schedules[i]; j++)
             if (run->traces[j] == run->traces[i] &&
                 strcmp(w->clients[j].schedule, c->schedule) == 0)
                 run->schedules[i] = run->schedules[j];
         if (run->schedules[i])
             goto bound;
-        path = plan_workload_path(w, c->schedule);
-        if (!path) {
-            k = ho_errf(err, errlen, -ENOMEM, "out of memory");
+        if ((k = load_file(w, i, "schedule", c->schedule, NULL,
+                           &run->schedules[i], run->traces[i], err,
+                           errlen)) < 0)
             goto fail;
-        }
-        ferr[0] = '\0';
-        k = plan_schedule_read_file(path, &run->schedules[i], ferr,
-                                    sizeof ferr);
-        if (k == 0)
-            k = plan_schedule_bind(run->schedules[i], run->traces[i], ferr,
-                                   sizeof ferr);
-        if (k < 0) {
-            ho_errf(err, errlen, k, "clients[%u] (%s): schedule %s: %s", i,
-                    c->name, path, ferr[0] ? ferr : ho_strerror(k));
-            goto fail;
-        }
-        free(path);
-        path = NULL;
     bound:
         run->in[i].trace = run->traces[i];
         run->in[i].schedule = run->schedules[i];
@@ -144,7 +145,6 @@ int plan_wl_run_load(const plan_node *node, const plan_workload *w,
     *ret = run;
     return 0;
 fail:
-    free(path);
     plan_wl_run_free(run);
     return k;
 }

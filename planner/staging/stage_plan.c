@@ -137,17 +137,9 @@ typedef struct use {
 /* First op j >= a whose end is >= t (the op during which t falls). */
 static uint32_t op_at(const double *op_end, uint32_t n, uint32_t a, double t)
 {
-    uint32_t lo = a, hi = n - 1;
-    if (op_end[hi] < t)
-        return hi;
-    while (lo < hi) {
-        uint32_t mid = lo + (hi - lo) / 2;
-        if (op_end[mid] >= t)
-            hi = mid;
-        else
-            lo = mid + 1;
-    }
-    return lo;
+    if (op_end[n - 1] < t)
+        return n - 1;
+    return plan_first_ge(op_end, a, n - 1, t);
 }
 
 /* ------------------------------------------------------------ derived */
