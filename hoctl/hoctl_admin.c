@@ -115,6 +115,16 @@ static const char *tier_str(Hyperoffload__Tier t)
 
 /* ----------------------------------------------------------- status */
 
+/* -o checked before the daemon is asked: 0 or the usage error. */
+static int check_columns(const hoctl_globals *g, const hoctl_col *cols,
+                         unsigned n)
+{
+    hoctl_sheet probe;
+    hoctl_view v;
+    hoctl_sheet_init(&probe, cols, n);
+    return hoctl_sheet_view(&probe, g->columns, true, &v);
+}
+
 /* The tiers sheet: short names (ddr, flash0, hbm1) with the daemon's
  * long name's path part in PATH, so that the table fits 100 columns. */
 enum {
@@ -340,6 +350,9 @@ int hoctl_cmd_status(const hoctl_globals *g, int argc, char **argv)
     if (argc > 0)
         return hoctl_usage_error_help("status takes no arguments ('%s')",
                                       argv[0]);
+    int rc = check_columns(g, tier_cols, TC_N);
+    if (rc)
+        return rc;
     Hyperoffload__StatusRequest req = HYPEROFFLOAD__STATUS_REQUEST__INIT;
     HOC_ENVELOPE(env, STATUS_REQUEST, status_request, &req);
     return admin_query(g, &env, HYPEROFFLOAD__ENVELOPE__BODY_STATUS_REPLY,
@@ -530,6 +543,9 @@ int hoctl_cmd_clients(const hoctl_globals *g, int argc, char **argv)
     if (argc > 0)
         return hoctl_usage_error_help("clients takes no arguments ('%s')",
                                       argv[0]);
+    int rc = check_columns(g, client_cols, CC_N);
+    if (rc)
+        return rc;
     Hyperoffload__ClientsRequest req = HYPEROFFLOAD__CLIENTS_REQUEST__INIT;
     HOC_ENVELOPE(env, CLIENTS_REQUEST, clients_request, &req);
     return admin_query(g, &env, HYPEROFFLOAD__ENVELOPE__BODY_CLIENTS_REPLY,
