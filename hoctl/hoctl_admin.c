@@ -46,15 +46,20 @@ static int exit_for(int code)
 }
 
 /* Why hyperoffloadd at `path` cannot be reached (the result of
- * ho_socket_path or ho_connect, rc < 0): print it and return the exit
- * code, 77 for a refused permission, else 69. */
+ * ho_socket_path or ho_connect, rc < 0): print it (the daemon's sentence
+ * when it refused the connection with one) and return the exit code: 77
+ * for a refused permission, 3 while it shuts down, else 69. */
 static int unreachable(const char *path, int rc)
 {
+    char why[512];
     hoctl_note_cause(rc);
+    ho_last_error(NULL, why, sizeof(why));
     fprintf(stderr, "hoctl: cannot reach hyperoffloadd at %s: %s\n", path,
-            ho_strerror(rc));
-    return rc == -EACCES || rc == -EPERM ? HOCTL_EXIT_PERMISSION
-                                         : HOCTL_EXIT_UNREACHABLE;
+            why[0] ? why : ho_strerror(rc));
+    if (rc == -EACCES || rc == -EPERM || rc == HO_E_PERMISSION)
+        return HOCTL_EXIT_PERMISSION;
+    return rc == HO_E_SHUTTING_DOWN ? HOCTL_EXIT_NOT_READY
+                                    : HOCTL_EXIT_UNREACHABLE;
 }
 
 /* Connect; on failure print why and return the exit code (> 0). */
