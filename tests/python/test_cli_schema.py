@@ -299,9 +299,14 @@ class CliSchemaTest(unittest.TestCase):
                  ["-o", "name", "plan"], ["version", "--watch", "1"],
                  ["status", "--watch", "0"], ["status", "--count", "2"],
                  ["plan", "--trace", self.trace, "--budget", "1.5"]]
+        cases += [["trace"], ["trace", "gen"], ["schedule"], ["node"],
+                  ["trace", "frob"], ["plan", "--bogus"]]
         for args in cases:
             e = self.error(2, *args)
             self.assertEqual(e["name"], "usage", args)
+            # the reason, not a usage text
+            self.assertNotIn("usage:", e["message"], args)
+            self.assertLess(len(e["message"]), 300, args)
         e = self.error(2, "status", "-o", "nosuchcolumn")
         self.assertIn("CAPACITY", e["message"])  # the valid ones listed
 
