@@ -42,6 +42,10 @@ class CliSchemaTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         hotest.require_hoctl()
+        # sanitizer build: this process (which loaded the library) runs
+        # without leak checks, the hoctl it starts with them
+        if "HO_DAEMON_ASAN_OPTIONS" in os.environ:
+            os.environ["ASAN_OPTIONS"] = os.environ["HO_DAEMON_ASAN_OPTIONS"]
         with open(SCHEMA_PATH, encoding="utf-8") as f:
             cls.schema = json.load(f)
         cls.validator_class = jsonschema.validators.validator_for(cls.schema)
