@@ -67,6 +67,14 @@ struct ho_client {
     unsigned fdq_len;
 
     char read_why[HOC_READ_WHY_LEN]; /* detail of a read failure (under mu) */
+    /* The daemon's connection-level Error (request id 0) before it closes:
+     * its code (0: none) and sentence, which the waiters get instead of
+     * HO_E_DISCONNECTED (under mu). */
+    int conn_err;
+    char conn_err_msg[HOC_ERRLEN];
+    /* A send found the peer gone: reads drain what it sent before, with a
+     * bounded wait (set under mu before the reader looks). */
+    bool send_broken;
 
     uint32_t send_limit;       /* largest frame payload we may send */
     atomic_int shutting_down;

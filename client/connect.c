@@ -11,6 +11,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+/* Why the calling thread's last ho_connect failed after the socket was
+ * connected (the daemon's sentence, or the library's): ho_last_error(NULL). */
+static _Thread_local char connect_error[HOC_ERRLEN];
+
 /* Release everything a client holds; accepts a half-built client whose
  * transport was initialised. */
 static void client_destroy(ho_client *c)
@@ -70,6 +74,7 @@ HO_EXPORT int ho_connect(const char *socket_path, const char *client_name,
 
     if (!ret_client)
         return -EINVAL;
+    connect_error[0] = '\0';
     if (strlen(name) > HO_CLIENT_MAX_NAME)
         return HO_E_INVALID_SIZE;
     rc = ho_socket_path(socket_path, path, sizeof(path));
@@ -116,6 +121,9 @@ HO_EXPORT int ho_connect(const char *socket_path, const char *client_name,
 
 fail:
     ho_frame_envelope_free(reply);
+    pthread_mutex_lock(&c->mu);
+    snprintf(connect_error, sizeof(connect_error), "%s", c->last_error);
+    pthread_mutex_unlock(&c->mu);
     client_destroy(c);
     return rc;
 }
@@ -196,6 +204,10 @@ HO_EXPORT const char *ho_last_error(ho_client *c, char *buf, size_t len)
 {
     if (!buf || len == 0)
         return "";
+    if (!c) {
+        snprintf(buf, len, "%s", connect_error);
+        return buf;
+    }
     pthread_mutex_lock(&c->mu);
     snprintf(buf, len, "%s", c->last_error);
     pthread_mutex_unlock(&c->mu);

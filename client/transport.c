@@ -102,7 +102,14 @@ int hoc_fail(ho_client *c, int code, const char *fmt, ...)
  * with `err`. */
 static void kill_locked(ho_client *c, int err)
 {
-    if (!c->dead) {
+    if (!c->dead && err == HO_E_DISCONNECTED && c->conn_err < 0) {
+        /* The daemon said why before it closed: that code and sentence. */
+        c->dead = HO_E_DISCONNECTED;
+        shutdown(c->fd, SHUT_RDWR);
+        err = c->conn_err;
+        snprintf(c->last_error, sizeof(c->last_error), "%s",
+                 c->conn_err_msg);
+    } else if (!c->dead) {
         c->dead = HO_E_DISCONNECTED;
         shutdown(c->fd, SHUT_RDWR);
         if (err == HO_E_DISCONNECTED)
@@ -209,6 +216,11 @@ static int send_all(int fd, const uint8_t *buf, size_t len)
 /* Receive more bytes into rbuf (which must be empty) and queue any
  * descriptors that came with them.  Reader context.  Returns 0 or a
  * connection-fatal code. */
+/* After a failed send the peer has closed: what it sent before is still
+ * readable, then EOF; a peer that closed only its reading side is given
+ * this long before the connection counts as lost. */
+#define HOC_DRAIN_MS 2000
+
 static int recv_more(ho_client *c, char *why, size_t whylen)
 {
     union {
@@ -219,6 +231,14 @@ static int recv_more(ho_client *c, char *why, size_t whylen)
     struct msghdr msg;
     ssize_t n;
 
+    if (c->send_broken) {
+        struct pollfd pf = {.fd = c->fd, .events = POLLIN};
+        int pr;
+        while ((pr = poll(&pf, 1, HOC_DRAIN_MS)) < 0 && errno == EINTR)
+            ;
+        if (pr == 0)
+            return HO_E_DISCONNECTED;
+    }
     for (;;) {
         memset(&msg, 0, sizeof(msg));
         msg.msg_iov = &iov;
@@ -364,10 +384,18 @@ static void dispatch_locked(ho_client *c, Hyperoffload__Envelope *env,
             env->event->kind == HYPEROFFLOAD__EVENT_KIND__EVENT_SHUTTING_DOWN)
             atomic_store(&c->shutting_down, 1);
         else if (env->body_case == HYPEROFFLOAD__ENVELOPE__BODY_ERROR &&
-                 env->error && env->error->message)
-            /* A connection-level error (the close follows): keep why. */
-            snprintf(c->read_why, sizeof(c->read_why), "daemon said: %s",
-                     env->error->message);
+                 env->error) {
+            /* A connection-level error (the close follows): keep its code
+             * and sentence for the waiters. */
+            int code = ho_frame_error_code(env->error);
+            const char *m = env->error->message && env->error->message[0]
+                                ? env->error->message
+                                : ho_strerror(code < 0 ? code
+                                                       : HO_E_INTERNAL);
+            c->conn_err = code < 0 ? code : HO_E_INTERNAL;
+            snprintf(c->conn_err_msg, sizeof(c->conn_err_msg), "%s", m);
+            snprintf(c->read_why, sizeof(c->read_why), "daemon said: %s", m);
+        }
         goto drop;
     }
     for (hoc_pending *p = c->pending; p; p = p->next) {
@@ -524,7 +552,9 @@ int hoc_call_fds(ho_client *c, Hyperoffload__Envelope *req,
     free(frame);
 
     pthread_mutex_lock(&c->mu);
-    if (rc < 0)
+    if (rc == HO_E_DISCONNECTED)
+        c->send_broken = true; /* read what the daemon said first */
+    else if (rc < 0)
         kill_locked(c, rc);
     wait_reply_locked(c, &p);
     unlink_locked(c, &p);

@@ -14,10 +14,12 @@
  * document on stdout), all through hoctl/output.h.  Nouns with tables
  * build them as sheets (output.h), which gives them --format csv and -o.
  *
- * Files: hoctl.c (options, noun dispatch, usage), hoctl_admin.c (daemon
- * nouns: the public API plus client/admin_call.h), hoctl_plan.c (offline
- * nouns: the planner libraries), output.c (tables, fields, sizes,
- * durations, JSON).
+ * Files: hoctl.c (options, noun dispatch, --watch, usage), hoctl_admin.c
+ * (daemon nouns: the public API plus client/admin_call.h), hoctl_plan.c
+ * and hoctl_node.c (offline nouns: the planner libraries), hoctl_parse.c
+ * (strict sizes), output.c (sheets, fields, sizes, durations, JSON and
+ * error documents).  A new noun is one row of hoctl.c's table (with
+ * NOUN_SHEET / NOUN_WATCH when it prints sheets / may be repeated).
  */
 #ifndef HO_HOCTL_HOCTL_H
 #define HO_HOCTL_HOCTL_H

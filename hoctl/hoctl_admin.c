@@ -46,15 +46,20 @@ static int exit_for(int code)
 }
 
 /* Why hyperoffloadd at `path` cannot be reached (the result of
- * ho_socket_path or ho_connect, rc < 0): print it and return the exit
- * code, 77 for a refused permission, else 69. */
+ * ho_socket_path or ho_connect, rc < 0): print it (the daemon's sentence
+ * when it refused the connection with one) and return the exit code: 77
+ * for a refused permission, 3 while it shuts down, else 69. */
 static int unreachable(const char *path, int rc)
 {
+    char why[512];
     hoctl_note_cause(rc);
+    ho_last_error(NULL, why, sizeof(why));
     fprintf(stderr, "hoctl: cannot reach hyperoffloadd at %s: %s\n", path,
-            ho_strerror(rc));
-    return rc == -EACCES || rc == -EPERM ? HOCTL_EXIT_PERMISSION
-                                         : HOCTL_EXIT_UNREACHABLE;
+            why[0] ? why : ho_strerror(rc));
+    if (rc == -EACCES || rc == -EPERM || rc == HO_E_PERMISSION)
+        return HOCTL_EXIT_PERMISSION;
+    return rc == HO_E_SHUTTING_DOWN ? HOCTL_EXIT_NOT_READY
+                                    : HOCTL_EXIT_UNREACHABLE;
 }
 
 /* Connect; on failure print why and return the exit code (> 0). */
@@ -114,6 +119,16 @@ static const char *tier_str(Hyperoffload__Tier t)
 }
 
 /* ----------------------------------------------------------- status */
+
+/* -o checked before the daemon is asked: 0 or the usage error. */
+static int check_columns(const hoctl_globals *g, const hoctl_col *cols,
+                         unsigned n)
+{
+    hoctl_sheet probe;
+    hoctl_view v;
+    hoctl_sheet_init(&probe, cols, n);
+    return hoctl_sheet_view(&probe, g->columns, true, &v);
+}
 
 /* The tiers sheet: short names (ddr, flash0, hbm1) with the daemon's
  * long name's path part in PATH, so that the table fits 100 columns. */
@@ -340,6 +355,9 @@ int hoctl_cmd_status(const hoctl_globals *g, int argc, char **argv)
     if (argc > 0)
         return hoctl_usage_error_help("status takes no arguments ('%s')",
                                       argv[0]);
+    int rc = check_columns(g, tier_cols, TC_N);
+    if (rc)
+        return rc;
     Hyperoffload__StatusRequest req = HYPEROFFLOAD__STATUS_REQUEST__INIT;
     HOC_ENVELOPE(env, STATUS_REQUEST, status_request, &req);
     return admin_query(g, &env, HYPEROFFLOAD__ENVELOPE__BODY_STATUS_REPLY,
@@ -530,6 +548,9 @@ int hoctl_cmd_clients(const hoctl_globals *g, int argc, char **argv)
     if (argc > 0)
         return hoctl_usage_error_help("clients takes no arguments ('%s')",
                                       argv[0]);
+    int rc = check_columns(g, client_cols, CC_N);
+    if (rc)
+        return rc;
     Hyperoffload__ClientsRequest req = HYPEROFFLOAD__CLIENTS_REQUEST__INIT;
     HOC_ENVELOPE(env, CLIENTS_REQUEST, clients_request, &req);
     return admin_query(g, &env, HYPEROFFLOAD__ENVELOPE__BODY_CLIENTS_REPLY,

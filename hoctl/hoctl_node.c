@@ -496,7 +496,8 @@ int hoctl_cmd_node(const hoctl_globals *g, int argc, char **argv)
 {
     if (argc < 1 || strcmp(argv[0], "help") == 0) {
         fputs(node_usage, argc < 1 ? stderr : stdout);
-        return argc < 1 ? HOCTL_EXIT_USAGE : HOCTL_EXIT_OK;
+        return argc < 1 ? hoctl_usage_error("node needs a verb: show or check")
+                        : HOCTL_EXIT_OK;
     }
     if (strcmp(argv[0], "show") == 0)
         return node_show(g, argc - 1, argv + 1);

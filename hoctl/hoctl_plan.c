@@ -1215,7 +1215,7 @@ int hoctl_cmd_trace(const hoctl_globals *g, int argc, char **argv)
 {
     if (argc < 1) {
         fputs(trace_usage, stderr);
-        return HOCTL_EXIT_USAGE;
+        return hoctl_usage_error("trace needs a verb: gen, show or convert");
     }
     if (strcmp(argv[0], "help") == 0) {
         fputs(trace_usage, stdout);
@@ -1224,7 +1224,8 @@ int hoctl_cmd_trace(const hoctl_globals *g, int argc, char **argv)
     if (strcmp(argv[0], "gen") == 0) {
         if (argc < 2) {
             fputs(trace_usage, stderr);
-            return HOCTL_EXIT_USAGE;
+            return hoctl_usage_error("trace gen needs a generator: train, "
+                                     "decode or random");
         }
         if (strcmp(argv[1], "train") == 0)
             return gen_train(g, argc - 2, argv + 2);
@@ -1247,7 +1248,7 @@ int hoctl_cmd_schedule(const hoctl_globals *g, int argc, char **argv)
 {
     if (argc < 1) {
         fputs(schedule_usage, stderr);
-        return HOCTL_EXIT_USAGE;
+        return hoctl_usage_error("schedule needs a verb: check or convert");
     }
     if (strcmp(argv[0], "help") == 0) {
         fputs(schedule_usage, stdout);

@@ -346,32 +346,40 @@ json_t *hoctl_json_error(int exit_rc, int cause, const char *message)
     return e;
 }
 
-/* The captured text as one sentence: each line's "hoctl: " dropped,
- * lines joined with "; ", trailing blanks trimmed (in place). */
+/* The captured text `t` as one sentence (malloc'ed, NULL on OOM): its
+ * "hoctl: " lines (all lines when there are none: a usage text is not the
+ * reason), "hoctl: " dropped, joined with "; ", trailing blanks trimmed.
+ * `t` is cut into lines in place. */
 static char *one_sentence(char *t)
 {
-    char *w = t;
+    size_t len = strlen(t);
+    char *out = malloc(2 * len + 1), *w = out;
+    if (!out)
+        return NULL;
+    bool tagged = strncmp(t, "hoctl: ", 7) == 0 || strstr(t, "\nhoctl: ");
     for (char *line = t; line && *line;) {
         char *nl = strchr(line, '\n');
         if (nl)
             *nl = '\0';
         if (strncmp(line, "hoctl: ", 7) == 0)
             line += 7;
+        else if (tagged)
+            line += strlen(line); /* skipped */
         size_t n = strlen(line);
         while (n && isspace((unsigned char)line[n - 1]))
             n--;
         if (n) {
-            if (w != t) {
+            if (w != out) {
                 memcpy(w, "; ", 2);
                 w += 2;
             }
-            memmove(w, line, n);
+            memcpy(w, line, n);
             w += n;
         }
         line = nl ? nl + 1 : NULL;
     }
     *w = '\0';
-    return t;
+    return out;
 }
 
 int hoctl_capture_end(int rc)
@@ -398,6 +406,7 @@ int hoctl_capture_end(int rc)
         json_object_set_new(o, "error",
                             hoctl_json_error(rc, have_cause ? cause_code : 0,
                                              msg));
+        free(msg);
         hoctl_json_emit(o);
     }
     free(text);

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "tests/integration/itest.h"
@@ -517,6 +518,57 @@ START_TEST(test_hoctl_exit_codes)
 }
 END_TEST
 
+/* The daemon's reason reaches the user (issue 10 item 7): at its
+ * connection limit it sends Error{-EAGAIN, "...maximum of 1
+ * connections..."} and closes; ho_connect returns that code (not
+ * HO_E_DISCONNECTED) and ho_last_error(NULL) the sentence, and hoctl
+ * prints it. */
+/* ho_connect, retried for up to 2 s while the daemon still counts a
+ * connection that was just closed (the harness's probe, ours). */
+static int connect_retry(const char *sock, const char *name, ho_client **c)
+{
+    int rc = -1;
+    for (int i = 0; i < 200 && rc != 0; i++) {
+        rc = ho_connect(sock, name, c);
+        if (rc != 0) {
+            struct timespec ts = {0, 10 * 1000000L};
+            nanosleep(&ts, NULL);
+        }
+    }
+    return rc;
+}
+
+START_TEST(test_refusal_reason_reaches_the_user)
+{
+    const char *args[] = {"--max-connections=1", NULL};
+    ho_harness *h = ho_harness_start_args(args);
+    const char *sock = ho_harness_socket(h);
+    ho_client *c1 = NULL, *c2 = NULL;
+    ck_assert_int_eq(connect_retry(sock, "it-holder", &c1), 0);
+    int rc;
+    char why[512];
+    rc = ho_connect(sock, "it-refused", &c2);
+    ck_assert_msg(rc == -EAGAIN, "ho_connect: %d (%s)", rc, ho_err_name(rc));
+    ck_assert_ptr_null(c2);
+    ho_last_error(NULL, why, sizeof(why));
+    ck_assert_msg(strstr(why, "maximum of 1 connections"), "'%s'", why);
+    char *out = NULL;
+    const char *a1[] = {"--socket", sock, "--json", "status", NULL};
+    ck_assert_int_eq(it_hoctl(&out, a1), 69);
+    ck_assert_msg(strstr(out, "\"cause\": \"EAGAIN\"") &&
+                      strstr(out, "maximum of 1 connections"),
+                  "%s", out);
+    free(out);
+    /* a successful connect clears the thread's sentence */
+    ho_close(c1);
+    ck_assert_int_eq(connect_retry(sock, "it-again", &c1), 0);
+    ck_assert_str_eq(ho_last_error(NULL, why, sizeof(why)), "");
+    ck_assert_int_eq(ho_register(c1, NULL, -1, 0), 0);
+    ho_close(c1);
+    ck_assert_int_eq(ho_harness_free(h), 0);
+}
+END_TEST
+
 static Suite *session_suite(void)
 {
     Suite *s = suite_create("integration_session");
@@ -527,6 +579,7 @@ static Suite *session_suite(void)
     tcase_add_test(tc, test_impossible_requests);
     tcase_add_test(tc, test_daemon_restart_under_client);
     tcase_add_test(tc, test_hoctl_exit_codes);
+    tcase_add_test(tc, test_refusal_reason_reaches_the_user);
     suite_add_tcase(s, tc);
     return s;
 }

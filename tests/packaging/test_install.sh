@@ -12,6 +12,7 @@ DESTDIR=$dest cmake --install "$build" --prefix /usr >/dev/null
 fail=0
 for f in usr/sbin/hyperoffloadd usr/bin/hoctl \
          usr/share/man/man1/hoctl.1 usr/share/man/man5/hyperoffloadd.conf.5 \
+         usr/share/bash-completion/completions/hoctl \
          usr/share/man/man8/hyperoffloadd.8 \
          usr/share/doc/hyperoffload/README.md usr/share/doc/hyperoffload/admin.md \
          usr/share/doc/hyperoffload/protocol.md \

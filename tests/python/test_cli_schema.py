@@ -42,6 +42,10 @@ class CliSchemaTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         hotest.require_hoctl()
+        # sanitizer build: this process (which loaded the library) runs
+        # without leak checks, the hoctl it starts with them
+        if "HO_DAEMON_ASAN_OPTIONS" in os.environ:
+            os.environ["ASAN_OPTIONS"] = os.environ["HO_DAEMON_ASAN_OPTIONS"]
         with open(SCHEMA_PATH, encoding="utf-8") as f:
             cls.schema = json.load(f)
         cls.validator_class = jsonschema.validators.validator_for(cls.schema)
@@ -299,9 +303,14 @@ class CliSchemaTest(unittest.TestCase):
                  ["-o", "name", "plan"], ["version", "--watch", "1"],
                  ["status", "--watch", "0"], ["status", "--count", "2"],
                  ["plan", "--trace", self.trace, "--budget", "1.5"]]
+        cases += [["trace"], ["trace", "gen"], ["schedule"], ["node"],
+                  ["trace", "frob"], ["plan", "--bogus"]]
         for args in cases:
             e = self.error(2, *args)
             self.assertEqual(e["name"], "usage", args)
+            # the reason, not a usage text
+            self.assertNotIn("usage:", e["message"], args)
+            self.assertLess(len(e["message"]), 300, args)
         e = self.error(2, "status", "-o", "nosuchcolumn")
         self.assertIn("CAPACITY", e["message"])  # the valid ones listed
 
@@ -342,6 +351,70 @@ class CliSchemaTest(unittest.TestCase):
         defs = set(self.schema["$defs"]) - set(
             self.schema.get("x-building-blocks", []))
         self.assertEqual(sorted(defs - self.seen), [])
+
+
+COMPLETION = os.path.join(hotest.SOURCE_DIR, "hoctl", "hoctl.bash-completion")
+
+
+class CompletionTest(unittest.TestCase):
+    """hoctl/hoctl.bash-completion, sourced by bash with the two
+    bash-completion helpers it uses stubbed: nouns, verbs, options and the
+    -o columns it offers are hoctl's own (taken from hoctl's help and its
+    error message listing the valid columns)."""
+
+    def complete(self, line):
+        words = line.split(" ")
+        script = """
+_init_completion() { cur=${COMP_WORDS[COMP_CWORD]}; prev=${COMP_WORDS[COMP_CWORD-1]};
+  words=("${COMP_WORDS[@]}"); cword=$COMP_CWORD; }
+_filedir() { COMPREPLY=(FILES); }
+compopt() { :; }
+complete() { :; }
+source "$1"; shift
+COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1))
+_hoctl
+printf '%s\\n' "${COMPREPLY[@]}"
+"""
+        p = subprocess.run(["bash", "-c", script, "bash", COMPLETION] + words,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           universal_newlines=True)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stderr, "")
+        return sorted(x for x in p.stdout.split("\n") if x)
+
+    def test_nouns_are_hoctls(self):
+        usage = hotest.hoctl("--help").stdout
+        nouns = {line.split()[0] for line in usage.splitlines()
+                 if line.startswith("  ") and not line.startswith("   ")
+                 and not line.lstrip().startswith("-")}
+        self.assertEqual(set(self.complete("hoctl ")), nouns)
+        self.assertEqual(self.complete("hoctl --json qu"), ["quota"])
+
+    def test_verbs_and_options(self):
+        self.assertEqual(self.complete("hoctl quota "),
+                         ["clear", "get", "list", "set"])
+        self.assertEqual(self.complete("hoctl quota set --tier "),
+                         ["ddr", "flash", "hbm"])
+        self.assertEqual(self.complete("hoctl --format "),
+                         ["csv", "json", "table"])
+        self.assertIn("--min-free", self.complete("hoctl health --"))
+        self.assertIn("--watch", self.complete("hoctl status --"))
+        self.assertEqual(self.complete("hoctl trace gen "),
+                         ["decode", "random", "train"])
+        self.assertEqual(self.complete("hoctl trace show "), ["FILES"])
+
+    def test_columns_are_hoctls(self):
+        for noun in ("status", "clients", "quota"):
+            p = hotest.hoctl("--json", noun, *(["list"] if noun == "quota"
+                                               else []),
+                             "-o", "nosuch", expect=(2,))
+            msg = json.loads(p.stdout)["error"]["message"]
+            valid = msg.split("valid columns: ")[1].split(", ")
+            got = self.complete("hoctl %s -o " % noun)
+            self.assertEqual(sorted(set(got) - {"all"}), sorted(valid), noun)
+        self.assertEqual(self.complete("hoctl status -o name,us"),
+                         ["name,USED"])
+        self.assertEqual(self.complete("hoctl clients -o +ag"), ["+AGE"])
 
 
 if __name__ == "__main__":

@@ -146,8 +146,10 @@ HO_EXPORT int ho_socket_path(const char *explicit_path, char *buf,
  * -errno from socket(2)/connect(2); -ENAMETOOLONG; HO_E_VERSION (no
  * common protocol version); HO_E_PROTOCOL (daemon sent something else than
  * Welcome or garbage); HO_E_DISCONNECTED (daemon closed the connection);
- * the code of an Error reply; -ENOMEM.  The reason is not retrievable
- * through ho_last_error() since no client exists; use ho_strerror(). */
+ * the code of an Error reply (also when the daemon refuses the connection
+ * with an Error and closes it, e.g. -EAGAIN at its connection limit);
+ * -ENOMEM.  ho_last_error(NULL, ...) gives the sentence of the calling
+ * thread's last failed ho_connect ("" when it failed before any reply). */
 HO_EXPORT int ho_connect(const char *socket_path, const char *client_name,
                          ho_client **ret_client);
 
@@ -182,8 +184,11 @@ HO_EXPORT int ho_shutting_down(const ho_client *c);
  * (the daemon's Error message, or a library description of a local
  * failure such as a disconnection) into buf[0..len), NUL-terminated and
  * truncated as needed; "" when nothing failed yet.  With several threads
- * the sentence belongs to whichever call failed last.  Returns buf (or ""
- * when buf is NULL or len is 0). */
+ * the sentence belongs to whichever call failed last.  c NULL: the
+ * calling thread's last failed ho_connect.  When the daemon closes the
+ * connection after an Error (request id 0), the failing call returns that
+ * Error's code and this its sentence.  Returns buf (or "" when buf is NULL
+ * or len is 0). */
 HO_EXPORT const char *ho_last_error(ho_client *c, char *buf, size_t len);
 
 /* ------------------------------------------------------------- session */
