@@ -326,9 +326,11 @@ static void print_text(const plan_workload *w, const np_client *c,
                         hoctl_fmt_size(f->h2d_bytes, b[6]));
     }
     hoctl_table_print(&t, "");
-    printf("\nnode: weighted exposed %s, max slowdown %.3f, alloc wait %s\n",
-           hoctl_fmt_us(res->weighted_exposed_us, b[0]), res->max_slowdown,
-           hoctl_fmt_us(res->alloc_wait_us, b[1]));
+    putchar('\n');
+    hoctl_field("weighted exposed", "%s",
+                hoctl_fmt_us(res->weighted_exposed_us, b[0]));
+    hoctl_field("max slowdown", "%.3f", res->max_slowdown);
+    hoctl_field("alloc wait", "%s", hoctl_fmt_us(res->alloc_wait_us, b[1]));
 }
 
 static int print_json(const plan_workload *w, const np_client *c,
@@ -358,15 +360,14 @@ static int print_json(const plan_workload *w, const np_client *c,
                             json_real(c[i].alone.step_time_us));
         json_object_set_new(x, "alone_exposed_us",
                             json_real(c[i].alone.exposed_us));
-        /* the node judge's figures of the last step */
-        json_object_update_new(
-            x, json_pack("{s:f, s:f, s:f, s:f, s:f, s:o, s:o, s:o}",
-                         "compute_us", f->compute_us, "step_time_us",
-                         f->step_time_us, "exposed_us", f->exposed_us,
-                         "alloc_wait_us", f->alloc_wait_us, "slowdown",
-                         f->slowdown, "h2d_bytes", hoctl_json_u64(f->h2d_bytes),
-                         "d2h_bytes", hoctl_json_u64(f->d2h_bytes),
-                         "actions", hoctl_json_u64(c[i].s->n_actions)));
+        json_object_set_new(x, "compute_us", json_real(f->compute_us));
+        json_object_set_new(x, "step_time_us", json_real(f->step_time_us));
+        json_object_set_new(x, "exposed_us", json_real(f->exposed_us));
+        json_object_set_new(x, "alloc_wait_us", json_real(f->alloc_wait_us));
+        json_object_set_new(x, "slowdown", json_real(f->slowdown));
+        json_object_set_new(x, "h2d_bytes", hoctl_json_u64(f->h2d_bytes));
+        json_object_set_new(x, "d2h_bytes", hoctl_json_u64(f->d2h_bytes));
+        json_object_set_new(x, "actions", hoctl_json_u64(c[i].s->n_actions));
         json_array_append_new(cl, x);
     }
     json_object_set_new(o, "clients", cl);
