@@ -421,7 +421,7 @@ int plan_svg_plan_write(FILE *out, const plan_trace *t,
     uint32_t *slot_st = NULL, n_slots = 0;
     uint64_t *slot_b = NULL;
     plan_trace_summary sm;
-    char title[400], sub[600], b1[32], b2[32], b3[32], b4[32], stage[300];
+    char title[400], sub[1100], b1[32], b2[32], b3[32], b4[32], stage[400];
     plan_svg *f = NULL;
     int g, r;
 
