@@ -652,11 +652,13 @@ static void draw_mem(const plan_svg *f, FILE *out, const vgroup *G, double y,
     }
     if (G->reference > 0) {
         double ry = SY((double)G->reference);
+        /* its label on the left when the budget's would cover it */
+        bool left = G->budget > 0 && fabs(ry - SY((double)G->budget)) < 12;
         fprintf(out, "<line x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" "
                 "stroke=\"#777\" stroke-dasharray=\"2 4\"/>\n<text "
-                "x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\" fill=\"#777\" "
+                "x=\"%.0f\" y=\"%.1f\" text-anchor=\"%s\" fill=\"#777\" "
                 "font-size=\"10\">no-offload peak %s</text>\n", X0, ry, X1,
-                ry, X1 - 4, ry - 3,
+                ry, left ? X0 + 4 : X1 - 4, ry - 3, left ? "start" : "end",
                 plan_svg_iec((double)G->reference, b, sizeof b));
     }
     if (G->budget > 0) {
