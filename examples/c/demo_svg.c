@@ -237,43 +237,22 @@ int demo_svg_save_steps(const char *path, const demo_step *steps, size_t n)
     return r;
 }
 
-/* The arrays a loaded picture owns. */
+/* The arrays a loaded picture owns, each with room for every line of
+ * the file (counted first). */
 typedef struct loaded {
     demo_point *m, *p;
-    size_t nm, np, cm, cp;
     demo_transfer *c, *x;
-    size_t nc, nx, cc, cx;
     demo_step *s;
-    size_t ns, cs;
+    size_t nm, np, nc, nx, ns;
+    void *block;        /* every array above, in one allocation */
 } loaded;
-
-static int push(void **arr, size_t *n, size_t *cap, size_t size)
-{
-    if (*n >= MAX_RECORDS)
-        return -E2BIG;
-    if (*n == *cap) {
-        size_t nc = *cap ? *cap * 2 : 256;
-        void *na = realloc(*arr, nc * size);
-        if (!na)
-            return -ENOMEM;
-        *arr = na;
-        *cap = nc;
-    }
-    (*n)++;
-    return 0;
-}
 
 void demo_svg_data_free(demo_svg_data *d)
 {
     loaded *L = d ? d->owned : NULL;
-    if (L) {
-        free(L->m);
-        free(L->p);
-        free(L->c);
-        free(L->x);
-        free(L->s);
-        free(L);
-    }
+    if (L)
+        free(L->block);
+    free(L);
     if (d)
         memset(d, 0, sizeof *d);
 }
@@ -302,13 +281,37 @@ int demo_svg_load(const char *path, demo_svg_data *d, char *err,
         snprintf(err, errlen, "%s: %s", path, strerror(errno));
         return r;
     }
-    L = calloc(1, sizeof *L);
-    if (!L) {
+    size_t lines = 0;
+    while (fgets(line, sizeof line, f))
+        lines++;
+    rewind(f);
+    if (lines > MAX_RECORDS) {
+        snprintf(err, errlen, "%s: more than %u records", path, MAX_RECORDS);
         fclose(f);
-        return -ENOMEM;
+        return -E2BIG;
+    }
+    L = calloc(1, sizeof *L);
+    if (L) {
+        /* points, copies, steps: each array room for every line */
+        size_t k = lines ? lines : 1;
+        char *b = L->block = calloc(k, 2 * sizeof(demo_point) +
+                                           2 * sizeof(demo_transfer) +
+                                           sizeof(demo_step));
+        if (b) {
+            L->m = (demo_point *)b;
+            L->p = L->m + k;
+            L->c = (demo_transfer *)(L->p + k);
+            L->x = L->c + k;
+            L->s = (demo_step *)(L->x + k);
+        }
     }
     d->owned = L;
-    while (r == 0 && fgets(line, sizeof line, f)) {
+    if (!L || !L->block) {
+        fclose(f);
+        demo_svg_data_free(d);
+        return -ENOMEM;
+    }
+    while (r == 0 && lineno < lines && fgets(line, sizeof line, f)) {
         unsigned long long a = 0, b = 0;
         double t0 = 0, t1 = 0, t2 = 0, t3 = 0, t4 = 0;
         int dir = 0, ok = 1, hc = 0;
@@ -333,32 +336,26 @@ int demo_svg_load(const char *path, demo_svg_data *d, char *err,
             d->predicted_end_us = t1;
             d->have_copies = hc != 0;
         } else if (line[0] == 'm' || line[0] == 'p') {
-            bool m = line[0] == 'm';
             ok = sscanf(line + 1, "%lf %llu", &t0, &a) == 2;
-            if (ok && (r = m ? push((void **)&L->m, &L->nm, &L->cm,
-                                    sizeof *L->m)
-                             : push((void **)&L->p, &L->np, &L->cp,
-                                    sizeof *L->p)) == 0)
-                (m ? L->m : L->p)[(m ? L->nm : L->np) - 1] =
-                    (demo_point){t0, a};
+            if (ok && line[0] == 'm')
+                L->m[L->nm++] = (demo_point){t0, a};
+            else if (ok)
+                L->p[L->np++] = (demo_point){t0, a};
         } else if (line[0] == 'c') {
             ok = sscanf(line + 1, "%d %lf %lf %llu %lf %lf %lf", &dir, &t0,
                         &t1, &a, &t2, &t3, &t4) == 7;
-            if (ok && (r = push((void **)&L->c, &L->nc, &L->cc,
-                                sizeof *L->c)) == 0)
-                L->c[L->nc - 1] = (demo_transfer){t0, t1, a, dir != 0, t2,
-                                                  t3, t4};
+            if (ok)
+                L->c[L->nc++] = (demo_transfer){t0, t1, a, dir != 0, t2, t3,
+                                                t4};
         } else if (line[0] == 'x') {
             ok = sscanf(line + 1, "%d %lf %lf %llu", &dir, &t0, &t1, &a) == 4;
-            if (ok && (r = push((void **)&L->x, &L->nx, &L->cx,
-                                sizeof *L->x)) == 0)
-                L->x[L->nx - 1] = (demo_transfer){t0, t1, a, dir != 0, 0, t0,
-                                                  0};
+            if (ok)
+                L->x[L->nx++] = (demo_transfer){t0, t1, a, dir != 0, 0, t0,
+                                                0};
         } else if (line[0] == 's') {
             ok = sscanf(line + 1, "%llu %lf %lf", &a, &t0, &t1) == 3;
-            if (ok && (r = push((void **)&L->s, &L->ns, &L->cs,
-                                sizeof *L->s)) == 0)
-                L->s[L->ns - 1] = (demo_step){a, t0, t1};
+            if (ok)
+                L->s[L->ns++] = (demo_step){a, t0, t1};
         } else {
             ok = 0;
         }
@@ -366,9 +363,6 @@ int demo_svg_load(const char *path, demo_svg_data *d, char *err,
             snprintf(err, errlen, "%s:%lu: not a picture record", path,
                      lineno);
             r = -EINVAL;
-        } else if (r < 0) {
-            snprintf(err, errlen, "%s:%lu: %s", path, lineno,
-                     r == -E2BIG ? "too many records" : strerror(-r));
         }
     }
     if (r == 0 && lineno == 0) {

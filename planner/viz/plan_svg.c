@@ -161,22 +161,16 @@ struct plan_svg {
     char *title, *subtitle;
     char *series[2];
     double t0, t1, us_per_col;
-    vgroup *g;
-    uint32_t n_g, cap_g, left_out_g;
-    vlink *l;
-    uint32_t n_l, cap_l, left_out_l;
+    vgroup g[PLAN_SVG_MAX_GROUPS];
+    uint32_t n_g, left_out_g;
+    vlink l[PLAN_SVG_MAX_LINK_ROWS];
+    uint32_t n_l, left_out_l;
 };
 
+/* A copy of s ("" for NULL). */
 static char *sdup(const char *s)
 {
-    size_t n = s ? strlen(s) : 0;
-    char *d = malloc(n + 1);
-    if (d) {
-        if (n)
-            memcpy(d, s, n);
-        d[n] = 0;
-    }
-    return d;
+    return strdup(s ? s : "");
 }
 
 plan_svg *plan_svg_new(const char *title, const char *subtitle, double t0_us,
@@ -201,29 +195,32 @@ plan_svg *plan_svg_new(const char *title, const char *subtitle, double t0_us,
     return f;
 }
 
+static void group_release(vgroup *g)
+{
+    char **strs[] = {&g->label, &g->note, &g->lane_note[0], &g->lane_note[1],
+                     &g->lane_note[2], &g->lane_note[3]};
+    for (size_t k = 0; k < sizeof strs / sizeof *strs; k++)
+        free(*strs[k]);
+    free(g->block);
+    free(g->waits);
+}
+
 plan_svg *plan_svg_free(plan_svg *f)
 {
-    if (!f)
-        return NULL;
-    for (uint32_t i = 0; i < f->n_g; i++) {
-        free(f->g[i].label);
-        free(f->g[i].note);
-        for (int l = 0; l < PLAN_SVG_LANE__COUNT; l++)
-            free(f->g[i].lane_note[l]);
-        free(f->g[i].block);
-        free(f->g[i].waits);
+    if (f) {
+        uint32_t i;
+        for (i = 0; i < f->n_g; i++)
+            group_release(&f->g[i]);
+        for (i = 0; i < f->n_l; i++) {
+            free(f->l[i].util[0]);
+            free(f->l[i].label);
+        }
+        free(f->series[0]);
+        free(f->series[1]);
+        free(f->subtitle);
+        free(f->title);
+        free(f);
     }
-    for (uint32_t i = 0; i < f->n_l; i++) {
-        free(f->l[i].label);
-        free(f->l[i].util[0]);
-    }
-    free(f->g);
-    free(f->l);
-    free(f->title);
-    free(f->subtitle);
-    free(f->series[0]);
-    free(f->series[1]);
-    free(f);
     return NULL;
 }
 
@@ -239,6 +236,15 @@ void plan_svg_series_names(plan_svg *f, const char *s0, const char *s1)
     }
 }
 
+/* n rows already, at most max: true (and one more left out) when full. */
+static bool full(uint32_t n, uint32_t max, uint32_t *left_out)
+{
+    if (n < max)
+        return false;
+    (*left_out)++;
+    return true;
+}
+
 /* Arrays of doubles per column in one block. */
 #define G_ARRAYS (4 + 2 * PLAN_SVG_LANE__COUNT + 1 + PLAN_SVG_STALL__COUNT + 1)
 
@@ -249,27 +255,15 @@ int plan_svg_group(plan_svg *f, const char *label, uint64_t budget,
     double *b;
     size_t k = 0;
 
-    if (f->n_g >= PLAN_SVG_MAX_GROUPS) {
-        f->left_out_g++;
+    if (full(f->n_g, PLAN_SVG_MAX_GROUPS, &f->left_out_g))
         return -E2BIG;
-    }
-    if (f->n_g == f->cap_g) {
-        uint32_t cap = f->cap_g ? f->cap_g * 2 : 4;
-        vgroup *ng = realloc(f->g, cap * sizeof *ng);
-        if (!ng)
-            return -ENOMEM;
-        f->g = ng;
-        f->cap_g = cap;
-    }
     g = &f->g[f->n_g];
     memset(g, 0, sizeof *g);
     g->label = sdup(label);
     g->block = b = calloc((size_t)G_ARRAYS * NCOL, sizeof(double));
     g->waits = calloc(NCOL, sizeof(uint32_t));
     if (!g->label || !b || !g->waits) {
-        free(g->label);
-        free(g->block);
-        free(g->waits);
+        group_release(g);
         return -ENOMEM;
     }
     g->budget = budget;
@@ -454,24 +448,13 @@ int plan_svg_link(plan_svg *f, const char *label, double h2d_cap,
                   double d2h_cap, int duplex)
 {
     vlink *L;
-    if (f->n_l >= PLAN_SVG_MAX_LINK_ROWS) {
-        f->left_out_l++;
+    if (full(f->n_l, PLAN_SVG_MAX_LINK_ROWS, &f->left_out_l))
         return -E2BIG;
-    }
-    if (f->n_l == f->cap_l) {
-        uint32_t cap = f->cap_l ? f->cap_l * 2 : 4;
-        vlink *nl = realloc(f->l, cap * sizeof *nl);
-        if (!nl)
-            return -ENOMEM;
-        f->l = nl;
-        f->cap_l = cap;
-    }
     L = &f->l[f->n_l];
     memset(L, 0, sizeof *L);
-    L->label = sdup(label);
     L->util[0] = calloc(2 * NCOL, sizeof(double));
-    if (!L->label || !L->util[0]) {
-        free(L->label);
+    L->label = L->util[0] ? sdup(label) : NULL;
+    if (!L->label) {
         free(L->util[0]);
         return -ENOMEM;
     }
@@ -539,34 +522,27 @@ static double cx(int c)
  * rects of height h at y; level n of `levels` is opacity n / levels.
  * Columns with a level get at least min_w px (a run is widened to the
  * right, within the plot). */
+/* The level of value v in 0 .. levels (0: nothing; anything else at
+ * least 1). */
+static int level(double v, double full, int levels)
+{
+    int lv;
+    if (!(v > 0))
+        return 0;
+    lv = (int)ceil(v / full * levels);
+    return lv < 1 ? 1 : lv > levels ? levels : lv;
+}
+
 static void draw_runs(FILE *out, const double *v, double full, int levels,
                       double y, double h, const char *color,
                       const char *cls, double min_w)
 {
     int c = 0;
     while (c < NCOL) {
-        int lv = 0;
-        if (v[c] > 0) {
-            lv = (int)ceil(v[c] / full * levels);
-            if (lv < 1)
-                lv = 1;
-            if (lv > levels)
-                lv = levels;
-        }
+        int lv = level(v[c], full, levels);
         int e = c + 1;
-        while (e < NCOL) {
-            int l2 = 0;
-            if (v[e] > 0) {
-                l2 = (int)ceil(v[e] / full * levels);
-                if (l2 < 1)
-                    l2 = 1;
-                if (l2 > levels)
-                    l2 = levels;
-            }
-            if (l2 != lv)
-                break;
+        while (e < NCOL && level(v[e], full, levels) == lv)
             e++;
-        }
         if (lv > 0) {
             double x = cx(c), w = e - c;
             if (w < min_w) {
@@ -676,11 +652,13 @@ static void draw_mem(const plan_svg *f, FILE *out, const vgroup *G, double y,
     }
     if (G->reference > 0) {
         double ry = SY((double)G->reference);
+        /* its label on the left when the budget's would cover it */
+        bool left = G->budget > 0 && fabs(ry - SY((double)G->budget)) < 12;
         fprintf(out, "<line x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" "
                 "stroke=\"#777\" stroke-dasharray=\"2 4\"/>\n<text "
-                "x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\" fill=\"#777\" "
+                "x=\"%.0f\" y=\"%.1f\" text-anchor=\"%s\" fill=\"#777\" "
                 "font-size=\"10\">no-offload peak %s</text>\n", X0, ry, X1,
-                ry, X1 - 4, ry - 3,
+                ry, left ? X0 + 4 : X1 - 4, ry - 3, left ? "start" : "end",
                 plan_svg_iec((double)G->reference, b, sizeof b));
     }
     if (G->budget > 0) {
@@ -721,14 +699,13 @@ static void draw_waits(const plan_svg *f, FILE *out, const vgroup *G,
     }
 }
 
+/* A duration in the unit the time axis would use for it. */
 static void fmt_us(double us, char *buf, size_t len)
 {
-    if (us >= 1e6)
-        snprintf(buf, len, "%.3f s", us / 1e6);
-    else if (us >= 1e3)
-        snprintf(buf, len, "%.1f ms", us / 1e3);
-    else
-        snprintf(buf, len, "%.1f us", us);
+    double div;
+    const char *unit;
+    plan_svg_time_unit(us * 2, &div, &unit);
+    snprintf(buf, len, "%.*f %s", div > 1e3 ? 3 : 1, us / div, unit);
 }
 
 static double draw_group(const plan_svg *f, FILE *out, const vgroup *G,
@@ -954,16 +931,27 @@ int plan_svg_write(plan_svg *f, FILE *out)
     return ferror(out) ? -EIO : 0;
 }
 
-int plan_svg_write_file(plan_svg *f, const char *path)
+int plan_svg_to_file(const char *path, int (*write)(const void *, FILE *),
+                     const void *arg)
 {
     FILE *out = fopen(path, "w");
     int r;
     if (!out)
         return -errno;
-    r = plan_svg_write(f, out);
+    r = write(arg, out);
     if (fclose(out) != 0 && r == 0)
         r = -errno;
     if (r < 0)
         unlink(path);
     return r;
+}
+
+static int write_fig(const void *f, FILE *out)
+{
+    return plan_svg_write((plan_svg *)f, out);
+}
+
+int plan_svg_write_file(plan_svg *f, const char *path)
+{
+    return plan_svg_to_file(path, write_fig, f);
 }

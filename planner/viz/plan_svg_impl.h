@@ -18,4 +18,9 @@ void plan_svg_time_unit(double span_us, double *ret_div,
 void plan_svg_header(FILE *out, int w, int h, const char *title,
                      const char *subtitle);
 
+/* Write through `write(arg, FILE *)` to path (created or truncated,
+ * removed again on error).  0 or -errno / write's code. */
+int plan_svg_to_file(const char *path, int (*write)(const void *, FILE *),
+                     const void *arg);
+
 #endif

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "hyperoffload/errors.h"
+#include "planner/viz/plan_svg_impl.h"
 
 /* Per op of a schedule: bit 0 a `wait` before it, bit 1 one after it. */
 static uint8_t *wait_flags(const plan_trace *t, const plan_schedule *s)
@@ -420,7 +421,7 @@ int plan_svg_plan_write(FILE *out, const plan_trace *t,
     uint32_t *slot_st = NULL, n_slots = 0;
     uint64_t *slot_b = NULL;
     plan_trace_summary sm;
-    char title[400], sub[600], b1[32], b2[32], b3[32], b4[32], stage[300];
+    char title[400], sub[1100], b1[32], b2[32], b3[32], b4[32], stage[400];
     plan_svg *f = NULL;
     int g, r;
 
@@ -504,17 +505,21 @@ out:
     return r;
 }
 
+typedef struct plan_args {
+    const plan_trace *t;
+    const plan_schedule *s;
+    const plan_svg_plan_opts *o;
+} plan_args;
+
+static int write_plan(const void *arg, FILE *out)
+{
+    const plan_args *a = arg;
+    return plan_svg_plan_write(out, a->t, a->s, a->o);
+}
+
 int plan_svg_plan_file(const char *path, const plan_trace *t,
                        const plan_schedule *s, const plan_svg_plan_opts *o)
 {
-    FILE *out = fopen(path, "w");
-    int r;
-    if (!out)
-        return -errno;
-    r = plan_svg_plan_write(out, t, s, o);
-    if (fclose(out) != 0 && r == 0)
-        r = -errno;
-    if (r < 0)
-        unlink(path);
-    return r;
+    plan_args a = {t, s, o};
+    return plan_svg_to_file(path, write_plan, &a);
 }

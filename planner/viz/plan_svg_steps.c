@@ -120,16 +120,12 @@ int plan_svg_steps_write(const plan_svg_steps *c, FILE *out)
     return ferror(out) ? -EIO : 0;
 }
 
+static int write_chart(const void *c, FILE *out)
+{
+    return plan_svg_steps_write(c, out);
+}
+
 int plan_svg_steps_write_file(const plan_svg_steps *c, const char *path)
 {
-    FILE *out = fopen(path, "w");
-    int r;
-    if (!out)
-        return -errno;
-    r = plan_svg_steps_write(c, out);
-    if (fclose(out) != 0 && r == 0)
-        r = -errno;
-    if (r < 0)
-        unlink(path);
-    return r;
+    return plan_svg_to_file(path, write_chart, c);
 }
