@@ -267,6 +267,43 @@ static size_t send_some(int fd, const uint8_t *p, size_t len, int wait_ms)
     return done;
 }
 
+/* Open n connections (Hello done) and send each buf[0, len) without
+ * blocking for more than wait_ms; rcvbuf > 0 shrinks their receive
+ * buffers (so that replies pile up in the daemon). */
+static void flood(const ho_harness *h, int *fds, int n, const uint8_t *buf,
+                  size_t len, int wait_ms, int rcvbuf)
+{
+    for (int i = 0; i < n; i++) {
+        fds[i] = rc_open(ho_harness_socket(h));
+        ck_assert_int_ge(fds[i], 0);
+        if (rcvbuf > 0)
+            setsockopt(fds[i], SOL_SOCKET, SO_RCVBUF, &rcvbuf,
+                       sizeof(rcvbuf));
+        send_some(fds[i], buf, len, wait_ms);
+    }
+}
+
+/* `reqs` StatusRequests back to back, as one buffer of *ret_len bytes
+ * (caller frees). */
+static uint8_t *status_stream(int reqs, size_t *ret_len)
+{
+    Hyperoffload__StatusRequest sr = HYPEROFFLOAD__STATUS_REQUEST__INIT;
+    Hyperoffload__Envelope e = HYPEROFFLOAD__ENVELOPE__INIT;
+    e.status_request = &sr;
+    e.body_case = HYPEROFFLOAD__ENVELOPE__BODY_STATUS_REQUEST;
+    e.version = HO_PROTO_VERSION;
+    uint8_t *one = NULL;
+    size_t n = 0;
+    ck_assert_int_eq(ho_frame_encode(&e, &one, &n), 0);
+    uint8_t *all = malloc(n * (size_t)reqs);
+    ck_assert_ptr_nonnull(all);
+    for (int k = 0; k < reqs; k++)
+        memcpy(all + (size_t)k * n, one, n);
+    free(one);
+    *ret_len = n * (size_t)reqs;
+    return all;
+}
+
 /* The Error a dropped peer was sent (skipping anything else before it):
  * its code, and its message copied into msg; 0 when none came. */
 static int error_of(int fd, char *msg, size_t len)
@@ -308,11 +345,7 @@ START_TEST(slowloris_bounded_and_timed_out)
     reset_peak(dpid);
     long long rss0 = proc_kb(dpid, "VmRSS:");
     int fds[N];
-    for (int i = 0; i < N; i++) {
-        fds[i] = rc_open(ho_harness_socket(h));
-        ck_assert_int_ge(fds[i], 0);
-        send_some(fds[i], junk, sent_each + 4, 300);
-    }
+    flood(h, fds, N, junk, sent_each + 4, 300, 0);
     long long ms = root_status_ms(h);
     ck_assert_msg(ms >= 0 && ms < 1000, "root status: %lld ms", ms);
     /* Trickle a byte a peer every 200 ms: only read_timeout ends it. */
@@ -363,30 +396,13 @@ START_TEST(slow_readers_bounded_in_total)
                                        "--max-output-total=12M", NULL};
     ho_harness *h = ho_harness_start_args(args);
     pid_t dpid = ho_harness_pid(h);
-    Hyperoffload__Envelope env = HYPEROFFLOAD__ENVELOPE__INIT;
-    Hyperoffload__StatusRequest sr = HYPEROFFLOAD__STATUS_REQUEST__INIT;
-    env.version = 1;
-    env.request_id = 7;
-    env.body_case = HYPEROFFLOAD__ENVELOPE__BODY_STATUS_REQUEST;
-    env.status_request = &sr;
-    uint8_t *one = NULL;
-    size_t one_len = 0;
-    ck_assert_int_eq(ho_frame_encode(&env, &one, &one_len), 0);
     enum { N = 8, REQS = 60000 };
-    uint8_t *many = malloc(one_len * REQS);
-    ck_assert_ptr_nonnull(many);
-    for (int k = 0; k < REQS; k++)
-        memcpy(many + (size_t)k * one_len, one, one_len);
+    size_t len = 0;
+    uint8_t *many = status_stream(REQS, &len);
     reset_peak(dpid);
     long long rss0 = proc_kb(dpid, "VmRSS:");
     int fds[N];
-    for (int i = 0; i < N; i++) {
-        fds[i] = rc_open(ho_harness_socket(h));
-        ck_assert_int_ge(fds[i], 0);
-        int small = 4096; /* the replies pile up in the daemon */
-        setsockopt(fds[i], SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
-        send_some(fds[i], many, one_len * REQS, 500);
-    }
+    flood(h, fds, N, many, len, 500, 4096);
     long long ms = root_status_ms(h);
     ck_assert_msg(ms >= 0 && ms < 1000, "root status: %lld ms", ms);
     ck_assert(ho_harness_wait_log(h, "above max_output", 5000));
@@ -415,7 +431,6 @@ START_TEST(slow_readers_bounded_in_total)
     ck_assert_msg(rss1 - rss0 < 16 * 1024, "RSS %lld kB before, %lld kB "
                   "after the readers left", rss0, rss1);
     free(many);
-    free(one);
     int st = ho_harness_free(h);
     ck_assert_msg(st == 0, "daemon exit status %d", st);
 }
