@@ -119,6 +119,24 @@ static const cfg_row rows[] = {
              "128M", RELOAD,
              "replies queued for one connection before it is dropped as too "
              "slow"),
+    SIZE_ROW("server", "max_output_total", "max-output-total",
+             max_output_total, MiB, TiB, "1G", RELOAD,
+             "replies queued for all connections together; above it the "
+             "connection with the most queued is dropped"),
+    SIZE_ROW("server", "max_partial_frames", "max-partial-frames",
+             max_partial, MiB, TiB, "256M", RELOAD,
+             "bytes of partly received frames held for all peers together; "
+             "a frame that would pass it is refused"),
+    U32_ROW("server", "handshake_timeout", "handshake-timeout",
+            handshake_timeout_s, 1, 3600, "10", RELOAD,
+            "seconds a new connection has to complete Hello"),
+    U32_ROW("server", "read_timeout", "read-timeout", read_timeout_s, 1,
+            3600, "30", RELOAD,
+            "seconds a frame may take from its first byte to its last"),
+    U32_ROW("server", "idle_timeout", "idle-timeout", idle_timeout_s, 0,
+            86400, "300", RELOAD,
+            "seconds a connection without a session may stay silent; 0: "
+            "no limit (connections with a session are never timed out)"),
     U32_ROW("server", "max_extents_per_session", "max-extents", max_extents,
             1, 1 << 24, "65536", RELOAD,
             "extents one session may hold at once"),
@@ -1112,7 +1130,8 @@ static int validate_ddr(const srv_config *c, char *err, size_t errlen)
     return 0;
 }
 
-/* [server] output above the frame size, a socket path that fits; [flash]
+/* [server] output (per connection and in total) and partial frames above
+ * the frame size, a socket path that fits; [flash]
  * paths distinct. */
 static int validate_server_flash(const srv_config *c, char *err,
                                  size_t errlen)
@@ -1123,6 +1142,20 @@ static int validate_server_flash(const srv_config *c, char *err,
         size_text(c->max_frame, b, sizeof(b));
         return ho_errf(err, errlen, HO_E_BAD_CONFIG, "[server] max_output %s "
                        "is below [server] max_frame %s", a, b);
+    }
+    if (c->max_output_total < c->max_output) {
+        size_text(c->max_output_total, a, sizeof(a));
+        size_text(c->max_output, b, sizeof(b));
+        return ho_errf(err, errlen, HO_E_BAD_CONFIG, "[server] "
+                       "max_output_total %s is below [server] max_output %s",
+                       a, b);
+    }
+    if (c->max_partial < c->max_frame) {
+        size_text(c->max_partial, a, sizeof(a));
+        size_text(c->max_frame, b, sizeof(b));
+        return ho_errf(err, errlen, HO_E_BAD_CONFIG, "[server] "
+                       "max_partial_frames %s is below [server] max_frame %s "
+                       "(a largest frame could never arrive)", a, b);
     }
     if (strlen(c->socket) >= sizeof(((struct sockaddr_un *)0)->sun_path))
         return ho_errf(err, errlen, HO_E_BAD_CONFIG,

@@ -44,6 +44,11 @@ typedef struct srv_config {
     uint32_t max_connections;
     uint64_t max_frame;
     uint64_t max_output;
+    uint64_t max_output_total;    /* all connections together */
+    uint64_t max_partial;         /* partly received frames, all peers */
+    uint32_t handshake_timeout_s;
+    uint32_t read_timeout_s;      /* a frame from first to last byte */
+    uint32_t idle_timeout_s;      /* READY without a session; 0 never */
     uint32_t max_extents;         /* per session */
     char *admin_group;            /* owned; "" = only root is admin */
     bool watchdog;
@@ -127,6 +132,7 @@ int srv_config_load_file(srv_config *c, const char *path, char *err,
 /* Cross-setting checks (alignment a power of two, list lengths matching the
  * device count, hugepage alignment, reserves below capacities, distinct
  * flash paths and device names, socket path length, max_output >=
+ * max_frame, max_output_total >= max_output, max_partial_frames >=
  * max_frame, planner name).  0 or HO_E_BAD_CONFIG with err. */
 int srv_config_validate(const srv_config *c, char *err, size_t errlen);
 

@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +30,13 @@ struct srv_out_frame {
 };
 
 static void conn_flush(srv_conn *c);
+
+/* c's queued output shrank by n bytes (written, sent or discarded). */
+static void queued_sub(srv_conn *c, uint64_t n)
+{
+    c->queued_bytes -= n;
+    c->d->output_bytes -= n;
+}
 
 /* ------------------------------------------------------------ frames */
 
@@ -90,7 +98,7 @@ static void on_write(uv_write_t *req, int status)
 {
     srv_out_frame *f = req->data;
     srv_conn *c = f->c;
-    c->queued_bytes -= f->len - f->off;
+    queued_sub(c, f->len - f->off);
     frame_free(f);
     if (c->state == SRV_CONN_CLOSING)
         return;
@@ -147,7 +155,7 @@ static int send_with_fd(srv_conn *c, srv_out_frame *f)
         close(f->fds[i]);
     f->n_fds = 0;
     f->off = (size_t)n;
-    c->queued_bytes -= (uint64_t)n;
+    queued_sub(c, (uint64_t)n);
     return 1;
 }
 
@@ -188,7 +196,7 @@ static void conn_flush(srv_conn *c)
         f->req.data = f;
         int rc = uv_write(&f->req, (uv_stream_t *)&c->pipe, &b, 1, on_write);
         if (rc < 0) {
-            c->queued_bytes -= f->len - f->off;
+            queued_sub(c, f->len - f->off);
             frame_free(f);
             srv_debug("connection %llu: write: %s", (unsigned long long)c->id,
                       uv_strerror(rc));
@@ -263,26 +271,56 @@ static srv_out_frame *frame_new(srv_conn *c, uint8_t *buf, size_t len,
     return f;
 }
 
+/* Drop x for its queued output (it does not read): logged with the peer
+ * and the cap it passed, counted. */
+static void drop_for_output(srv_conn *x, const char *what, uint64_t cap)
+{
+    char a[32], b[32];
+    srv_warn("connection %llu (pid %d, uid %u): dropped: %s of replies "
+             "queued, above %s %s (the peer does not read)",
+             (unsigned long long)x->id, (int)x->pid, (unsigned)x->uid,
+             ho_size_format(x->queued_bytes, a, sizeof(a)), what,
+             ho_size_format(cap, b, sizeof(b)));
+    x->d->output_drops++;
+    srv_conn_close(x);
+}
+
+/* The linked connection with the most queued output. */
+static srv_conn *largest_queue(srv_daemon *d)
+{
+    srv_conn *big = NULL;
+    for (srv_conn *x = d->conns; x; x = x->next)
+        if (!big || x->queued_bytes > big->queued_bytes)
+            big = x;
+    return big;
+}
+
 /* Append f to c's pending queue; drop c when its output passes
- * max_output.  0 or HO_E_DISCONNECTED. */
+ * max_output, and the connections with the most queued while all of them
+ * together pass max_output_total.  0, or HO_E_DISCONNECTED when c was
+ * dropped. */
 static int enqueue(srv_conn *c, srv_out_frame *f)
 {
+    srv_daemon *d = c->d;
     c->queued_bytes += f->len;
+    d->output_bytes += f->len;
     if (c->pend_tail)
         c->pend_tail->next = f;
     else
         c->pend_head = f;
     c->pend_tail = f;
-    uint64_t cap = c->d->cfg.max_output;
-    if (c->queued_bytes > cap) {
-        char a[32], b[32];
-        srv_warn("connection %llu (pid %d, uid %u): dropped: %s of replies "
-                 "queued, above max_output %s (the peer does not read)",
-                 (unsigned long long)c->id, (int)c->pid, (unsigned)c->uid,
-                 ho_size_format(c->queued_bytes, a, sizeof(a)),
-                 ho_size_format(cap, b, sizeof(b)));
-        srv_conn_close(c);
+    if (c->queued_bytes > d->cfg.max_output) {
+        drop_for_output(c, "max_output", d->cfg.max_output);
         return HO_E_DISCONNECTED;
+    }
+    while (d->output_bytes > d->cfg.max_output_total) {
+        srv_conn *big = largest_queue(d);
+        if (!big || big->queued_bytes == 0)
+            break; /* only closing connections' writes remain */
+        drop_for_output(big, "max_output_total (all connections)",
+                        d->cfg.max_output_total);
+        if (big == c)
+            return HO_E_DISCONNECTED;
     }
     return 0;
 }
@@ -413,14 +451,25 @@ void srv_conn_close(srv_conn *c)
     c->state = SRV_CONN_CLOSING;
     hook_closing(c);
     unlink_conn(c);
+    uint64_t freed = c->partial_held;
     while (c->pend_head) {
         srv_out_frame *f = c->pend_head;
         c->pend_head = f->next;
-        c->queued_bytes -= f->len - f->off;
+        freed += f->len;
+        queued_sub(c, f->len - f->off);
         frame_free(f);
     }
     c->pend_tail = NULL;
+    /* The partial frame goes now (not in the close callback), so that the
+     * total is right at once. */
+    c->d->partial_bytes -= c->partial_held;
+    c->partial_held = 0;
+    ho_frame_reader_done(&c->reader);
     close_handles(c);
+    /* Large buffers freed: give the memory back to the system (glibc
+     * keeps freed heap otherwise, and an attack's peak would stay). */
+    if (freed >= SRV_TRIM_MIN)
+        malloc_trim(0);
 }
 
 void srv_conn_abort(srv_conn *c)
@@ -489,6 +538,35 @@ static void on_eof(srv_conn *c)
     }
 }
 
+/* Count what the reader now holds for c in d->partial_bytes; false (and
+ * the connection finished with the reason) when all peers together pass
+ * max_partial_frames. */
+static bool account_partial(srv_conn *c)
+{
+    srv_daemon *d = c->d;
+    uint32_t held = c->reader.cap;
+    d->partial_bytes += held;
+    d->partial_bytes -= c->partial_held;
+    c->partial_held = held;
+    if (d->partial_bytes <= d->cfg.max_partial ||
+        c->state == SRV_CONN_FLUSHING || c->state == SRV_CONN_CLOSING)
+        return true;
+    char a[32], b[32];
+    d->partial_refusals++;
+    srv_conn_fatal(c, 0, HO_E_FRAME_TOO_LARGE,
+                   "the daemon holds %s of partly received frames from all "
+                   "peers, above max_partial_frames %s; this frame (%u of "
+                   "%u bytes received) is refused",
+                   ho_size_format(d->partial_bytes, a, sizeof(a)),
+                   ho_size_format(d->cfg.max_partial, b, sizeof(b)),
+                   c->reader.have, c->reader.need);
+    /* The connection reads no more: let go of its partial frame now. */
+    d->partial_bytes -= c->partial_held;
+    c->partial_held = 0;
+    ho_frame_reader_done(&c->reader);
+    return false;
+}
+
 /* The frame reader refused a frame (rc < 0): fatal. */
 static void frame_refused(srv_conn *c, int rc)
 {
@@ -521,24 +599,36 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
      * the hook, which may end the connection (the loop then stops). */
     const uint8_t *p = (const uint8_t *)buf->base;
     size_t left = (size_t)nread;
+    uint64_t now = uv_now(&c->d->loop);
     while (left > 0 && (c->state == SRV_CONN_HANDSHAKE ||
                         c->state == SRV_CONN_READY)) {
         size_t used = 0;
         uint8_t *payload = NULL;
         size_t plen = 0;
+        if (!c->frame_start_ms)
+            c->frame_start_ms = now;
         int rc = ho_frame_reader_feed(&c->reader, p, left, &used, &payload,
                                       &plen);
         p += used;
         left -= used;
+        if (rc == 1)
+            c->frame_start_ms = 0;
+        if (!account_partial(c)) { /* refused: the connection finishes */
+            free(payload);
+            break;
+        }
         if (rc == 0)
             break;
         if (rc < 0) {
             frame_refused(c, rc);
             break;
         }
+        c->last_request_ms = now;
         c->hooks->payload(c, payload, plen);
         free(payload);
     }
+    if (!ho_frame_reader_partial(&c->reader))
+        c->frame_start_ms = 0;
 }
 
 /* ------------------------------------------------------------ creating */
@@ -560,6 +650,7 @@ srv_conn *srv_conn_new(srv_daemon *d, const srv_conn_hooks *hooks)
     ho_frame_reader_init(&c->reader, HO_FRAME_LIMIT_HANDSHAKE);
     c->max_frame = (uint32_t)d->cfg.max_frame;
     c->id = ++d->next_conn_id;
+    c->accepted_ms = c->last_request_ms = uv_now(&d->loop);
     return c;
 }
 

@@ -75,7 +75,13 @@ struct srv_conn {
     ho_frame_reader reader;
     srv_out_frame *pend_head;    /* frames not yet handed to libuv */
     srv_out_frame *pend_tail;
-    uint64_t queued_bytes;       /* pending + handed to libuv, unwritten */
+    uint64_t queued_bytes;       /* pending + handed to libuv, unwritten
+                                    (counted in d->output_bytes too) */
+    uint32_t partial_held;       /* reader.cap counted in d->partial_bytes */
+    uint64_t accepted_ms;        /* uv_now at srv_conn_new */
+    uint64_t frame_start_ms;     /* first byte of the frame being read, 0
+                                    between frames */
+    uint64_t last_request_ms;    /* last complete frame (accept before) */
     uint64_t flush_deadline;     /* uv_now() ms, SRV_CONN_FLUSHING */
     int handles_open;
     bool timer_armed;

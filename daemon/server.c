@@ -181,22 +181,16 @@ static const srv_conn_hooks conn_hooks = {
     .closing = conn_closing,
 };
 
-/* Fill c's uid, gid, pid (SO_PEERCRED) and admin flag.  0 or -1 (logged). */
-static int peer_identity(srv_conn *c)
+/* The peer's uid, gid, pid of an accepted socket (SO_PEERCRED).  0 or
+ * -1 (logged). */
+static int peer_cred(int fd, struct ucred *ret)
 {
-    uv_os_fd_t fd;
-    struct ucred cred;
-    socklen_t cl = sizeof(cred);
-    if (uv_fileno((uv_handle_t *)&c->pipe, &fd) < 0 ||
-        getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) < 0) {
+    socklen_t cl = sizeof(*ret);
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, ret, &cl) < 0) {
         srv_warn("accept: cannot read the peer's credentials: %s",
                  strerror(errno));
         return -1;
     }
-    c->uid = cred.uid;
-    c->gid = cred.gid;
-    c->pid = cred.pid;
-    c->admin = srv_authz_is_admin(&c->d->authz, cred.uid, cred.gid);
     return 0;
 }
 
@@ -242,26 +236,31 @@ static bool fds_left_for(srv_daemon *d, bool admin, uint64_t *ret_open)
     return open + need <= d->fd_limit;
 }
 
-/* A connection refused for want of descriptors: counted, logged once per
- * spell (with the first peer), answered with the reason. */
-static void refuse_for_fds(srv_conn *c, uint64_t open)
+/* A peer (accepted on fd, no connection made for it) refused for want of
+ * descriptors: counted, logged once per spell (with the first peer), told
+ * the reason, and its descriptor closed at once, so that a burst of
+ * refused peers does not itself hold descriptors. */
+static void refuse_for_fds(srv_daemon *d, int fd, const struct ucred *cr,
+                           bool admin, uint64_t open)
 {
-    srv_daemon *d = c->d;
     d->fd_refusals++;
     if (!d->fd_short)
         srv_warn("descriptors: %llu of the limit of %llu are open; refusing "
                  "new %s connections (first: pid %d, uid %u) until some "
                  "close", (unsigned long long)open,
                  (unsigned long long)d->fd_limit,
-                 c->admin ? "admin" : "non-admin", (int)c->pid,
-                 (unsigned)c->uid);
+                 admin ? "admin" : "non-admin", (int)cr->pid,
+                 (unsigned)cr->uid);
     d->fd_short = true;
-    srv_conn_fatal(c, 0, -EMFILE,
-                   "the daemon is short of file descriptors (%llu of its "
-                   "limit of %llu are open, the rest is kept for %s); try "
-                   "again later", (unsigned long long)open,
-                   (unsigned long long)d->fd_limit,
-                   c->admin ? "its own work" : "admins and its own work");
+    char msg[256];
+    snprintf(msg, sizeof(msg), "the daemon is short of file descriptors "
+             "(%llu of its limit of %llu are open, the rest is kept for "
+             "%s); try again later", (unsigned long long)open,
+             (unsigned long long)d->fd_limit,
+             admin ? "its own work" : "admins and its own work");
+    srv_debug("accept: pid %d, uid %u refused: %s", (int)cr->pid,
+              (unsigned)cr->uid, msg);
+    srv_conn_refuse_raw(fd, -EMFILE, msg);
 }
 
 /* The spare descriptor, taken (again) so that the next EMFILE can be
@@ -303,11 +302,80 @@ static void accept_out_of_fds(srv_daemon *d, int e)
                    0);
 }
 
+/* ------------------------------------------------------------ timeouts */
+
+/* Close c with the reason when one of its timeouts passed: no Hello
+ * within handshake_timeout, a frame not complete read_timeout after its
+ * first byte (a peer trickling a large frame), silent for idle_timeout
+ * without a session.  Counted; srv_conn_fatal logs it once with the
+ * peer. */
+static void check_timeouts(srv_conn *c, uint64_t now)
+{
+    const srv_config *cfg = &c->d->cfg;
+    if (c->state != SRV_CONN_HANDSHAKE && c->state != SRV_CONN_READY)
+        return;
+    uint64_t hs = (uint64_t)cfg->handshake_timeout_s * 1000;
+    uint64_t rd = (uint64_t)cfg->read_timeout_s * 1000;
+    uint64_t idle = (uint64_t)cfg->idle_timeout_s * 1000;
+    if (c->state == SRV_CONN_HANDSHAKE && now - c->accepted_ms >= hs) {
+        c->d->timeouts++;
+        srv_conn_fatal(c, 0, -ETIMEDOUT, "no Hello within %u s of "
+                       "connecting (handshake_timeout)",
+                       cfg->handshake_timeout_s);
+    } else if (c->frame_start_ms && now - c->frame_start_ms >= rd) {
+        c->d->timeouts++;
+        srv_conn_fatal(c, 0, -ETIMEDOUT, "a frame of %u bytes was not "
+                       "complete %u s after its first byte (%u received; "
+                       "read_timeout)", c->reader.need, cfg->read_timeout_s,
+                       c->reader.have);
+    } else if (idle && c->state == SRV_CONN_READY && !c->session &&
+               !c->frame_start_ms && now - c->last_request_ms >= idle) {
+        c->d->timeouts++;
+        srv_conn_fatal(c, 0, -ETIMEDOUT, "no request for %u s and no "
+                       "session (idle_timeout)", cfg->idle_timeout_s);
+    }
+}
+
+static void on_sweep(uv_timer_t *t)
+{
+    srv_daemon *d = t->data;
+    uint64_t now = uv_now(&d->loop);
+    srv_conn *c = d->conns;
+    while (c) {
+        srv_conn *next = c->next;
+        check_timeouts(c, now);
+        c = next;
+    }
+}
+
 /* ------------------------------------------------------------ accepting */
 
-/* Serve a connection accepted on fd (owned from here on). */
+/* Serve a connection accepted on fd (owned from here on): refused at
+ * once when too few descriptors are left for it (the admin lookup only
+ * when that matters), else a connection made, linked and read. */
 static void serve_accepted(srv_daemon *d, int fd)
 {
+    struct ucred cr;
+    if (peer_cred(fd, &cr) < 0) {
+        close(fd);
+        return;
+    }
+    uint64_t open = 0;
+    int admin = -1; /* not looked up yet */
+    if (!fds_left_for(d, false, &open)) {
+        admin = srv_authz_is_admin(&d->authz, cr.uid, cr.gid);
+        if (!admin || !fds_left_for(d, true, &open)) {
+            refuse_for_fds(d, fd, &cr, admin, open);
+            return;
+        }
+    }
+    if (d->fd_short) {
+        srv_notice("descriptors: accepting connections again (%llu "
+                   "refused, %llu accept errors so far)",
+                   (unsigned long long)d->fd_refusals,
+                   (unsigned long long)d->accept_fd_errors);
+        d->fd_short = false;
+    }
     srv_conn *c = srv_conn_new(d, &conn_hooks);
     if (!c) {
         srv_err("accept: out of memory");
@@ -321,10 +389,11 @@ static void serve_accepted(srv_daemon *d, int fd)
         srv_conn_abort(c);
         return;
     }
-    if (peer_identity(c) < 0) {
-        srv_conn_abort(c);
-        return;
-    }
+    c->uid = cr.uid;
+    c->gid = cr.gid;
+    c->pid = cr.pid;
+    c->admin = admin >= 0 ? admin
+                          : srv_authz_is_admin(&d->authz, cr.uid, cr.gid);
     if (srv_conn_link(c) < 0) {
         srv_err("accept: out of memory");
         srv_conn_abort(c);
@@ -345,18 +414,6 @@ static void serve_accepted(srv_daemon *d, int fd)
         srv_conn_fatal(c, 0, HO_E_SHUTTING_DOWN,
                        "the daemon is shutting down");
         return;
-    }
-    uint64_t open = 0;
-    if (!fds_left_for(d, c->admin, &open)) {
-        refuse_for_fds(c, open);
-        return;
-    }
-    if (d->fd_short) {
-        srv_notice("descriptors: accepting connections again (%llu "
-                   "refused, %llu accept errors so far)",
-                   (unsigned long long)d->fd_refusals,
-                   (unsigned long long)d->accept_fd_errors);
-        d->fd_short = false;
     }
     rc = srv_conn_start_reading(c);
     if (rc < 0) {
@@ -584,6 +641,9 @@ int srv_server_listen(srv_daemon *d, char *err, size_t errlen)
     take_spare(d);
     uv_timer_init(&d->loop, &d->accept_timer);
     d->accept_timer.data = d;
+    uv_timer_init(&d->loop, &d->sweep_timer);
+    d->sweep_timer.data = d;
+    uv_timer_start(&d->sweep_timer, on_sweep, SRV_SWEEP_MS, SRV_SWEEP_MS);
     rc = uv_poll_init(&d->loop, &d->listener, fd);
     if (rc == 0) {
         d->listener.data = d;
@@ -595,6 +655,7 @@ int srv_server_listen(srv_daemon *d, char *err, size_t errlen)
         ho_errf(err, errlen, 0, "cannot listen on %s: %s", d->socket_path,
                 uv_strerror(rc));
         uv_close((uv_handle_t *)&d->accept_timer, NULL);
+        uv_close((uv_handle_t *)&d->sweep_timer, NULL);
         close_listen_fds(d);
         if (d->socket_created)
             unlink(d->socket_path);
@@ -627,6 +688,7 @@ void srv_server_stop_listening(srv_daemon *d)
     uv_poll_stop(&d->listener);
     uv_close((uv_handle_t *)&d->listener, NULL);
     uv_close((uv_handle_t *)&d->accept_timer, NULL);
+    uv_close((uv_handle_t *)&d->sweep_timer, NULL);
     close_listen_fds(d);
     remove_socket(d);
 }

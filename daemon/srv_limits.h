@@ -73,6 +73,14 @@
 /* Bytes of the read buffer all connections share (loop thread): one
  * syscall reads several small frames; larger frames take several reads. */
 #define SRV_READ_BUF (64u << 10)
+/* Bytes of queued output or partial frame a closing connection must have
+ * freed for the daemon to hand freed heap back to the system
+ * (malloc_trim): an attack's peak does not stay in the RSS, and small
+ * closes do not pay for a trim. */
+#define SRV_TRIM_MIN (16ull << 20)
+/* Period of the sweep that enforces handshake_timeout, read_timeout and
+ * idle_timeout (settings in seconds: a second's resolution is enough). */
+#define SRV_SWEEP_MS 1000
 /* A closing connection gets this long to read its last replies (the
  * final Error of a fatal protocol error, say) before it is closed. */
 #define SRV_FLUSH_TIMEOUT_MS 5000

@@ -130,6 +130,12 @@ struct srv_daemon {
 
     /* connections (connection.c) */
     uint8_t read_buf[SRV_READ_BUF]; /* shared by all reads (loop thread) */
+    uint64_t output_bytes;       /* queued replies, all connections */
+    uint64_t partial_bytes;      /* buffers of partly received frames */
+    uint64_t output_drops;       /* connections dropped: output caps */
+    uint64_t partial_refusals;   /* frames refused: max_partial_frames */
+    uint64_t timeouts;           /* connections closed by a timeout */
+    uv_timer_t sweep_timer;      /* server.c: timeouts, every second */
     srv_conn *conns;
     uint32_t n_conns;
     srv_idmap conn_ids;

@@ -59,7 +59,7 @@ void ho_frame_reader_done(ho_frame_reader *r)
 {
     free(r->buf);
     r->buf = NULL;
-    r->hdr_have = r->need = r->have = 0;
+    r->hdr_have = r->need = r->have = r->cap = 0;
 }
 
 void ho_frame_reader_set_limit(ho_frame_reader *r, uint32_t limit)
@@ -97,17 +97,29 @@ int ho_frame_reader_feed(ho_frame_reader *r, const uint8_t *data, size_t len,
                 *ret_consumed = used;
                 return HO_E_FRAME_TOO_LARGE;
             }
-            r->buf = malloc(n);
-            if (!r->buf) {
-                *ret_consumed = used;
-                return -ENOMEM;
-            }
             r->need = n;
             r->have = 0;
+            r->cap = 0;
         }
         size_t take = r->need - r->have;
         if (take > len - used)
             take = len - used;
+        if (r->have + take > r->cap) {
+            /* Grow with what arrived: doubling, at least what is needed
+             * now, at most the announced length. */
+            uint64_t cap = r->cap ? 2ull * r->cap : HO_FRAME_READ_FIRST;
+            if (cap < r->have + take)
+                cap = r->have + take;
+            if (cap > r->need)
+                cap = r->need;
+            uint8_t *nb = realloc(r->buf, (size_t)cap);
+            if (!nb) {
+                *ret_consumed = used;
+                return -ENOMEM;
+            }
+            r->buf = nb;
+            r->cap = (uint32_t)cap;
+        }
         memcpy(r->buf + r->have, data + used, take);
         r->have += (uint32_t)take;
         used += take;
@@ -115,7 +127,7 @@ int ho_frame_reader_feed(ho_frame_reader *r, const uint8_t *data, size_t len,
             *ret_payload = r->buf;
             *ret_len = r->need;
             r->buf = NULL;
-            r->hdr_have = r->need = r->have = 0;
+            r->hdr_have = r->need = r->have = r->cap = 0;
             *ret_consumed = used;
             return 1;
         }

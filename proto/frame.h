@@ -65,6 +65,8 @@ typedef struct ho_frame_reader {
     uint32_t hdr_have;
     uint32_t limit;
     uint8_t *buf;     /* payload being assembled, owned by the reader */
+    uint32_t cap;     /* bytes allocated for buf: grows with `have` (from
+                         HO_FRAME_READ_FIRST, doubling) up to `need` */
     uint32_t need;    /* payload length announced by the header */
     uint32_t have;
 } ho_frame_reader;

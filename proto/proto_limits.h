@@ -35,6 +35,10 @@
  * the 4-byte length header can announce, so no length arithmetic near it
  * overflows a uint32. */
 #define HO_FRAME_LIMIT_MAX (1u << 30)
+/* First allocation for an incoming frame's payload; the buffer then grows
+ * (doubling) as bytes arrive, never on the announced length alone, so a
+ * peer that announces a large frame and sends little holds little. */
+#define HO_FRAME_READ_FIRST (64u * 1024u)
 
 /* ---- control region (proto/control.h) ---- */
 

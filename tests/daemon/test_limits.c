@@ -2,7 +2,11 @@
  * (issue 10), on the real daemon and real sockets: out of descriptors (a
  * low RLIMIT_NOFILE, many clients of another uid), every client gets a
  * session or an Error with the reason, root's status still answers, the
- * daemon stays up. */
+ * daemon stays up; slowloris (peers announcing large frames and sending
+ * most of them, then trickling) and slow readers (peers that never read
+ * their replies) stay within the configured totals of the daemon's
+ * memory, are told why and dropped, and root's status answers within 1 s
+ * meanwhile. */
 #include <check.h>
 #include <errno.h>
 #include <grp.h>
@@ -12,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -21,6 +26,7 @@
 #include "tests/daemon/rawclient.h"
 
 #define NOBODY 65534
+#define MiB (1ull << 20)
 
 static long long now_ms(void)
 {
@@ -52,7 +58,7 @@ static const char *rlimit_wrapper(int soft, int hard)
 static void rm_wrapper(const char *path)
 {
     unlink(path);
-    char dir[PATH_MAX];
+    char dir[PATH_MAX + 16];
     snprintf(dir, sizeof(dir), "%s", path);
     *strrchr(dir, '/') = '\0';
     rmdir(dir);
@@ -177,8 +183,17 @@ START_TEST(out_of_descriptors_refuses_with_reason_root_served)
     ck_assert_int_eq(read(report[0], &o, sizeof(o)), (ssize_t)sizeof(o));
     /* Held sessions: root is still served, quickly. */
     long long ms = root_status_ms(h);
-    ck_assert_msg(ms >= 0 && ms < 1000, "root status: %lld ms", ms);
+    if (ms < 0 || ms >= 1000) {
+        char *log = ho_harness_log(h);
+        size_t n = log ? strlen(log) : 0;
+        ck_abort_msg("root status: %lld ms; log: %s", ms,
+                     log ? log + (n > 3000 ? n - 3000 : 0) : "");
+    }
     ck_assert_int_eq(ho_harness_poll_exit(h), -1);
+    if (getenv("HO_LIMITS_VERBOSE"))
+        fprintf(stderr, "descriptors: %d registered, %d refused for fds, %d "
+                "other errors, %d silent; root status %lld ms\n",
+                o.registered, o.refused_fds, o.other_error, o.silent, ms);
     ck_assert_msg(o.registered >= 10 && o.refused_fds >= 1 &&
                       o.silent == 0 &&
                       o.registered + o.refused_fds + o.other_error == 200,
@@ -203,12 +218,232 @@ START_TEST(out_of_descriptors_refuses_with_reason_root_served)
 }
 END_TEST
 
+/* kB of "VmRSS:" or "VmHWM:" in /proc/<pid>/status, -1 if absent. */
+static long long proc_kb(pid_t pid, const char *field)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "r");
+    long long kb = -1;
+    if (!f)
+        return -1;
+    while (fgets(line, sizeof(line), f))
+        if (strncmp(line, field, strlen(field)) == 0)
+            kb = atoll(line + strlen(field));
+    fclose(f);
+    return kb;
+}
+
+/* Reset the daemon's peak RSS (VmHWM) to its current RSS. */
+static void reset_peak(pid_t pid)
+{
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/clear_refs", (int)pid);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("5", f);
+    fclose(f);
+}
+
+/* Send up to len bytes without blocking for more than ~wait_ms in all;
+ * returns what went out. */
+static size_t send_some(int fd, const uint8_t *p, size_t len, int wait_ms)
+{
+    size_t done = 0;
+    long long until = now_ms() + wait_ms;
+    while (done < len && now_ms() < until) {
+        ssize_t n = send(fd, p + done, len - done,
+                         MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (n > 0) {
+            done += (size_t)n;
+            continue;
+        }
+        if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK &&
+            errno != EINTR)
+            break;
+        struct pollfd pf = {.fd = fd, .events = POLLOUT};
+        poll(&pf, 1, 20);
+    }
+    return done;
+}
+
+/* Open n connections (Hello done) and send each buf[0, len) without
+ * blocking for more than wait_ms; rcvbuf > 0 shrinks their receive
+ * buffers (so that replies pile up in the daemon). */
+static void flood(const ho_harness *h, int *fds, int n, const uint8_t *buf,
+                  size_t len, int wait_ms, int rcvbuf)
+{
+    for (int i = 0; i < n; i++) {
+        fds[i] = rc_open(ho_harness_socket(h));
+        ck_assert_int_ge(fds[i], 0);
+        if (rcvbuf > 0)
+            setsockopt(fds[i], SOL_SOCKET, SO_RCVBUF, &rcvbuf,
+                       sizeof(rcvbuf));
+        send_some(fds[i], buf, len, wait_ms);
+    }
+}
+
+/* `reqs` StatusRequests back to back, as one buffer of *ret_len bytes
+ * (caller frees). */
+static uint8_t *status_stream(int reqs, size_t *ret_len)
+{
+    Hyperoffload__StatusRequest sr = HYPEROFFLOAD__STATUS_REQUEST__INIT;
+    Hyperoffload__Envelope e = HYPEROFFLOAD__ENVELOPE__INIT;
+    e.status_request = &sr;
+    e.body_case = HYPEROFFLOAD__ENVELOPE__BODY_STATUS_REQUEST;
+    e.version = HO_PROTO_VERSION;
+    uint8_t *one = NULL;
+    size_t n = 0;
+    ck_assert_int_eq(ho_frame_encode(&e, &one, &n), 0);
+    uint8_t *all = malloc(n * (size_t)reqs);
+    ck_assert_ptr_nonnull(all);
+    for (int k = 0; k < reqs; k++)
+        memcpy(all + (size_t)k * n, one, n);
+    free(one);
+    *ret_len = n * (size_t)reqs;
+    return all;
+}
+
+/* The Error a dropped peer was sent (skipping anything else before it):
+ * its code, and its message copied into msg; 0 when none came. */
+static int error_of(int fd, char *msg, size_t len)
+{
+    for (int i = 0; i < 64; i++) {
+        Hyperoffload__Envelope *r = NULL;
+        if (rc_recv(fd, &r, NULL, RC_TIMEOUT_MS) < 0)
+            return 0;
+        int code = rc_error_code(r);
+        if (code) {
+            snprintf(msg, len, "%s", rc_error_message(r));
+            ho_frame_envelope_free(r);
+            return code;
+        }
+        ho_frame_envelope_free(r);
+    }
+    return 0;
+}
+
+/* Slowloris: 16 peers each announce a 32 MiB frame and send 8 MiB of it
+ * (128 MiB in all) with max_partial_frames = 64M, then trickle.  The
+ * daemon grows a frame's buffer only with what arrived, refuses the
+ * frames that would pass the total (Error naming max_partial_frames) and
+ * times out the others after read_timeout (Error naming it); its peak RSS
+ * grows by less than the cap plus slack; root's status answers within
+ * 1 s during the attack. */
+START_TEST(slowloris_bounded_and_timed_out)
+{
+    static const char *const args[] = {"--max-partial-frames=64M",
+                                       "--read-timeout=3", NULL};
+    ho_harness *h = ho_harness_start_args(args);
+    pid_t dpid = ho_harness_pid(h);
+    enum { N = 16 };
+    const size_t sent_each = 8 * MiB;
+    uint8_t *junk = malloc(sent_each + 4);
+    ck_assert_ptr_nonnull(junk);
+    memset(junk, 0x41, sent_each + 4);
+    ho_frame_header_put(junk, 32u << 20);
+    reset_peak(dpid);
+    long long rss0 = proc_kb(dpid, "VmRSS:");
+    int fds[N];
+    flood(h, fds, N, junk, sent_each + 4, 300, 0);
+    long long ms = root_status_ms(h);
+    ck_assert_msg(ms >= 0 && ms < 1000, "root status: %lld ms", ms);
+    /* Trickle a byte a peer every 200 ms: only read_timeout ends it. */
+    for (int k = 0; k < 5; k++) {
+        for (int i = 0; i < N; i++)
+            send_some(fds[i], junk + 4, 1, 0);
+        struct timespec ts = {0, 200 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    ms = root_status_ms(h);
+    ck_assert_msg(ms >= 0 && ms < 1000, "root status: %lld ms", ms);
+    int capped = 0, timed_out = 0;
+    for (int i = 0; i < N; i++) {
+        char msg[512] = "";
+        int code = error_of(fds[i], msg, sizeof(msg));
+        if (code == HO_E_FRAME_TOO_LARGE && strstr(msg, "max_partial_frames"))
+            capped++;
+        else if (code == -ETIMEDOUT && strstr(msg, "read_timeout"))
+            timed_out++;
+        else
+            ck_abort_msg("peer %d: code %d, '%s'", i, code, msg);
+        close(fds[i]);
+    }
+    long long peak = proc_kb(dpid, "VmHWM:");
+    if (getenv("HO_LIMITS_VERBOSE"))
+        fprintf(stderr, "slowloris: %d capped, %d timed out, RSS %lld kB, "
+                "peak %lld kB\n", capped, timed_out, rss0, peak);
+    ck_assert_msg(capped >= 1 && timed_out >= 1, "capped %d, timed out %d",
+                  capped, timed_out);
+    ck_assert_msg(peak - rss0 < 96 * 1024, "RSS %lld kB, peak %lld kB "
+                  "(max_partial_frames 64M)", rss0, peak);
+    ck_assert(ho_harness_wait_log(h, "above max_partial_frames", 1000));
+    ck_assert(ho_harness_wait_log(h, "read_timeout); closing", 1000));
+    free(junk);
+    int st = ho_harness_free(h);
+    ck_assert_msg(st == 0, "daemon exit status %d", st);
+}
+END_TEST
+
+/* Slow readers: 8 peers pipeline Status requests and never read a reply,
+ * with max_output 8M and max_output_total 12M.  The peers with the most
+ * queued are dropped (logged with the cap), the daemon's peak RSS grows
+ * by less than the total cap plus slack, its RSS comes back down once
+ * they are gone, and root's status answers within 1 s meanwhile. */
+START_TEST(slow_readers_bounded_in_total)
+{
+    static const char *const args[] = {"--max-frame=4M", "--max-output=8M",
+                                       "--max-output-total=12M", NULL};
+    ho_harness *h = ho_harness_start_args(args);
+    pid_t dpid = ho_harness_pid(h);
+    enum { N = 8, REQS = 60000 };
+    size_t len = 0;
+    uint8_t *many = status_stream(REQS, &len);
+    reset_peak(dpid);
+    long long rss0 = proc_kb(dpid, "VmRSS:");
+    int fds[N];
+    flood(h, fds, N, many, len, 500, 4096);
+    long long ms = root_status_ms(h);
+    ck_assert_msg(ms >= 0 && ms < 1000, "root status: %lld ms", ms);
+    ck_assert(ho_harness_wait_log(h, "above max_output", 5000));
+    long long peak = proc_kb(dpid, "VmHWM:");
+    ck_assert_msg(peak - rss0 < 40 * 1024, "RSS %lld kB, peak %lld kB "
+                  "(max_output_total 12M)", rss0, peak);
+    int dropped = 0;
+    for (int i = 0; i < N; i++) {
+        struct pollfd pf = {.fd = fds[i], .events = POLLIN};
+        /* A dropped peer reads its queue's head, then the end. */
+        char buf[65536];
+        ssize_t n;
+        while (poll(&pf, 1, 2000) > 0 &&
+               (n = recv(fds[i], buf, sizeof(buf), 0)) > 0)
+            ;
+        dropped++;
+        close(fds[i]);
+    }
+    ck_assert_int_eq(dropped, N);
+    ms = root_status_ms(h);
+    ck_assert_msg(ms >= 0 && ms < 1000, "root status: %lld ms", ms);
+    long long rss1 = proc_kb(dpid, "VmRSS:");
+    if (getenv("HO_LIMITS_VERBOSE"))
+        fprintf(stderr, "slow readers: RSS %lld kB, peak %lld kB, after "
+                "%lld kB\n", rss0, peak, rss1);
+    ck_assert_msg(rss1 - rss0 < 16 * 1024, "RSS %lld kB before, %lld kB "
+                  "after the readers left", rss0, rss1);
+    free(many);
+    int st = ho_harness_free(h);
+    ck_assert_msg(st == 0, "daemon exit status %d", st);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("daemon_limits");
     TCase *t = tcase_create("limits");
     tcase_set_timeout(t, 120);
     tcase_add_test(t, out_of_descriptors_refuses_with_reason_root_served);
+    tcase_add_test(t, slowloris_bounded_and_timed_out);
+    tcase_add_test(t, slow_readers_bounded_in_total);
     suite_add_tcase(s, t);
     return s;
 }

@@ -5,6 +5,7 @@
  * name tables, schedules (push, bind, stable sort).
  */
 #include "tests/planner/plan_test_util.h"
+#include "planner/plan_impl.h"
 
 START_TEST(test_names_and_parsers)
 {
@@ -250,6 +251,25 @@ START_TEST(test_access_lists_and_dedup)
 }
 END_TEST
 
+/* Ops that touch nothing: the trace has no refs at all (t->refs stays
+ * NULL).  Finishing, summing a working set and simulating it must not do
+ * pointer arithmetic on NULL (issue 10; clang's UBSan reports "applying
+ * zero offset to null pointer" in planner/ir.c before the fix). */
+START_TEST(test_ops_without_refs)
+{
+    plan_trace *t = tu_trace(NULL);
+    tu_st(t, 1, 4096, PLAN_INIT_HOST, false, false);
+    tu_op(t, 1, TU_NONE, TU_NONE);
+    tu_op(t, 2, TU_NONE, TU_NONE);
+    ck_assert_ptr_null(t->refs);
+    tu_finish(t);
+    ck_assert_uint_eq(t->n_refs, 0);
+    uint32_t mark[1] = {PLAN_NONE};
+    ck_assert_uint_eq(plan_op_working_set(t, 1, mark), 0);
+    plan_trace_free(t);
+}
+END_TEST
+
 static plan_trace *hash_trace(const char *name, double d, uint64_t bytes)
 {
     plan_trace *t = plan_trace_new(name, &tu_link_fast);
@@ -406,6 +426,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_find_affine_and_not);
     tcase_add_test(tc, test_finish_validation_messages);
     tcase_add_test(tc, test_access_lists_and_dedup);
+    tcase_add_test(tc, test_ops_without_refs);
     tcase_add_test(tc, test_hash);
     tcase_add_test(tc, test_summary);
     tcase_add_test(tc, test_schedule_push_bind_sort);
