@@ -305,20 +305,21 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("plan_svg");
+    const TTest *const tests[] = {test_empty_and_escaped, test_sizes_and_limits,
+                                  test_bounded, test_wait_markers,
+                                  test_simulated, test_node, test_steps_chart};
+    Suite *suite = suite_create("plan_svg");
     TCase *tc = tcase_create("plan_svg");
+    SRunner *runner;
+    int n_failed;
+
     tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, test_empty_and_escaped);
-    tcase_add_test(tc, test_sizes_and_limits);
-    tcase_add_test(tc, test_bounded);
-    tcase_add_test(tc, test_wait_markers);
-    tcase_add_test(tc, test_simulated);
-    tcase_add_test(tc, test_node);
-    tcase_add_test(tc, test_steps_chart);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    for (size_t i = 0; i < sizeof tests / sizeof *tests; i++)
+        tcase_add_test(tc, tests[i]);
+    suite_add_tcase(suite, tc);
+    runner = srunner_create(suite);
+    srunner_run_all(runner, CK_NORMAL);
+    n_failed = srunner_ntests_failed(runner);
+    srunner_free(runner);
+    return n_failed == 0 ? 0 : 1;
 }
