@@ -9,6 +9,7 @@
  * actions.  Both are released by their *_free.
  */
 #include "planner/plan_impl.h"
+#include "planner/plan_enum.h"
 
 #include <errno.h>
 #include <math.h>
@@ -78,8 +79,8 @@ static const char *const act_names[PLAN_ACT__COUNT] = {
 };
 static const char *const home_names[2] = {"device", "host"};
 
-static int parse_name(const char *s, const char *const *names, unsigned n,
-                      unsigned *ret_value)
+int plan_name_index(const char *s, const char *const *names, unsigned n,
+                    unsigned *ret_value)
 {
     if (!s)
         return -EINVAL;
@@ -91,21 +92,6 @@ static int parse_name(const char *s, const char *const *names, unsigned n,
     }
     return -EINVAL;
 }
-
-/* The name and the parser of one enum, from its table of spellings. */
-#define PLAN_ENUM_NAMES(type, name_fn, parse_fn, table, count)               \
-    const char *name_fn(type v)                                              \
-    {                                                                        \
-        return (unsigned)v < (count) ? table[v] : "?";                       \
-    }                                                                        \
-    int parse_fn(const char *s, type *ret_value)                             \
-    {                                                                        \
-        unsigned v;                                                          \
-        int r = parse_name(s, table, (count), &v);                           \
-        if (r == 0)                                                          \
-            *ret_value = (type)v;                                            \
-        return r;                                                            \
-    }
 
 PLAN_ENUM_NAMES(plan_kind, plan_kind_name, plan_kind_parse, kind_names,
                 PLAN_KIND__COUNT)

@@ -3,6 +3,7 @@
  * the closed form, the LP, and the larger of the two.
  */
 #include "planner/bound/bound_impl.h"
+#include "planner/plan_enum.h"
 
 #include <errno.h>
 #include <math.h>
@@ -16,20 +17,8 @@
 static const char *const mode_names[PLAN_BOUND__COUNT] = {"off", "fast",
                                                           "full"};
 
-const char *plan_bound_mode_name(plan_bound_mode m)
-{
-    return (unsigned)m < PLAN_BOUND__COUNT ? mode_names[m] : "?";
-}
-
-int plan_bound_mode_parse(const char *s, plan_bound_mode *ret)
-{
-    for (int i = 0; s && i < PLAN_BOUND__COUNT; i++)
-        if (strcmp(s, mode_names[i]) == 0) {
-            *ret = (plan_bound_mode)i;
-            return 0;
-        }
-    return -EINVAL;
-}
+PLAN_ENUM_NAMES(plan_bound_mode, plan_bound_mode_name, plan_bound_mode_parse,
+                mode_names, PLAN_BOUND__COUNT)
 
 const char *plan_bound_lp_status_name(plan_bound_lp_status s)
 {

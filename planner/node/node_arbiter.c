@@ -23,6 +23,8 @@
  */
 #include "planner/node/node_arbiter.h"
 
+#include "planner/plan_enum.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -31,24 +33,13 @@
 
 #include "hyperoffload/errors.h"
 #include "proto/errfmt.h"
+#include "proto/mem.h"
 
 static const char *const strategy_names[PLAN_ARB__COUNT] = {
     "arbiter", "independent", "equal-share"};
 
-const char *plan_arb_strategy_name(plan_arb_strategy s)
-{
-    return (unsigned)s < PLAN_ARB__COUNT ? strategy_names[s] : "?";
-}
-
-int plan_arb_strategy_parse(const char *s, plan_arb_strategy *ret)
-{
-    for (unsigned i = 0; s && i < PLAN_ARB__COUNT; i++)
-        if (strcmp(s, strategy_names[i]) == 0) {
-            *ret = (plan_arb_strategy)i;
-            return 0;
-        }
-    return -EINVAL;
-}
+PLAN_ENUM_NAMES(plan_arb_strategy, plan_arb_strategy_name,
+                plan_arb_strategy_parse, strategy_names, PLAN_ARB__COUNT)
 
 /* ------------------------------------------------------------- the state */
 
@@ -260,14 +251,9 @@ static int plan_point(arb *A, uint32_t i, uint64_t budget, double h2d,
                     keep * sizeof(*C->memo));
             C->n = keep;
         }
-        if (C->n == C->cap) {
-            size_t cap = C->cap ? C->cap * 2 : 64;
-            arb_memo *m = realloc(C->memo, cap * sizeof(*m));
-            if (!m)
-                return -ENOMEM;
-            C->memo = m;
-            C->cap = cap;
-        }
+        if (ho_grow((void **)&C->memo, &C->cap, C->n + 1, sizeof(*C->memo),
+                    64, PLAN_ARB_CACHE_MAX) < 0)
+            return -ENOMEM;
         C->memo[C->n++] = (arb_memo){
             .hash = A->hash[i], .budget = budget, .h2d = h2d, .d2h = d2h,
             .planner = A->popt.planner, .rc = rc, .exposed_us = exposed,
