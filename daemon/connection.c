@@ -59,6 +59,7 @@ static void on_close(uv_handle_t *h)
     if (--c->handles_open > 0)
         return;
     ho_frame_reader_done(&c->reader);
+    free(c->backlog);
     free(c);
 }
 
@@ -582,6 +583,8 @@ static void frame_refused(srv_conn *c, int rc)
                        announced, ho_strerror(rc));
 }
 
+static void feed(srv_conn *c, const uint8_t *p, size_t left);
+
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 {
     srv_conn *c = s->data;
@@ -595,10 +598,14 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
         srv_conn_close(c);
         return;
     }
-    /* Feed the bytes to the frame reader; each complete payload goes to
-     * the hook, which may end the connection (the loop then stops). */
-    const uint8_t *p = (const uint8_t *)buf->base;
-    size_t left = (size_t)nread;
+    feed(c, (const uint8_t *)buf->base, (size_t)nread);
+}
+
+/* Feed bytes to the frame reader; each complete payload goes to the hook,
+ * which may end the connection (the loop then stops) or keep the payload
+ * (the connection pauses: the rest is copied into its backlog). */
+static void feed(srv_conn *c, const uint8_t *p, size_t left)
+{
     uint64_t now = uv_now(&c->d->loop);
     while (left > 0 && (c->state == SRV_CONN_HANDSHAKE ||
                         c->state == SRV_CONN_READY)) {
@@ -624,11 +631,46 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
             break;
         }
         c->last_request_ms = now;
-        c->hooks->payload(c, payload, plen);
+        if (c->hooks->payload(c, payload, plen) == SRV_PAYLOAD_KEPT) {
+            uv_read_stop((uv_stream_t *)&c->pipe);
+            c->paused = true;
+            if (left > 0) {
+                uint8_t *b = malloc(left);
+                if (!b) {
+                    srv_conn_fatal(c, 0, -ENOMEM, "out of memory");
+                    return;
+                }
+                memcpy(b, p, left);
+                c->backlog = b;
+                c->backlog_len = left;
+            }
+            return;
+        }
         free(payload);
     }
     if (!ho_frame_reader_partial(&c->reader))
         c->frame_start_ms = 0;
+}
+
+void srv_conn_resume(srv_conn *c)
+{
+    c->paused = false;
+    uint8_t *b = c->backlog;
+    size_t n = c->backlog_len;
+    c->backlog = NULL;
+    c->backlog_len = 0;
+    if (b)
+        feed(c, b, n);
+    free(b);
+    if (!c->paused && (c->state == SRV_CONN_HANDSHAKE ||
+                       c->state == SRV_CONN_READY)) {
+        int rc = srv_conn_start_reading(c);
+        if (rc < 0) {
+            srv_warn("connection %llu: read: %s", (unsigned long long)c->id,
+                     uv_strerror(rc));
+            srv_conn_close(c);
+        }
+    }
 }
 
 /* ------------------------------------------------------------ creating */

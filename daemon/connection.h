@@ -50,9 +50,13 @@ typedef struct srv_out_frame srv_out_frame;
 
 /* What the module above does with a connection's input (server.c). */
 typedef struct srv_conn_hooks {
-    /* One complete frame's payload (len > 0), valid during the call.  The
-     * hook may close or finish c. */
-    void (*payload)(srv_conn *c, const uint8_t *payload, size_t len);
+    /* One complete frame's payload (len > 0, malloc'ed).  The hook may
+     * close or finish c.  It returns SRV_PAYLOAD_DONE (the connection
+     * frees the payload and reads on) or SRV_PAYLOAD_KEPT: the hook owns
+     * the payload and c is paused -- no more of its input is read or
+     * handled, the rest of the bytes already received is kept -- until
+     * srv_conn_resume(c) (a big request handled off the loop, in order). */
+    int (*payload)(srv_conn *c, uint8_t *payload, size_t len);
     /* c stops serving requests (srv_conn_finish or srv_conn_close): let
      * go of what hangs on it (its session).  May be called more than
      * once; the later calls find nothing to do. */
@@ -88,6 +92,11 @@ struct srv_conn {
     srv_session *session;        /* NULL until Register (sessions.c) */
     uint64_t requests;
     char name[SRV_MAX_NAME + 1]; /* Hello.client_name */
+    bool paused;                 /* a payload hook kept its frame */
+    uint8_t *backlog;            /* bytes received after that frame */
+    size_t backlog_len;
+    void *prepared;              /* the server's work on a kept frame,
+                                    for the handler it dispatches to */
     srv_conn *prev, *next;       /* d->conns */
 };
 
@@ -104,6 +113,12 @@ int srv_conn_link(srv_conn *c);
 /* Start reading: complete frames go to hooks->payload.  0 or a libuv
  * error (the caller closes). */
 int srv_conn_start_reading(srv_conn *c);
+/* The hook's values (srv_conn_hooks.payload). */
+#define SRV_PAYLOAD_DONE 0
+#define SRV_PAYLOAD_KEPT 1
+/* End a pause (SRV_PAYLOAD_KEPT): the kept bytes are handled, then
+ * reading goes on (unless the connection ended or paused again). */
+void srv_conn_resume(srv_conn *c);
 
 /* Close now: reclaim everything (hooks->closing first), discard unsent
  * output.  No-op when already closing. */

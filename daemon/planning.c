@@ -409,6 +409,26 @@ static int read_trace(const Hyperoffload__Trace *pb, plan_trace **ret_t,
     return 0;
 }
 
+void srv_plan_prepare(const Hyperoffload__PlanRequest *req,
+                      srv_plan_prepared *ret)
+{
+    memset(ret, 0, sizeof(*ret));
+    if (!req->trace) {
+        ret->rc = ho_errf(ret->err, sizeof(ret->err), HO_E_BAD_TRACE,
+                          "the PlanRequest has no trace");
+        return;
+    }
+    ret->rc = read_trace(req->trace, &ret->trace, ret->err,
+                         sizeof(ret->err));
+    if (ret->rc == 0)
+        ret->hash = plan_trace_hash(ret->trace);
+}
+
+void srv_plan_prepared_done(srv_plan_prepared *p)
+{
+    p->trace = plan_trace_free(p->trace);
+}
+
 /* Queue a plan of trace t (taken in every case) for the request. */
 static int queue_plan(srv_planning *p, srv_conn *c, uint64_t rid,
                       plan_trace *t, uint64_t hash, uint64_t budget,
@@ -451,15 +471,27 @@ void srv_handle_plan(srv_daemon *d, srv_conn *c, uint64_t rid,
     const char *planner = NULL;
     uint64_t budget = 0;
     plan_trace *t = NULL;
+    srv_plan_prepared *pre = c->prepared;
+    uint64_t hash = 0;
     int rc = check_plan_request(p, s, req, &planner, &budget, err,
                                 sizeof(err));
-    if (rc == 0)
+    if (rc == 0 && pre) { /* read and hashed on a worker (server.c) */
+        rc = pre->rc;
+        if (rc < 0)
+            snprintf(err, sizeof(err), "%s", pre->err);
+        t = pre->trace;
+        pre->trace = NULL;
+        hash = pre->hash;
+    } else if (rc == 0) {
         rc = read_trace(req->trace, &t, err, sizeof(err));
+        if (rc == 0)
+            hash = plan_trace_hash(t);
+    }
     if (rc < 0) {
+        plan_trace_free(t);
         srv_reply_error(c, rid, rc, "%s", err);
         return;
     }
-    uint64_t hash = plan_trace_hash(t);
     plan_entry *hit = cache_find(p, hash, budget, planner);
     if (hit) {
         reply(c, rid, hit, true, hash);

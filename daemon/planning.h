@@ -51,4 +51,20 @@ void srv_planning_drain(srv_planning *p);
 void srv_handle_plan(srv_daemon *d, srv_conn *c, uint64_t rid,
                      const Hyperoffload__PlanRequest *req);
 
+/* A PlanRequest's trace read off the loop (server.c does it on a worker
+ * for big frames, docs/protocol.md): the planner's trace and its hash, or
+ * why it is invalid.  srv_handle_plan takes the trace when c->prepared
+ * points at one, so the trace is read and hashed once, not on the loop. */
+typedef struct srv_plan_prepared {
+    struct plan_trace *trace; /* owned; NULL once srv_handle_plan took it */
+    uint64_t hash;
+    int rc;                   /* 0, or the reader's code (err says why) */
+    char err[2 * SRV_ERR_MAX];
+} srv_plan_prepared;
+/* Thread-safe: touches nothing of the daemon. */
+void srv_plan_prepare(const Hyperoffload__PlanRequest *req,
+                      srv_plan_prepared *ret);
+/* Free what it still owns (the trace); the struct is the caller's. */
+void srv_plan_prepared_done(srv_plan_prepared *p);
+
 #endif

@@ -23,6 +23,8 @@
 #include "daemon/dirs.h"
 #include "daemon/dispatch.h"
 #include "daemon/log.h"
+#include "daemon/mover.h"
+#include "daemon/planning.h"
 #include "daemon/sessions.h"
 #include "proto/errfmt.h"
 
@@ -141,17 +143,9 @@ static bool refuse_request(srv_conn *c, const Hyperoffload__Envelope *env)
     return false;
 }
 
-/* One complete payload (srv_conn_hooks.payload). */
-static void handle_payload(srv_conn *c, const uint8_t *payload, size_t len)
+/* A decoded request on a READY connection, or the handshake's Hello. */
+static void handle_envelope(srv_conn *c, const Hyperoffload__Envelope *env)
 {
-    Hyperoffload__Envelope *env =
-        hyperoffload__envelope__unpack(NULL, len, payload);
-    if (!env) {
-        srv_conn_fatal(c, 0, HO_E_PROTOCOL,
-                       "a frame of %zu bytes does not decode as an Envelope",
-                       len);
-        return;
-    }
     if (c->state == SRV_CONN_HANDSHAKE) {
         if (env->body_case != HYPEROFFLOAD__ENVELOPE__BODY_HELLO)
             srv_conn_fatal(c, env->request_id, HO_E_PROTOCOL,
@@ -163,7 +157,94 @@ static void handle_payload(srv_conn *c, const uint8_t *payload, size_t len)
         if (!refuse_request(c, env))
             srv_dispatch(c->d, c, env);
     }
+}
+
+/* A big frame decoded on a worker (SRV_OFFLOOP_FRAME). */
+typedef struct big_frame {
+    uv_work_t req;
+    srv_daemon *d;
+    uint64_t conn_id;
+    uint8_t *payload; /* freed on the worker once decoded */
+    size_t len;
+    Hyperoffload__Envelope *env;
+    bool has_plan;
+    srv_plan_prepared plan;
+} big_frame;
+
+static void big_work(uv_work_t *w)
+{
+    big_frame *b = w->data;
+    b->env = hyperoffload__envelope__unpack(NULL, b->len, b->payload);
+    free(b->payload);
+    b->payload = NULL;
+    if (b->env &&
+        b->env->body_case == HYPEROFFLOAD__ENVELOPE__BODY_PLAN_REQUEST &&
+        b->env->plan_request) {
+        srv_plan_prepare(b->env->plan_request, &b->plan);
+        b->has_plan = true;
+    }
+}
+
+static void big_after(uv_work_t *w, int status)
+{
+    big_frame *b = w->data;
+    srv_daemon *d = b->d;
+    srv_conn *c = srv_conn_find(d, b->conn_id);
+    if (c && c->state == SRV_CONN_READY) {
+        if (status < 0 || !b->env) {
+            srv_conn_fatal(c, 0, HO_E_PROTOCOL,
+                           "a frame of %zu bytes does not decode as an "
+                           "Envelope", b->len);
+        } else {
+            c->prepared = b->has_plan ? &b->plan : NULL;
+            handle_envelope(c, b->env);
+            c->prepared = NULL;
+        }
+    }
+    if (c)
+        srv_conn_resume(c);
+    if (b->env)
+        hyperoffload__envelope__free_unpacked(b->env, NULL);
+    if (b->has_plan)
+        srv_plan_prepared_done(&b->plan);
+    free(b->payload);
+    free(b);
+    srv_work_end(d);
+}
+
+/* One complete payload (srv_conn_hooks.payload): a big one on a READY
+ * connection goes to a worker (the connection pauses until big_after),
+ * the others are decoded and handled here. */
+static int handle_payload(srv_conn *c, uint8_t *payload, size_t len)
+{
+    if (c->state == SRV_CONN_READY && len >= SRV_OFFLOOP_FRAME) {
+        big_frame *b = calloc(1, sizeof(*b));
+        if (b) {
+            b->req.data = b;
+            b->d = c->d;
+            b->conn_id = c->id;
+            b->payload = payload;
+            b->len = len;
+            if (uv_queue_work(&c->d->loop, &b->req, big_work, big_after) ==
+                0) {
+                srv_work_begin(c->d);
+                return SRV_PAYLOAD_KEPT;
+            }
+            free(b);
+        }
+        /* no worker: decode here, as small frames are */
+    }
+    Hyperoffload__Envelope *env =
+        hyperoffload__envelope__unpack(NULL, len, payload);
+    if (!env) {
+        srv_conn_fatal(c, 0, HO_E_PROTOCOL,
+                       "a frame of %zu bytes does not decode as an Envelope",
+                       len);
+        return SRV_PAYLOAD_DONE;
+    }
+    handle_envelope(c, env);
     hyperoffload__envelope__free_unpacked(env, NULL);
+    return SRV_PAYLOAD_DONE;
 }
 
 /* ------------------------------------------------------------ accepting */

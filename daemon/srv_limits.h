@@ -73,6 +73,12 @@
 /* Bytes of the read buffer all connections share (loop thread): one
  * syscall reads several small frames; larger frames take several reads. */
 #define SRV_READ_BUF (64u << 10)
+/* Frames of at least this many bytes are decoded on a worker (and a
+ * PlanRequest's trace read and hashed there), the connection paused
+ * meanwhile so its requests stay in order: a 256 KiB envelope decodes in
+ * well under a millisecond on the loop, a trace of 10^5-10^6 ops takes
+ * 0.1-2 s, which every other client would wait out. */
+#define SRV_OFFLOOP_FRAME (256u << 10)
 /* Bytes of queued output or partial frame a closing connection must have
  * freed for the daemon to hand freed heap back to the system
  * (malloc_trim): an attack's peak does not stay in the RSS, and small
