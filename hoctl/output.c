@@ -548,7 +548,8 @@ int hoctl_sheet_view(const hoctl_sheet *s, const char *spec, bool table,
         if (i < 0) {
             char valid[HOCTL_SHEET_MAX_COLS * 24] = "";
             for (unsigned k = 0; k < s->ncols; k++) {
-                strncat(valid, k ? ", " : "", sizeof(valid) - strlen(valid) - 1);
+                strncat(valid, k ? ", " : "",
+                        sizeof(valid) - strlen(valid) - 1);
                 strncat(valid, s->cols[k].name,
                         sizeof(valid) - strlen(valid) - 1);
             }
