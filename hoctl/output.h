@@ -15,7 +15,8 @@
  *
  * Tabular output is a "sheet": typed columns (string, bytes, us, age,
  * integer, real, percentage, bool) filled once per row; the same sheet
- * prints as an aligned table (IEC sizes, "-" for absent cells), CSV (raw
+ * prints as an aligned table (libsmartcols; IEC sizes, "-" for absent
+ * cells, a last text column cut to a terminal's width), CSV (raw
  * values) or a JSON array of objects (raw values, null for absent cells),
  * with `-o COL,...` selecting the columns.
  *
