@@ -301,18 +301,18 @@ static void status_text(const Hyperoffload__StatusReply *s,
     printf("config  %s\n", nonempty(s->config_path) ? s->config_path
                                                     : "(embedded default)");
     printf("state   %s\n\n", nonempty(s->state_dir) ? s->state_dir : "-");
-    hoctl_sheet_table(tiers, tv, "");
+    hoctl_sheet_table(tiers, tv);
     if (dv->nrows == 0) {
         puts("\nno devices configured");
         return;
     }
     putchar('\n');
     hoctl_sheet_view(dv, NULL, true, &all);
-    hoctl_sheet_table(dv, &all, "");
+    hoctl_sheet_table(dv, &all);
     if (gr->nrows > 0) {
         putchar('\n');
         hoctl_sheet_view(gr, NULL, true, &all);
-        hoctl_sheet_table(gr, &all, "");
+        hoctl_sheet_table(gr, &all);
     }
 }
 
@@ -523,11 +523,11 @@ static int print_clients(const hoctl_globals *g,
     } else if (cs.nrows == 0) {
         puts("no clients registered");
     } else {
-        hoctl_sheet_table(&cs, &cv, "");
+        hoctl_sheet_table(&cs, &cv);
         if (rs.nrows > 0) {
             puts("\nreplays:");
             hoctl_sheet_view(&rs, NULL, true, &rv);
-            hoctl_sheet_table(&rs, &rv, "");
+            hoctl_sheet_table(&rs, &rv);
         }
     }
     hoctl_sheet_done(&cs);
@@ -1013,7 +1013,7 @@ int hoctl_cmd_quota(const hoctl_globals *g, int argc, char **argv)
     } else if (sh.nrows == 0) {
         puts("no quotas set");
     } else {
-        hoctl_sheet_table(&sh, &v, "");
+        hoctl_sheet_table(&sh, &v);
     }
     hoctl_sheet_done(&sh);
     return rc;

@@ -634,10 +634,8 @@ static const char *cell_raw(const hoctl_sheet *s, size_t r, unsigned c,
  * columns, numbers right-aligned, the header first.  On a terminal the
  * text columns marked to truncate (paths, details) give way so that the
  * table fits its width; into a pipe or file nothing is cut. */
-void hoctl_sheet_table(const hoctl_sheet *s, const hoctl_view *v,
-                       const char *indent)
+void hoctl_sheet_table(const hoctl_sheet *s, const hoctl_view *v)
 {
-    (void)indent;
     struct libscols_table *tb = scols_new_table();
     hoctl_fmt b;
     bool ok = tb && scols_table_set_column_separator(tb, "  ") == 0;

@@ -206,8 +206,7 @@ typedef struct hoctl_view {
 int hoctl_sheet_view(const hoctl_sheet *s, const char *spec, bool table,
                      hoctl_view *ret);
 /* Aligned table on stdout (header first, numbers right-aligned). */
-void hoctl_sheet_table(const hoctl_sheet *s, const hoctl_view *v,
-                       const char *indent);
+void hoctl_sheet_table(const hoctl_sheet *s, const hoctl_view *v);
 /* CSV on stdout (RFC 4180 quoting, JSON keys as header, raw values). */
 void hoctl_sheet_csv(const hoctl_sheet *s, const hoctl_view *v);
 /* A JSON array with one object per row (NULL on OOM). */
