@@ -418,9 +418,11 @@ COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1))
 _hoctl
 printf '%s\\n' "${COMPREPLY[@]}"
 """
+        env = dict(os.environ)
+        env.pop("LD_PRELOAD", None)  # sanitizer build: not into sed, awk
         p = subprocess.run(["bash", "-c", script, "bash", COMPLETION] + words,
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                           universal_newlines=True)
+                           universal_newlines=True, env=env)
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertEqual(p.stderr, "")
         return sorted(x for x in p.stdout.split("\n") if x)
