@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "client/admin_call.h"
+#include "hoctl/hoctl_daemon.h"
 #include "proto/frame.h"
 #include "hoctl/hoctl.h"
 #include "hoctl/output.h"
@@ -62,8 +63,7 @@ static int unreachable(const char *path, int rc)
                                     : HOCTL_EXIT_UNREACHABLE;
 }
 
-/* Connect; on failure print why and return the exit code (> 0). */
-static int open_client(const hoctl_globals *g, ho_client **ret)
+int hoctl_open_client(const hoctl_globals *g, ho_client **ret)
 {
     char path[HO_SOCKET_PATH_MAX + 1];
     int rc = ho_socket_path(g->socket, path, sizeof(path));
@@ -74,11 +74,9 @@ static int open_client(const hoctl_globals *g, ho_client **ret)
     return unreachable(path[0] ? path : "(socket path too long)", rc);
 }
 
-/* Send `env` and expect `want`; on failure print the daemon's sentence
- * and return the exit code (> 0). */
-static int request(ho_client *c, Hyperoffload__Envelope *env,
-                   Hyperoffload__Envelope__BodyCase want,
-                   Hyperoffload__Envelope **ret)
+int hoctl_request(ho_client *c, Hyperoffload__Envelope *env,
+                  Hyperoffload__Envelope__BodyCase want,
+                  Hyperoffload__Envelope **ret)
 {
     int rc = hoc_call_expect(c, env, want, ret, NULL);
     if (rc == 0)
@@ -102,10 +100,10 @@ static int admin_query(const hoctl_globals *g, Hyperoffload__Envelope *env,
 {
     ho_client *c = NULL;
     Hyperoffload__Envelope *reply = NULL;
-    int rc = open_client(g, &c);
+    int rc = hoctl_open_client(g, &c);
     if (rc)
         return rc;
-    rc = request(c, env, want, &reply);
+    rc = hoctl_request(c, env, want, &reply);
     if (rc == 0)
         rc = print(g, reply);
     ho_frame_envelope_free(reply);
@@ -303,18 +301,18 @@ static void status_text(const Hyperoffload__StatusReply *s,
     printf("config  %s\n", nonempty(s->config_path) ? s->config_path
                                                     : "(embedded default)");
     printf("state   %s\n\n", nonempty(s->state_dir) ? s->state_dir : "-");
-    hoctl_sheet_table(tiers, tv, "");
+    hoctl_sheet_table(tiers, tv);
     if (dv->nrows == 0) {
         puts("\nno devices configured");
         return;
     }
     putchar('\n');
     hoctl_sheet_view(dv, NULL, true, &all);
-    hoctl_sheet_table(dv, &all, "");
+    hoctl_sheet_table(dv, &all);
     if (gr->nrows > 0) {
         putchar('\n');
         hoctl_sheet_view(gr, NULL, true, &all);
-        hoctl_sheet_table(gr, &all, "");
+        hoctl_sheet_table(gr, &all);
     }
 }
 
@@ -525,11 +523,11 @@ static int print_clients(const hoctl_globals *g,
     } else if (cs.nrows == 0) {
         puts("no clients registered");
     } else {
-        hoctl_sheet_table(&cs, &cv, "");
+        hoctl_sheet_table(&cs, &cv);
         if (rs.nrows > 0) {
             puts("\nreplays:");
             hoctl_sheet_view(&rs, NULL, true, &rv);
-            hoctl_sheet_table(&rs, &rv, "");
+            hoctl_sheet_table(&rs, &rv);
         }
     }
     hoctl_sheet_done(&cs);
@@ -905,7 +903,8 @@ static int quota_call(ho_client *c, const quota_args *q,
     req.op = q->op;
     req.entry = &e;
     HOC_ENVELOPE(env, QUOTA_REQUEST, quota_request, &req);
-    return request(c, &env, HYPEROFFLOAD__ENVELOPE__BODY_QUOTA_REPLY, reply);
+    return hoctl_request(c, &env, HYPEROFFLOAD__ENVELOPE__BODY_QUOTA_REPLY,
+                         reply);
 }
 
 /* Send the request once per tier it acts on (get and clear without
@@ -942,8 +941,8 @@ static int quota_check_capacity(ho_client *c, const quota_args *q)
     Hyperoffload__StatusRequest req = HYPEROFFLOAD__STATUS_REQUEST__INIT;
     HOC_ENVELOPE(env, STATUS_REQUEST, status_request, &req);
     Hyperoffload__Envelope *reply = NULL;
-    int rc = request(c, &env, HYPEROFFLOAD__ENVELOPE__BODY_STATUS_REPLY,
-                     &reply);
+    int rc = hoctl_request(c, &env, HYPEROFFLOAD__ENVELOPE__BODY_STATUS_REPLY,
+                           &reply);
     if (rc)
         return rc;
     uint64_t cap = 0;
@@ -989,7 +988,7 @@ int hoctl_cmd_quota(const hoctl_globals *g, int argc, char **argv)
                                g->format == HOCTL_FMT_TABLE, &v)) != 0)
         return rc;
     ho_client *c = NULL;
-    rc = open_client(g, &c);
+    rc = hoctl_open_client(g, &c);
     if (rc)
         return rc;
     if (q.op == HYPEROFFLOAD__QUOTA_OP__QUOTA_SET)
@@ -1014,7 +1013,7 @@ int hoctl_cmd_quota(const hoctl_globals *g, int argc, char **argv)
     } else if (sh.nrows == 0) {
         puts("no quotas set");
     } else {
-        hoctl_sheet_table(&sh, &v, "");
+        hoctl_sheet_table(&sh, &v);
     }
     hoctl_sheet_done(&sh);
     return rc;

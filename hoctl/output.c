@@ -11,6 +11,8 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include <libsmartcols.h>
+
 #include "hoctl/hoctl.h"
 #include "hyperoffload/errors.h"
 #include "hyperoffload/size.h"
@@ -548,7 +550,8 @@ int hoctl_sheet_view(const hoctl_sheet *s, const char *spec, bool table,
         if (i < 0) {
             char valid[HOCTL_SHEET_MAX_COLS * 24] = "";
             for (unsigned k = 0; k < s->ncols; k++) {
-                strncat(valid, k ? ", " : "", sizeof(valid) - strlen(valid) - 1);
+                strncat(valid, k ? ", " : "",
+                        sizeof(valid) - strlen(valid) - 1);
                 strncat(valid, s->cols[k].name,
                         sizeof(valid) - strlen(valid) - 1);
             }
@@ -627,39 +630,36 @@ static const char *cell_raw(const hoctl_sheet *s, size_t r, unsigned c,
     return "";
 }
 
-void hoctl_sheet_table(const hoctl_sheet *s, const hoctl_view *v,
-                       const char *indent)
+/* Through libsmartcols (the library behind lsblk): two spaces between
+ * columns, numbers right-aligned, the header first.  On a terminal the
+ * text columns marked to truncate (paths, details) give way so that the
+ * table fits its width; into a pipe or file nothing is cut. */
+void hoctl_sheet_table(const hoctl_sheet *s, const hoctl_view *v)
 {
-    size_t width[HOCTL_SHEET_MAX_COLS];
+    struct libscols_table *tb = scols_new_table();
     hoctl_fmt b;
-    for (unsigned k = 0; k < v->n; k++) {
-        width[k] = strlen(s->cols[v->idx[k]].name);
-        for (size_t r = 0; r < s->nrows; r++) {
-            size_t n = strlen(cell_text(s, r, v->idx[k], b));
-            if (n > width[k])
-                width[k] = n;
-        }
+    bool ok = tb && scols_table_set_column_separator(tb, "  ") == 0;
+    for (unsigned k = 0; ok && k < v->n; k++) {
+        const hoctl_col *c = &s->cols[v->idx[k]];
+        int fl = 0;
+        if (c->type != HOCTL_T_STR && c->type != HOCTL_T_BOOL)
+            fl |= SCOLS_FL_RIGHT;
+        else if (k + 1 == v->n)
+            fl |= SCOLS_FL_TRUNC;
+        ok = scols_table_new_column(tb, c->name, 0, fl) != NULL;
     }
-    for (size_t r = 0; r <= s->nrows; r++) {
-        fputs(indent, stdout);
-        for (unsigned k = 0; k < v->n; k++) {
-            unsigned c = v->idx[k];
-            const char *t = r == 0 ? s->cols[c].name
-                                   : cell_text(s, r - 1, c, b);
-            bool right = s->cols[c].type != HOCTL_T_STR &&
-                         s->cols[c].type != HOCTL_T_BOOL;
-            bool last = k + 1 == v->n;
-            if (right)
-                printf("%*s", (int)width[k], t);
-            else if (last)
-                fputs(t, stdout);
-            else
-                printf("%-*s", (int)width[k], t);
-            if (!last)
-                fputs("  ", stdout);
-        }
-        putchar('\n');
+    for (size_t r = 0; ok && r < s->nrows; r++) {
+        struct libscols_line *ln = scols_table_new_line(tb, NULL);
+        for (unsigned k = 0; ln && k < v->n; k++)
+            if (scols_line_set_data(ln, k, cell_text(s, r, v->idx[k], b)) < 0)
+                ln = NULL;
+        ok = ln != NULL;
     }
+    if (ok)
+        scols_print_table(tb);
+    else
+        fputs("hoctl: out of memory\n", stderr);
+    scols_unref_table(tb);
 }
 
 static void csv_field(const char *t)

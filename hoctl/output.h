@@ -15,7 +15,8 @@
  *
  * Tabular output is a "sheet": typed columns (string, bytes, us, age,
  * integer, real, percentage, bool) filled once per row; the same sheet
- * prints as an aligned table (IEC sizes, "-" for absent cells), CSV (raw
+ * prints as an aligned table (libsmartcols; IEC sizes, "-" for absent
+ * cells, a last text column cut to a terminal's width), CSV (raw
  * values) or a JSON array of objects (raw values, null for absent cells),
  * with `-o COL,...` selecting the columns.
  *
@@ -205,8 +206,7 @@ typedef struct hoctl_view {
 int hoctl_sheet_view(const hoctl_sheet *s, const char *spec, bool table,
                      hoctl_view *ret);
 /* Aligned table on stdout (header first, numbers right-aligned). */
-void hoctl_sheet_table(const hoctl_sheet *s, const hoctl_view *v,
-                       const char *indent);
+void hoctl_sheet_table(const hoctl_sheet *s, const hoctl_view *v);
 /* CSV on stdout (RFC 4180 quoting, JSON keys as header, raw values). */
 void hoctl_sheet_csv(const hoctl_sheet *s, const hoctl_view *v);
 /* A JSON array with one object per row (NULL on OOM). */
