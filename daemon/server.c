@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <malloc.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -337,6 +338,10 @@ static void check_timeouts(srv_conn *c, uint64_t now)
     }
 }
 
+/* Every SRV_SWEEP_MS: the timeouts, and the heap handed back to the
+ * system once the buffers of peers (queued output, partial frames) have
+ * shrunk by SRV_TRIM_MIN from their peak: glibc keeps freed heap, and an
+ * attack's peak would otherwise stay in the RSS. */
 static void on_sweep(uv_timer_t *t)
 {
     srv_daemon *d = t->data;
@@ -346,6 +351,11 @@ static void on_sweep(uv_timer_t *t)
         srv_conn *next = c->next;
         check_timeouts(c, now);
         c = next;
+    }
+    uint64_t held = d->output_bytes + d->partial_bytes;
+    if (d->buffered_peak >= held + SRV_TRIM_MIN) {
+        malloc_trim(0);
+        d->buffered_peak = held;
     }
 }
 

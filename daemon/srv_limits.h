@@ -73,11 +73,11 @@
 /* Bytes of the read buffer all connections share (loop thread): one
  * syscall reads several small frames; larger frames take several reads. */
 #define SRV_READ_BUF (64u << 10)
-/* Bytes of queued output or partial frame a closing connection must have
- * freed for the daemon to hand freed heap back to the system
- * (malloc_trim): an attack's peak does not stay in the RSS, and small
- * closes do not pay for a trim. */
-#define SRV_TRIM_MIN (16ull << 20)
+/* Bytes by which the peers' buffers (queued output, partial frames) must
+ * have shrunk from their peak for the sweep to hand freed heap back to
+ * the system (malloc_trim): an attack's peak does not stay in the RSS,
+ * and ordinary traffic does not pay for trims. */
+#define SRV_TRIM_MIN (4ull << 20)
 /* Period of the sweep that enforces handshake_timeout, read_timeout and
  * idle_timeout (settings in seconds: a second's resolution is enough). */
 #define SRV_SWEEP_MS 1000
