@@ -6,7 +6,8 @@
  * most of them, then trickling) and slow readers (peers that never read
  * their replies) stay within the configured totals of the daemon's
  * memory, are told why and dropped, and root's status answers within 1 s
- * meanwhile. */
+ * meanwhile; silent peers are timed out (handshake, idle), a session's
+ * connection is not. */
 #include <check.h>
 #include <errno.h>
 #include <grp.h>
@@ -442,6 +443,45 @@ START_TEST(slow_readers_bounded_in_total)
 }
 END_TEST
 
+/* Silent peers: one that never sends Hello is closed after
+ * handshake_timeout, one that shook hands but neither registers nor asks
+ * anything after idle_timeout, each told which; a peer with a session is
+ * left alone. */
+START_TEST(silent_peers_timed_out)
+{
+    static const char *const args[] = {"--handshake-timeout=1",
+                                       "--idle-timeout=2", NULL};
+    ho_harness *h = ho_harness_start_args(args);
+    int mute = rc_connect(ho_harness_socket(h));
+    int idle = rc_open(ho_harness_socket(h));
+    int busy = rc_open(ho_harness_socket(h));
+    ck_assert(mute >= 0 && idle >= 0 && busy >= 0);
+    Hyperoffload__Envelope *r = NULL;
+    ck_assert_int_eq(rc_register(busy, "", -1, 0, &r, NULL), 0);
+    ck_assert_int_eq(r->body_case, HYPEROFFLOAD__ENVELOPE__BODY_REGISTER_REPLY);
+    ho_frame_envelope_free(r);
+    long long t0 = now_ms();
+    char msg[512] = "";
+    ck_assert_int_eq(error_of(mute, msg, sizeof(msg)), -ETIMEDOUT);
+    ck_assert_msg(strstr(msg, "no Hello within 1 s") &&
+                      strstr(msg, "handshake_timeout"), "%s", msg);
+    ck_assert_int_eq(rc_wait_closed(mute, RC_TIMEOUT_MS), 1);
+    ck_assert_int_eq(error_of(idle, msg, sizeof(msg)), -ETIMEDOUT);
+    ck_assert_msg(strstr(msg, "idle_timeout"), "%s", msg);
+    long long waited = now_ms() - t0;
+    ck_assert_msg(waited >= 1500 && waited < 6000, "%lld ms", waited);
+    /* The session's connection still serves. */
+    ck_assert_int_eq(rc_stats(busy, &r), 0);
+    ck_assert_int_eq(r->body_case, HYPEROFFLOAD__ENVELOPE__BODY_STATS_REPLY);
+    ho_frame_envelope_free(r);
+    close(mute);
+    close(idle);
+    close(busy);
+    int st = ho_harness_free(h);
+    ck_assert_msg(st == 0, "daemon exit status %d", st);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("daemon_limits");
@@ -450,6 +490,7 @@ static Suite *suite(void)
     tcase_add_test(t, out_of_descriptors_refuses_with_reason_root_served);
     tcase_add_test(t, slowloris_bounded_and_timed_out);
     tcase_add_test(t, slow_readers_bounded_in_total);
+    tcase_add_test(t, silent_peers_timed_out);
     suite_add_tcase(s, t);
     return s;
 }
