@@ -92,6 +92,10 @@
 /* Descriptors passed with one frame: StageReply passes two (control
  * region, eventfd), RegisterReply one (the arena). */
 #define SRV_SEND_FDS_MAX 4
+/* Connections of max_connections kept for admin peers (root, admin_group):
+ * this many, at most an eighth of max_connections, so that users holding
+ * every other slot cannot lock out `hoctl status`. */
+#define SRV_ADMIN_CONNECTIONS 16
 /* Descriptors.  The daemon raises its soft RLIMIT_NOFILE to the hard
  * limit at start and rations what it has (server.c): a new non-admin
  * connection is refused with a reason while fewer than SRV_FD_PER_SESSION

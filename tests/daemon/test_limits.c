@@ -482,6 +482,98 @@ START_TEST(silent_peers_timed_out)
 }
 END_TEST
 
+/* In a child: become uid, open n connections (Hello each) and report in
+ * *ret_ok how many got Welcome; the refused ones' messages are checked
+ * against `want` (NULL: none may be refused).  Exits 0 when all is as
+ * expected, then holds the connections until `go` is readable. */
+static void slot_child(const ho_harness *h, uid_t uid, int n, int want_ok,
+                       const char *want, int report, int go)
+{
+    if (setgroups(0, NULL) != 0 || setgid(uid) != 0 || setuid(uid) != 0)
+        _exit(3);
+    int ok = 0, bad = 0;
+    for (int i = 0; i < n; i++) {
+        int fd = rc_connect(ho_harness_socket(h));
+        Hyperoffload__Envelope *r = NULL;
+        if (fd < 0 || rc_hello(fd, 1, 1, &r) < 0) {
+            bad++;
+            continue;
+        }
+        if (r->body_case == HYPEROFFLOAD__ENVELOPE__BODY_WELCOME)
+            ok++;
+        else if (!want || rc_error_code(r) != -EAGAIN ||
+                 !strstr(rc_error_message(r), want))
+            bad++;
+        ho_frame_envelope_free(r);
+    }
+    char c = ok == want_ok && bad == 0 ? 'y' : 'n';
+    if (write(report, &c, 1) != 1 || read(go, &c, 1) < 0)
+        _exit(4);
+    _exit(0);
+}
+
+/* Connection slots: one uid may hold max_connections_per_uid, and the
+ * last eighth of max_connections (at most 16) is kept for admins: users
+ * filling every other slot do not lock root out. */
+START_TEST(connection_slots_per_uid_and_for_admins)
+{
+    static const char *const args[] = {"--socket-mode=0666",
+                                       "--max-connections=16",
+                                       "--max-connections-per-uid=5", NULL};
+    ho_harness_opts o = {.args = args};
+    char err[4096];
+    ho_harness *h = ho_harness_start(&o, err, sizeof(err));
+    ck_assert_msg(h != NULL, "%s", err);
+    ck_assert_int_eq(chmod(ho_harness_dir(h), 0755), 0);
+    /* uid 65534: 6 tries, 5 served, the 6th refused for its uid; 65533:
+     * 5 served; 65532: 4 served (14 = 16 - 2 kept), the 5th refused. */
+    static const struct {
+        uid_t uid;
+        int n, ok;
+        const char *want;
+    } kids[] = {{65534, 6, 5, "max_connections_per_uid"},
+                {65533, 5, 5, NULL},
+                {65532, 5, 4, "2 kept for admins"}};
+    pid_t pids[3];
+    int go[2];
+    ck_assert_int_eq(pipe(go), 0);
+    for (int k = 0; k < 3; k++) {
+        int report[2];
+        ck_assert_int_eq(pipe(report), 0);
+        pids[k] = fork();
+        ck_assert_int_ge(pids[k], 0);
+        if (pids[k] == 0) {
+            close(go[1]);
+            slot_child(h, kids[k].uid, kids[k].n, kids[k].ok, kids[k].want,
+                       report[1], go[0]);
+        }
+        close(report[1]);
+        char c = 0;
+        ck_assert_int_eq(read(report[0], &c, 1), 1);
+        ck_assert_msg(c == 'y', "uid %u: not as expected",
+                      (unsigned)kids[k].uid);
+        close(report[0]);
+    }
+    /* 14 user connections held: root gets the two kept slots. */
+    long long ms = root_status_ms(h);
+    ck_assert_msg(ms >= 0 && ms < 1000, "root status: %lld ms", ms);
+    int a = rc_open(ho_harness_socket(h));
+    int b = rc_open(ho_harness_socket(h));
+    ck_assert(a >= 0 && b >= 0);
+    close(go[1]);
+    close(go[0]);
+    for (int k = 0; k < 3; k++) {
+        int st;
+        ck_assert_int_eq(waitpid(pids[k], &st, 0), pids[k]);
+        ck_assert_int_eq(WEXITSTATUS(st), 0);
+    }
+    close(a);
+    close(b);
+    int st = ho_harness_free(h);
+    ck_assert_msg(st == 0, "daemon exit status %d", st);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("daemon_limits");
@@ -491,6 +583,7 @@ static Suite *suite(void)
     tcase_add_test(t, slowloris_bounded_and_timed_out);
     tcase_add_test(t, slow_readers_bounded_in_total);
     tcase_add_test(t, silent_peers_timed_out);
+    tcase_add_test(t, connection_slots_per_uid_and_for_admins);
     suite_add_tcase(s, t);
     return s;
 }
