@@ -26,6 +26,22 @@
 #include "tests/harness.h"
 #include "tests/daemon/rawclient.h"
 
+/* Under AddressSanitizer (the asan build: daemon and test alike) freed
+ * memory sits in ASan's quarantine and shadow memory counts in the RSS,
+ * so the daemon's RSS says nothing about its own bounds there: the memory
+ * figures are asserted in the other builds only (everything else is
+ * checked in all of them). */
+#if defined(__SANITIZE_ADDRESS__)
+#define RSS_MEANINGFUL 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define RSS_MEANINGFUL 0
+#endif
+#endif
+#ifndef RSS_MEANINGFUL
+#define RSS_MEANINGFUL 1
+#endif
+
 #define NOBODY 65534
 #define MiB (1ull << 20)
 
@@ -376,7 +392,8 @@ START_TEST(slowloris_bounded_and_timed_out)
                 "peak %lld kB\n", capped, timed_out, rss0, peak);
     ck_assert_msg(capped >= 1 && timed_out >= 1, "capped %d, timed out %d",
                   capped, timed_out);
-    ck_assert_msg(peak - rss0 < 96 * 1024, "RSS %lld kB, peak %lld kB "
+    ck_assert_msg(!RSS_MEANINGFUL || peak - rss0 < 96 * 1024,
+                  "RSS %lld kB, peak %lld kB "
                   "(max_partial_frames 64M)", rss0, peak);
     ck_assert(ho_harness_wait_log(h, "above max_partial_frames", 1000));
     ck_assert(ho_harness_wait_log(h, "read_timeout); closing", 1000));
@@ -408,7 +425,8 @@ START_TEST(slow_readers_bounded_in_total)
     ck_assert_msg(ms >= 0 && ms < 1000, "root status: %lld ms", ms);
     ck_assert(ho_harness_wait_log(h, "above max_output", 5000));
     long long peak = proc_kb(dpid, "VmHWM:");
-    ck_assert_msg(peak - rss0 < 40 * 1024, "RSS %lld kB, peak %lld kB "
+    ck_assert_msg(!RSS_MEANINGFUL || peak - rss0 < 40 * 1024,
+                  "RSS %lld kB, peak %lld kB "
                   "(max_output_total 12M)", rss0, peak);
     int dropped = 0;
     for (int i = 0; i < N; i++) {
@@ -427,7 +445,8 @@ START_TEST(slow_readers_bounded_in_total)
     ck_assert_msg(ms >= 0 && ms < 1000, "root status: %lld ms", ms);
     /* The sweep (every second) hands the freed heap back. */
     long long rss1 = proc_kb(dpid, "VmRSS:");
-    for (int i = 0; i < 30 && rss1 - rss0 >= 8 * 1024; i++) {
+    for (int i = 0; RSS_MEANINGFUL && i < 30 && rss1 - rss0 >= 8 * 1024;
+         i++) {
         struct timespec ts = {0, 100 * 1000000L};
         nanosleep(&ts, NULL);
         rss1 = proc_kb(dpid, "VmRSS:");
@@ -435,7 +454,8 @@ START_TEST(slow_readers_bounded_in_total)
     if (getenv("HO_LIMITS_VERBOSE"))
         fprintf(stderr, "slow readers: RSS %lld kB, peak %lld kB, after "
                 "%lld kB\n", rss0, peak, rss1);
-    ck_assert_msg(rss1 - rss0 < 8 * 1024, "RSS %lld kB before, %lld kB "
+    ck_assert_msg(!RSS_MEANINGFUL || rss1 - rss0 < 8 * 1024,
+                  "RSS %lld kB before, %lld kB "
                   "after the readers left", rss0, rss1);
     free(many);
     int st = ho_harness_free(h);
