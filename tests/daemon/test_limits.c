@@ -121,6 +121,17 @@ typedef struct outcome {
     int silent;        /* reset, timeout, nothing said */
 } outcome;
 
+/* Hello on fd and its answer in *ret: Welcome, or the Error of a peer
+ * refused at accept (which the daemon may have sent and closed before
+ * our Hello went out: then the send fails and the Error still waits). */
+static int hello_answer(int fd, Hyperoffload__Envelope **ret)
+{
+    int rc = rc_hello(fd, 1, 1, ret);
+    if (rc < 0 && rc != -ETIMEDOUT)
+        rc = rc_recv(fd, ret, NULL, RC_TIMEOUT_MS);
+    return rc;
+}
+
 /* One client of uid NOBODY: connect, Hello, Register; the socket is kept
  * open (in fds) while registered. */
 static void one_client(const char *sock, outcome *o, int *ret_fd)
@@ -132,14 +143,11 @@ static void one_client(const char *sock, outcome *o, int *ret_fd)
         return;
     }
     Hyperoffload__Envelope *r = NULL;
-    int rc = rc_hello(fd, 1, 1, &r);
+    int rc = hello_answer(fd, &r);
     if (rc == 0 && r->body_case == HYPEROFFLOAD__ENVELOPE__BODY_WELCOME) {
         ho_frame_envelope_free(r);
         r = NULL;
         rc = rc_register(fd, "", -1, 0, &r, NULL);
-    } else if (rc < 0 && rc != -ETIMEDOUT) {
-        /* The Hello may have met a closed socket: the Error waits. */
-        rc = rc_recv(fd, &r, NULL, RC_TIMEOUT_MS);
     }
     if (rc < 0) {
         o->silent++;
@@ -515,7 +523,7 @@ static void slot_child(const ho_harness *h, uid_t uid, int n, int want_ok,
     for (int i = 0; i < n; i++) {
         int fd = rc_connect(ho_harness_socket(h));
         Hyperoffload__Envelope *r = NULL;
-        if (fd < 0 || rc_hello(fd, 1, 1, &r) < 0) {
+        if (fd < 0 || hello_answer(fd, &r) < 0) {
             bad++;
             continue;
         }
