@@ -1033,15 +1033,15 @@ static int read_whole_file(const char *path, char **ret_buf, size_t *ret_len,
 int srv_config_load_file(srv_config *c, const char *path, char *err,
                          size_t errlen)
 {
+    ini_reader *r = calloc(1, sizeof(*r));
+    if (!r)
+        return ho_errf(err, errlen, -ENOMEM, "%s: out of memory", path);
     char *text = NULL;
     size_t len = 0;
     int rc = read_whole_file(path, &text, &len, err, errlen);
-    if (rc < 0)
+    if (rc < 0) {
+        free(r);
         return rc;
-    ini_reader *r = calloc(1, sizeof(*r));
-    if (!r) {
-        free(text);
-        return -ENOMEM;
     }
     r->path = path;
     /* Line by line, by length (a NUL byte is in the data, not an end). */
