@@ -111,6 +111,9 @@ static const cfg_row rows[] = {
     U32_ROW("server", "max_connections", "max-connections", max_connections,
             1, 65536, "1024", RELOAD,
             "connections served at once; more are refused with an error"),
+    U32_ROW("server", "max_connections_per_uid", "max-connections-per-uid",
+            max_connections_per_uid, 1, 65536, "256", RELOAD,
+            "connections one non-admin uid may hold at once"),
     SIZE_ROW("server", "max_frame", "max-frame", max_frame,
              HO_FRAME_LIMIT_HANDSHAKE, HO_FRAME_LIMIT_MAX, "64M", RESTART,
              "largest frame accepted after the handshake (announced in "
@@ -1039,15 +1042,15 @@ static int read_whole_file(const char *path, char **ret_buf, size_t *ret_len,
 int srv_config_load_file(srv_config *c, const char *path, char *err,
                          size_t errlen)
 {
+    ini_reader *r = calloc(1, sizeof(*r));
+    if (!r)
+        return ho_errf(err, errlen, -ENOMEM, "%s: out of memory", path);
     char *text = NULL;
     size_t len = 0;
     int rc = read_whole_file(path, &text, &len, err, errlen);
-    if (rc < 0)
+    if (rc < 0) {
+        free(r);
         return rc;
-    ini_reader *r = calloc(1, sizeof(*r));
-    if (!r) {
-        free(text);
-        return -ENOMEM;
     }
     r->path = path;
     /* Line by line, by length (a NUL byte is in the data, not an end). */

@@ -42,6 +42,7 @@ typedef struct srv_config {
     uint32_t socket_mode;
     char *state_dir;              /* owned */
     uint32_t max_connections;
+    uint32_t max_connections_per_uid; /* non-admin peers, each uid */
     uint64_t max_frame;
     uint64_t max_output;
     uint64_t max_output_total;    /* all connections together */

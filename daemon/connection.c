@@ -6,7 +6,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <malloc.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +29,14 @@ struct srv_out_frame {
 };
 
 static void conn_flush(srv_conn *c);
+
+/* Buffers grew: keep their peak for the sweep's malloc_trim (server.c). */
+static void note_buffered(srv_daemon *d)
+{
+    uint64_t now = d->output_bytes + d->partial_bytes;
+    if (now > d->buffered_peak)
+        d->buffered_peak = now;
+}
 
 /* c's queued output shrank by n bytes (written, sent or discarded). */
 static void queued_sub(srv_conn *c, uint64_t n)
@@ -305,6 +312,7 @@ static int enqueue(srv_conn *c, srv_out_frame *f)
     srv_daemon *d = c->d;
     c->queued_bytes += f->len;
     d->output_bytes += f->len;
+    note_buffered(d);
     if (c->pend_tail)
         c->pend_tail->next = f;
     else
@@ -452,11 +460,9 @@ void srv_conn_close(srv_conn *c)
     c->state = SRV_CONN_CLOSING;
     hook_closing(c);
     unlink_conn(c);
-    uint64_t freed = c->partial_held;
     while (c->pend_head) {
         srv_out_frame *f = c->pend_head;
         c->pend_head = f->next;
-        freed += f->len;
         queued_sub(c, f->len - f->off);
         frame_free(f);
     }
@@ -467,10 +473,6 @@ void srv_conn_close(srv_conn *c)
     c->partial_held = 0;
     ho_frame_reader_done(&c->reader);
     close_handles(c);
-    /* Large buffers freed: give the memory back to the system (glibc
-     * keeps freed heap otherwise, and an attack's peak would stay). */
-    if (freed >= SRV_TRIM_MIN)
-        malloc_trim(0);
 }
 
 void srv_conn_abort(srv_conn *c)
@@ -549,6 +551,7 @@ static bool account_partial(srv_conn *c)
     d->partial_bytes += held;
     d->partial_bytes -= c->partial_held;
     c->partial_held = held;
+    note_buffered(d);
     if (d->partial_bytes <= d->cfg.max_partial ||
         c->state == SRV_CONN_FLUSHING || c->state == SRV_CONN_CLOSING)
         return true;

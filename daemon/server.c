@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -417,6 +418,10 @@ static void check_timeouts(srv_conn *c, uint64_t now)
     }
 }
 
+/* Every SRV_SWEEP_MS: the timeouts, and the heap handed back to the
+ * system once the buffers of peers (queued output, partial frames) have
+ * shrunk by SRV_TRIM_MIN from their peak: glibc keeps freed heap, and an
+ * attack's peak would otherwise stay in the RSS. */
 static void on_sweep(uv_timer_t *t)
 {
     srv_daemon *d = t->data;
@@ -427,9 +432,62 @@ static void on_sweep(uv_timer_t *t)
         check_timeouts(c, now);
         c = next;
     }
+    uint64_t held = d->output_bytes + d->partial_bytes;
+    if (d->buffered_peak >= held + SRV_TRIM_MIN) {
+        malloc_trim(0);
+        d->buffered_peak = held;
+    }
 }
 
 /* ------------------------------------------------------------ accepting */
+
+/* Connections of uid among the linked ones. */
+static uint32_t conns_of(const srv_daemon *d, uid_t uid)
+{
+    uint32_t n = 0;
+    for (const srv_conn *x = d->conns; x; x = x->next)
+        n += x->uid == uid;
+    return n;
+}
+
+/* The connection limits, c linked (counted in d->n_conns): max_connections
+ * for all, less the slots kept for admins for the others, and
+ * max_connections_per_uid for each non-admin uid.  True when c was
+ * refused (fatal Error with the reason). */
+static bool refuse_connection(srv_daemon *d, srv_conn *c)
+{
+    const srv_config *cfg = &d->cfg;
+    uint32_t kept = cfg->max_connections / 8;
+    if (kept > SRV_ADMIN_CONNECTIONS)
+        kept = SRV_ADMIN_CONNECTIONS;
+    if (d->n_conns > cfg->max_connections) {
+        srv_conn_fatal(c, 0, -EAGAIN,
+                       "the daemon serves its maximum of %u connections "
+                       "(max_connections); try again later",
+                       cfg->max_connections);
+        return true;
+    }
+    if (c->admin)
+        return false;
+    if (d->n_conns > cfg->max_connections - kept) {
+        srv_conn_fatal(c, 0, -EAGAIN,
+                       "the daemon serves %u connections, the most it "
+                       "takes from non-admin peers (max_connections %u, %u "
+                       "kept for admins); try again later", d->n_conns - 1,
+                       cfg->max_connections, kept);
+        return true;
+    }
+    uint32_t mine;
+    if (d->n_conns > cfg->max_connections_per_uid &&
+        (mine = conns_of(d, c->uid)) > cfg->max_connections_per_uid) {
+        srv_conn_fatal(c, 0, -EAGAIN,
+                       "uid %u holds %u connections, the most one user may "
+                       "(max_connections_per_uid); close some first",
+                       (unsigned)c->uid, mine - 1);
+        return true;
+    }
+    return false;
+}
 
 /* Serve a connection accepted on fd (owned from here on): refused at
  * once when too few descriptors are left for it (the admin lookup only
@@ -484,13 +542,8 @@ static void serve_accepted(srv_daemon *d, int fd)
               (unsigned long long)c->id, (int)c->pid, (unsigned)c->uid,
               (unsigned)c->gid, c->admin ? ", admin" : "");
 
-    if (d->n_conns > d->cfg.max_connections) {
-        srv_conn_fatal(c, 0, -EAGAIN,
-                       "the daemon serves its maximum of %u connections "
-                       "(max_connections); try again later",
-                       d->cfg.max_connections);
+    if (refuse_connection(d, c))
         return;
-    }
     if (d->draining) {
         srv_conn_fatal(c, 0, HO_E_SHUTTING_DOWN,
                        "the daemon is shutting down");

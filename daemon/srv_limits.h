@@ -79,11 +79,11 @@
  * well under a millisecond on the loop, a trace of 10^5-10^6 ops takes
  * 0.1-2 s, which every other client would wait out. */
 #define SRV_OFFLOOP_FRAME (256u << 10)
-/* Bytes of queued output or partial frame a closing connection must have
- * freed for the daemon to hand freed heap back to the system
- * (malloc_trim): an attack's peak does not stay in the RSS, and small
- * closes do not pay for a trim. */
-#define SRV_TRIM_MIN (16ull << 20)
+/* Bytes by which the peers' buffers (queued output, partial frames) must
+ * have shrunk from their peak for the sweep to hand freed heap back to
+ * the system (malloc_trim): an attack's peak does not stay in the RSS,
+ * and ordinary traffic does not pay for trims. */
+#define SRV_TRIM_MIN (4ull << 20)
 /* Period of the sweep that enforces handshake_timeout, read_timeout and
  * idle_timeout (settings in seconds: a second's resolution is enough). */
 #define SRV_SWEEP_MS 1000
@@ -98,6 +98,10 @@
 /* Descriptors passed with one frame: StageReply passes two (control
  * region, eventfd), RegisterReply one (the arena). */
 #define SRV_SEND_FDS_MAX 4
+/* Connections of max_connections kept for admin peers (root, admin_group):
+ * this many, at most an eighth of max_connections, so that users holding
+ * every other slot cannot lock out `hoctl status`. */
+#define SRV_ADMIN_CONNECTIONS 16
 /* Descriptors.  The daemon raises its soft RLIMIT_NOFILE to the hard
  * limit at start and rations what it has (server.c): a new non-admin
  * connection is refused with a reason while fewer than SRV_FD_PER_SESSION

@@ -132,6 +132,8 @@ struct srv_daemon {
     uint8_t read_buf[SRV_READ_BUF]; /* shared by all reads (loop thread) */
     uint64_t output_bytes;       /* queued replies, all connections */
     uint64_t partial_bytes;      /* buffers of partly received frames */
+    uint64_t buffered_peak;      /* highest output + partial bytes since
+                                    the last malloc_trim (server.c) */
     uint64_t output_drops;       /* connections dropped: output caps */
     uint64_t partial_refusals;   /* frames refused: max_partial_frames */
     uint64_t timeouts;           /* connections closed by a timeout */

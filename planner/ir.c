@@ -423,13 +423,6 @@ static int check_link(const plan_link *l, char *err, size_t errlen)
 /* Remove duplicates inside each op's reads and inside its writes (first
  * occurrence kept), compacting t->refs in place.  mark: n_storages words,
  * scratch. */
-/* The refs of op o, or NULL in a trace without any (t->refs NULL: NULL +
- * 0 is undefined behaviour; the loops over them then run zero times). */
-static const uint32_t *op_refs(const plan_trace *t, const plan_op *o)
-{
-    return t->refs ? t->refs + o->first_ref : NULL;
-}
-
 static void dedup_refs(plan_trace *t, uint32_t *mark)
 {
     uint64_t out = 0;
@@ -480,7 +473,7 @@ static void count_accesses(plan_trace *t, uint32_t *mark, uint64_t *ret_n)
     memset(mark, 0xff, (t->n_storages ? t->n_storages : 1) * sizeof(*mark));
     for (uint32_t i = 0; i < t->n_ops; i++) {
         const plan_op *o = &t->ops[i];
-        const uint32_t *ref = op_refs(t, o);
+        const uint32_t *ref = t->refs + o->first_ref;
         for (uint32_t k = 0; k < o->n_reads + o->n_writes; k++) {
             if (mark[ref[k]] == i)
                 continue;
@@ -503,7 +496,7 @@ static int fill_accesses(plan_trace *t, uint32_t *fill, char *err,
 {
     for (uint32_t i = 0; i < t->n_ops; i++) {
         const plan_op *o = &t->ops[i];
-        const uint32_t *ref = op_refs(t, o);
+        const uint32_t *ref = t->refs + o->first_ref;
         for (uint32_t k = 0; k < o->n_reads + o->n_writes; k++) {
             uint32_t s = ref[k];
             uint32_t flag = k < o->n_reads ? PLAN_ACC_READ : PLAN_ACC_WRITE;
@@ -559,6 +552,13 @@ int plan_trace_finish(plan_trace *t, char *err, size_t errlen)
         (r = check_total_bytes(t, err, errlen)) < 0)
         return r;
 
+    /* Ops that touch nothing leave no refs: give the array a slot all the
+     * same, so that `t->refs + o->first_ref` is never NULL + 0 (undefined
+     * behaviour) here or in any reader of a finished trace. */
+    if (!t->refs &&
+        (r = grow((void **)&t->refs, &t->cap_refs, 1, sizeof(*t->refs),
+                  PLAN_MAX_REFS)) < 0)
+        return ho_errf(err, errlen, r, "out of memory finishing the trace");
     size_t ns = t->n_storages ? t->n_storages : 1;
     /* Stamps are op*2+w < 2^26, so 0xffffffff never matches. */
     mark = malloc(ns * sizeof(*mark));
@@ -659,7 +659,7 @@ uint64_t plan_trace_hash(const plan_trace *t)
 uint64_t plan_op_working_set(const plan_trace *t, uint32_t op, uint32_t *mark)
 {
     const plan_op *o = &t->ops[op];
-    const uint32_t *ref = op_refs(t, o);
+    const uint32_t *ref = t->refs + o->first_ref;
     uint64_t sum = 0;
     for (uint32_t k = 0; k < o->n_reads + o->n_writes; k++) {
         if (mark[ref[k]] == op)

@@ -104,6 +104,8 @@ int ho_frame_reader_feed(ho_frame_reader *r, const uint8_t *data, size_t len,
         size_t take = r->need - r->have;
         if (take > len - used)
             take = len - used;
+        if (take == 0)
+            break; /* the header ended the data: no buffer yet */
         if (r->have + take > r->cap) {
             /* Grow with what arrived: doubling, at least what is needed
              * now, at most the announced length. */

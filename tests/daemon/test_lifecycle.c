@@ -205,6 +205,21 @@ static int run_daemon(const char *const *args, char **out, const char *dir)
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
+/* Start a second daemon beside h's (16 MiB of DDR and flash) with
+ * "--socket=<sock>", "--state-dir=<state>", "--flash-paths=<flash>";
+ * its exit status, its output in *out (caller frees). */
+static int second_daemon(const ho_harness *h, const char *sock,
+                         const char *state, const char *flash, char **out)
+{
+    char s[PATH_MAX + 32], st[PATH_MAX + 32], fl[PATH_MAX + 32];
+    snprintf(s, sizeof(s), "--socket=%s", sock);
+    snprintf(st, sizeof(st), "--state-dir=%s", state);
+    snprintf(fl, sizeof(fl), "--flash-paths=%s", flash);
+    const char *args[] = {s, st, fl, "--ddr-capacity=16M",
+                          "--flash-capacity=16M", NULL};
+    return run_daemon(args, out, ho_harness_dir(h));
+}
+
 START_TEST(stale_socket_replaced_live_socket_refused)
 {
     ho_harness *h = ho_harness_start_args(NULL);
@@ -217,16 +232,12 @@ START_TEST(stale_socket_replaced_live_socket_refused)
     ck_assert_int_ge(fd, 0);
 
     /* A second daemon on the same socket refuses to start. */
-    char state[PATH_MAX + 32], flash[PATH_MAX + 32], sock[PATH_MAX + 32];
-    snprintf(sock, sizeof(sock), "--socket=%s", ho_harness_socket(h));
-    snprintf(state, sizeof(state), "--state-dir=%s/state2",
-             ho_harness_dir(h));
-    snprintf(flash, sizeof(flash), "--flash-paths=%s/flash2",
-             ho_harness_dir(h));
-    const char *args[] = {sock, state, flash, "--ddr-capacity=16M",
-                          "--flash-capacity=16M", NULL};
+    char state[PATH_MAX + 32], flash[PATH_MAX + 32];
+    snprintf(state, sizeof(state), "%s/state2", ho_harness_dir(h));
+    snprintf(flash, sizeof(flash), "%s/flash2", ho_harness_dir(h));
     char *out = NULL;
-    ck_assert_int_eq(run_daemon(args, &out, ho_harness_dir(h)), 1);
+    ck_assert_int_eq(second_daemon(h, ho_harness_socket(h), state, flash,
+                                   &out), 1);
     ck_assert_msg(strstr(out, "another daemon is already listening on"),
                   "%s", out);
     free(out);
@@ -241,8 +252,7 @@ START_TEST(stale_socket_replaced_live_socket_refused)
     FILE *f = fopen(notsock, "w");
     fputs("precious", f);
     fclose(f);
-    snprintf(sock, sizeof(sock), "--socket=%s", notsock);
-    ck_assert_int_eq(run_daemon(args, &out, ho_harness_dir(h)), 1);
+    ck_assert_int_eq(second_daemon(h, notsock, state, flash, &out), 1);
     ck_assert_msg(strstr(out, "exists and is not a socket"), "%s", out);
     free(out);
     ck_assert_int_eq(access(notsock, F_OK), 0);
@@ -264,18 +274,14 @@ START_TEST(second_daemon_on_state_dir_or_flash_file_refused)
     ck_assert_int_eq(stat(flash0, &st0), 0);
     snprintf(pidtext, sizeof(pidtext), "(pid %d ", (int)ho_harness_pid(h));
 
-    char sock[PATH_MAX + 32], state[PATH_MAX + 32], flash[PATH_MAX + 32];
-    snprintf(sock, sizeof(sock), "--socket=%s/second.sock",
-             ho_harness_dir(h));
+    char sock[PATH_MAX + 32], flash[PATH_MAX + 32], state2[PATH_MAX + 32];
+    snprintf(sock, sizeof(sock), "%s/second.sock", ho_harness_dir(h));
+    snprintf(flash, sizeof(flash), "%s/flash2", ho_harness_dir(h));
+    snprintf(state2, sizeof(state2), "%s/state2", ho_harness_dir(h));
     /* Same state directory, a flash file of its own. */
-    snprintf(state, sizeof(state), "--state-dir=%s",
-             ho_harness_state_dir(h));
-    snprintf(flash, sizeof(flash), "--flash-paths=%s/flash2",
-             ho_harness_dir(h));
-    const char *args[] = {sock, state, flash, "--ddr-capacity=16M",
-                          "--flash-capacity=16M", NULL};
     char *out = NULL;
-    ck_assert_int_eq(run_daemon(args, &out, ho_harness_dir(h)), 1);
+    ck_assert_int_eq(second_daemon(h, sock, ho_harness_state_dir(h), flash,
+                                   &out), 1);
     char want[PATH_MAX + 64];
     snprintf(want, sizeof(want), "%s/hyperoffloadd.lock",
              ho_harness_state_dir(h));
@@ -289,10 +295,7 @@ START_TEST(second_daemon_on_state_dir_or_flash_file_refused)
 
     /* A state directory of its own, the first one's flash file (the
      * corruption of issue 10: both would spill into the same extents). */
-    snprintf(state, sizeof(state), "--state-dir=%s/state2",
-             ho_harness_dir(h));
-    snprintf(flash, sizeof(flash), "--flash-paths=%s", flash0);
-    ck_assert_int_eq(run_daemon(args, &out, ho_harness_dir(h)), 1);
+    ck_assert_int_eq(second_daemon(h, sock, state2, flash0, &out), 1);
     snprintf(want, sizeof(want), "flash file %s is in use by another "
              "process", flash0);
     ck_assert_msg(strstr(out, want) && strstr(out, pidtext), "%s", out);

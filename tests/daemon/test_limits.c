@@ -6,7 +6,8 @@
  * most of them, then trickling) and slow readers (peers that never read
  * their replies) stay within the configured totals of the daemon's
  * memory, are told why and dropped, and root's status answers within 1 s
- * meanwhile. */
+ * meanwhile; silent peers are timed out (handshake, idle), a session's
+ * connection is not. */
 #include <check.h>
 #include <errno.h>
 #include <grp.h>
@@ -24,6 +25,22 @@
 
 #include "tests/harness.h"
 #include "tests/daemon/rawclient.h"
+
+/* Under AddressSanitizer (the asan build: daemon and test alike) freed
+ * memory sits in ASan's quarantine and shadow memory counts in the RSS,
+ * so the daemon's RSS says nothing about its own bounds there: the memory
+ * figures are asserted in the other builds only (everything else is
+ * checked in all of them). */
+#if defined(__SANITIZE_ADDRESS__)
+#define RSS_MEANINGFUL 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define RSS_MEANINGFUL 0
+#endif
+#endif
+#ifndef RSS_MEANINGFUL
+#define RSS_MEANINGFUL 1
+#endif
 
 #define NOBODY 65534
 #define MiB (1ull << 20)
@@ -104,6 +121,17 @@ typedef struct outcome {
     int silent;        /* reset, timeout, nothing said */
 } outcome;
 
+/* Hello on fd and its answer in *ret: Welcome, or the Error of a peer
+ * refused at accept (which the daemon may have sent and closed before
+ * our Hello went out: then the send fails and the Error still waits). */
+static int hello_answer(int fd, Hyperoffload__Envelope **ret)
+{
+    int rc = rc_hello(fd, 1, 1, ret);
+    if (rc < 0 && rc != -ETIMEDOUT)
+        rc = rc_recv(fd, ret, NULL, RC_TIMEOUT_MS);
+    return rc;
+}
+
 /* One client of uid NOBODY: connect, Hello, Register; the socket is kept
  * open (in fds) while registered. */
 static void one_client(const char *sock, outcome *o, int *ret_fd)
@@ -115,14 +143,11 @@ static void one_client(const char *sock, outcome *o, int *ret_fd)
         return;
     }
     Hyperoffload__Envelope *r = NULL;
-    int rc = rc_hello(fd, 1, 1, &r);
+    int rc = hello_answer(fd, &r);
     if (rc == 0 && r->body_case == HYPEROFFLOAD__ENVELOPE__BODY_WELCOME) {
         ho_frame_envelope_free(r);
         r = NULL;
         rc = rc_register(fd, "", -1, 0, &r, NULL);
-    } else if (rc < 0 && rc != -ETIMEDOUT) {
-        /* The Hello may have met a closed socket: the Error waits. */
-        rc = rc_recv(fd, &r, NULL, RC_TIMEOUT_MS);
     }
     if (rc < 0) {
         o->silent++;
@@ -375,7 +400,8 @@ START_TEST(slowloris_bounded_and_timed_out)
                 "peak %lld kB\n", capped, timed_out, rss0, peak);
     ck_assert_msg(capped >= 1 && timed_out >= 1, "capped %d, timed out %d",
                   capped, timed_out);
-    ck_assert_msg(peak - rss0 < 96 * 1024, "RSS %lld kB, peak %lld kB "
+    ck_assert_msg(!RSS_MEANINGFUL || peak - rss0 < 96 * 1024,
+                  "RSS %lld kB, peak %lld kB "
                   "(max_partial_frames 64M)", rss0, peak);
     ck_assert(ho_harness_wait_log(h, "above max_partial_frames", 1000));
     ck_assert(ho_harness_wait_log(h, "read_timeout); closing", 1000));
@@ -407,7 +433,8 @@ START_TEST(slow_readers_bounded_in_total)
     ck_assert_msg(ms >= 0 && ms < 1000, "root status: %lld ms", ms);
     ck_assert(ho_harness_wait_log(h, "above max_output", 5000));
     long long peak = proc_kb(dpid, "VmHWM:");
-    ck_assert_msg(peak - rss0 < 40 * 1024, "RSS %lld kB, peak %lld kB "
+    ck_assert_msg(!RSS_MEANINGFUL || peak - rss0 < 40 * 1024,
+                  "RSS %lld kB, peak %lld kB "
                   "(max_output_total 12M)", rss0, peak);
     int dropped = 0;
     for (int i = 0; i < N; i++) {
@@ -424,13 +451,152 @@ START_TEST(slow_readers_bounded_in_total)
     ck_assert_int_eq(dropped, N);
     ms = root_status_ms(h);
     ck_assert_msg(ms >= 0 && ms < 1000, "root status: %lld ms", ms);
+    /* The sweep (every second) hands the freed heap back. */
     long long rss1 = proc_kb(dpid, "VmRSS:");
+    for (int i = 0; RSS_MEANINGFUL && i < 30 && rss1 - rss0 >= 8 * 1024;
+         i++) {
+        struct timespec ts = {0, 100 * 1000000L};
+        nanosleep(&ts, NULL);
+        rss1 = proc_kb(dpid, "VmRSS:");
+    }
     if (getenv("HO_LIMITS_VERBOSE"))
         fprintf(stderr, "slow readers: RSS %lld kB, peak %lld kB, after "
                 "%lld kB\n", rss0, peak, rss1);
-    ck_assert_msg(rss1 - rss0 < 16 * 1024, "RSS %lld kB before, %lld kB "
+    ck_assert_msg(!RSS_MEANINGFUL || rss1 - rss0 < 8 * 1024,
+                  "RSS %lld kB before, %lld kB "
                   "after the readers left", rss0, rss1);
     free(many);
+    int st = ho_harness_free(h);
+    ck_assert_msg(st == 0, "daemon exit status %d", st);
+}
+END_TEST
+
+/* Silent peers: one that never sends Hello is closed after
+ * handshake_timeout, one that shook hands but neither registers nor asks
+ * anything after idle_timeout, each told which; a peer with a session is
+ * left alone. */
+START_TEST(silent_peers_timed_out)
+{
+    static const char *const args[] = {"--handshake-timeout=1",
+                                       "--idle-timeout=2", NULL};
+    ho_harness *h = ho_harness_start_args(args);
+    int mute = rc_connect(ho_harness_socket(h));
+    int idle = rc_open(ho_harness_socket(h));
+    int busy = rc_open(ho_harness_socket(h));
+    ck_assert(mute >= 0 && idle >= 0 && busy >= 0);
+    Hyperoffload__Envelope *r = NULL;
+    ck_assert_int_eq(rc_register(busy, "", -1, 0, &r, NULL), 0);
+    ck_assert_int_eq(r->body_case, HYPEROFFLOAD__ENVELOPE__BODY_REGISTER_REPLY);
+    ho_frame_envelope_free(r);
+    long long t0 = now_ms();
+    char msg[512] = "";
+    ck_assert_int_eq(error_of(mute, msg, sizeof(msg)), -ETIMEDOUT);
+    ck_assert_msg(strstr(msg, "no Hello within 1 s") &&
+                      strstr(msg, "handshake_timeout"), "%s", msg);
+    ck_assert_int_eq(rc_wait_closed(mute, RC_TIMEOUT_MS), 1);
+    ck_assert_int_eq(error_of(idle, msg, sizeof(msg)), -ETIMEDOUT);
+    ck_assert_msg(strstr(msg, "idle_timeout"), "%s", msg);
+    long long waited = now_ms() - t0;
+    ck_assert_msg(waited >= 1500 && waited < 6000, "%lld ms", waited);
+    /* The session's connection still serves. */
+    ck_assert_int_eq(rc_stats(busy, &r), 0);
+    ck_assert_int_eq(r->body_case, HYPEROFFLOAD__ENVELOPE__BODY_STATS_REPLY);
+    ho_frame_envelope_free(r);
+    close(mute);
+    close(idle);
+    close(busy);
+    int st = ho_harness_free(h);
+    ck_assert_msg(st == 0, "daemon exit status %d", st);
+}
+END_TEST
+
+/* In a child: become uid, open n connections (Hello each) and report in
+ * *ret_ok how many got Welcome; the refused ones' messages are checked
+ * against `want` (NULL: none may be refused).  Exits 0 when all is as
+ * expected, then holds the connections until `go` is readable. */
+static void slot_child(const ho_harness *h, uid_t uid, int n, int want_ok,
+                       const char *want, int report, int go)
+{
+    if (setgroups(0, NULL) != 0 || setgid(uid) != 0 || setuid(uid) != 0)
+        _exit(3);
+    int ok = 0, bad = 0;
+    for (int i = 0; i < n; i++) {
+        int fd = rc_connect(ho_harness_socket(h));
+        Hyperoffload__Envelope *r = NULL;
+        if (fd < 0 || hello_answer(fd, &r) < 0) {
+            bad++;
+            continue;
+        }
+        if (r->body_case == HYPEROFFLOAD__ENVELOPE__BODY_WELCOME)
+            ok++;
+        else if (!want || rc_error_code(r) != -EAGAIN ||
+                 !strstr(rc_error_message(r), want))
+            bad++;
+        ho_frame_envelope_free(r);
+    }
+    char c = ok == want_ok && bad == 0 ? 'y' : 'n';
+    if (write(report, &c, 1) != 1 || read(go, &c, 1) < 0)
+        _exit(4);
+    _exit(0);
+}
+
+/* Connection slots: one uid may hold max_connections_per_uid, and the
+ * last eighth of max_connections (at most 16) is kept for admins: users
+ * filling every other slot do not lock root out. */
+START_TEST(connection_slots_per_uid_and_for_admins)
+{
+    static const char *const args[] = {"--socket-mode=0666",
+                                       "--max-connections=16",
+                                       "--max-connections-per-uid=5", NULL};
+    ho_harness_opts o = {.args = args};
+    char err[4096];
+    ho_harness *h = ho_harness_start(&o, err, sizeof(err));
+    ck_assert_msg(h != NULL, "%s", err);
+    ck_assert_int_eq(chmod(ho_harness_dir(h), 0755), 0);
+    /* uid 65534: 6 tries, 5 served, the 6th refused for its uid; 65533:
+     * 5 served; 65532: 4 served (14 = 16 - 2 kept), the 5th refused. */
+    static const struct {
+        uid_t uid;
+        int n, ok;
+        const char *want;
+    } kids[] = {{65534, 6, 5, "max_connections_per_uid"},
+                {65533, 5, 5, NULL},
+                {65532, 5, 4, "2 kept for admins"}};
+    pid_t pids[3];
+    int go[2];
+    ck_assert_int_eq(pipe(go), 0);
+    for (int k = 0; k < 3; k++) {
+        int report[2];
+        ck_assert_int_eq(pipe(report), 0);
+        pids[k] = fork();
+        ck_assert_int_ge(pids[k], 0);
+        if (pids[k] == 0) {
+            close(go[1]);
+            slot_child(h, kids[k].uid, kids[k].n, kids[k].ok, kids[k].want,
+                       report[1], go[0]);
+        }
+        close(report[1]);
+        char c = 0;
+        ck_assert_int_eq(read(report[0], &c, 1), 1);
+        ck_assert_msg(c == 'y', "uid %u: not as expected",
+                      (unsigned)kids[k].uid);
+        close(report[0]);
+    }
+    /* 14 user connections held: root gets the two kept slots. */
+    long long ms = root_status_ms(h);
+    ck_assert_msg(ms >= 0 && ms < 1000, "root status: %lld ms", ms);
+    int a = rc_open(ho_harness_socket(h));
+    int b = rc_open(ho_harness_socket(h));
+    ck_assert(a >= 0 && b >= 0);
+    close(go[1]);
+    close(go[0]);
+    for (int k = 0; k < 3; k++) {
+        int st;
+        ck_assert_int_eq(waitpid(pids[k], &st, 0), pids[k]);
+        ck_assert_int_eq(WEXITSTATUS(st), 0);
+    }
+    close(a);
+    close(b);
     int st = ho_harness_free(h);
     ck_assert_msg(st == 0, "daemon exit status %d", st);
 }
@@ -444,6 +610,8 @@ static Suite *suite(void)
     tcase_add_test(t, out_of_descriptors_refuses_with_reason_root_served);
     tcase_add_test(t, slowloris_bounded_and_timed_out);
     tcase_add_test(t, slow_readers_bounded_in_total);
+    tcase_add_test(t, silent_peers_timed_out);
+    tcase_add_test(t, connection_slots_per_uid_and_for_admins);
     suite_add_tcase(s, t);
     return s;
 }

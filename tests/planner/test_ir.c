@@ -251,10 +251,12 @@ START_TEST(test_access_lists_and_dedup)
 }
 END_TEST
 
-/* Ops that touch nothing: the trace has no refs at all (t->refs stays
- * NULL).  Finishing, summing a working set and simulating it must not do
- * pointer arithmetic on NULL (issue 10; clang's UBSan reports "applying
- * zero offset to null pointer" in planner/ir.c before the fix). */
+/* Ops that touch nothing: the trace has no refs at all (t->refs NULL
+ * until finish).  Finishing, summing a working set and simulating it
+ * must not do pointer arithmetic on NULL (issue 10; clang's UBSan reports
+ * "applying zero offset to null pointer" in planner/ir.c and
+ * planner/simulate.c before the fix; the clang build of tests/fuzz runs
+ * this trace too, corpus/frame/hello-plan-ops-without-refs). */
 START_TEST(test_ops_without_refs)
 {
     plan_trace *t = tu_trace(NULL);
@@ -264,9 +266,17 @@ START_TEST(test_ops_without_refs)
     ck_assert_ptr_null(t->refs);
     tu_finish(t);
     ck_assert_uint_eq(t->n_refs, 0);
+    ck_assert_ptr_nonnull(t->refs);
     uint32_t mark[1] = {PLAN_NONE};
     ck_assert_uint_eq(plan_op_working_set(t, 1, mark), 0);
+    /* The empty schedule runs it: nothing to move. */
+    plan_metrics m;
+    plan_violation v;
+    plan_schedule *empty = tu_sched(1ull << 30);
+    ck_assert_int_eq(tu_sim(t, empty, &m, &v), 0);
+    ck_assert_uint_eq(m.peak_device_bytes, 0); /* on the host, untouched */
     plan_trace_free(t);
+    plan_schedule_free(empty);
 }
 END_TEST
 
