@@ -140,7 +140,9 @@ START_TEST(stats_answer_while_traces_upload)
             "%.1f ms\n", sent_ms, total, probes, worst);
     ck_assert(answered[0] && answered[1]);
     ck_assert_uint_ge(probes, 2);
-    ck_assert_msg(worst < 250.0 * (ho_harness_under_valgrind() ? 20 : 1),
+    /* the issue's bound (root's status within 1 s); decoded on the loop,
+     * the probe got no answer at all until the uploads were handled */
+    ck_assert_msg(worst < 1000.0 * (ho_harness_under_valgrind() ? 20 : 1),
                   "a Stats round trip took %.1f ms while traces uploaded",
                   worst);
     hyperoffload__trace__free_unpacked(tr, NULL);
