@@ -1,5 +1,5 @@
 /*
- * planner/gen_decode.c - one inference decode step: `tokens` new tokens
+ * planner/gen/gen_decode.c - one inference decode step: `tokens` new tokens
  * for a batch of `batch` sequences whose prompt (`prompt` tokens) is
  * already in the KV cache (PLANNER.md §6, docs/formats.md).
  *

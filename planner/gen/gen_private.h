@@ -1,7 +1,7 @@
 /*
- * planner/gen_private.h - a small trace builder shared by the workload
- * generators (gen_train.c, gen_decode.c, gen_random.c).  Private to
- * planner/.
+ * planner/gen/gen_private.h - a small trace builder and the config
+ * checks shared by the workload generators (gen_train.c, gen_decode.c,
+ * gen_random.c).  Private to planner/gen/.
  *
  * The builder keeps a sticky error: once a call fails, every later call is
  * a no-op and plan_gen_finish() returns the first error, so generator code

@@ -1,5 +1,5 @@
 /*
- * planner/gen_train.c - one training step of a decoder-only transformer
+ * planner/gen/gen_train.c - one training step of a decoder-only transformer
  * (PLANNER.md §6, docs/formats.md "Training generator").
  *
  * For each micro-batch: input, embedding, per layer [RMSNorm, QKV, flash
