@@ -73,6 +73,19 @@ static inline uint32_t gen_act(plan_gen_b *b, uint64_t bytes)
                             false);
 }
 
+/* A new activation of `bytes` that the next op writes, reading r1 and r2
+ * (r2 PLAN_NONE: r1 only); returns its index. */
+static inline uint32_t gen_new(plan_gen_b *b, uint64_t bytes, uint32_t r1,
+                               uint32_t r2)
+{
+    uint32_t a = gen_act(b, bytes);
+    plan_gen_read(b, r1);
+    if (r2 != PLAN_NONE)
+        plan_gen_read(b, r2);
+    plan_gen_write(b, a);
+    return a;
+}
+
 /* Duration of a GEMM / of a memory-bound op on the builder's device. */
 static inline double gen_mm(const plan_gen_b *b, double flops, double bytes)
 {
