@@ -24,16 +24,14 @@ HO_EXPORT const char *ho_tier_name(ho_tier t)
 
 void hoc_tier_stats_copy(ho_tier_stats *dst, const Hyperoffload__TierStats *src)
 {
-    memset(dst, 0, sizeof(*dst));
-    dst->tier = (ho_tier)src->tier;
+    *dst = (ho_tier_stats){
+        .tier = (ho_tier)src->tier, .capacity = src->capacity,
+        .used = src->used, .free = src->free,
+        .largest_free = src->largest_free,
+        .fragmentation = src->fragmentation, .extents = src->extents,
+        .committed = src->committed,
+    };
     snprintf(dst->name, sizeof(dst->name), "%s", src->name ? src->name : "");
-    dst->capacity = src->capacity;
-    dst->used = src->used;
-    dst->free = src->free;
-    dst->largest_free = src->largest_free;
-    dst->fragmentation = src->fragmentation;
-    dst->extents = src->extents;
-    dst->committed = src->committed;
     snprintf(dst->detail, sizeof(dst->detail), "%s",
              src->detail ? src->detail : "");
 }

@@ -95,8 +95,9 @@ typedef struct hob_ops {
                      uint64_t n);
 
     /* Register / unregister host memory used as copy source or target
-     * (cuda: cudaHostRegister, so copies run at full link speed; host: no
-     * effect).  unregister accepts a base that was never registered. */
+     * (cuda: cudaHostRegister, so copies run at full link speed).
+     * unregister accepts a base that was never registered.  Both NULL
+     * where registering has no effect (host). */
     int (*host_register)(void *st, void *base, uint64_t len);
     void (*host_unregister)(void *st, void *base);
 
@@ -131,7 +132,8 @@ typedef struct hob_ops {
     int (*compute_wait)(void *st, uint64_t t);
 
     /* Set the stream the application computes on (cuda: a cudaStream_t;
-     * NULL for the legacy default stream).  Host: no effect. */
+     * NULL for the legacy default stream).  NULL where streams have no
+     * meaning (host). */
     void (*set_compute_stream)(void *st, void *stream);
 
     /* Copy timing, for backends whose timestamps cost something (cuda:

@@ -166,20 +166,6 @@ static int host_copy_sync(void *state, hob_dir dir, void *dst,
     return 0;
 }
 
-static int host_register(void *state, void *base, uint64_t len)
-{
-    (void)state;
-    (void)base;
-    (void)len;
-    return 0;
-}
-
-static void host_unregister(void *state, void *base)
-{
-    (void)state;
-    (void)base;
-}
-
 /* ----------------------------------------------------------- engines */
 
 static uint64_t host_completed(hob_engine *e)
@@ -354,12 +340,6 @@ static int host_compute_wait(void *state, uint64_t t)
     return 0;
 }
 
-static void host_set_compute_stream(void *state, void *stream)
-{
-    (void)state;
-    (void)stream;
-}
-
 const hob_ops hob_host_ops = {
     .name = "host",
     .unavailable = host_unavailable,
@@ -367,8 +347,8 @@ const hob_ops hob_host_ops = {
     .close = host_close,
     .region = host_region,
     .copy_sync = host_copy_sync,
-    .host_register = host_register,
-    .host_unregister = host_unregister,
+    .host_register = NULL, /* host memory needs no registering */
+    .host_unregister = NULL,
     .engine_new = host_engine_new,
     .engine_free = host_engine_free,
     .submit = host_submit,
@@ -377,7 +357,7 @@ const hob_ops hob_host_ops = {
     .compute_mark = host_compute_mark,
     .compute_completed = host_compute_completed,
     .compute_wait = host_compute_wait,
-    .set_compute_stream = host_set_compute_stream,
+    .set_compute_stream = NULL, /* no streams */
     .timing = NULL, /* tm costs two clock reads: always honoured */
     .epoch = NULL,
 };

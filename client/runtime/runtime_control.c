@@ -283,7 +283,7 @@ out:
 static void register_pool(ho_replay *r)
 {
     hor_ctl *x = &r->ctl;
-    if (r->n_slots == 0 || x->stage_actions != 0)
+    if (r->n_slots == 0 || x->stage_actions != 0 || !r->ops->host_register)
         return;
     uint64_t lo = UINT64_MAX, hi = 0;
     for (uint32_t i = 0; i < r->n_slots; i++) {

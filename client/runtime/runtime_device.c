@@ -413,6 +413,7 @@ HO_EXPORT int ho_device_set_stream(ho_device *d, void *stream)
 {
     if (!d)
         return -EINVAL;
-    d->ops->set_compute_stream(d->st, stream);
+    if (d->ops->set_compute_stream)
+        d->ops->set_compute_stream(d->st, stream);
     return 0;
 }

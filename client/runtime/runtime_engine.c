@@ -1131,14 +1131,12 @@ HO_EXPORT int ho_step_copies(const ho_replay *r, ho_copy_record *out,
     for (size_t i = 0; i < n && i < max; i++) {
         const hor_copy_rec *c = &L->buf[b][i];
         ho_copy_record *o = &out[i];
-        memset(o, 0, sizeof(*o));
-        o->storage_id = c->storage_id;
-        o->bytes = c->bytes;
-        o->op = c->op;
-        o->when = c->when;
-        o->dir = c->dir;
-        o->engine = c->engine;
-        o->issue_ns = rel_ns(c->tm.issue_ns, t0);
+        *o = (ho_copy_record){
+            .storage_id = c->storage_id, .bytes = c->bytes, .op = c->op,
+            .when = c->when, .dir = c->dir, .engine = c->engine,
+            .issue_ns = rel_ns(c->tm.issue_ns, t0),
+            .wait_ns = c->wait_ns, .stall_ns = c->stall_ns,
+        };
         if (c->tm.end_ns == 0) {
             o->start_ns = o->end_ns = -1;
         } else {
@@ -1146,8 +1144,6 @@ HO_EXPORT int ho_step_copies(const ho_replay *r, ho_copy_record *out,
             o->start_ns = rel_ns(c->tm.start_ns, t0);
             o->end_ns = rel_ns(c->tm.end_ns, t0);
         }
-        o->wait_ns = c->wait_ns;
-        o->stall_ns = c->stall_ns;
     }
     *ret_n = n;
     return 0;

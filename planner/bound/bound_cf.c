@@ -115,6 +115,24 @@ static int forced(const bd_model *m, double *ret)
     return 0;
 }
 
+/* The parts ord[*k..] in a row with the same key (deadline when by_dl,
+ * else release) `key`: the bytes of those that cover op i go into *cum;
+ * *k is left on the last of them. */
+static void add_group(const bd_model *m, const uint32_t *ord, size_t np,
+                      size_t *k, bool by_dl, int32_t key, int32_t i,
+                      double *cum)
+{
+    for (; *k < np; (*k)++) {
+        const bd_part *q = &m->parts[ord[*k]];
+        if ((by_dl ? q->dl : q->rel) != key) {
+            (*k)--;
+            break;
+        }
+        if (q->from <= i && q->to >= i)
+            *cum += (double)q->bytes;
+    }
+}
+
 int bd_closed_form(const bd_model *m, uint64_t budget, const uint32_t *ck,
                    uint32_t nck, double *ret_us)
 {
@@ -180,17 +198,8 @@ int bd_closed_form(const bd_model *m, uint64_t budget, const uint32_t *ck,
             double v = (req - cum) * upb_d - window;
             if (v > dstall)
                 dstall = v;
-            int32_t rel = p->rel;
             /* add every covering part of this release */
-            for (; k < np; k++) {
-                const bd_part *q = &m->parts[ord_r[k]];
-                if (q->rel != rel) {
-                    k--;
-                    break;
-                }
-                if (q->from <= i && q->to >= i)
-                    cum += (double)q->bytes;
-            }
+            add_group(m, ord_r, np, &k, false, p->rel, i, &cum);
         }
         req = need - noh;
         cum = 0;
@@ -202,16 +211,7 @@ int bd_closed_form(const bd_model *m, uint64_t budget, const uint32_t *ck,
             double v = (req - cum) * upb_h - window;
             if (v > hstall)
                 hstall = v;
-            int32_t dl = p->dl;
-            for (; k < np; k++) {
-                const bd_part *q = &m->parts[ord_d[k]];
-                if (q->dl != dl) {
-                    k--;
-                    break;
-                }
-                if (q->from <= i && q->to >= i)
-                    cum += (double)q->bytes;
-            }
+            add_group(m, ord_d, np, &k, true, p->dl, i, &cum);
         }
         if (dstall + hstall > best)
             best = dstall + hstall;

@@ -1,5 +1,5 @@
 /*
- * planner/gen_common.c - the trace builder and cost helpers shared by the
+ * planner/gen/gen_common.c - the trace builder and cost helpers shared by the
  * workload generators (gen_private.h).
  */
 #include <errno.h>

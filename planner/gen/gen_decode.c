@@ -1,5 +1,5 @@
 /*
- * planner/gen_decode.c - one inference decode step: `tokens` new tokens
+ * planner/gen/gen_decode.c - one inference decode step: `tokens` new tokens
  * for a batch of `batch` sequences whose prompt (`prompt` tokens) is
  * already in the KV cache (PLANNER.md §6, docs/formats.md).
  *
@@ -137,10 +137,7 @@ static uint32_t dec_attention(dgen *g, uint32_t t, uint32_t l, uint64_t pos,
     bool fresh = blocks[blk] == PLAN_NONE;
     double kv_bytes;
 
-    a = gen_act(&g->b, g->act_h);
-    plan_gen_read(&g->b, x);
-    plan_gen_read(&g->b, w[DW_NORM1]);
-    plan_gen_write(&g->b, a);
+    a = gen_new(&g->b, g->act_h, x, w[DW_NORM1]);
     plan_gen_op(&g->b, gen_mem(&g->b, 2 * ah), "t%u.l%u.norm1", t, l);
 
     q = gen_act(&g->b, g->act_h);
@@ -177,18 +174,12 @@ static uint32_t dec_attention(dgen *g, uint32_t t, uint32_t l, uint64_t pos,
                                      PLAN_GEN_ATTN_EFF),
                 "t%u.l%u.attn", t, l);
 
-    p = gen_act(&g->b, g->act_h);
-    plan_gen_read(&g->b, o);
-    plan_gen_read(&g->b, w[DW_WO]);
-    plan_gen_write(&g->b, p);
+    p = gen_new(&g->b, g->act_h, o, w[DW_WO]);
     plan_gen_op(&g->b,
                 gen_mm(&g->b, 2 * B * h * h, (double)wb[DW_WO] + 2 * ah),
                 "t%u.l%u.wo", t, l);
 
-    xm = gen_act(&g->b, g->act_h);
-    plan_gen_read(&g->b, x);
-    plan_gen_read(&g->b, p);
-    plan_gen_write(&g->b, xm);
+    xm = gen_new(&g->b, g->act_h, x, p);
     plan_gen_op(&g->b, gen_mem(&g->b, 3 * ah), "t%u.l%u.res1", t, l);
 
     return xm;
@@ -205,10 +196,7 @@ static uint32_t dec_mlp(dgen *g, uint32_t t, uint32_t l, uint32_t xm)
     const uint64_t *wb = g->wbytes + (size_t)l * DW__COUNT;
     uint32_t mn, f1, f2 = PLAN_NONE, f3, mo, xn;
 
-    mn = gen_act(&g->b, g->act_h);
-    plan_gen_read(&g->b, xm);
-    plan_gen_read(&g->b, w[DW_NORM2]);
-    plan_gen_write(&g->b, mn);
+    mn = gen_new(&g->b, g->act_h, xm, w[DW_NORM2]);
     plan_gen_op(&g->b, gen_mem(&g->b, 2 * ah), "t%u.l%u.norm2", t, l);
 
     f1 = gen_act(&g->b, g->act_f);
@@ -235,19 +223,13 @@ static uint32_t dec_mlp(dgen *g, uint32_t t, uint32_t l, uint32_t xm)
     plan_gen_op(&g->b, gen_mem(&g->b, (m->swiglu ? 3 : 2) * af),
                 m->swiglu ? "t%u.l%u.swiglu" : "t%u.l%u.gelu", t, l);
 
-    mo = gen_act(&g->b, g->act_h);
-    plan_gen_read(&g->b, f3);
-    plan_gen_read(&g->b, m->swiglu ? w[DW_W3] : w[DW_W2]);
-    plan_gen_write(&g->b, mo);
+    mo = gen_new(&g->b, g->act_h, f3, m->swiglu ? w[DW_W3] : w[DW_W2]);
     plan_gen_op(&g->b,
                 gen_mm(&g->b, 2 * B * h * f,
                        (double)(m->swiglu ? wb[DW_W3] : wb[DW_W2]) + af + ah),
                 m->swiglu ? "t%u.l%u.down" : "t%u.l%u.proj", t, l);
 
-    xn = gen_act(&g->b, g->act_h);
-    plan_gen_read(&g->b, xm);
-    plan_gen_read(&g->b, mo);
-    plan_gen_write(&g->b, xn);
+    xn = gen_new(&g->b, g->act_h, xm, mo);
     plan_gen_op(&g->b, gen_mem(&g->b, 3 * ah), "t%u.l%u.res2", t, l);
     return xn;
 }

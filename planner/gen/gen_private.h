@@ -1,7 +1,7 @@
 /*
- * planner/gen_private.h - a small trace builder shared by the workload
- * generators (gen_train.c, gen_decode.c, gen_random.c).  Private to
- * planner/.
+ * planner/gen/gen_private.h - a small trace builder and the config
+ * checks shared by the workload generators (gen_train.c, gen_decode.c,
+ * gen_random.c).  Private to planner/gen/.
  *
  * The builder keeps a sticky error: once a call fails, every later call is
  * a no-op and plan_gen_finish() returns the first error, so generator code
@@ -71,6 +71,19 @@ static inline uint32_t gen_act(plan_gen_b *b, uint64_t bytes)
 {
     return plan_gen_storage(b, bytes, PLAN_KIND_ACTIVATION, PLAN_INIT_NONE,
                             false);
+}
+
+/* A new activation of `bytes` that the next op writes, reading r1 and r2
+ * (r2 PLAN_NONE: r1 only); returns its index. */
+static inline uint32_t gen_new(plan_gen_b *b, uint64_t bytes, uint32_t r1,
+                               uint32_t r2)
+{
+    uint32_t a = gen_act(b, bytes);
+    plan_gen_read(b, r1);
+    if (r2 != PLAN_NONE)
+        plan_gen_read(b, r2);
+    plan_gen_write(b, a);
+    return a;
 }
 
 /* Duration of a GEMM / of a memory-bound op on the builder's device. */

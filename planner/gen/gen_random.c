@@ -1,5 +1,5 @@
 /*
- * planner/gen_random.c - random, well-formed traces for property tests and
+ * planner/gen/gen_random.c - random, well-formed traces for property tests and
  * scale benchmarks (docs/formats.md "Random generator").
  *
  * Storages fall into four classes: transient (picked only while recent, so

@@ -1,5 +1,5 @@
 /*
- * planner/gen_train.c - one training step of a decoder-only transformer
+ * planner/gen/gen_train.c - one training step of a decoder-only transformer
  * (PLANNER.md §6, docs/formats.md "Training generator").
  *
  * For each micro-batch: input, embedding, per layer [RMSNorm, QKV, flash
@@ -362,10 +362,7 @@ static uint32_t fwd_mlp(tgen *g, uint32_t mb, uint32_t l)
                     "mb%u.l%u.proj.fwd", mb, l);
     }
 
-    xn = gen_act(&g->b, g->act_h);
-    plan_gen_read(&g->b, s->xm);
-    plan_gen_read(&g->b, mo);
-    plan_gen_write(&g->b, xn);
+    xn = gen_new(&g->b, g->act_h, s->xm, mo);
     plan_gen_op(&g->b, gen_mem(&g->b, 3 * d.ah), "mb%u.l%u.res2.fwd", mb, l);
     return xn;
 }

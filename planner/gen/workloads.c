@@ -1,5 +1,5 @@
 /*
- * planner/workloads.c - built-in copies of ../shared/workloads/models.json
+ * planner/gen/workloads.c - built-in copies of ../shared/workloads/models.json
  * and devices.json (public model configurations and planning assumptions
  * for devices).  tests/planner/test_gen.c checks them against the files.
  */

@@ -15,15 +15,27 @@
 #include "proto/mem.h"
 
 /* Room for one more element in *arr (n used, capacity *cap): doubles
- * from 8 through ho_grow.  0, or -ENOMEM with the sentence. */
-static int room(void **arr, uint32_t *cap, uint32_t n, size_t elem,
-                char *err, size_t errlen)
+ * from 8 through ho_grow.  The new element's address (element n), or NULL
+ * with the sentence (out of memory). */
+static void *room(void **arr, uint32_t *cap, uint32_t n, size_t elem,
+                  char *err, size_t errlen)
 {
     size_t c = *cap;
-    if (ho_grow(arr, &c, (size_t)n + 1, elem, 8, UINT32_MAX) < 0)
-        return ho_errf(err, errlen, -ENOMEM, "out of memory");
+    if (ho_grow(arr, &c, (size_t)n + 1, elem, 8, UINT32_MAX) < 0) {
+        ho_errf(err, errlen, -ENOMEM, "out of memory");
+        return NULL;
+    }
     *cap = (uint32_t)c;
-    return 0;
+    return (char *)*arr + (size_t)n * elem;
+}
+
+/* "<place>.name: duplicate <what> "<name>" (first at <what>s[i])". */
+static int dup_name(const char *place, const char *what, const char *name,
+                    uint32_t i, char *err, size_t errlen)
+{
+    return ho_errf(err, errlen, HO_E_BAD_CONFIG,
+                   "%s.name: duplicate %s \"%s\" (first at %ss[%u])", place,
+                   what, name, what, i);
 }
 
 static char *dup_str(const char *s)
@@ -141,13 +153,11 @@ int plan_node_add_link(plan_node *n, const char *name, const char *parent,
         return k;
     prev = plan_node_link_index(n, name);
     if (prev != PLAN_NONE)
-        return ho_errf(err, errlen, HO_E_BAD_CONFIG,
-                       "%s.name: duplicate link \"%s\" (first at links[%u])",
-                       place, name, prev);
-    if (room((void **)&n->links, &n->cap_links, n->n_links,
-             sizeof(*n->links), err, errlen) < 0)
+        return dup_name(place, "link", name, prev, err, errlen);
+    l = room((void **)&n->links, &n->cap_links, n->n_links, sizeof(*l), err,
+             errlen);
+    if (!l)
         return -ENOMEM;
-    l = &n->links[n->n_links];
     memset(l, 0, sizeof(*l));
     l->name = dup_str(name);
     l->parent_name = dup_str(parent);
@@ -208,14 +218,12 @@ int plan_node_add_device(plan_node *n, const plan_node_device *d, char *err,
                            "%s.id: duplicate device id %u (first at "
                            "devices[%u])", place, d->id, i);
         if (strcmp(n->devices[i].name, d->name) == 0)
-            return ho_errf(err, errlen, HO_E_BAD_CONFIG,
-                           "%s.name: duplicate device \"%s\" (first at "
-                           "devices[%u])", place, d->name, i);
+            return dup_name(place, "device", d->name, i, err, errlen);
     }
-    if (room((void **)&n->devices, &n->cap_devices, n->n_devices,
-             sizeof(*n->devices), err, errlen) < 0)
+    x = room((void **)&n->devices, &n->cap_devices, n->n_devices,
+             sizeof(*x), err, errlen);
+    if (!x)
         return -ENOMEM;
-    x = &n->devices[n->n_devices];
     *x = *d;
     x->name = dup_str(d->name);
     x->parent_name = dup_str(d->parent_name);
@@ -439,13 +447,11 @@ int plan_workload_add_client(plan_workload *w, const plan_wl_client *c,
                        "%s.predicted: figures must be finite", place);
     for (uint32_t i = 0; i < w->n_clients; i++)
         if (strcmp(w->clients[i].name, c->name) == 0)
-            return ho_errf(err, errlen, HO_E_BAD_CONFIG,
-                           "%s.name: duplicate client \"%s\" (first at "
-                           "clients[%u])", place, c->name, i);
-    if (room((void **)&w->clients, &w->cap_clients, w->n_clients,
-             sizeof(*w->clients), err, errlen) < 0)
+            return dup_name(place, "client", c->name, i, err, errlen);
+    x = room((void **)&w->clients, &w->cap_clients, w->n_clients,
+             sizeof(*x), err, errlen);
+    if (!x)
         return -ENOMEM;
-    x = &w->clients[w->n_clients];
     *x = *c;
     x->name = dup_str(c->name);
     x->job = dup_str(c->job);

@@ -121,29 +121,21 @@ static int check_keys(const rd *r, const json_t *obj, const char *place,
 typedef enum jkind { J_OBJECT, J_ARRAY, J_INTEGER, J_NUMBER, J_BOOL,
                      J_STRING } jkind;
 
-static const char *const kind_words[] = {
-    [J_OBJECT] = "an object",  [J_ARRAY] = "an array",
-    [J_INTEGER] = "an integer", [J_NUMBER] = "a number",
-    [J_BOOL] = "true or false", [J_STRING] = "a string",
+static const struct {
+    const char *words; /* for "must be <words>" */
+    unsigned types;    /* the json_type values it admits, 1 << type */
+} kinds[] = {
+    [J_OBJECT] = {"an object", 1u << JSON_OBJECT},
+    [J_ARRAY] = {"an array", 1u << JSON_ARRAY},
+    [J_INTEGER] = {"an integer", 1u << JSON_INTEGER},
+    [J_NUMBER] = {"a number", 1u << JSON_INTEGER | 1u << JSON_REAL},
+    [J_BOOL] = {"true or false", 1u << JSON_TRUE | 1u << JSON_FALSE},
+    [J_STRING] = {"a string", 1u << JSON_STRING},
 };
 
 static bool is_kind(const json_t *v, jkind k)
 {
-    switch (k) {
-    case J_OBJECT:
-        return json_is_object(v);
-    case J_ARRAY:
-        return json_is_array(v);
-    case J_INTEGER:
-        return json_is_integer(v);
-    case J_NUMBER:
-        return json_is_number(v);
-    case J_BOOL:
-        return json_is_boolean(v);
-    case J_STRING:
-        return json_is_string(v);
-    }
-    return false;
+    return v && (kinds[k].types >> json_typeof(v) & 1u);
 }
 
 /* 0 when v is of kind k, else the "must be ..." failure. */
@@ -152,7 +144,7 @@ static int want_kind(const rd *r, const json_t *v, const char *place,
 {
     char b[64];
     if (!is_kind(v, k))
-        return rd_fail(r, place, key, "must be %s, got %s", kind_words[k],
+        return rd_fail(r, place, key, "must be %s, got %s", kinds[k].words,
                        describe(v, b, sizeof b));
     return 0;
 }

@@ -810,25 +810,34 @@ static void record_figures(judge *J, uint32_t ci, double start, double end)
     f->peak_host_bytes = c->peak_host;
 }
 
-/* The client's step ended at T: figures, then the next step (the client
- * is ready again at T) or the barrier. */
+/* Client i is through its step, which ended at `end`: its figures when
+ * that was the last step, then done, or ready for the next one. */
+static void step_next(judge *J, uint32_t i, double end)
+{
+    jclient *m = &J->c[i];
+    if (m->step + 1 == J->steps)
+        record_figures(J, i, m->step_start, end);
+    m->step++;
+    if (m->step == J->steps) {
+        m->stage = ST_DONE;
+        m->block = BL_DONE;
+        J->n_done++;
+    } else {
+        m->stage = ST_STEP;
+        m->block = BL_NONE;
+        set_ready(J, i);
+    }
+}
+
+/* The client's step ended at T: the next step (the client is ready again
+ * at T), or the barrier, which releases the whole group once all are
+ * there. */
 static void step_finish(judge *J, uint32_t ci)
 {
     jclient *c = &J->c[ci];
     c->step_end = J->T;
     if (c->in->sync == NONE) {
-        if (c->step + 1 == J->steps)
-            record_figures(J, ci, c->step_start, c->step_end);
-        c->step++;
-        if (c->step == J->steps) {
-            c->stage = ST_DONE;
-            c->block = BL_DONE;
-            J->n_done++;
-            return;
-        }
-        c->stage = ST_STEP;
-        c->block = BL_NONE;
-        set_ready(J, ci);
+        step_next(J, ci, c->step_end);
         return;
     }
     jgroup *g = &J->grp[c->in->sync];
@@ -837,23 +846,9 @@ static void step_finish(judge *J, uint32_t ci)
     if (++g->arrived < g->n)
         return;
     g->arrived = 0;
-    for (uint32_t i = 0; i < J->n; i++) {
-        jclient *m = &J->c[i];
-        if (m->in->sync != c->in->sync)
-            continue;
-        if (m->step + 1 == J->steps)
-            record_figures(J, i, m->step_start, J->T);
-        m->step++;
-        if (m->step == J->steps) {
-            m->stage = ST_DONE;
-            m->block = BL_DONE;
-            J->n_done++;
-        } else {
-            m->stage = ST_STEP;
-            m->block = BL_NONE;
-            set_ready(J, i);
-        }
-    }
+    for (uint32_t i = 0; i < J->n; i++)
+        if (J->c[i].in->sync == c->in->sync)
+            step_next(J, i, J->T);
 }
 
 /* Run client ci at T until it blocks. */

@@ -1,6 +1,6 @@
 /*
- * planner/staging.c - the staging plan of a replay's host copies between
- * DDR and flash (plan.h, "staging"; docs/runtime.md).
+ * planner/staging/stage_plan.c - the staging plan of a replay's host
+ * copies between DDR and flash (stage_plan.h; docs/runtime.md).
  *
  * Method.
  *  1. Simulate the schedule (plan_simulate) to get the nominal end time of

@@ -18,7 +18,7 @@ extern "C" {
 #endif
 
 /* ------------------------------------------------------------------ staging
- * (planner/staging.c; added by R2 for the daemon's flash staging,
+ * (planner/staging/stage_plan.c; the daemon's flash staging,
  * docs/runtime.md).  Pure computation like the rest of this library.
  *
  * A replay keeps one host copy ("slot") per storage its schedule stores or
