@@ -111,6 +111,14 @@ static const cfg_row rows[] = {
     U32_ROW("server", "max_connections", "max-connections", max_connections,
             1, 65536, "1024", RELOAD,
             "connections served at once; more are refused with an error"),
+    U32_ROW("server", "max_connections_per_uid", "max-connections-per-uid",
+            max_conns_per_uid, 1, 65536, "256", RELOAD,
+            "connections one non-admin uid may hold at once; more are "
+            "refused with an error"),
+    U32_ROW("server", "admin_reserve", "admin-reserve", admin_reserve, 0,
+            65536, "8", RELOAD,
+            "of max_connections, the last this many only admins may use "
+            "(at most half of max_connections is kept)"),
     SIZE_ROW("server", "max_frame", "max-frame", max_frame,
              HO_FRAME_LIMIT_HANDSHAKE, HO_FRAME_LIMIT_MAX, "64M", RESTART,
              "largest frame accepted after the handshake (announced in "

@@ -42,6 +42,8 @@ typedef struct srv_config {
     uint32_t socket_mode;
     char *state_dir;              /* owned */
     uint32_t max_connections;
+    uint32_t max_conns_per_uid;   /* non-admin connections of one uid */
+    uint32_t admin_reserve;       /* of max_connections, admins only */
     uint64_t max_frame;
     uint64_t max_output;
     uint64_t max_output_total;    /* all connections together */

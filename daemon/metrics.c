@@ -174,6 +174,13 @@ static void process_metrics(srv_daemon *d, mbuf *b)
     one_u(b, P "connections", "gauge", "Connections open now.", d->n_conns);
     one_u(b, P "connections_total", "counter", "Connections accepted.",
           d->next_conn_id);
+    family(b, P "connection_refusals_total", "counter",
+           "Connections refused at accept for want of a slot, by the "
+           "setting that refused them.");
+    for (int i = 0; i < SRV_REFUSE_N; i++)
+        su(b, P "connection_refusals_total",
+           L1("limit", srv_conn_refusal_name((srv_conn_refusal)i)),
+           d->counters.conn_refusals[i]);
     one_u(b, P "sessions", "gauge", "Registered sessions now.",
           d->n_sessions);
     one_u(b, P "sessions_total", "counter", "Sessions registered.",

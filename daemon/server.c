@@ -429,6 +429,92 @@ static void on_sweep(uv_timer_t *t)
     }
 }
 
+/* ------------------------------------------------------------ slots */
+
+/* The reason a new connection c (linked) may not have a slot, or -1:
+ * max_connections for everyone, for non-admins also max_connections_per_uid
+ * of their uid and the admin reserve (the last admin_reserve slots of
+ * max_connections, at most half of them).  Only connections that serve
+ * (HANDSHAKE, READY) count: refused ones flushing their Error do not. */
+static int slot_refusal(srv_conn *c, uint32_t *ret_limit)
+{
+    srv_daemon *d = c->d;
+    const srv_config *cfg = &d->cfg;
+    uint32_t live = 0, same_uid = 0;
+    for (srv_conn *o = d->conns; o; o = o->next) {
+        if (o->state != SRV_CONN_HANDSHAKE && o->state != SRV_CONN_READY)
+            continue;
+        live++;
+        if (o->uid == c->uid && !o->admin)
+            same_uid++;
+    }
+    if (live > cfg->max_connections) {
+        *ret_limit = cfg->max_connections;
+        return SRV_REFUSE_MAX_CONNECTIONS;
+    }
+    if (c->admin)
+        return -1;
+    if (same_uid > cfg->max_conns_per_uid) {
+        *ret_limit = cfg->max_conns_per_uid;
+        return SRV_REFUSE_PER_UID;
+    }
+    uint32_t reserve = cfg->admin_reserve < cfg->max_connections / 2
+                           ? cfg->admin_reserve
+                           : cfg->max_connections / 2;
+    if (live > cfg->max_connections - reserve) {
+        *ret_limit = cfg->max_connections - reserve;
+        return SRV_REFUSE_ADMIN_RESERVE;
+    }
+    return -1;
+}
+
+/* Refuse c when it may not have a slot: an Error{EAGAIN} naming the
+ * setting, counted by reason, logged as a warning with the peer (at most
+ * one line per reason per SRV_SLOT_LOG_MS, which counts the ones left
+ * unlogged; each one at debug).  True when refused. */
+static bool refuse_for_slots(srv_conn *c)
+{
+    srv_daemon *d = c->d;
+    uint32_t limit = 0;
+    int why = slot_refusal(c, &limit);
+    if (why < 0)
+        return false;
+    d->counters.conn_refusals[why]++;
+    char msg[256];
+    if (why == SRV_REFUSE_PER_UID)
+        snprintf(msg, sizeof(msg), "uid %u already holds its maximum of %u "
+                 "connections (max_connections_per_uid); try again later",
+                 (unsigned)c->uid, limit);
+    else if (why == SRV_REFUSE_ADMIN_RESERVE)
+        snprintf(msg, sizeof(msg), "the daemon serves %u connections, the "
+                 "most it serves to non-admins (max_connections %u less "
+                 "admin_reserve); try again later", limit,
+                 d->cfg.max_connections);
+    else
+        snprintf(msg, sizeof(msg), "the daemon serves its maximum of %u "
+                 "connections (max_connections); try again later", limit);
+    uint64_t now = uv_now(&d->loop);
+    if (!d->slot_log_ms[why] ||
+        now - d->slot_log_ms[why] >= SRV_SLOT_LOG_MS) {
+        if (d->slot_unlogged[why])
+            srv_warn("connection %llu (pid %d, uid %u) refused: %s (and %llu "
+                     "more refused since the last such line)",
+                     (unsigned long long)c->id, (int)c->pid,
+                     (unsigned)c->uid, msg,
+                     (unsigned long long)d->slot_unlogged[why]);
+        else
+            srv_warn("connection %llu (pid %d, uid %u) refused: %s",
+                     (unsigned long long)c->id, (int)c->pid,
+                     (unsigned)c->uid, msg);
+        d->slot_log_ms[why] = now ? now : 1;
+        d->slot_unlogged[why] = 0;
+    } else {
+        d->slot_unlogged[why]++;
+    }
+    srv_conn_refuse(c, -EAGAIN, msg);
+    return true;
+}
+
 /* ------------------------------------------------------------ accepting */
 
 /* Serve a connection accepted on fd (owned from here on): refused at
@@ -484,13 +570,8 @@ static void serve_accepted(srv_daemon *d, int fd)
               (unsigned long long)c->id, (int)c->pid, (unsigned)c->uid,
               (unsigned)c->gid, c->admin ? ", admin" : "");
 
-    if (d->n_conns > d->cfg.max_connections) {
-        srv_conn_fatal(c, 0, -EAGAIN,
-                       "the daemon serves its maximum of %u connections "
-                       "(max_connections); try again later",
-                       d->cfg.max_connections);
+    if (refuse_for_slots(c))
         return;
-    }
     if (d->draining) {
         srv_conn_fatal(c, 0, HO_E_SHUTTING_DOWN,
                        "the daemon is shutting down");

@@ -135,6 +135,9 @@ struct srv_daemon {
     uint64_t output_drops;       /* connections dropped: output caps */
     uint64_t partial_refusals;   /* frames refused: max_partial_frames */
     uint64_t timeouts;           /* connections closed by a timeout */
+    uint64_t slot_log_ms[SRV_REFUSE_N];   /* server.c: a slot refusal
+                                             last logged, by reason */
+    uint64_t slot_unlogged[SRV_REFUSE_N]; /* refused since, not logged */
     uv_timer_t sweep_timer;      /* server.c: timeouts, every second */
     srv_conn *conns;
     uint32_t n_conns;
