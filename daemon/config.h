@@ -80,6 +80,9 @@ typedef struct srv_config {
     /* [planning] */
     char *planner;                /* owned */
     uint32_t plan_cache;          /* entries */
+    uint64_t plan_cache_bytes;    /* packed schedules in the cache */
+    uint64_t retained_per_session; /* plans a session keeps, bytes */
+    uint64_t retained_total;      /* plans all sessions keep, bytes */
     /* [metrics] */
     char *metrics_textfile;       /* owned; "" = no textfile */
     uint32_t metrics_interval;    /* seconds between textfile writes */

@@ -65,6 +65,10 @@ typedef struct srv_counters {
     uint64_t conn_refusals[SRV_REFUSE_N]; /* by srv_conn_refusal */
     uint64_t plan_cache_hits;    /* PlanReplies answered from the cache */
     uint64_t plan_cache_misses;  /* PlanRequests queued for a planner */
+    uint64_t plan_cache_evictions; /* entries dropped: cache_entries or
+                                      cache_bytes */
+    uint64_t retained_evictions; /* session plans dropped (staging.c):
+                                    retained_per_session / _total */
     uint64_t plans_ok;           /* plans made by a worker: a schedule */
     uint64_t plans_failed;       /* ... an error (HO_E_INFEASIBLE etc.) */
     uint64_t textfile_writes, textfile_failures;

@@ -157,9 +157,6 @@
 
 /* ------------------------------------------------------------ planning */
 
-/* Bytes of packed schedules in the plan cache: a few large plans (a
- * 1M-op schedule packs to tens of MiB) or many small ones. */
-#define SRV_PLAN_CACHE_BYTES (256ull << 20)
 /* Plans queued or running per session: a client pipelines a few budgets;
  * more is a loop. */
 #define SRV_PLAN_MAX_INFLIGHT 4

@@ -78,6 +78,7 @@ typedef struct srv_conn srv_conn;              /* connection.h */
 typedef struct srv_session srv_session;        /* sessions.h */
 typedef struct srv_arena_ref srv_arena_ref;    /* sessions.h */
 typedef struct srv_planning srv_planning;      /* planning.h */
+typedef struct srv_plan_memo srv_plan_memo;    /* staging.c */
 
 /* Throughput of one flash direction, measured over busy periods: from the
  * moment a first move starts while none is in flight to the moment the
@@ -155,6 +156,13 @@ struct srv_daemon {
      * extents, so that the modules above can let go of what they hang on
      * a session (staging: its replay and plan).  Set at startup. */
     void (*on_session_drop)(srv_daemon *d, srv_session *s);
+
+    /* plans sessions keep for StageRequest (staging.c): one list, most
+     * recently used first, bounded by [planning] retained_per_session and
+     * retained_total */
+    srv_plan_memo *memos, *memos_tail;
+    uint64_t memo_bytes;
+    uint32_t n_memos;
 
     /* worker jobs (mover.c counts them) */
     uint32_t works_in_flight;    /* moves + plans on worker threads */

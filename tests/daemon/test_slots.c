@@ -120,25 +120,6 @@ static void reap(kid *k)
     ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 }
 
-/* The value of the sample `series` in the daemon's metrics, or -1. */
-static long long metric(int fd, const char *series)
-{
-    Hyperoffload__Envelope env = HYPEROFFLOAD__ENVELOPE__INIT;
-    Hyperoffload__MetricsRequest mr = HYPEROFFLOAD__METRICS_REQUEST__INIT;
-    env.body_case = HYPEROFFLOAD__ENVELOPE__BODY_METRICS_REQUEST;
-    env.metrics_request = &mr;
-    Hyperoffload__Envelope *r = NULL;
-    if (rc_call(fd, &env, &r, NULL) != 0 ||
-        r->body_case != HYPEROFFLOAD__ENVELOPE__BODY_METRICS_REPLY)
-        return -1;
-    long long v = -1;
-    const char *p = strstr(r->metrics_reply->text, series);
-    if (p)
-        v = atoll(p + strlen(series));
-    ho_frame_envelope_free(r);
-    return v;
-}
-
 START_TEST(per_uid_and_admin_reserve)
 {
     char a1[64], a2[64], a3[64];
@@ -174,14 +155,14 @@ START_TEST(per_uid_and_admin_reserve)
     ck_assert_int_eq(expect_refused(sock, "max_connections"), 0);
 
     ck_assert_int_eq(
-        metric(mine[0], "hyperoffload_connection_refusals_total{limit=\""
-                        "max_connections_per_uid\"} "), 1);
+        rc_metric(mine[0], "hyperoffload_connection_refusals_total{limit=\""
+                        "max_connections_per_uid\"}"), 1);
     ck_assert_int_eq(
-        metric(mine[0], "hyperoffload_connection_refusals_total{limit=\""
-                        "admin_reserve\"} "), 1);
+        rc_metric(mine[0], "hyperoffload_connection_refusals_total{limit=\""
+                        "admin_reserve\"}"), 1);
     ck_assert_int_eq(
-        metric(mine[0], "hyperoffload_connection_refusals_total{limit=\""
-                        "max_connections\"} "), 1);
+        rc_metric(mine[0], "hyperoffload_connection_refusals_total{limit=\""
+                        "max_connections\"}"), 1);
 
     /* uid 65534's connections and root's gone: 65534 may connect
      * again (root's would leave it only the reserve). */
