@@ -3,7 +3,7 @@
  * thread, cache results by (trace hash, budget, planner).
  *
  * The cache is an LRU list bounded by entries (config planning.
- * cache_entries) and by SRV_PLAN_CACHE_BYTES of packed schedules.  It
+ * cache_entries) and by [planning] cache_bytes of packed schedules.  It
  * stores successes and HO_E_INFEASIBLE results (with their message and
  * min_budget), both deterministic for a given key.  Each session may have
  * SRV_PLAN_MAX_INFLIGHT plans queued or running; more are HO_E_BUSY.  At
