@@ -106,6 +106,8 @@ struct ho_client {
     uint64_t epoch;            /* == reconnects: tags extent ids (pool.c) */
     bool reconnecting;         /* under mu; only rc_thread calls then */
     pthread_t rc_thread;
+    bool reg_wanted;           /* ho_register succeeded once: every
+                                  reconnect registers again */
     char reg_job[HO_CLIENT_MAX_NAME + 1]; /* what ho_register asked */
     int reg_device;
     uint64_t reg_budget;

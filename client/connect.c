@@ -334,6 +334,7 @@ HO_EXPORT int ho_register(ho_client *c, const char *job, int device,
     snprintf(c->reg_job, sizeof(c->reg_job), "%s", job ? job : "");
     c->reg_device = device;
     c->reg_budget = hbm_budget;
+    c->reg_wanted = true;
     atomic_store(&c->session_id, sid);
     set_register_state(c, 2);
     return 0;
@@ -416,10 +417,7 @@ static int fresh_session(ho_client *c, int fd)
     int rc = handshake(c);
     if (rc < 0)
         return rc;
-    pthread_mutex_lock(&c->mu);
-    bool was_registered = c->register_state == 2;
-    pthread_mutex_unlock(&c->mu);
-    if (!was_registered)
+    if (!c->reg_wanted)
         return 0;
     retire_pool(c);
     atomic_store(&c->session_id, 0);
