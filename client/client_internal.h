@@ -184,6 +184,10 @@ int hoc_call_expect_fds(ho_client *c, Hyperoffload__Envelope *req,
  * flight or a reconnect is under way. */
 int hoc_reconnect(ho_client *c);
 
+/* Reconnects so far (c->epoch, read under mu): a replay staged at
+ * another value belongs to a session that is gone. */
+uint64_t hoc_epoch(ho_client *c);
+
 /* stats.c --------------------------------------------------------------- */
 
 /* Copy a TierStats into the public struct (strings truncated). */

@@ -351,6 +351,14 @@ HO_EXPORT void ho_set_reconnect(ho_client *c, unsigned max_attempts,
     pthread_mutex_unlock(&c->mu);
 }
 
+uint64_t hoc_epoch(ho_client *c)
+{
+    pthread_mutex_lock(&c->mu);
+    uint64_t e = c->epoch;
+    pthread_mutex_unlock(&c->mu);
+    return e;
+}
+
 HO_EXPORT unsigned ho_reconnects(const ho_client *c)
 {
     pthread_mutex_lock(&((ho_client *)c)->mu);
