@@ -4,9 +4,9 @@
  * connections through a world-writable socket.  One uid past
  * max_connections_per_uid is refused with EAGAIN naming that setting;
  * once only the admin reserve is left, any non-admin is refused naming
- * admin_reserve; root (an admin) still connects and its StatusRequest is
- * answered; the refusals are counted by reason in the metrics and logged
- * with the peer's uid.  Needs root (setuid); exit 77 otherwise. */
+ * admin_reserve; root (an admin) still connects, `hoctl status` and its
+ * StatusRequest are answered; the refusals are counted by reason in the
+ * metrics and logged with the peer's uid.  Needs root (setuid); exit 77 otherwise. */
 #include <check.h>
 #include <errno.h>
 #include <signal.h>
@@ -140,10 +140,26 @@ START_TEST(per_uid_and_admin_reserve)
     ck_assert_int_eq(spawn(&k2, sock, 65533, PER_UID, NULL), 0);
     ck_assert_int_eq(spawn(&k3, sock, 65532, 0, "admin_reserve"), 0);
 
+    /* Every non-admin slot is taken: root's `hoctl status` answers. */
+    const char *bd = getenv("HO_BUILD_DIR");
+    ck_assert_ptr_nonnull(bd);
+    char cmd[2048];
+    snprintf(cmd, sizeof(cmd), "%s/bin/hoctl --socket %s status "
+             ">/dev/null", bd, sock);
+    ck_assert_int_eq(system(cmd), 0);
+
     /* root (admin) gets the reserve: status answered, up to
      * max_connections in all, then refused naming max_connections. */
     int mine[RESERVE];
-    for (int i = 0; i < RESERVE; i++) {
+    mine[0] = rc_open(sock);
+    ck_assert_int_ge(mine[0], 0);
+    /* hoctl's connection closed in the daemon's view too */
+    for (int tries = 0; rc_metric(mine[0], "hyperoffload_connections") !=
+                        2 * PER_UID + 1; tries++) {
+        ck_assert_int_lt(tries, 100);
+        usleep(20 * 1000);
+    }
+    for (int i = 1; i < RESERVE; i++) {
         mine[i] = rc_open(sock);
         ck_assert_int_ge(mine[i], 0);
     }
