@@ -112,13 +112,8 @@ static const cfg_row rows[] = {
             1, 65536, "1024", RELOAD,
             "connections served at once; more are refused with an error"),
     U32_ROW("server", "max_connections_per_uid", "max-connections-per-uid",
-            max_conns_per_uid, 1, 65536, "256", RELOAD,
-            "connections one non-admin uid may hold at once; more are "
-            "refused with an error"),
-    U32_ROW("server", "admin_reserve", "admin-reserve", admin_reserve, 0,
-            65536, "8", RELOAD,
-            "of max_connections, the last this many only admins may use "
-            "(at most half of max_connections is kept)"),
+            max_connections_per_uid, 1, 65536, "256", RELOAD,
+            "connections one non-admin uid may hold at once"),
     SIZE_ROW("server", "max_frame", "max-frame", max_frame,
              HO_FRAME_LIMIT_HANDSHAKE, HO_FRAME_LIMIT_MAX, "64M", RESTART,
              "largest frame accepted after the handshake (announced in "
@@ -152,6 +147,10 @@ static const cfg_row rows[] = {
             "hyperoffload", RELOAD,
             "members of this group (and root) may use admin requests; "
             "empty: root only"),
+    U32_ROW("server", "admin_reserve", "admin-reserve", admin_reserve, 0,
+            8192, "16", RELOAD,
+            "of max_connections, this many (at most an eighth) are kept for "
+            "admin peers"),
     BOOL_ROW("server", "watchdog", "watchdog", watchdog, "yes", RELOAD,
              "send WATCHDOG=1 pings when systemd asks for them"),
     U32_ROW("server", "drain_timeout", "drain-timeout", drain_timeout_s, 0,

@@ -42,8 +42,7 @@ typedef struct srv_config {
     uint32_t socket_mode;
     char *state_dir;              /* owned */
     uint32_t max_connections;
-    uint32_t max_conns_per_uid;   /* non-admin connections of one uid */
-    uint32_t admin_reserve;       /* of max_connections, admins only */
+    uint32_t max_connections_per_uid; /* non-admin peers, each uid */
     uint64_t max_frame;
     uint64_t max_output;
     uint64_t max_output_total;    /* all connections together */
@@ -53,6 +52,7 @@ typedef struct srv_config {
     uint32_t idle_timeout_s;      /* READY without a session; 0 never */
     uint32_t max_extents;         /* per session */
     char *admin_group;            /* owned; "" = only root is admin */
+    uint32_t admin_reserve;       /* of max_connections, admins only */
     bool watchdog;
     uint32_t drain_timeout_s;
     /* [log] */

@@ -434,9 +434,10 @@ static void on_sweep(uv_timer_t *t)
 /* The reason a new connection c (linked) may not have a slot, or -1:
  * max_connections for everyone, for non-admins also max_connections_per_uid
  * of their uid and the admin reserve (the last admin_reserve slots of
- * max_connections, at most half of them).  Only connections that serve
- * (HANDSHAKE, READY) count: refused ones flushing their Error do not. */
-static int slot_refusal(srv_conn *c, uint32_t *ret_limit)
+ * max_connections, at most an eighth of them).  Only connections that
+ * serve (HANDSHAKE, READY) count: refused ones flushing their Error do
+ * not.  *ret_n is what the limit counted (connections, of the uid). */
+static int slot_refusal(srv_conn *c, uint32_t *ret_limit, uint32_t *ret_n)
 {
     srv_daemon *d = c->d;
     const srv_config *cfg = &d->cfg;
@@ -448,48 +449,49 @@ static int slot_refusal(srv_conn *c, uint32_t *ret_limit)
         if (o->uid == c->uid && !o->admin)
             same_uid++;
     }
+    *ret_n = live - 1;
     if (live > cfg->max_connections) {
         *ret_limit = cfg->max_connections;
         return SRV_REFUSE_MAX_CONNECTIONS;
     }
     if (c->admin)
         return -1;
-    if (same_uid > cfg->max_conns_per_uid) {
-        *ret_limit = cfg->max_conns_per_uid;
-        return SRV_REFUSE_PER_UID;
-    }
-    uint32_t reserve = cfg->admin_reserve < cfg->max_connections / 2
-                           ? cfg->admin_reserve
-                           : cfg->max_connections / 2;
-    if (live > cfg->max_connections - reserve) {
-        *ret_limit = cfg->max_connections - reserve;
+    uint32_t kept = cfg->admin_reserve < cfg->max_connections / 8
+                        ? cfg->admin_reserve
+                        : cfg->max_connections / 8;
+    if (live > cfg->max_connections - kept) {
+        *ret_limit = kept;
         return SRV_REFUSE_ADMIN_RESERVE;
+    }
+    if (same_uid > cfg->max_connections_per_uid) {
+        *ret_limit = cfg->max_connections_per_uid;
+        *ret_n = same_uid - 1;
+        return SRV_REFUSE_PER_UID;
     }
     return -1;
 }
 
-/* Refuse c when it may not have a slot: an Error{EAGAIN} naming the
- * setting, counted by reason, logged as a warning with the peer (at most
- * one line per reason per SRV_SLOT_LOG_MS, which counts the ones left
- * unlogged; each one at debug).  True when refused. */
-static bool refuse_for_slots(srv_conn *c)
+/* Refuse c (linked) when it may not have a slot: an Error{EAGAIN}
+ * naming the setting, counted by reason, logged as a warning with the
+ * peer (at most one line per reason per SRV_SLOT_LOG_MS, which counts the
+ * ones left unlogged; each one at debug).  True when refused. */
+static bool refuse_connection(srv_daemon *d, srv_conn *c)
 {
-    srv_daemon *d = c->d;
-    uint32_t limit = 0;
-    int why = slot_refusal(c, &limit);
+    uint32_t limit = 0, n = 0;
+    int why = slot_refusal(c, &limit, &n);
     if (why < 0)
         return false;
     d->counters.conn_refusals[why]++;
     char msg[256];
     if (why == SRV_REFUSE_PER_UID)
-        snprintf(msg, sizeof(msg), "uid %u already holds its maximum of %u "
-                 "connections (max_connections_per_uid); try again later",
-                 (unsigned)c->uid, limit);
+        snprintf(msg, sizeof(msg), "uid %u holds %u connections, the most "
+                 "one user may (max_connections_per_uid); close some first",
+                 (unsigned)c->uid, n);
     else if (why == SRV_REFUSE_ADMIN_RESERVE)
         snprintf(msg, sizeof(msg), "the daemon serves %u connections, the "
-                 "most it serves to non-admins (max_connections %u less "
-                 "admin_reserve); try again later", limit,
-                 d->cfg.max_connections);
+                 "most it takes from non-admin peers (max_connections %u, "
+                 "%u kept for admins: admin_reserve); try again later", n,
+                 d->cfg.max_connections, limit);
     else
         snprintf(msg, sizeof(msg), "the daemon serves its maximum of %u "
                  "connections (max_connections); try again later", limit);
@@ -570,7 +572,7 @@ static void serve_accepted(srv_daemon *d, int fd)
               (unsigned long long)c->id, (int)c->pid, (unsigned)c->uid,
               (unsigned)c->gid, c->admin ? ", admin" : "");
 
-    if (refuse_for_slots(c))
+    if (refuse_connection(d, c))
         return;
     if (d->draining) {
         srv_conn_fatal(c, 0, HO_E_SHUTTING_DOWN,

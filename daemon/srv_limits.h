@@ -84,12 +84,6 @@
  * (malloc_trim): an attack's peak does not stay in the RSS, and small
  * closes do not pay for a trim. */
 #define SRV_TRIM_MIN (16ull << 20)
-/* At most one log line per this many ms, per reason, for connections
- * refused a slot (max_connections, max_connections_per_uid,
- * admin_reserve); the line
- * counts those left unlogged since the previous one: a flood of refused
- * peers does not flood the journal. */
-#define SRV_SLOT_LOG_MS 10000
 /* Period of the sweep that enforces handshake_timeout, read_timeout and
  * idle_timeout (settings in seconds: a second's resolution is enough). */
 #define SRV_SWEEP_MS 1000
@@ -126,6 +120,12 @@
 /* Pause of accept when out of descriptors and the spare one could not be
  * had back (accept would fail at once again: no busy loop). */
 #define SRV_ACCEPT_PAUSE_MS 100
+/* At most one log line per this many ms, per reason, for connections
+ * refused a slot (max_connections, max_connections_per_uid,
+ * admin_reserve); the line
+ * counts those left unlogged since the previous one: a flood of refused
+ * peers does not flood the journal. */
+#define SRV_SLOT_LOG_MS 10000
 /* Supplementary groups of a peer looked at for admin membership; a user
  * in more groups is judged by the first ones (getgrouplist order). */
 #define SRV_PEER_GROUPS_MAX 256
