@@ -429,7 +429,7 @@ static void on_sweep(uv_timer_t *t)
     }
 }
 
-/* ------------------------------------------------------------ slots */
+/* ------------------------------------------------------------ accepting */
 
 /* The reason a new connection c (linked) may not have a slot, or -1:
  * max_connections for everyone, for non-admins also max_connections_per_uid
@@ -516,8 +516,6 @@ static bool refuse_connection(srv_daemon *d, srv_conn *c)
     srv_conn_refuse(c, -EAGAIN, msg);
     return true;
 }
-
-/* ------------------------------------------------------------ accepting */
 
 /* Serve a connection accepted on fd (owned from here on): refused at
  * once when too few descriptors are left for it (the admin lookup only
