@@ -98,6 +98,22 @@ struct ho_client {
     uint64_t ddr_alignment;
     int device;
     uint64_t hbm_granted;
+
+    /* reconnect (ho_set_reconnect, connect.c) */
+    unsigned rc_attempts;      /* 0: off */
+    unsigned rc_wait_ms;       /* longest wait between attempts */
+    unsigned reconnects;       /* done so far */
+    uint64_t epoch;            /* == reconnects: tags extent ids (pool.c) */
+    bool reconnecting;         /* under mu; only rc_thread calls then */
+    pthread_t rc_thread;
+    bool reg_wanted;           /* ho_register succeeded once: every
+                                  reconnect registers again */
+    char reg_job[HO_CLIENT_MAX_NAME + 1]; /* what ho_register asked */
+    int reg_device;
+    uint64_t reg_budget;
+    uint8_t *old_pool;         /* the previous session's range, replaced
+                                  by anonymous memory (owned) */
+    uint64_t old_pool_size;
 };
 
 /* transport.c ----------------------------------------------------------- */
@@ -155,6 +171,22 @@ int hoc_call_expect_fds(ho_client *c, Hyperoffload__Envelope *req,
                         Hyperoffload__Envelope__BodyCase want,
                         Hyperoffload__Envelope **ret_reply, int *ret_fds,
                         unsigned max_fds, unsigned *ret_nfds);
+
+/* connect.c ------------------------------------------------------------- */
+
+/* After a call failed with HO_E_DISCONNECTED on a client with reconnect
+ * on (ho_set_reconnect): connect again (bounded attempts with backoff),
+ * handshake, and re-register with the same job, device and budget when
+ * the client was registered (a new, empty session; the old pool range is
+ * replaced by anonymous memory).  0 when the client is connected again
+ * (also when another thread did it), else HO_E_DISCONNECTED with the
+ * sentence as the last error.  Refused while other requests are in
+ * flight or a reconnect is under way. */
+int hoc_reconnect(ho_client *c);
+
+/* Reconnects so far (c->epoch, read under mu): a replay staged at
+ * another value belongs to a session that is gone. */
+uint64_t hoc_epoch(ho_client *c);
 
 /* stats.c --------------------------------------------------------------- */
 

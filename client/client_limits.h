@@ -106,4 +106,13 @@
 /* cuda: bytes of the sentence saying why the backend is unavailable. */
 #define HOB_CUDA_REASON_LEN 256
 
+/* Reconnect (ho_set_reconnect): the first wait between attempts, doubled
+ * after each failed one up to the caller's max_wait_ms. */
+#define HOC_RECONNECT_FIRST_MS 50u
+/* Extent ids handed out after a reconnect carry the reconnect count in
+ * their top 16 bits (pool.c): an id of an earlier session is recognised
+ * and refused with HO_E_DISCONNECTED; the daemon's ids stay far below
+ * 2^48. */
+#define HOC_EPOCH_SHIFT 48
+
 #endif

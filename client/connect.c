@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Why the calling thread's last ho_connect failed after the socket was
@@ -22,6 +23,9 @@ static void client_destroy(ho_client *c)
     if (c->pool)
         munmap(c->pool, (size_t)c->pool_size);
     c->pool = NULL;
+    if (c->old_pool)
+        munmap(c->old_pool, (size_t)c->old_pool_size);
+    c->old_pool = NULL;
     for (size_t i = 0; i < c->ncaps; i++)
         free(c->caps[i]);
     c->ncaps = 0;
@@ -63,12 +67,32 @@ static int take_welcome(ho_client *c, const Hyperoffload__Welcome *w)
     return 0;
 }
 
+/* Hello, then the Welcome's facts taken. */
+static int handshake(ho_client *c)
+{
+    Hyperoffload__Envelope *reply = NULL;
+    Hyperoffload__Hello hello = HYPEROFFLOAD__HELLO__INIT;
+    hello.min_version = HO_PROTO_MIN_VERSION;
+    hello.max_version = HO_PROTO_VERSION;
+    hello.client_name = c->client_name;
+    hello.pid = (uint32_t)getpid();
+    hello.device = -1;
+    HOC_ENVELOPE(env, HELLO, hello, &hello);
+
+    int rc = hoc_call_expect(c, &env, HYPEROFFLOAD__ENVELOPE__BODY_WELCOME,
+                             &reply, NULL);
+    if (rc == 0)
+        rc = reply->welcome ? take_welcome(c, reply->welcome)
+                            : HO_E_PROTOCOL;
+    ho_frame_envelope_free(reply);
+    return rc;
+}
+
 HO_EXPORT int ho_connect(const char *socket_path, const char *client_name,
                          ho_client **ret_client)
 {
     char path[HO_SOCKET_PATH_MAX + 1];
     const char *name = client_name ? client_name : "libhyperoffload";
-    Hyperoffload__Envelope *reply = NULL;
     ho_client *c = NULL;
     int rc;
 
@@ -100,27 +124,13 @@ HO_EXPORT int ho_connect(const char *socket_path, const char *client_name,
     c->device = -1;
     atomic_init(&c->session_id, 0);
 
-    Hyperoffload__Hello hello = HYPEROFFLOAD__HELLO__INIT;
-    hello.min_version = HO_PROTO_MIN_VERSION;
-    hello.max_version = HO_PROTO_VERSION;
-    hello.client_name = c->client_name;
-    hello.pid = (uint32_t)getpid();
-    hello.device = -1;
-    HOC_ENVELOPE(env, HELLO, hello, &hello);
-
-    rc = hoc_call_expect(c, &env, HYPEROFFLOAD__ENVELOPE__BODY_WELCOME,
-                         &reply, NULL);
+    rc = handshake(c);
     if (rc < 0)
         goto fail;
-    rc = reply->welcome ? take_welcome(c, reply->welcome) : HO_E_PROTOCOL;
-    if (rc < 0)
-        goto fail;
-    ho_frame_envelope_free(reply);
     *ret_client = c;
     return 0;
 
 fail:
-    ho_frame_envelope_free(reply);
     pthread_mutex_lock(&c->mu);
     snprintf(connect_error, sizeof(connect_error), "%s", c->last_error);
     pthread_mutex_unlock(&c->mu);
@@ -321,9 +331,168 @@ HO_EXPORT int ho_register(ho_client *c, const char *job, int device,
     }
     uint64_t sid = reply->register_reply->session_id;
     ho_frame_envelope_free(reply);
+    snprintf(c->reg_job, sizeof(c->reg_job), "%s", job ? job : "");
+    c->reg_device = device;
+    c->reg_budget = hbm_budget;
+    c->reg_wanted = true;
     atomic_store(&c->session_id, sid);
     set_register_state(c, 2);
     return 0;
+}
+
+/* ----------------------------------------------------------- reconnect */
+
+HO_EXPORT void ho_set_reconnect(ho_client *c, unsigned max_attempts,
+                                unsigned max_wait_ms)
+{
+    pthread_mutex_lock(&c->mu);
+    c->rc_attempts = max_attempts;
+    c->rc_wait_ms = max_wait_ms;
+    pthread_mutex_unlock(&c->mu);
+}
+
+uint64_t hoc_epoch(ho_client *c)
+{
+    pthread_mutex_lock(&c->mu);
+    uint64_t e = c->epoch;
+    pthread_mutex_unlock(&c->mu);
+    return e;
+}
+
+HO_EXPORT unsigned ho_reconnects(const ho_client *c)
+{
+    pthread_mutex_lock(&((ho_client *)c)->mu);
+    unsigned n = c->reconnects;
+    pthread_mutex_unlock(&((ho_client *)c)->mu);
+    return n;
+}
+
+/* The transport made ready for a new connection on fd: the old socket
+ * closed, reader and descriptor queue emptied, handshake limits. */
+static void transport_renew(ho_client *c, int fd)
+{
+    pthread_mutex_lock(&c->mu);
+    if (c->fd >= 0)
+        close(c->fd);
+    c->fd = fd;
+    ho_frame_reader_done(&c->reader);
+    ho_frame_reader_init(&c->reader, HO_FRAME_LIMIT_HANDSHAKE);
+    c->rbuf_off = c->rbuf_end = 0;
+    for (unsigned i = 0; i < c->fdq_len; i++)
+        close(c->fdq[i]);
+    c->fdq_len = 0;
+    c->send_limit = HO_FRAME_LIMIT_HANDSHAKE;
+    c->dead = 0;
+    c->conn_err = 0;
+    c->conn_err_msg[0] = '\0';
+    c->send_broken = false;
+    c->read_why[0] = '\0';
+    atomic_store(&c->shutting_down, 0);
+    pthread_mutex_unlock(&c->mu);
+    for (size_t i = 0; i < c->ncaps; i++)
+        free(c->caps[i]);
+    c->ncaps = 0;
+}
+
+/* The old session's pool range: its pages let go of (the range replaced
+ * by anonymous memory, so stale pointers read zeros instead of faulting),
+ * kept reserved until the next reconnect or ho_close so that the new
+ * mapping never lands on it. */
+static void retire_pool(ho_client *c)
+{
+    if (!c->pool)
+        return;
+    if (c->old_pool)
+        munmap(c->old_pool, (size_t)c->old_pool_size);
+    void *p = mmap(c->pool, (size_t)c->pool_size, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE,
+                   -1, 0);
+    if (p == MAP_FAILED) {
+        munmap(c->pool, (size_t)c->pool_size);
+        c->old_pool = NULL;
+    } else {
+        c->old_pool = c->pool;
+        c->old_pool_size = c->pool_size;
+    }
+    c->pool = NULL;
+    c->pool_size = 0;
+}
+
+/* One attempt on a connected fd: handshake, re-register. */
+static int fresh_session(ho_client *c, int fd)
+{
+    transport_renew(c, fd);
+    int rc = handshake(c);
+    if (rc < 0)
+        return rc;
+    if (!c->reg_wanted)
+        return 0;
+    retire_pool(c);
+    atomic_store(&c->session_id, 0);
+    set_register_state(c, 0);
+    char job[sizeof(c->reg_job)];
+    memcpy(job, c->reg_job, sizeof(job));
+    return ho_register(c, job[0] ? job : NULL, c->reg_device, c->reg_budget);
+}
+
+static void sleep_ms(unsigned ms)
+{
+    struct timespec ts = {.tv_sec = ms / 1000,
+                          .tv_nsec = (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+        ;
+}
+
+int hoc_reconnect(ho_client *c)
+{
+    pthread_mutex_lock(&c->mu);
+    if (c->reconnecting || !c->dead || c->pending || c->reader_busy) {
+        int rc = !c->dead && !c->reconnecting ? 0 : HO_E_DISCONNECTED;
+        pthread_mutex_unlock(&c->mu);
+        return rc;
+    }
+    c->reconnecting = true;
+    c->rc_thread = pthread_self();
+    unsigned attempts = c->rc_attempts, cap = c->rc_wait_ms;
+    char lost[HOC_ERRLEN];
+    snprintf(lost, sizeof(lost), "%s", c->last_error);
+    pthread_mutex_unlock(&c->mu);
+
+    unsigned wait = HOC_RECONNECT_FIRST_MS < cap ? HOC_RECONNECT_FIRST_MS
+                                                 : cap;
+    int rc = HO_E_DISCONNECTED;
+    char why[HOC_ERRLEN] = "";
+    for (unsigned i = 0; i < attempts; i++) {
+        if (i) {
+            sleep_ms(wait);
+            wait = wait > cap / 2 ? cap : wait * 2;
+        }
+        int fd = hoc_socket_connect(c->socket_path);
+        if (fd < 0) {
+            rc = fd;
+            snprintf(why, sizeof(why), "%s", strerror(-fd));
+            continue;
+        }
+        rc = fresh_session(c, fd);
+        if (rc == 0)
+            break;
+        ho_last_error(c, why, sizeof(why));
+        hoc_kill(c, HO_E_DISCONNECTED);
+    }
+    pthread_mutex_lock(&c->mu);
+    c->reconnecting = false;
+    if (rc == 0) {
+        c->reconnects++;
+        c->epoch++;
+    } else {
+        if (!c->dead)
+            c->dead = HO_E_DISCONNECTED;
+        snprintf(c->last_error, sizeof(c->last_error),
+                 "%.200s; %u reconnect attempt%s failed (last: %.200s)",
+                 lost, attempts, attempts == 1 ? "" : "s", why);
+    }
+    pthread_mutex_unlock(&c->mu);
+    return rc == 0 ? 0 : HO_E_DISCONNECTED;
 }
 
 HO_EXPORT uint64_t ho_session_id(const ho_client *c)

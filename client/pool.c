@@ -6,6 +6,30 @@
 
 #include <string.h>
 
+/* The id the caller sees: the daemon's, tagged with the reconnect count
+ * (HOC_EPOCH_SHIFT); unchanged until the first reconnect. */
+static uint64_t tag_id(const ho_client *c, uint64_t id)
+{
+    return id | ((c->epoch & 0xffff) << HOC_EPOCH_SHIFT);
+}
+
+/* The daemon's id of a caller's id, or HO_E_DISCONNECTED when it is an
+ * extent of a session before a reconnect (its data went with it). */
+static int untag_id(ho_client *c, uint64_t id, uint64_t *ret_id)
+{
+    uint64_t epoch = id >> HOC_EPOCH_SHIFT;
+    if (epoch != (c->epoch & 0xffff))
+        return hoc_fail(c, HO_E_DISCONNECTED,
+                        "extent %llu belongs to the session before the "
+                        "client reconnected to the daemon (%u reconnect%s "
+                        "so far); it and its data are gone",
+                        (unsigned long long)(id & ((1ull << HOC_EPOCH_SHIFT)
+                                                   - 1)),
+                        c->reconnects, c->reconnects == 1 ? "" : "s");
+    *ret_id = id & ((1ull << HOC_EPOCH_SHIFT) - 1);
+    return 0;
+}
+
 static int send_free(ho_client *c, uint64_t extent_id)
 {
     Hyperoffload__FreeRequest req = HYPEROFFLOAD__FREE_REQUEST__INIT;
@@ -50,7 +74,7 @@ HO_EXPORT int ho_extent_alloc(ho_client *c, uint64_t bytes,
         return rc;
     }
     ho_extent e = {
-        .id = a->extent_id,
+        .id = tag_id(c, a->extent_id),
         .arena_id = a->arena_id,
         .offset = a->offset,
         .length = a->length,
@@ -63,7 +87,9 @@ HO_EXPORT int ho_extent_alloc(ho_client *c, uint64_t bytes,
 
 HO_EXPORT int ho_extent_free(ho_client *c, uint64_t extent_id)
 {
-    return send_free(c, extent_id);
+    uint64_t id = 0;
+    int rc = untag_id(c, extent_id, &id);
+    return rc < 0 ? rc : send_free(c, id);
 }
 
 static int move(ho_client *c, uint64_t extent_id,
@@ -72,10 +98,13 @@ static int move(ho_client *c, uint64_t extent_id,
     Hyperoffload__MoveRequest req = HYPEROFFLOAD__MOVE_REQUEST__INIT;
     Hyperoffload__Envelope *reply = NULL;
 
+    int rc = untag_id(c, extent_id, &extent_id);
+    if (rc < 0)
+        return rc;
     req.extent_id = extent_id;
     req.direction = dir;
     HOC_ENVELOPE(env, MOVE_REQUEST, move_request, &req);
-    int rc = hoc_call_expect(c, &env, HYPEROFFLOAD__ENVELOPE__BODY_MOVE_REPLY,
+    rc = hoc_call_expect(c, &env, HYPEROFFLOAD__ENVELOPE__BODY_MOVE_REPLY,
                              &reply, NULL);
     if (rc < 0)
         return rc;

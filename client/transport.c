@@ -436,8 +436,13 @@ static int enqueue_request(ho_client *c, Hyperoffload__Envelope *req,
                            hoc_pending *p, uint32_t *ret_send_limit)
 {
     pthread_mutex_lock(&c->mu);
-    if (c->dead) {
-        int rc = c->dead;
+    if (c->dead || (c->reconnecting &&
+                    !pthread_equal(c->rc_thread, pthread_self()))) {
+        int rc = c->dead ? c->dead : HO_E_DISCONNECTED;
+        if (!c->dead)
+            snprintf(c->last_error, sizeof(c->last_error),
+                     "the client is reconnecting to the daemon at %s",
+                     c->socket_path);
         pthread_mutex_unlock(&c->mu);
         return rc;
     }
@@ -532,9 +537,9 @@ static int error_reply_unlock(ho_client *c, hoc_pending *p)
 
 /* Steps: enqueue, encode, send (a partial frame leaves the stream
  * unusable: the connection dies), wait for the reply, hand it over. */
-int hoc_call_fds(ho_client *c, Hyperoffload__Envelope *req,
-                 Hyperoffload__Envelope **ret_reply, int *ret_fds,
-                 unsigned max_fds, unsigned *ret_nfds)
+static int call_once(ho_client *c, Hyperoffload__Envelope *req,
+                     Hyperoffload__Envelope **ret_reply, int *ret_fds,
+                     unsigned max_fds, unsigned *ret_nfds)
 {
     hoc_pending p = {.nfds = 0};
     uint8_t *frame = NULL;
@@ -575,6 +580,49 @@ int hoc_call_fds(ho_client *c, Hyperoffload__Envelope *req,
     if (ret_nfds)
         *ret_nfds = keep;
     return 0;
+}
+
+/* Requests that mean the same on a fresh session (no extent, replay or
+ * registration of the old one in them): sent again after a reconnect. */
+static bool same_on_new_session(Hyperoffload__Envelope__BodyCase b)
+{
+    switch (b) {
+    case HYPEROFFLOAD__ENVELOPE__BODY_ALLOC_REQUEST:
+    case HYPEROFFLOAD__ENVELOPE__BODY_STATS_REQUEST:
+    case HYPEROFFLOAD__ENVELOPE__BODY_STATUS_REQUEST:
+    case HYPEROFFLOAD__ENVELOPE__BODY_CLIENTS_REQUEST:
+    case HYPEROFFLOAD__ENVELOPE__BODY_QUOTA_REQUEST:
+    case HYPEROFFLOAD__ENVELOPE__BODY_METRICS_REQUEST:
+    case HYPEROFFLOAD__ENVELOPE__BODY_PLAN_REQUEST:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* call_once, and with reconnect on, when the connection was lost: a
+ * reconnect, then the request once more when it means the same on the new
+ * session, else HO_E_DISCONNECTED saying what was lost. */
+int hoc_call_fds(ho_client *c, Hyperoffload__Envelope *req,
+                 Hyperoffload__Envelope **ret_reply, int *ret_fds,
+                 unsigned max_fds, unsigned *ret_nfds)
+{
+    int rc = call_once(c, req, ret_reply, ret_fds, max_fds, ret_nfds);
+    pthread_mutex_lock(&c->mu);
+    bool lost = c->dead && c->rc_attempts && !c->reconnecting &&
+                (rc == HO_E_DISCONNECTED || rc == HO_E_SHUTTING_DOWN);
+    pthread_mutex_unlock(&c->mu);
+    if (!lost || hoc_reconnect(c) < 0)
+        return rc;
+    if (!same_on_new_session(req->body_case))
+        return hoc_fail(c, HO_E_DISCONNECTED,
+                        "the connection to the daemon was lost; the client "
+                        "reconnected (reconnect %u, session %llu), but this "
+                        "request needed the previous session's extents, "
+                        "replay or registration, which are gone",
+                        c->reconnects,
+                        (unsigned long long)atomic_load(&c->session_id));
+    return call_once(c, req, ret_reply, ret_fds, max_fds, ret_nfds);
 }
 
 static const char *body_name(Hyperoffload__Envelope__BodyCase b)

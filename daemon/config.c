@@ -147,6 +147,10 @@ static const cfg_row rows[] = {
             "hyperoffload", RELOAD,
             "members of this group (and root) may use admin requests; "
             "empty: root only"),
+    U32_ROW("server", "admin_reserve", "admin-reserve", admin_reserve, 0,
+            8192, "16", RELOAD,
+            "of max_connections, this many (at most an eighth) are kept for "
+            "admin peers"),
     BOOL_ROW("server", "watchdog", "watchdog", watchdog, "yes", RELOAD,
              "send WATCHDOG=1 pings when systemd asks for them"),
     U32_ROW("server", "drain_timeout", "drain-timeout", drain_timeout_s, 0,
@@ -194,6 +198,18 @@ static const cfg_row rows[] = {
             "planner used when a PlanRequest names none"),
     U32_ROW("planning", "cache_entries", "plan-cache", plan_cache, 0, 4096,
             "64", RELOAD, "plans kept in the cache (0 disables caching)"),
+    SIZE_ROW("planning", "cache_bytes", "plan-cache-bytes", plan_cache_bytes,
+             MiB, TiB, "256M", RELOAD,
+             "bytes of packed schedules in the plan cache; least recently "
+             "used dropped first"),
+    SIZE_ROW("planning", "retained_per_session", "retained-per-session",
+             retained_per_session, 64 * KiB, TiB, "256M", RELOAD,
+             "bytes of plans (trace and schedule) one session keeps for "
+             "StageRequest; least recently used dropped first"),
+    SIZE_ROW("planning", "retained_total", "retained-total", retained_total,
+             64 * KiB, PiB, "1G", RELOAD,
+             "bytes of plans all sessions keep for StageRequest together; "
+             "least recently used dropped first"),
     STR_ROW("metrics", "textfile", "metrics-textfile", metrics_textfile, 0,
             PATH_MAX - 64, "", RELOAD,
             "Prometheus textfile (*.prom) for node_exporter's textfile "

@@ -52,6 +52,7 @@ typedef struct srv_config {
     uint32_t idle_timeout_s;      /* READY without a session; 0 never */
     uint32_t max_extents;         /* per session */
     char *admin_group;            /* owned; "" = only root is admin */
+    uint32_t admin_reserve;       /* of max_connections, admins only */
     bool watchdog;
     uint32_t drain_timeout_s;
     /* [log] */
@@ -79,6 +80,9 @@ typedef struct srv_config {
     /* [planning] */
     char *planner;                /* owned */
     uint32_t plan_cache;          /* entries */
+    uint64_t plan_cache_bytes;    /* packed schedules in the cache */
+    uint64_t retained_per_session; /* plans a session keeps, bytes */
+    uint64_t retained_total;      /* plans all sessions keep, bytes */
     /* [metrics] */
     char *metrics_textfile;       /* owned; "" = no textfile */
     uint32_t metrics_interval;    /* seconds between textfile writes */

@@ -496,6 +496,16 @@ void srv_conn_finish(srv_conn *c)
     arm_timer(c, SRV_FLUSH_POLL_MS);
 }
 
+static void send_fatal(srv_conn *c, uint64_t rid, int code, const char *msg)
+{
+    Hyperoffload__Envelope env;
+    Hyperoffload__Error er;
+    ho_frame_set_error(&env, &er, rid, code, msg);
+    srv_count_error(&c->d->counters, code);
+    srv_conn_send(c, &env, -1);
+    srv_conn_finish(c);
+}
+
 void srv_conn_fatal(srv_conn *c, uint64_t rid, int code, const char *fmt,
                     ...)
 {
@@ -506,12 +516,14 @@ void srv_conn_fatal(srv_conn *c, uint64_t rid, int code, const char *fmt,
     va_end(ap);
     srv_info("connection %llu (pid %d, uid %u): %s; closing",
              (unsigned long long)c->id, (int)c->pid, (unsigned)c->uid, msg);
-    Hyperoffload__Envelope env;
-    Hyperoffload__Error er;
-    ho_frame_set_error(&env, &er, rid, code, msg);
-    srv_count_error(&c->d->counters, code);
-    srv_conn_send(c, &env, -1);
-    srv_conn_finish(c);
+    send_fatal(c, rid, code, msg);
+}
+
+void srv_conn_refuse(srv_conn *c, int code, const char *msg)
+{
+    srv_debug("connection %llu (pid %d, uid %u): %s; closing",
+              (unsigned long long)c->id, (int)c->pid, (unsigned)c->uid, msg);
+    send_fatal(c, 0, code, msg);
 }
 
 /* ------------------------------------------------------------ reading */

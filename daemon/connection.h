@@ -131,6 +131,10 @@ void srv_conn_finish(srv_conn *c);
 void srv_conn_fatal(srv_conn *c, uint64_t rid, int code, const char *fmt,
                     ...) __attribute__((format(printf, 4, 5)));
 
+/* As srv_conn_fatal with the sentence msg, not logged (the caller logs,
+ * rate-limited). */
+void srv_conn_refuse(srv_conn *c, int code, const char *msg);
+
 /* Queue a frame to the peer; fd >= 0 is dup'ed and passed with
  * SCM_RIGHTS on the frame's first byte.  env->version is set to the
  * connection's version.  A frame above the peer's max_frame is replaced

@@ -44,6 +44,13 @@ const char *srv_admit_kind_name(srv_admit_kind kind)
     return (unsigned)kind < SRV_ADMIT_N ? names[kind] : "unknown";
 }
 
+const char *srv_conn_refusal_name(srv_conn_refusal why)
+{
+    static const char *const names[SRV_REFUSE_N] = {
+        "max_connections", "max_connections_per_uid", "admin_reserve"};
+    return (unsigned)why < SRV_REFUSE_N ? names[why] : "unknown";
+}
+
 srv_job_totals *srv_count_job(srv_counters *k, const char *job)
 {
     for (uint32_t i = 0; i < k->n_jobs; i++)

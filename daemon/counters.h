@@ -29,6 +29,14 @@ typedef enum srv_admit_kind {
     SRV_ADMIT_N,
 } srv_admit_kind;
 
+/* Why a connection was refused at accept for want of a slot (server.c). */
+typedef enum srv_conn_refusal {
+    SRV_REFUSE_MAX_CONNECTIONS,  /* max_connections reached (admins too) */
+    SRV_REFUSE_PER_UID,          /* the uid holds max_connections_per_uid */
+    SRV_REFUSE_ADMIN_RESERVE,    /* only the admin reserve is left */
+    SRV_REFUSE_N,
+} srv_conn_refusal;
+
 #define SRV_COUNT_HO_ROW(name, code, text) +1
 /* Rows of HO_ERROR_MAP (HO_E_* codes, -1000 downwards without gaps). */
 #define SRV_COUNT_HO_CODES (0 HO_ERROR_MAP(SRV_COUNT_HO_ROW))
@@ -54,8 +62,13 @@ typedef struct srv_counters {
     uint64_t admitted[SRV_ADMIT_N];
     uint64_t refused[SRV_ADMIT_N];
     uint64_t quota_refusals[4];  /* by srv_tier (1..3) */
+    uint64_t conn_refusals[SRV_REFUSE_N]; /* by srv_conn_refusal */
     uint64_t plan_cache_hits;    /* PlanReplies answered from the cache */
     uint64_t plan_cache_misses;  /* PlanRequests queued for a planner */
+    uint64_t plan_cache_evictions; /* entries dropped: cache_entries or
+                                      cache_bytes */
+    uint64_t retained_evictions; /* session plans dropped (staging.c):
+                                    retained_per_session / _total */
     uint64_t plans_ok;           /* plans made by a worker: a schedule */
     uint64_t plans_failed;       /* ... an error (HO_E_INFEASIBLE etc.) */
     uint64_t textfile_writes, textfile_failures;
@@ -74,6 +87,9 @@ uint64_t srv_count_errors(const srv_counters *k, int code);
 void srv_count_admission(srv_counters *k, srv_admit_kind kind, int rc);
 /* "register", "alloc", "move", "stage". */
 const char *srv_admit_kind_name(srv_admit_kind kind);
+/* "max_connections", "max_connections_per_uid", "admin_reserve" (the
+ * setting that refused; a metrics label). */
+const char *srv_conn_refusal_name(srv_conn_refusal why);
 /* The totals row of `job` (added when new; `other` when the table is
  * full).  Never NULL. */
 srv_job_totals *srv_count_job(srv_counters *k, const char *job);

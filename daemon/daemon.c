@@ -126,6 +126,7 @@ static void reload_apply(srv_daemon *d, srv_config *nc)
     srv_log_set_level(d->cfg.log_level);
     srv_server_resolve_admin_group(d);
     srv_planning_configure(d->planning, d->cfg.plan_cache);
+    srv_stage_trim_plans(d);
     srv_notify_apply(d);
     srv_metrics_configure(d);
 }

@@ -18,6 +18,7 @@
 #include "daemon/connection.h"
 #include "daemon/handlers.h"
 #include "daemon/log.h"
+#include "daemon/planning.h"
 #include "daemon/mover.h"
 #include "daemon/sessions.h"
 #include "daemon/staging.h"
@@ -174,6 +175,13 @@ static void process_metrics(srv_daemon *d, mbuf *b)
     one_u(b, P "connections", "gauge", "Connections open now.", d->n_conns);
     one_u(b, P "connections_total", "counter", "Connections accepted.",
           d->next_conn_id);
+    family(b, P "connection_refusals_total", "counter",
+           "Connections refused at accept for want of a slot, by the "
+           "setting that refused them.");
+    for (int i = 0; i < SRV_REFUSE_N; i++)
+        su(b, P "connection_refusals_total",
+           L1("limit", srv_conn_refusal_name((srv_conn_refusal)i)),
+           d->counters.conn_refusals[i]);
     one_u(b, P "sessions", "gauge", "Registered sessions now.",
           d->n_sessions);
     one_u(b, P "sessions_total", "counter", "Sessions registered.",
@@ -564,6 +572,21 @@ static void event_metrics(srv_daemon *d, mbuf *b)
     one_u(b, P "plan_cache_misses_total", "counter",
           "PlanRequests queued for a planner (not in the cache).",
           k->plan_cache_misses);
+    one_u(b, P "plan_cache_bytes", "gauge",
+          "Bytes of packed schedules in the plan cache now.",
+          srv_planning_cache_bytes(d->planning));
+    one_u(b, P "plan_cache_evictions_total", "counter",
+          "Plan cache entries dropped (cache_entries or cache_bytes).",
+          k->plan_cache_evictions);
+    one_u(b, P "retained_plan_bytes", "gauge",
+          "Bytes of plans sessions keep for StageRequest now.",
+          d->memo_bytes);
+    one_u(b, P "retained_plans", "gauge",
+          "Plans sessions keep for StageRequest now.", d->n_memos);
+    one_u(b, P "retained_plan_evictions_total", "counter",
+          "Plans sessions kept that were dropped or not kept "
+          "(retained_per_session or retained_total).",
+          k->retained_evictions);
     family(b, P "plans_total", "counter",
            "Plans made on worker threads, by result.");
     su(b, P "plans_total", L1("result", "ok"), k->plans_ok);

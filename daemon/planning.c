@@ -86,10 +86,12 @@ static void cache_push(srv_planning *p, plan_entry *e)
 
 static void cache_trim(srv_planning *p)
 {
-    while (p->tail && (p->n > p->max || p->bytes > SRV_PLAN_CACHE_BYTES)) {
+    while (p->tail && (p->n > p->max ||
+                       p->bytes > p->d->cfg.plan_cache_bytes)) {
         plan_entry *e = p->tail;
         cache_unlink(p, e);
         entry_free(e);
+        p->d->counters.plan_cache_evictions++;
     }
 }
 
@@ -138,6 +140,11 @@ srv_planning *srv_planning_free(srv_planning *p)
     srv_idmap_done(&p->inflight);
     free(p);
     return NULL;
+}
+
+uint64_t srv_planning_cache_bytes(const srv_planning *p)
+{
+    return p ? p->bytes : 0;
 }
 
 void srv_planning_configure(srv_planning *p, uint32_t cache_entries)
@@ -315,7 +322,7 @@ static void plan_after(uv_work_t *req, int status)
               r->planning_ms);
     /* Cache deterministic outcomes only. */
     if ((r->rc == 0 || r->rc == HO_E_INFEASIBLE) && p->max > 0 &&
-        r->sched_len <= SRV_PLAN_CACHE_BYTES) {
+        r->sched_len <= d->cfg.plan_cache_bytes) {
         plan_entry *e = malloc(sizeof(*e));
         if (e) {
             *e = *r;

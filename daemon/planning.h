@@ -3,7 +3,7 @@
  * thread, cache results by (trace hash, budget, planner).
  *
  * The cache is an LRU list bounded by entries (config planning.
- * cache_entries) and by SRV_PLAN_CACHE_BYTES of packed schedules.  It
+ * cache_entries) and by [planning] cache_bytes of packed schedules.  It
  * stores successes and HO_E_INFEASIBLE results (with their message and
  * min_budget), both deterministic for a given key.  Each session may have
  * SRV_PLAN_MAX_INFLIGHT plans queued or running; more are HO_E_BUSY.  At
@@ -43,6 +43,9 @@ int srv_planning_new(srv_daemon *d, srv_plan_answered_fn *answered,
 srv_planning *srv_planning_free(srv_planning *p);
 /* Apply a new cache size (reload). */
 void srv_planning_configure(srv_planning *p, uint32_t cache_entries);
+/* Bytes of packed schedules in the cache now (at most [planning]
+ * cache_bytes); 0 for NULL. */
+uint64_t srv_planning_cache_bytes(const srv_planning *p);
 /* Answer queued (not started) plans with HO_E_SHUTTING_DOWN. */
 void srv_planning_drain(srv_planning *p);
 /* PlanRequest of a registered session: validates planner, budget and

@@ -441,52 +441,90 @@ static void on_sweep(uv_timer_t *t)
 
 /* ------------------------------------------------------------ accepting */
 
-/* Connections of uid among the linked ones. */
-static uint32_t conns_of(const srv_daemon *d, uid_t uid)
+/* The reason a new connection c (linked) may not have a slot, or -1:
+ * max_connections for everyone, for non-admins also max_connections_per_uid
+ * of their uid and the admin reserve (the last admin_reserve slots of
+ * max_connections, at most an eighth of them).  Only connections that
+ * serve (HANDSHAKE, READY) count: refused ones flushing their Error do
+ * not.  *ret_n is what the limit counted (connections, of the uid). */
+static int slot_refusal(srv_conn *c, uint32_t *ret_limit, uint32_t *ret_n)
 {
-    uint32_t n = 0;
-    for (const srv_conn *x = d->conns; x; x = x->next)
-        n += x->uid == uid;
-    return n;
-}
-
-/* The connection limits, c linked (counted in d->n_conns): max_connections
- * for all, less the slots kept for admins for the others, and
- * max_connections_per_uid for each non-admin uid.  True when c was
- * refused (fatal Error with the reason). */
-static bool refuse_connection(srv_daemon *d, srv_conn *c)
-{
+    srv_daemon *d = c->d;
     const srv_config *cfg = &d->cfg;
-    uint32_t kept = cfg->max_connections / 8;
-    if (kept > SRV_ADMIN_CONNECTIONS)
-        kept = SRV_ADMIN_CONNECTIONS;
-    if (d->n_conns > cfg->max_connections) {
-        srv_conn_fatal(c, 0, -EAGAIN,
-                       "the daemon serves its maximum of %u connections "
-                       "(max_connections); try again later",
-                       cfg->max_connections);
-        return true;
+    uint32_t live = 0, same_uid = 0;
+    for (srv_conn *o = d->conns; o; o = o->next) {
+        if (o->state != SRV_CONN_HANDSHAKE && o->state != SRV_CONN_READY)
+            continue;
+        live++;
+        if (o->uid == c->uid && !o->admin)
+            same_uid++;
+    }
+    *ret_n = live - 1;
+    if (live > cfg->max_connections) {
+        *ret_limit = cfg->max_connections;
+        return SRV_REFUSE_MAX_CONNECTIONS;
     }
     if (c->admin)
+        return -1;
+    uint32_t kept = cfg->admin_reserve < cfg->max_connections / 8
+                        ? cfg->admin_reserve
+                        : cfg->max_connections / 8;
+    if (live > cfg->max_connections - kept) {
+        *ret_limit = kept;
+        return SRV_REFUSE_ADMIN_RESERVE;
+    }
+    if (same_uid > cfg->max_connections_per_uid) {
+        *ret_limit = cfg->max_connections_per_uid;
+        *ret_n = same_uid - 1;
+        return SRV_REFUSE_PER_UID;
+    }
+    return -1;
+}
+
+/* Refuse c (linked) when it may not have a slot: an Error{EAGAIN}
+ * naming the setting, counted by reason, logged as a warning with the
+ * peer (at most one line per reason per SRV_SLOT_LOG_MS, which counts the
+ * ones left unlogged; each one at debug).  True when refused. */
+static bool refuse_connection(srv_daemon *d, srv_conn *c)
+{
+    uint32_t limit = 0, n = 0;
+    int why = slot_refusal(c, &limit, &n);
+    if (why < 0)
         return false;
-    if (d->n_conns > cfg->max_connections - kept) {
-        srv_conn_fatal(c, 0, -EAGAIN,
-                       "the daemon serves %u connections, the most it "
-                       "takes from non-admin peers (max_connections %u, %u "
-                       "kept for admins); try again later", d->n_conns - 1,
-                       cfg->max_connections, kept);
-        return true;
+    d->counters.conn_refusals[why]++;
+    char msg[256];
+    if (why == SRV_REFUSE_PER_UID)
+        snprintf(msg, sizeof(msg), "uid %u holds %u connections, the most "
+                 "one user may (max_connections_per_uid); close some first",
+                 (unsigned)c->uid, n);
+    else if (why == SRV_REFUSE_ADMIN_RESERVE)
+        snprintf(msg, sizeof(msg), "the daemon serves %u connections, the "
+                 "most it takes from non-admin peers (max_connections %u, "
+                 "%u kept for admins: admin_reserve); try again later", n,
+                 d->cfg.max_connections, limit);
+    else
+        snprintf(msg, sizeof(msg), "the daemon serves its maximum of %u "
+                 "connections (max_connections); try again later", limit);
+    uint64_t now = uv_now(&d->loop);
+    if (!d->slot_log_ms[why] ||
+        now - d->slot_log_ms[why] >= SRV_SLOT_LOG_MS) {
+        if (d->slot_unlogged[why])
+            srv_warn("connection %llu (pid %d, uid %u) refused: %s (and %llu "
+                     "more refused since the last such line)",
+                     (unsigned long long)c->id, (int)c->pid,
+                     (unsigned)c->uid, msg,
+                     (unsigned long long)d->slot_unlogged[why]);
+        else
+            srv_warn("connection %llu (pid %d, uid %u) refused: %s",
+                     (unsigned long long)c->id, (int)c->pid,
+                     (unsigned)c->uid, msg);
+        d->slot_log_ms[why] = now ? now : 1;
+        d->slot_unlogged[why] = 0;
+    } else {
+        d->slot_unlogged[why]++;
     }
-    uint32_t mine;
-    if (d->n_conns > cfg->max_connections_per_uid &&
-        (mine = conns_of(d, c->uid)) > cfg->max_connections_per_uid) {
-        srv_conn_fatal(c, 0, -EAGAIN,
-                       "uid %u holds %u connections, the most one user may "
-                       "(max_connections_per_uid); close some first",
-                       (unsigned)c->uid, mine - 1);
-        return true;
-    }
-    return false;
+    srv_conn_refuse(c, -EAGAIN, msg);
+    return true;
 }
 
 /* Serve a connection accepted on fd (owned from here on): refused at

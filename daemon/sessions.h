@@ -55,7 +55,6 @@
 #include "proto/hyperoffload.pb-c.h"
 
 typedef struct srv_extent srv_extent;
-typedef struct srv_plan_memo srv_plan_memo;    /* staging.h */
 typedef struct srv_stage srv_stage;            /* staging.h */
 
 typedef enum srv_ext_state {
@@ -110,8 +109,9 @@ struct srv_session {
     uint64_t registered_ms;      /* uv_now() at register */
     srv_arena_ref *arena;
     srv_extent *extents;         /* list head */
-    srv_plan_memo *plan;         /* most recent successful PlanReply,
-                                    owned (staging.c) */
+    uint64_t plan_bytes;         /* of the plans kept for StageRequest
+                                    (d->memos, staging.c) */
+    uint32_t n_plans;
     srv_stage *stage;            /* installed replay, NULL when none; the
                                     session holds one reference
                                     (staging.c) */

@@ -98,10 +98,6 @@
 /* Descriptors passed with one frame: StageReply passes two (control
  * region, eventfd), RegisterReply one (the arena). */
 #define SRV_SEND_FDS_MAX 4
-/* Connections of max_connections kept for admin peers (root, admin_group):
- * this many, at most an eighth of max_connections, so that users holding
- * every other slot cannot lock out `hoctl status`. */
-#define SRV_ADMIN_CONNECTIONS 16
 /* Descriptors.  The daemon raises its soft RLIMIT_NOFILE to the hard
  * limit at start and rations what it has (server.c): a new non-admin
  * connection is refused with a reason while fewer than SRV_FD_PER_SESSION
@@ -124,6 +120,12 @@
 /* Pause of accept when out of descriptors and the spare one could not be
  * had back (accept would fail at once again: no busy loop). */
 #define SRV_ACCEPT_PAUSE_MS 100
+/* At most one log line per this many ms, per reason, for connections
+ * refused a slot (max_connections, max_connections_per_uid,
+ * admin_reserve); the line
+ * counts those left unlogged since the previous one: a flood of refused
+ * peers does not flood the journal. */
+#define SRV_SLOT_LOG_MS 10000
 /* Supplementary groups of a peer looked at for admin membership; a user
  * in more groups is judged by the first ones (getgrouplist order). */
 #define SRV_PEER_GROUPS_MAX 256
@@ -155,9 +157,6 @@
 
 /* ------------------------------------------------------------ planning */
 
-/* Bytes of packed schedules in the plan cache: a few large plans (a
- * 1M-op schedule packs to tens of MiB) or many small ones. */
-#define SRV_PLAN_CACHE_BYTES (256ull << 20)
 /* Plans queued or running per session: a client pipelines a few budgets;
  * more is a loop. */
 #define SRV_PLAN_MAX_INFLIGHT 4

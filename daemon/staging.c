@@ -4,8 +4,9 @@
  * host copies between DDR and flash when they do not all fit in the DDR
  * the session may use (docs/runtime.md, proto/control.h).
  *
- * Ownership.  A session owns a reference on its plan memo (s->plan) and
- * one on its installed replay (s->stage).  A staging-plan job holds a memo
+ * Ownership.  d->memos owns a reference on each plan memo a session keeps
+ * (m->owner; bounded in bytes per session and in total, least recently
+ * used dropped first), a session one on its installed replay (s->stage).  A staging-plan job holds a memo
  * reference while it runs on a worker.  The replay's host copies are
  * ordinary extents of the session (x->staged), listed in s->extents; the
  * replay points at them while it is attached.  The replay object itself
@@ -50,6 +51,7 @@
 #include <unistd.h>
 
 #include "daemon/connection.h"
+#include "daemon/list.h"
 #include "daemon/log.h"
 #include "daemon/mover.h"
 #include "daemon/sessions.h"
@@ -61,11 +63,14 @@
 #include "proto/mem.h"
 
 struct srv_plan_memo {
-    uint32_t refs;           /* session + staging jobs */
+    uint32_t refs;           /* d->memos (while listed) + staging jobs */
     uint64_t hash, budget;
     char planner[SRV_PLANNER_NAME_MAX];
     plan_trace *trace;       /* owned, finished */
     plan_schedule *sched;    /* owned, bound to trace */
+    uint64_t bytes;          /* heap of trace + schedule (memo_size) */
+    srv_session *owner;      /* NULL once no longer listed */
+    srv_plan_memo *prev, *next; /* d->memos, most recently used first */
 };
 
 typedef struct stage_slot {
@@ -139,15 +144,100 @@ static void memo_unref(srv_plan_memo *m)
     free(m);
 }
 
+/* Heap bytes a memo holds: the trace's arrays (and its id index, about
+ * two words a storage), the schedule's, the memo itself. */
+static uint64_t memo_size(const srv_plan_memo *m)
+{
+    const plan_trace *t = m->trace;
+    const plan_schedule *c = m->sched;
+    uint64_t b = sizeof(*m) + sizeof(*t) + sizeof(*c);
+    b += (uint64_t)t->cap_storages * sizeof(plan_storage);
+    b += (uint64_t)t->cap_ops * sizeof(plan_op);
+    b += t->cap_refs * sizeof(uint32_t);
+    b += t->names_cap;
+    b += ((uint64_t)t->n_storages + 1) * sizeof(uint32_t);
+    b += t->n_refs * sizeof(plan_access);
+    b += (uint64_t)t->n_storages * 4 * sizeof(uint64_t);
+    b += c->cap_actions * sizeof(plan_action);
+    b += c->cap_homes * sizeof(plan_home_entry);
+    return b;
+}
+
+/* Take m off d->memos (and its session's count) and drop the list's
+ * reference. */
+static void memo_unlist(srv_daemon *d, srv_plan_memo *m)
+{
+    if (d->memos_tail == m)
+        d->memos_tail = m->prev;
+    SRV_LIST_UNLINK(d->memos, m);
+    d->memo_bytes -= m->bytes;
+    d->n_memos--;
+    m->owner->plan_bytes -= m->bytes;
+    m->owner->n_plans--;
+    m->owner = NULL;
+    memo_unref(m);
+}
+
+static void memo_push(srv_daemon *d, srv_session *s, srv_plan_memo *m)
+{
+    m->owner = s;
+    SRV_LIST_PUSH(d->memos, m);
+    if (!d->memos_tail)
+        d->memos_tail = m;
+    d->memo_bytes += m->bytes;
+    d->n_memos++;
+    s->plan_bytes += m->bytes;
+    s->n_plans++;
+}
+
+/* Drop the least recently used plans until each session keeps at most
+ * retained_per_session bytes (only s is checked unless s is NULL) and all
+ * together at most retained_total.  Each drop is counted. */
+static void memos_trim(srv_daemon *d, srv_session *s)
+{
+    const srv_config *cfg = &d->cfg;
+    srv_plan_memo *m = d->memos_tail;
+    while (m) {
+        srv_plan_memo *prev = m->prev;
+        srv_session *o = m->owner;
+        if ((!s || o == s) && o->plan_bytes > cfg->retained_per_session) {
+            d->counters.retained_evictions++;
+            memo_unlist(d, m);
+        }
+        m = prev;
+    }
+    while (d->memos_tail && d->memo_bytes > cfg->retained_total) {
+        d->counters.retained_evictions++;
+        memo_unlist(d, d->memos_tail);
+    }
+}
+
+void srv_stage_trim_plans(srv_daemon *d)
+{
+    memos_trim(d, NULL);
+}
+
+/* The plan of s for (hash, budget, planner), or NULL. */
+static srv_plan_memo *memo_find(srv_daemon *d, const srv_session *s,
+                                uint64_t hash, uint64_t budget,
+                                const char *planner)
+{
+    for (srv_plan_memo *m = d->memos; m; m = m->next)
+        if (m->owner == s && m->hash == hash && m->budget == budget &&
+            strcmp(m->planner, planner) == 0)
+            return m;
+    return NULL;
+}
+
 void srv_stage_remember_plan(srv_daemon *d, srv_session *s,
                              struct plan_trace *trace, const uint8_t *sched,
                              size_t sched_len, uint64_t hash,
                              uint64_t budget, const char *planner)
 {
     char err[256] = "";
-    (void)d;
-    memo_unref(s->plan);
-    s->plan = NULL;
+    srv_plan_memo *old = memo_find(d, s, hash, budget, planner);
+    if (old)
+        memo_unlist(d, old); /* replaced below: not an eviction */
     srv_plan_memo *m = calloc(1, sizeof(*m));
     if (!m) {
         plan_trace_free(trace);
@@ -169,7 +259,20 @@ void srv_stage_remember_plan(srv_daemon *d, srv_session *s,
         memo_unref(m);
         return;
     }
-    s->plan = m;
+    m->bytes = memo_size(m);
+    if (m->bytes > d->cfg.retained_per_session ||
+        m->bytes > d->cfg.retained_total) {
+        srv_log_s(SRV_LOG_NOTICE, s->id, s->job, HO_E_NO_PLAN,
+                  "session %" PRIu64 ": its plan of %" PRIu64 " bytes is "
+                  "not kept for StageRequest (above [planning] "
+                  "retained_per_session or retained_total)", s->id,
+                  m->bytes);
+        d->counters.retained_evictions++;
+        memo_unref(m);
+        return;
+    }
+    memo_push(d, s, m);
+    memos_trim(d, s);
 }
 
 /* ------------------------------------------------------------ replay life */
@@ -282,14 +385,18 @@ static void stage_remove(srv_daemon *d, srv_session *s)
 
 void srv_stage_session_gone(srv_daemon *d, srv_session *s)
 {
-    (void)d;
     if (s->stage) {
         srv_stage *st = s->stage;
         s->stage = NULL;
         stage_detach(st);
     }
-    memo_unref(s->plan);
-    s->plan = NULL;
+    srv_plan_memo *m = d->memos;
+    while (m) {
+        srv_plan_memo *next = m->next;
+        if (m->owner == s)
+            memo_unlist(d, m);
+        m = next;
+    }
 }
 
 /* ------------------------------------------------------------ region */
@@ -1456,30 +1563,46 @@ static void job_after(uv_work_t *req, int status)
     srv_work_end(d);
 }
 
-/* The session's most recent plan, when it is the one the request names.
- * HO_E_NO_PLAN (none, or another), HO_E_BUSY (a StageRequest is being
- * planned). */
+/* The session's plan the request names (made most recently used).
+ * HO_E_NO_PLAN (none kept, or not that one: never made, or dropped),
+ * HO_E_BUSY (a StageRequest is being planned). */
 static int stage_memo(srv_daemon *d, srv_session *s,
                       const Hyperoffload__StageRequest *req,
                       srv_plan_memo **ret_m, char *err, size_t errlen)
 {
-    srv_plan_memo *m = s->plan;
     const char *planner = req->planner && *req->planner ? req->planner
                                                         : d->cfg.planner;
-    if (!m)
-        return ho_errf(err, errlen, HO_E_NO_PLAN, "session %" PRIu64 " has "
-                       "no plan: send PlanRequest first", s->id);
-    if (m->hash != req->trace_hash || m->budget != req->budget ||
-        strcmp(m->planner, planner) != 0)
+    srv_plan_memo *m = memo_find(d, s, req->trace_hash, req->budget,
+                                 planner);
+    if (!m) {
+        srv_plan_memo *last = d->memos;
+        while (last && last->owner != s)
+            last = last->next;
+        if (!last)
+            return ho_errf(err, errlen, HO_E_NO_PLAN, "session %" PRIu64
+                           " has no plan: send PlanRequest first (plans "
+                           "past [planning] retained_per_session or "
+                           "retained_total are dropped, least recently "
+                           "used first)", s->id);
         return ho_errf(err, errlen, HO_E_NO_PLAN, "the StageRequest names "
                        "trace %016" PRIx64 ", budget %" PRIu64 ", planner "
-                       "'%.32s'; the session's most recent plan is trace "
-                       "%016" PRIx64 ", budget %" PRIu64 ", planner '%s'",
-                       req->trace_hash, req->budget, planner, m->hash,
-                       m->budget, m->planner);
+                       "'%.32s', which session %" PRIu64 " does not keep "
+                       "(never planned, or dropped past [planning] "
+                       "retained_per_session or retained_total); its most "
+                       "recent plan is trace %016" PRIx64 ", budget %"
+                       PRIu64 ", planner '%s'; send PlanRequest again",
+                       req->trace_hash, req->budget, planner, s->id,
+                       last->hash, last->budget, last->planner);
+    }
     if (s->stage_pending)
         return ho_errf(err, errlen, HO_E_BUSY, "session %" PRIu64 " already "
                        "has a StageRequest being prepared", s->id);
+    if (d->memos_tail == m)
+        d->memos_tail = m->prev;
+    SRV_LIST_UNLINK(d->memos, m);
+    SRV_LIST_PUSH(d->memos, m);
+    if (!d->memos_tail)
+        d->memos_tail = m;
     *ret_m = m;
     return 0;
 }

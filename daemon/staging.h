@@ -40,15 +40,20 @@
 
 struct plan_trace;
 
-/* Remember the plan just answered to session s as its most recent one
- * (srv_plan_answered_fn): takes ownership of `trace` (finished, freed on
- * every path) and decodes the packed schedule (hyperoffload.Schedule).  A
- * previous memo is replaced.  On failure (OOM, undecodable) the session
- * keeps no plan. */
+/* Remember the plan just answered to session s, as its most recently
+ * used (srv_plan_answered_fn): takes ownership of `trace` (finished, freed
+ * on every path) and decodes the packed schedule (hyperoffload.Schedule).
+ * A plan of the same trace, budget and planner is replaced; the least
+ * recently used plans are dropped past [planning] retained_per_session
+ * (this session's) and retained_total (everyone's), each drop counted; a
+ * plan larger than either is not kept.  On failure (OOM, undecodable) it
+ * is not kept. */
 void srv_stage_remember_plan(srv_daemon *d, srv_session *s,
                              struct plan_trace *trace, const uint8_t *sched,
                              size_t sched_len, uint64_t hash,
                              uint64_t budget, const char *planner);
+/* Apply lowered [planning] retained_* settings (after a reload). */
+void srv_stage_trim_plans(srv_daemon *d);
 /* StageRequest of a registered session (see docs/protocol.md): replies
  * StageReply with the control region memfd and the eventfd attached, or
  * an Error; a failed request leaves the installed replay as it was. */

@@ -78,6 +78,7 @@ typedef struct srv_conn srv_conn;              /* connection.h */
 typedef struct srv_session srv_session;        /* sessions.h */
 typedef struct srv_arena_ref srv_arena_ref;    /* sessions.h */
 typedef struct srv_planning srv_planning;      /* planning.h */
+typedef struct srv_plan_memo srv_plan_memo;    /* staging.c */
 
 /* Throughput of one flash direction, measured over busy periods: from the
  * moment a first move starts while none is in flight to the moment the
@@ -137,6 +138,9 @@ struct srv_daemon {
     uint64_t output_drops;       /* connections dropped: output caps */
     uint64_t partial_refusals;   /* frames refused: max_partial_frames */
     uint64_t timeouts;           /* connections closed by a timeout */
+    uint64_t slot_log_ms[SRV_REFUSE_N];   /* server.c: a slot refusal
+                                             last logged, by reason */
+    uint64_t slot_unlogged[SRV_REFUSE_N]; /* refused since, not logged */
     uv_timer_t sweep_timer;      /* server.c: timeouts, every second */
     srv_conn *conns;
     uint32_t n_conns;
@@ -154,6 +158,13 @@ struct srv_daemon {
      * extents, so that the modules above can let go of what they hang on
      * a session (staging: its replay and plan).  Set at startup. */
     void (*on_session_drop)(srv_daemon *d, srv_session *s);
+
+    /* plans sessions keep for StageRequest (staging.c): one list, most
+     * recently used first, bounded by [planning] retained_per_session and
+     * retained_total */
+    srv_plan_memo *memos, *memos_tail;
+    uint64_t memo_bytes;
+    uint32_t n_memos;
 
     /* worker jobs (mover.c counts them) */
     uint32_t works_in_flight;    /* moves + plans on worker threads */

@@ -255,6 +255,7 @@ static int daemon_setup(ho_replay *r)
         goto out;
     }
     const Hyperoffload__StageReply *sr = reply->stage_reply;
+    r->epoch = hoc_epoch(c);
     rc = map_region(r, sr, fds, nfds);
     if (rc < 0)
         goto out;
@@ -388,9 +389,11 @@ int hor_slot_acquire(ho_replay *r, uint32_t i, uint64_t *ret_stall_ns)
         if (atomic_compare_exchange_strong(&sl->state, &want,
                                            HO_SLOT_CLIENT))
             break;
-        if (r->c && hoc_peer_gone(r->c)) {
-            /* The daemon died or restarted: nothing will ever move this
-             * slot again.  Say so now instead of waiting out the timeout. */
+        if (r->c && (hoc_peer_gone(r->c) || hoc_epoch(r->c) != r->epoch)) {
+            /* The daemon died or restarted (the client may have
+             * reconnected since: a new session, without this replay):
+             * nothing will ever move this slot again.  Say so now instead
+             * of waiting out the timeout. */
             x->busy[i]--;
             return hor_fail(r->c, HO_E_DISCONNECTED, "the daemon went away "
                             "while storage %llu (slot %u) waited to come "

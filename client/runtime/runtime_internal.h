@@ -291,6 +291,8 @@ typedef struct hor_release {
 
 struct ho_replay {
     ho_client *c;            /* borrowed, NULL for a local replay */
+    uint64_t epoch;          /* c's reconnects when it was staged: after
+                                one the daemon's side of it is gone */
     ho_device *dev;          /* borrowed */
     const ho_trace *t;       /* borrowed */
     const plan_trace *pt;

@@ -383,3 +383,30 @@ uint64_t rc_tier_used(Hyperoffload__TierStats **tiers, size_t n, int tier)
             return tiers[i]->used;
     return UINT64_MAX;
 }
+
+long long rc_metric(int fd, const char *series)
+{
+    Hyperoffload__Envelope env = HYPEROFFLOAD__ENVELOPE__INIT;
+    Hyperoffload__MetricsRequest mr = HYPEROFFLOAD__METRICS_REQUEST__INIT;
+    env.body_case = HYPEROFFLOAD__ENVELOPE__BODY_METRICS_REQUEST;
+    env.metrics_request = &mr;
+    Hyperoffload__Envelope *r = NULL;
+    if (rc_call(fd, &env, &r, NULL) != 0 ||
+        r->body_case != HYPEROFFLOAD__ENVELOPE__BODY_METRICS_REPLY) {
+        ho_frame_envelope_free(r);
+        return -1;
+    }
+    long long v = -1;
+    size_t n = strlen(series);
+    for (const char *p = r->metrics_reply->text; p && *p;) {
+        if (strncmp(p, series, n) == 0 && p[n] == ' ') {
+            v = atoll(p + n + 1);
+            break;
+        }
+        p = strchr(p, '\n');
+        if (p)
+            p++;
+    }
+    ho_frame_envelope_free(r);
+    return v;
+}

@@ -64,6 +64,10 @@ int rc_free(int fd, uint64_t extent, Hyperoffload__Envelope **ret);
 int rc_move(int fd, uint64_t extent, int dir, Hyperoffload__Envelope **ret);
 int rc_stats(int fd, Hyperoffload__Envelope **ret);
 int rc_status(int fd, Hyperoffload__Envelope **ret);
+/* The value of the sample line that starts with `series` ("name" or
+ * "name{labels}") and a space in the daemon's metrics (MetricsRequest),
+ * or -1 (no reply, no such sample). */
+long long rc_metric(int fd, const char *series);
 int rc_quota(int fd, int op, int kind, uint32_t uid, const char *job,
              int tier, uint64_t limit, Hyperoffload__Envelope **ret);
 

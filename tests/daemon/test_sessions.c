@@ -539,6 +539,7 @@ END_TEST
 START_TEST(connection_and_extent_limits)
 {
     static const char *const args[] = {"--max-connections=2",
+                                       "--admin-reserve=0",
                                        "--max-extents=2", NULL};
     ho_harness *h = start(args);
     int a = rc_open(ho_harness_socket(h));

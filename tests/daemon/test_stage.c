@@ -469,6 +469,74 @@ START_TEST(each_bad_field_has_its_code)
 }
 END_TEST
 
+/* Retained plans bounded ([planning] retained_per_session 64K,
+ * retained_total 96K): a session that plans many traces keeps at most its
+ * share, the least recently used dropped (counted); a StageRequest for a
+ * dropped plan is HO_E_NO_PLAN with a sentence, one for a kept plan is
+ * served; a second session's plans push the total out, never past it. */
+#define N_TRACES 10
+static void start_small(void)
+{
+    static const char *const args[] = {"--retained-per-session=64K",
+                                       "--retained-total=96K", NULL};
+    h = ho_harness_start_args(args);
+}
+
+static void plan_many(int fd, fixture *fs, uint64_t seed0)
+{
+    for (int i = 0; i < N_TRACES; i++) {
+        fixture_init(&fs[i], seed0 + (uint64_t)i);
+        plan(fd, &fs[i]);
+        long long bytes = rc_metric(fd, "hyperoffload_retained_plan_bytes");
+        ck_assert_int_gt(bytes, 0);
+        ck_assert_int_le(bytes, 96 << 10);
+    }
+}
+
+START_TEST(retained_plans_are_bounded)
+{
+    static fixture a[N_TRACES], b[N_TRACES];
+    int fa = open_registered(64ull << 20, NULL);
+    plan_many(fa, a, 100);
+    long long kept = rc_metric(fa, "hyperoffload_retained_plans");
+    long long bytes = rc_metric(fa, "hyperoffload_retained_plan_bytes");
+    ck_assert_int_ge(kept, 1);
+    ck_assert_int_lt(kept, N_TRACES);
+    ck_assert_int_le(bytes, 64 << 10);
+    ck_assert_int_eq(rc_metric(fa, "hyperoffload_retained_plan_evictions_"
+                                   "total"), N_TRACES - kept);
+
+    /* The first plan was dropped: a clear refusal, the daemon serves on. */
+    expect_refused(fa, &a[0], a[0].hash, a[0].budget, "", a[0].slots,
+                   a[0].n_slots, HO_E_NO_PLAN, "retained_per_session");
+    /* The last one is kept: staged. */
+    fixture *l = &a[N_TRACES - 1];
+    Hyperoffload__Envelope *r = NULL;
+    int fds[4], n_fds = 0;
+    ck_assert_int_eq(stage(fa, l->hash, l->budget, "", l->slots, l->n_slots,
+                           0, &r, fds, &n_fds), 0);
+    ck_assert_msg(r->body_case == HYPEROFFLOAD__ENVELOPE__BODY_STAGE_REPLY,
+                  "%s", rc_error_message(r));
+    ho_frame_envelope_free(r);
+    for (int i = 0; i < n_fds; i++)
+        close(fds[i]);
+
+    /* A second session: the total stays within retained_total. */
+    int fb = open_registered(64ull << 20, NULL);
+    plan_many(fb, b, 200);
+    ck_assert_int_le(rc_metric(fb, "hyperoffload_retained_plan_bytes"),
+                     96 << 10);
+    ck_assert_int_gt(rc_metric(fb, "hyperoffload_retained_plan_evictions_"
+                                   "total"), N_TRACES - kept);
+    close(fb);
+    close(fa);
+    for (int i = 0; i < N_TRACES; i++) {
+        fixture_done(&a[i]);
+        fixture_done(&b[i]);
+    }
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("daemon_stage");
@@ -478,6 +546,11 @@ static Suite *suite(void)
     tcase_add_test(t, stage_installs_and_passes_both_fds);
     tcase_add_test(t, each_bad_field_has_its_code);
     suite_add_tcase(s, t);
+    TCase *t2 = tcase_create("retained");
+    tcase_add_checked_fixture(t2, start_small, stop);
+    tcase_set_timeout(t2, ho_harness_under_valgrind() ? 900 : 120);
+    tcase_add_test(t2, retained_plans_are_bounded);
+    suite_add_tcase(s, t2);
     return s;
 }
 

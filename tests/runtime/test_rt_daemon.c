@@ -202,10 +202,11 @@ END_TEST
  * control region when it is late); the data survives the round trips.
  * The host-resident storages are inputs read once per step, one after the
  * other; an accumulator on device is written by every op. */
-START_TEST(replay_staged_to_flash)
+/* A trace of n host storages of `bytes` read one per op into a retained
+ * device accumulator: a DDR limit of half of them makes the daemon stage
+ * host copies to flash.  *ret_pt is the planner's copy. */
+static ho_trace *staged_trace(unsigned n, uint64_t bytes, plan_trace **ret_pt)
 {
-    const unsigned n = 8;
-    const uint64_t bytes = 64 << 10;
     ho_link link = {1.0, 1.0, 5.0, 1};
     ho_trace *t = NULL;
     ck_assert_int_eq(ho_trace_new("staged", &link, &t), 0);
@@ -224,11 +225,16 @@ START_TEST(replay_staged_to_flash)
     char path[600], err[256];
     snprintf(path, sizeof path, "%s/staged.json", dir);
     ck_assert_int_eq(ho_trace_save(t, path), 0);
-    plan_trace *pt = NULL;
-    ck_assert_int_eq(plan_trace_read_json(path, &pt, err, sizeof err), 0);
+    ck_assert_int_eq(plan_trace_read_json(path, ret_pt, err, sizeof err), 0);
+    return t;
+}
 
+/* Plan t on c's session, replay `steps` steps staged to flash (every read
+ * verified, data coming back from flash), free it all. */
+static void staged_replay(ho_client *c, ho_trace *t, const plan_trace *pt,
+                          unsigned n, uint64_t bytes, unsigned steps)
+{
     const uint64_t budget = 2 * bytes + 4096;
-    ho_client *c = client(budget);
     ho_plan *p = NULL;
     ck_assert_int_eq(ho_plan_request(c, t, budget, NULL, &p), 0);
     ho_plan_info info;
@@ -245,18 +251,56 @@ START_TEST(replay_staged_to_flash)
     rt_fw f;
     rt_fw_init(&f, r, dev, pt);
     uint64_t flash_in = 0;
-    for (unsigned st = 1; st <= 3; st++) {
+    for (unsigned st = 1; st <= steps; st++) {
         ho_step_info si;
         rt_fw_step(&f, st == 1, &si);
         ck_assert_uint_eq(si.h2d_bytes, n * bytes);
         flash_in += si.flash_in_bytes;
     }
     ck_assert_uint_eq(f.bad_reads, 0);
-    ck_assert_uint_gt(flash_in, 0);
+    if (steps > 1)
+        ck_assert_uint_gt(flash_in, 0);
     rt_fw_done(&f);
     ho_replay_free(r);
     ho_device_close(dev);
     ho_plan_free(p);
+}
+
+START_TEST(replay_staged_to_flash)
+{
+    const unsigned n = 8;
+    const uint64_t bytes = 64 << 10;
+    plan_trace *pt = NULL;
+    ho_trace *t = staged_trace(n, bytes, &pt);
+    ho_client *c = client(2 * bytes + 4096);
+    staged_replay(c, t, pt, n, bytes, 3);
+    ho_close(c);
+    ho_trace_free(t);
+    plan_trace_free(pt);
+}
+END_TEST
+
+/* With the library's reconnect on, a daemon restarted under a replay: the
+ * client reconnects and registers again on its next call, and the plan
+ * and replay made anew on the new session run (ho_set_reconnect). */
+START_TEST(replay_again_after_reconnect)
+{
+    const unsigned n = 8;
+    const uint64_t bytes = 64 << 10;
+    plan_trace *pt = NULL;
+    ho_trace *t = staged_trace(n, bytes, &pt);
+    ho_client *c = client(2 * bytes + 4096);
+    ho_set_reconnect(c, 5, 400);
+    staged_replay(c, t, pt, n, bytes, 2);
+    char err[512];
+    ck_assert_int_eq(ho_harness_kill9(h), 0);
+    ck_assert_msg(ho_harness_restart(h, err, sizeof err) == 0, "%s", err);
+    ho_tier_stats ts[8];
+    size_t nt = 0;
+    ck_assert_int_eq(ho_stats(c, ts, 8, &nt, NULL), 0);
+    ck_assert_uint_eq(ho_reconnects(c), 1);
+    ck_assert_uint_eq(ho_hbm_granted(c), 2 * bytes + 4096);
+    staged_replay(c, t, pt, n, bytes, 3);
     ho_close(c);
     ho_trace_free(t);
     plan_trace_free(pt);
@@ -272,6 +316,7 @@ int main(void)
     tcase_add_test(tc, plan_request);
     tcase_add_test(tc, replay_with_daemon);
     tcase_add_test(tc, replay_staged_to_flash);
+    tcase_add_test(tc, replay_again_after_reconnect);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -101,8 +101,9 @@ static json_int_t clients_of(const char *sock, double *ret_s)
 
 START_TEST(thousand_clients)
 {
-    const char *args[] = {"--max-connections=1100", "--ddr-capacity=2G",
-                          "--log-level=info", NULL};
+    const char *args[] = {"--max-connections=1100",
+                          "--max-connections-per-uid=1100",
+                          "--ddr-capacity=2G", "--log-level=info", NULL};
     ho_harness *h = ho_harness_start_args(args);
     const char *sock = ho_harness_socket(h);
     int ready[2], go[2];

@@ -22,7 +22,7 @@
  * mapping of a registered client stays mapped until ho_close() (touching
  * it does not fault), but its contents are not preserved: a daemon that
  * drops a connection frees that session's extents.  Reconnect with a new
- * ho_connect().
+ * ho_connect(), or let the library do it (ho_set_reconnect).
  *
  * Thread safety: one ho_client may be used from several threads at once.
  * Requests from different threads are in flight together on the one
@@ -190,6 +190,28 @@ HO_EXPORT int ho_shutting_down(const ho_client *c);
  * Error's code and this its sentence.  Returns buf (or "" when buf is NULL
  * or len is 0). */
 HO_EXPORT const char *ho_last_error(ho_client *c, char *buf, size_t len);
+
+/* Reconnect, opt-in (off by default: max_attempts 0).  With it on, a call
+ * that finds the connection lost (HO_E_DISCONNECTED, the daemon gone or
+ * restarted) connects again: up to max_attempts attempts, waiting 50 ms
+ * after the first failed one, doubling up to max_wait_ms; then the
+ * handshake and, for a registered client, ho_register with the same job,
+ * device and budget: a NEW, empty session, whose pool is mapped at a new
+ * address (ho_pool_base changes; the old range reads as zeros).  The call
+ * itself is then sent again when it means the same on the new session
+ * (alloc, stats, plan, admin requests) and returns its result; one that
+ * needed the old session (free, spill or fill of an extent, a replay, a
+ * registration) returns HO_E_DISCONNECTED with a sentence saying so, as
+ * does every later free / spill / fill of an extent from before.  When
+ * every attempt fails the call returns HO_E_DISCONNECTED and the next
+ * call tries again.  A reconnect runs while no other request is in
+ * flight on the client; calls of other threads during it return
+ * HO_E_DISCONNECTED.  Installed replays (hyperoffload/runtime.h) are not
+ * staged again: their calls fail and the replay must be created anew. */
+HO_EXPORT void ho_set_reconnect(ho_client *c, unsigned max_attempts,
+                                unsigned max_wait_ms);
+/* Reconnects done so far on this client (ho_set_reconnect). */
+HO_EXPORT unsigned ho_reconnects(const ho_client *c);
 
 /* ------------------------------------------------------------- session */
 

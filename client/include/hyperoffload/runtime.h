@@ -215,9 +215,10 @@ typedef struct ho_step_info {
  * copies and the control region (StageRequest), allocates the initial
  * device storages.  The replay borrows c, dev, t and p: they must outlive
  * it.
- * With a client, p must be the session's most recent plan (same trace,
- * budget and planner as its last ho_plan_request, or that plan saved and
- * loaded again), else the daemon answers HO_E_NO_PLAN.  c may be NULL: a
+ * With a client, p must be a plan the session keeps (same trace, budget
+ * and planner as one of its recent ho_plan_requests, or that plan saved
+ * and loaded again; docs/protocol.md bounds how many), else the daemon
+ * answers HO_E_NO_PLAN.  c may be NULL: a
  * local replay, for offline plans and tests -- the host copies then live
  * in a private pre-faulted mapping of this process, nothing is staged to
  * flash and the control region is private.  One replay per device at a
