@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "tests/check_main.h"
 #include "hyperoffload/errors.h"
 #include "tests/daemon/rawclient.h"
 #include "tests/harness.h"
@@ -217,10 +218,5 @@ int main(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, per_uid_and_admin_reserve);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_set_fork_status(sr, CK_NOFORK);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return ho_check_run(s, true);
 }

@@ -28,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tests/check_main.h"
 #include "tests/integration/itest.h"
 
 #define MiB (1ull << 20)
@@ -267,10 +268,5 @@ int main(int argc, char **argv)
     if (only && strcmp(only, "enospc") == 0)
         tcase_add_test(tc, enospc);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_set_fork_status(sr, CK_NOFORK);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return ho_check_run(s, true);
 }

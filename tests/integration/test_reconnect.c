@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "tests/check_main.h"
 #include "tests/integration/itest.h"
 
 static ho_harness *h;
@@ -111,9 +112,5 @@ int main(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, reconnect_after_daemon_restart);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return ho_check_run(s, false);
 }

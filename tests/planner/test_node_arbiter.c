@@ -15,6 +15,7 @@
  *   - one client alone: every strategy gives exactly plan_make + the
  *     judge of that one schedule.
  */
+#include "tests/check_main.h"
 #include "tests/planner/node_test_util.h"
 
 #include "planner/node/node_arbiter.h"
@@ -300,9 +301,5 @@ int main(void)
     tcase_add_test(tc, one_client_alone_is_plan_make);
     tcase_add_test(tc, names_and_bad_input);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return ho_check_run(s, false);
 }

@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tests/check_main.h"
 #include "tests/integration/itest.h"
 
 #define NPROC 50
@@ -171,9 +172,5 @@ int main(void)
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, thousand_clients);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return ho_check_run(s, false);
 }

@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tests/check_main.h"
 #include "planner/gen/gen.h"
 #include "planner/io/plan_io.h"
 #include "proto/plan.pb-c.h"
@@ -160,9 +161,5 @@ int main(void)
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, stats_answer_while_traces_upload);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return ho_check_run(s, false);
 }
