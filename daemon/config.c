@@ -180,6 +180,10 @@ static const cfg_row rows[] = {
              RESTART,
              "keep the flash files and their data at a clean exit (no: "
              "remove the files the daemon created, truncate the others)"),
+    U32_ROW("flash", "discard_delay", "flash-discard-delay",
+            flash_discard_delay, 0, 3600, "10", RESTART,
+            "seconds after which a freed flash extent not allocated again "
+            "is discarded (punched out); 0: at once"),
     U32_ROW("devices", "count", "devices", n_devices, 0, SRV_MAX_DEVICES, "2",
             RESTART, "accelerator devices whose HBM is budgeted"),
     NAMELIST_ROW("devices", "names", "device-names", device_names,

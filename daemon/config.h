@@ -69,6 +69,7 @@ typedef struct srv_config {
     uint64_t flash_capacity;      /* per path */
     bool flash_direct;
     bool flash_persist;           /* keep files and data at a clean exit */
+    uint32_t flash_discard_delay; /* s before a freed range is punched */
     /* [devices] */
     uint32_t n_devices;
     uint32_t n_device_names;      /* 0: generated "emu<i>" */

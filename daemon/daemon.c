@@ -214,7 +214,9 @@ static int open_flash(srv_daemon *d, uint32_t i, char *err, size_t errlen)
     tier_flash_config fc = {.path = path,
                             .capacity = c->flash_capacity,
                             .direct = c->flash_direct,
-                            .remove_at_close = !c->flash_persist};
+                            .remove_at_close = !c->flash_persist,
+                            .discard_delay_ms =
+                                c->flash_discard_delay * 1000u};
     rc = tier_flash_open(&fc, &d->flash[i], why, sizeof(why));
     if (rc == -EBUSY) /* the sentence names the file and the holder */
         return ho_errf(err, errlen, rc, "%s", why);

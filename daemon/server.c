@@ -418,7 +418,8 @@ static void check_timeouts(srv_conn *c, uint64_t now)
     }
 }
 
-/* Every SRV_SWEEP_MS: the timeouts, and the heap handed back to the
+/* Every SRV_SWEEP_MS: the timeouts, the flash discards that are due, and
+ * the heap handed back to the
  * system once the buffers of peers (queued output, partial frames) have
  * shrunk by SRV_TRIM_MIN from their peak: glibc keeps freed heap, and an
  * attack's peak would otherwise stay in the RSS. */
@@ -432,6 +433,10 @@ static void on_sweep(uv_timer_t *t)
         check_timeouts(c, now);
         c = next;
     }
+    /* freed flash ranges past their delay, a bounded amount per sweep */
+    for (uint32_t i = 0; i < d->n_flash; i++)
+        (void)tier_flash_discard_due(d->flash[i], SRV_DISCARD_PER_SWEEP,
+                                     false);
     uint64_t held = d->output_bytes + d->partial_bytes;
     if (d->buffered_peak >= held + SRV_TRIM_MIN) {
         malloc_trim(0);

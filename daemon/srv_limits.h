@@ -84,6 +84,11 @@
  * the system (malloc_trim): an attack's peak does not stay in the RSS,
  * and ordinary traffic does not pay for trims. */
 #define SRV_TRIM_MIN (4ull << 20)
+/* Bytes of freed flash ranges the sweep discards (punches out) at most
+ * per file and per sweep ([flash] discard_delay): a punch of 64 MiB takes
+ * some 15-20 ms of the loop on ext4, so a burst of frees is spread out
+ * rather than stalling every client at once. */
+#define SRV_DISCARD_PER_SWEEP (64ull << 20)
 /* Period of the sweep that enforces handshake_timeout, read_timeout and
  * idle_timeout (settings in seconds: a second's resolution is enough). */
 #define SRV_SWEEP_MS 1000

@@ -19,7 +19,9 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/statvfs.h>
+#include <stdint.h>
 #include <sys/sysmacros.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "tiers/extent.h"
@@ -39,6 +41,11 @@ struct tier_flash {
     bool remove_at_close;
     bool punched;        /* a freed range was punched out: allocations
                             reserve their blocks again */
+    uint32_t discard_delay_ms;
+    struct flash_freed { /* freed, not yet discarded, oldest first */
+        uint64_t off, len, at_ms;
+    } *freed;
+    size_t n_freed, cap_freed;
     bool direct;
     uint64_t align;
     uint64_t capacity;
@@ -354,6 +361,7 @@ int tier_flash_open(const tier_flash_config *cfg, tier_flash **ret,
     f->capacity = cap;
     f->created = created;
     f->remove_at_close = cfg->remove_at_close;
+    f->discard_delay_ms = cfg->discard_delay_ms;
     *ret = f;
     return 0;
 fail:
@@ -368,10 +376,82 @@ fail:
     return rc;
 }
 
+static int flash_discard(tier_flash *f, uint64_t off, uint64_t len);
+
+static uint64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* [off, off + len) is allocated again: no pending discard may touch it
+ * (it is about to hold new data).  0, or -ENOMEM (splitting an entry). */
+static int freed_forget(tier_flash *f, uint64_t off, uint64_t len)
+{
+    uint64_t end = off + len;
+    size_t i = 0;
+    while (i < f->n_freed) {
+        struct flash_freed *e = &f->freed[i];
+        uint64_t eend = e->off + e->len;
+        if (eend <= off || e->off >= end) {
+            i++;
+        } else if (e->off < off && eend > end) { /* split around it */
+            if (ho_grow((void **)&f->freed, &f->cap_freed, f->n_freed + 1,
+                        sizeof(*f->freed), 16, SIZE_MAX / 2) < 0)
+                return -ENOMEM;
+            e = &f->freed[i];
+            memmove(e + 2, e + 1, (f->n_freed - i - 1) * sizeof(*e));
+            e[1] = (struct flash_freed){end, eend - end, e->at_ms};
+            e->len = off - e->off;
+            f->n_freed++;
+            i += 2;
+        } else if (e->off < off) {
+            e->len = off - e->off;
+            i++;
+        } else if (eend > end) {
+            e->len = eend - end;
+            e->off = end;
+            i++;
+        } else {
+            memmove(e, e + 1, (f->n_freed - i - 1) * sizeof(*e));
+            f->n_freed--;
+        }
+    }
+    return 0;
+}
+
+uint64_t tier_flash_discard_due(tier_flash *f, uint64_t max_bytes, bool all)
+{
+    uint64_t now = mono_ms(), done = 0;
+    size_t k = 0;
+    while (k < f->n_freed && (!max_bytes || done < max_bytes)) {
+        const struct flash_freed *e = &f->freed[k];
+        if (!all && now - e->at_ms < f->discard_delay_ms)
+            break; /* oldest first: the rest are younger */
+        (void)flash_discard(f, e->off, e->len);
+        done += e->len;
+        k++;
+    }
+    memmove(f->freed, f->freed + k, (f->n_freed - k) * sizeof(*f->freed));
+    f->n_freed -= k;
+    return done;
+}
+
+uint64_t tier_flash_discard_pending(const tier_flash *f)
+{
+    uint64_t n = 0;
+    for (size_t i = 0; i < f->n_freed; i++)
+        n += f->freed[i].len;
+    return n;
+}
+
 tier_flash *tier_flash_close(tier_flash *f)
 {
     if (!f)
         return NULL;
+    if (!f->remove_at_close) /* the data stays: the freed ranges go */
+        (void)tier_flash_discard_due(f, 0, true);
     if (f->fd != f->lock_fd)
         close(f->fd);
     if (f->remove_at_close) {
@@ -381,7 +461,7 @@ tier_flash *tier_flash_close(tier_flash *f)
     }
     close(f->lock_fd); /* releases the lock: last */
     tier_extents_free(f->ext);
-    HO_FREE_ALL(f->path, f);
+    HO_FREE_ALL(f->freed, f->path, f);
     return NULL;
 }
 
@@ -392,6 +472,10 @@ int tier_flash_alloc(tier_flash *f, uint64_t len, uint64_t *ret_off,
     int rc = tier_extents_alloc(f->ext, len, &off, &alen);
     if (rc < 0)
         return rc;
+    if (f->n_freed && freed_forget(f, off, alen) < 0) {
+        tier_extents_release(f->ext, off, alen);
+        return -ENOMEM;
+    }
     /* A range punched out by an earlier release has no blocks: take them
      * back now, so that a full filesystem fails here and not mid-spill. */
     if (f->punched) {
@@ -458,8 +542,15 @@ int tier_flash_release(tier_flash *f, uint64_t off, uint64_t len)
 {
     uint64_t alen = tier_extents_lookup(f->ext, off);
     int rc = tier_extents_release(f->ext, off, len);
-    if (rc == 0 && alen)
-        (void)flash_discard(f, off, alen); /* the extent is free either way */
+    if (rc == 0 && alen) { /* the extent is free either way */
+        if (f->discard_delay_ms &&
+            ho_grow((void **)&f->freed, &f->cap_freed, f->n_freed + 1,
+                    sizeof(*f->freed), 16, SIZE_MAX / 2) == 0)
+            f->freed[f->n_freed++] =
+                (struct flash_freed){off, alen, mono_ms()};
+        else
+            (void)flash_discard(f, off, alen);
+    }
     return rc;
 }
 

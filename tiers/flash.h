@@ -32,6 +32,11 @@ typedef struct tier_flash_config {
     bool direct;          /* try O_DIRECT (default true) */
     bool remove_at_close; /* tier_flash_close removes the file if this
                              tier created it, else truncates it to 0 */
+    uint32_t discard_delay_ms; /* a freed extent is discarded (punched
+                             out) this long after its release, by
+                             tier_flash_discard_due, unless allocated
+                             again first (then it is overwritten); 0:
+                             discarded at release */
 } tier_flash_config;
 
 typedef struct tier_flash_stats {
@@ -76,6 +81,12 @@ tier_flash *tier_flash_close(tier_flash *f);
 int tier_flash_alloc(tier_flash *f, uint64_t len, uint64_t *ret_off,
                      uint64_t *ret_len);
 int tier_flash_release(tier_flash *f, uint64_t off, uint64_t len);
+/* Discard the freed ranges whose delay has passed (all of them when
+ * `all`), at most `max_bytes` (0: no limit); returns the bytes discarded.
+ * The caller runs it now and then (the daemon: every second). */
+uint64_t tier_flash_discard_due(tier_flash *f, uint64_t max_bytes, bool all);
+/* Bytes freed and not yet discarded. */
+uint64_t tier_flash_discard_pending(const tier_flash *f);
 
 /* Write/read `len` bytes at flash offset `off`.  `buf` should be aligned to
  * stats.align (page-aligned is enough for 4096) for O_DIRECT: an aligned

@@ -210,7 +210,7 @@ START_TEST(enospc)
     snprintf(fp, sizeof fp, "--flash-paths=%s/flash0", mnt);
     snprintf(hog, sizeof hog, "%s/hog", mnt);
     const char *args[] = {fp, "--flash-capacity=8M", "--flash-direct=no",
-                          NULL};
+                          "--flash-discard-delay=0", NULL};
     ho_harness *h = ho_harness_start_args(args);
     const char *sock = ho_harness_socket(h);
     ho_client *a = it_client(sock, "a"), *c = it_client(sock, "c");

@@ -509,6 +509,73 @@ static void discard_on(const char *path, bool direct)
     free(r);
 }
 
+/* With a discard delay, a freed extent keeps its blocks (and is reused
+ * without a punch) until tier_flash_discard_due finds its delay passed;
+ * allocated again first, it is never punched; then it reads zeros. */
+START_TEST(test_discard_delayed)
+{
+    char path[600];
+    const uint64_t len = 4 * MiB;
+    setup_dir();
+    path_in(path, sizeof(path), test_dir, "delayed.img");
+    tier_flash_config cfg = {.path = path, .capacity = 16 * MiB,
+                             .direct = true, .remove_at_close = true,
+                             .discard_delay_ms = 200};
+    tier_flash *f = NULL;
+    char err[512] = "";
+    struct stat st;
+    uint64_t off, alen, off2, alen2, blocks;
+    uint8_t *w = xalloc_aligned(len), *r = xalloc_aligned(len);
+    ck_assert_msg(tier_flash_open(&cfg, &f, err, sizeof(err)) == 0, "%s", err);
+    ck_assert_int_eq(tier_flash_alloc(f, len, &off, &alen), 0);
+    pattern(w, len, 9);
+    ck_assert_int_eq(tier_flash_write(f, off, w, len), 0);
+    ck_assert_int_eq(stat(path, &st), 0);
+    blocks = (uint64_t)st.st_blocks;
+    ck_assert_int_eq(tier_flash_release(f, off, alen), 0);
+    ck_assert_uint_eq(tier_flash_discard_pending(f), alen);
+    ck_assert_uint_eq(tier_flash_discard_due(f, 0, false), 0); /* too soon */
+    ck_assert_int_eq(stat(path, &st), 0);
+    ck_assert_uint_eq((uint64_t)st.st_blocks, blocks); /* blocks kept */
+    /* allocated again: no longer pending, never punched under new data */
+    ck_assert_int_eq(tier_flash_alloc(f, len, &off2, &alen2), 0);
+    ck_assert_uint_eq(off2, off);
+    ck_assert_uint_eq(tier_flash_discard_pending(f), 0);
+    pattern(w, len, 10);
+    ck_assert_int_eq(tier_flash_write(f, off2, w, len), 0);
+    usleep(250 * 1000);
+    ck_assert_uint_eq(tier_flash_discard_due(f, 0, false), 0);
+    ck_assert_int_eq(tier_flash_read(f, off2, r, len), 0);
+    ck_assert_int_eq(memcmp(w, r, len), 0);
+    /* freed and left alone past the delay: punched, reads zeros */
+    ck_assert_int_eq(tier_flash_release(f, off2, alen2), 0);
+    usleep(250 * 1000);
+    ck_assert_uint_eq(tier_flash_discard_due(f, 0, false), alen2);
+    ck_assert_uint_eq(tier_flash_discard_pending(f), 0);
+    ck_assert_int_eq(stat(path, &st), 0);
+    ck_assert_msg((uint64_t)st.st_blocks + len / 512 <= blocks,
+                  "st_blocks %llu -> %llu", (unsigned long long)blocks,
+                  (unsigned long long)st.st_blocks);
+    int fd = open(path, O_RDONLY);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(pread(fd, r, len, (off_t)off2), (ssize_t)len);
+    close(fd);
+    for (uint64_t i = 0; i < len; i++)
+        ck_assert_msg(r[i] == 0, "byte %llu is %u", (unsigned long long)i,
+                      r[i]);
+    /* part of a pending range allocated: only the rest is punched later */
+    ck_assert_int_eq(tier_flash_alloc(f, 8 * MiB, &off, &alen), 0);
+    ck_assert_int_eq(tier_flash_release(f, off, alen), 0);
+    ck_assert_int_eq(tier_flash_alloc(f, MiB, &off2, &alen2), 0);
+    ck_assert_uint_eq(tier_flash_discard_pending(f), alen - alen2);
+    ck_assert_uint_eq(tier_flash_discard_due(f, 0, true), alen - alen2);
+    tier_flash_close(f);
+    free(w);
+    free(r);
+    rmdir(test_dir);
+}
+END_TEST
+
 START_TEST(test_release_discards)
 {
     char path[600];
@@ -763,6 +830,7 @@ static Suite *flash_suite(void)
     tcase_add_test(tc, test_alloc_and_range_errors);
     tcase_add_test(tc, test_threads);
     tcase_add_test(tc, test_release_discards);
+    tcase_add_test(tc, test_discard_delayed);
     tcase_add_test(tc, test_fd_transfers);
     tcase_add_test(tc, test_fd_transfer_errors);
     suite_add_tcase(s, tc);
