@@ -433,8 +433,11 @@ uint64_t tier_flash_discard_due(tier_flash *f, uint64_t max_bytes, bool all)
         done += e->len;
         k++;
     }
-    memmove(f->freed, f->freed + k, (f->n_freed - k) * sizeof(*f->freed));
-    f->n_freed -= k;
+    if (k) {
+        memmove(f->freed, f->freed + k,
+                (f->n_freed - k) * sizeof(*f->freed));
+        f->n_freed -= k;
+    }
     return done;
 }
 
