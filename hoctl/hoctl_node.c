@@ -138,6 +138,17 @@ static void print_subtree(FILE *f, const plan_node *n, uint32_t link,
     }
 }
 
+void hoctl_node_fig_json(json_t *x, const plan_node_client_fig *f)
+{
+    json_object_set_new(x, "compute_us", json_real(f->compute_us));
+    json_object_set_new(x, "step_time_us", json_real(f->step_time_us));
+    json_object_set_new(x, "exposed_us", json_real(f->exposed_us));
+    json_object_set_new(x, "alloc_wait_us", json_real(f->alloc_wait_us));
+    json_object_set_new(x, "slowdown", json_real(f->slowdown));
+    json_object_set_new(x, "h2d_bytes", hoctl_json_u64(f->h2d_bytes));
+    json_object_set_new(x, "d2h_bytes", hoctl_json_u64(f->d2h_bytes));
+}
+
 void hoctl_node_print_tree(FILE *f, const plan_node *n)
 {
     char prefix[4 * (PLAN_NODE_MAX_DEPTH + 2) + 1];
@@ -283,13 +294,7 @@ static json_t *result_json(const plan_node *n, const plan_workload *w,
                                                : json_null());
         json_object_set_new(x, "budget_bytes",
                             hoctl_json_u64(run->in[i].budget_bytes));
-        json_object_set_new(x, "compute_us", json_real(f->compute_us));
-        json_object_set_new(x, "step_time_us", json_real(f->step_time_us));
-        json_object_set_new(x, "exposed_us", json_real(f->exposed_us));
-        json_object_set_new(x, "alloc_wait_us", json_real(f->alloc_wait_us));
-        json_object_set_new(x, "slowdown", json_real(f->slowdown));
-        json_object_set_new(x, "h2d_bytes", hoctl_json_u64(f->h2d_bytes));
-        json_object_set_new(x, "d2h_bytes", hoctl_json_u64(f->d2h_bytes));
+        hoctl_node_fig_json(x, f);
         json_object_set_new(x, "peak_device_bytes",
                             hoctl_json_u64(f->peak_device_bytes));
         json_object_set_new(x, "peak_host_bytes",

@@ -11,6 +11,7 @@
 #ifndef HO_HOCTL_HOCTL_NODE_H
 #define HO_HOCTL_HOCTL_NODE_H
 
+#include <jansson.h>
 #include <stdio.h>
 
 #include "hoctl/hoctl.h"
@@ -21,5 +22,10 @@ int hoctl_cmd_node(const hoctl_globals *g, int argc, char **argv);
 /* Print node `n` (finished) as a tree on f: links from the root down,
  * each device under its parent link, then DDR and flash. */
 void hoctl_node_print_tree(FILE *f, const plan_node *n);
+
+/* A client's judged figures into JSON object x (node check, node plan):
+ * compute_us, step_time_us, exposed_us, alloc_wait_us, slowdown,
+ * h2d_bytes, d2h_bytes. */
+void hoctl_node_fig_json(json_t *x, const plan_node_client_fig *f);
 
 #endif

@@ -332,13 +332,7 @@ static int print_json(const plan_workload *w, const np_client *c,
                             json_real(c[i].alone.step_time_us));
         json_object_set_new(x, "alone_exposed_us",
                             json_real(c[i].alone.exposed_us));
-        json_object_set_new(x, "compute_us", json_real(f->compute_us));
-        json_object_set_new(x, "step_time_us", json_real(f->step_time_us));
-        json_object_set_new(x, "exposed_us", json_real(f->exposed_us));
-        json_object_set_new(x, "alloc_wait_us", json_real(f->alloc_wait_us));
-        json_object_set_new(x, "slowdown", json_real(f->slowdown));
-        json_object_set_new(x, "h2d_bytes", hoctl_json_u64(f->h2d_bytes));
-        json_object_set_new(x, "d2h_bytes", hoctl_json_u64(f->d2h_bytes));
+        hoctl_node_fig_json(x, f);
         json_object_set_new(
             x, "actions", hoctl_json_u64(R->clients[i].schedule->n_actions));
         json_array_append_new(cl, x);
