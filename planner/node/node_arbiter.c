@@ -18,8 +18,9 @@
  *   4. DDR limits split from the judged host peaks.
  * Planning one client for a bandwidth uses a read-only view of its trace
  * with another link (the arrays are shared; nothing is written), so curves
- * cost no copies.  Planner calls are memoised by (trace hash, budget,
- * bandwidth).
+ * cost no copies.  Planner outcomes are memoised by (trace hash, budget,
+ * bandwidth), and within a call the schedules too: clients planned at the
+ * same point, in any candidate, share one.
  */
 #include "planner/node/node_arbiter.h"
 
@@ -104,6 +105,14 @@ typedef struct arb {
                                device's figure capped by every link above */
     plan_arb_cache own;     /* when the caller gives none */
     plan_arb_cache *cache;
+    struct arb_sched {      /* schedules planned in this call, by point:
+                               clients and candidates at the same point
+                               share one (planning is deterministic) */
+        uint64_t hash, budget;
+        double h2d, d2h;
+        plan_schedule *s;   /* owned */
+    } *pool;
+    size_t n_pool, cap_pool;
     uint32_t plans_made;
     char *err;
     size_t errlen;
@@ -195,15 +204,27 @@ static int build_paths(arb *A)
 
 /* -------------------------------------------------------------- planning */
 
-/* Plan client i at (budget, h2d, d2h) GB/s.  With ret_sched NULL the
- * outcome is memoised and only its figures come back.  0, HO_E_INFEASIBLE
- * (*ret_min_budget set when the planner knows it), or another code. */
+/* Plan client i at (budget, h2d, d2h) GB/s.  Every outcome is memoised
+ * (the cache keeps its figures); with ret_sched the schedule is wanted
+ * too: one already planned at this point in this call is shared (it stays
+ * in A->pool, which owns it).  0, HO_E_INFEASIBLE (*ret_min_budget set
+ * when the planner knows it), or another code. */
 static int plan_point(arb *A, uint32_t i, uint64_t budget, double h2d,
-                      double d2h, plan_schedule **ret_sched,
+                      double d2h, const plan_schedule **ret_sched,
                       double *ret_exposed, uint64_t *ret_min_budget)
 {
     plan_arb_cache *C = A->cache;
-    if (!ret_sched)
+    if (ret_sched)
+        for (size_t m = 0; m < A->n_pool; m++) {
+            const struct arb_sched *e = &A->pool[m];
+            if (e->hash == A->hash[i] && e->budget == budget &&
+                e->h2d == h2d && e->d2h == d2h) {
+                *ret_sched = e->s;
+                *ret_exposed = e->s->predicted.exposed_us;
+                return 0;
+            }
+        }
+    else
         for (size_t m = C->n; m-- > 0;) {
             const arb_memo *e = &C->memo[m];
             if (e->hash == A->hash[i] && e->budget == budget &&
@@ -239,12 +260,22 @@ static int plan_point(arb *A, uint32_t i, uint64_t budget, double h2d,
                        client_name(A, i, nb, sizeof(nb)),
                        res.message[0] ? res.message : "planner error");
     }
-    if (ret_sched) {
-        *ret_sched = rc == 0 ? s : NULL;
-        if (rc != 0)
+    if (ret_sched && rc == 0) {
+        if (ho_grow((void **)&A->pool, &A->cap_pool, A->n_pool + 1,
+                    sizeof(*A->pool), 16, SIZE_MAX / 2) < 0) {
             plan_schedule_free(s);
+            return -ENOMEM;
+        }
+        A->pool[A->n_pool++] = (struct arb_sched){
+            .hash = A->hash[i], .budget = budget, .h2d = h2d, .d2h = d2h,
+            .s = s};
+        *ret_sched = s;
     } else {
         plan_schedule_free(s);
+        if (ret_sched)
+            *ret_sched = NULL;
+    }
+    {
         if (C->n >= PLAN_ARB_CACHE_MAX) { /* drop the oldest half */
             size_t keep = C->n / 2;
             memmove(C->memo, C->memo + (C->n - keep),
@@ -637,10 +668,10 @@ static int candidate(arb *A, plan_arb_strategy s, arb_plan *P)
 }
 
 /* Plan and judge one candidate.  On success the schedules are in scheds
- * (owned by the caller) and *ret_judged is set; an invalid candidate
+ * (borrowed from A->pool) and *ret_judged is set; an invalid candidate
  * returns 0 with o->valid false and o->why. */
 static int judge_candidate(arb *A, const arb_plan *P, plan_arb_outcome *o,
-                           plan_schedule **scheds,
+                           const plan_schedule **scheds,
                            plan_node_result **ret_judged)
 {
     o->tried = true;
@@ -741,8 +772,9 @@ plan_arb_result *plan_arb_result_free(plan_arb_result *r)
 {
     if (!r)
         return NULL;
-    for (uint32_t i = 0; r->clients && i < r->n; i++)
-        plan_schedule_free(r->clients[i].schedule);
+    for (size_t i = 0; i < r->n_schedules; i++)
+        plan_schedule_free(r->schedules[i]);
+    free(r->schedules);
     free(r->clients);
     plan_node_result_free(r->judged);
     free(r);
@@ -785,13 +817,9 @@ static void arb_done(arb *A)
     free(A->path);
     free(A->full);
     free(A->own.memo);
-}
-
-static void plans_free(plan_schedule **s, uint32_t n)
-{
-    for (uint32_t i = 0; s && i < n; i++)
-        plan_schedule_free(s[i]);
-    free(s);
+    for (size_t i = 0; i < A->n_pool; i++)
+        plan_schedule_free(A->pool[i].s);
+    free(A->pool);
 }
 
 int plan_node_arbitrate(const plan_node *node, const plan_arb_client *c,
@@ -823,7 +851,7 @@ int plan_node_arbitrate(const plan_node *node, const plan_arb_client *c,
     plan_arb_result *R = calloc(1, sizeof(*R));
     uint64_t *buf_b = calloc((size_t)n * PLAN_ARB__COUNT, sizeof(*buf_b));
     double *buf_h = calloc((size_t)n * PLAN_ARB__COUNT * 2, sizeof(*buf_h));
-    plan_schedule **best_s = NULL, **try_s = NULL;
+    const plan_schedule **best_s = NULL, **try_s = NULL;
     plan_node_result *best_r = NULL;
     if (!A.hash || !A.compute_us || !R || !buf_b || !buf_h) {
         rc = -ENOMEM;
@@ -864,13 +892,13 @@ int plan_node_arbitrate(const plan_node *node, const plan_arb_client *c,
         if ((rc = judge_candidate(&A, &P, o, try_s, &r)) < 0)
             goto out;
         if (o->valid && (best < 0 || better(o, &R->outcomes[best]))) {
-            plans_free(best_s, n);
+            free(best_s);
             plan_node_result_free(best_r);
             best_s = try_s;
             best_r = r;
             best = k;
         } else {
-            plans_free(try_s, n);
+            free(try_s);
             plan_node_result_free(r);
         }
         try_s = NULL;
@@ -888,9 +916,20 @@ int plan_node_arbitrate(const plan_node *node, const plan_arb_client *c,
     R->chosen = (plan_arb_strategy)best;
     R->n = n;
     R->clients = calloc(n, sizeof(*R->clients));
-    if (!R->clients) {
+    R->schedules = calloc(A.n_pool ? A.n_pool : 1, sizeof(*R->schedules));
+    if (!R->clients || !R->schedules) {
         rc = -ENOMEM;
         goto out;
+    }
+    /* the result keeps the chosen candidate's schedules, the rest go */
+    for (size_t m = 0; m < A.n_pool; m++) {
+        bool used = false;
+        for (uint32_t i = 0; i < n && !used; i++)
+            used = best_s[i] == A.pool[m].s;
+        if (used) {
+            R->schedules[R->n_schedules++] = A.pool[m].s;
+            A.pool[m].s = NULL;
+        }
     }
     for (uint32_t i = 0; i < n; i++) {
         plan_arb_choice *ch = &R->clients[i];
@@ -898,7 +937,6 @@ int plan_node_arbitrate(const plan_node *node, const plan_arb_client *c,
         ch->h2d_gbps = buf_h[(size_t)best * 2 * n + i];
         ch->d2h_gbps = buf_h[(size_t)best * 2 * n + n + i];
         ch->schedule = best_s[i];
-        best_s[i] = NULL;
         ch->predicted = (plan_wl_predicted){
             .step_time_us = best_r->clients[i].step_time_us,
             .exposed_us = best_r->clients[i].exposed_us,
@@ -912,8 +950,8 @@ int plan_node_arbitrate(const plan_node *node, const plan_arb_client *c,
     R = NULL;
     rc = 0;
 out:
-    plans_free(best_s, n);
-    plans_free(try_s, n);
+    free(best_s);
+    free(try_s);
     plan_node_result_free(best_r);
     plan_arb_result_free(R);
     free(buf_b);

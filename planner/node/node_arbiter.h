@@ -25,7 +25,8 @@
  *                either baseline as the node judge measures it.
  *
  * Ownership: plan_arb_result is a heap object released with
- * plan_arb_result_free (accepts NULL), owning its schedules and judged
+ * plan_arb_result_free (accepts NULL), owning its schedules (clients
+ * planned at the same point share one) and judged
  * result.  The inputs are borrowed for the call only.
  */
 #ifndef HO_PLANNER_NODE_NODE_ARBITER_H
@@ -95,7 +96,8 @@ typedef struct plan_arb_choice {
     double h2d_gbps, d2h_gbps;  /* the bandwidth it was planned for (at
                                    most what it sees alone) */
     uint64_t ddr_limit_bytes;
-    plan_schedule *schedule;    /* owned by the result */
+    const plan_schedule *schedule; /* in the result's schedules: clients
+                                   planned alike share one */
     plan_wl_predicted predicted; /* the node judge's figures */
 } plan_arb_choice;
 
@@ -117,6 +119,9 @@ typedef struct plan_arb_result {
     uint32_t n;
     plan_arb_choice *clients;   /* n, in input order */
     plan_node_result *judged;   /* the chosen workload, judged; owned */
+    plan_schedule **schedules;  /* the distinct schedules of clients[],
+                                   owned */
+    size_t n_schedules;
     plan_arb_outcome outcomes[PLAN_ARB__COUNT];
     uint32_t plans_made;        /* planner calls, curves included */
 } plan_arb_result;

@@ -84,8 +84,9 @@ static void check_result(const plan_node *n, const plan_arb_client *c,
     for (uint32_t i = 0; i < k; i++) {
         const plan_arb_choice *ch = &r->clients[i];
         ck_assert_ptr_nonnull(ch->schedule);
-        in[i] = nu_in(c[i].name, c[i].trace, ch->schedule, c[i].device,
-                      ch->budget_bytes, c[i].weight, c[i].sync);
+        in[i] = (plan_node_input){c[i].name, c[i].trace, ch->schedule,
+                                  c[i].device, ch->budget_bytes,
+                                  c[i].weight, c[i].sync};
         const plan_node_device *d = &n->devices[c[i].device];
         ck_assert_uint_le(ch->budget_bytes, d->hbm_bytes - d->reserve_bytes);
         ck_assert(ch->h2d_gbps > 0 && ch->h2d_gbps <= d->h2d_gbps + 1e-9);
