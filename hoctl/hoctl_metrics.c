@@ -14,7 +14,8 @@ static const char help_text[] =
     "usage: hoctl metrics\n"
     "  Print every metric of hyperoffloadd in the Prometheus text format\n"
     "  0.0.4 (docs/metrics.md lists the series).  Needs an admin peer.\n"
-    "  Exit 0, 69 daemon unreachable, 77 permission denied, 1 other.\n";
+    "  Exit 0, 69 daemon unreachable, 77 permission denied, 3 shutting\n"
+    "  down, 1 other.\n";
 
 int hoctl_cmd_metrics(const hoctl_globals *g, int argc, char **argv)
 {
