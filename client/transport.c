@@ -102,17 +102,16 @@ int hoc_fail(ho_client *c, int code, const char *fmt, ...)
  * with `err`. */
 static void kill_locked(ho_client *c, int err)
 {
-    if (!c->dead && err == HO_E_DISCONNECTED && c->conn_err < 0) {
-        /* The daemon said why before it closed: that code and sentence. */
+    if (!c->dead) {
         c->dead = HO_E_DISCONNECTED;
         shutdown(c->fd, SHUT_RDWR);
-        err = c->conn_err;
-        snprintf(c->last_error, sizeof(c->last_error), "%s",
-                 c->conn_err_msg);
-    } else if (!c->dead) {
-        c->dead = HO_E_DISCONNECTED;
-        shutdown(c->fd, SHUT_RDWR);
-        if (err == HO_E_DISCONNECTED)
+        if (err == HO_E_DISCONNECTED && c->conn_err < 0) {
+            /* The daemon said why before it closed: that code and
+             * sentence. */
+            err = c->conn_err;
+            snprintf(c->last_error, sizeof(c->last_error), "%s",
+                     c->conn_err_msg);
+        } else if (err == HO_E_DISCONNECTED)
             snprintf(c->last_error, sizeof(c->last_error),
                      "connection to the daemon at %s lost%s%s",
                      c->socket_path, c->read_why[0] ? "; " : "",
@@ -213,14 +212,14 @@ static int send_all(int fd, const uint8_t *buf, size_t len)
     return 0;
 }
 
-/* Receive more bytes into rbuf (which must be empty) and queue any
- * descriptors that came with them.  Reader context.  Returns 0 or a
- * connection-fatal code. */
 /* After a failed send the peer has closed: what it sent before is still
  * readable, then EOF; a peer that closed only its reading side is given
  * this long before the connection counts as lost. */
 #define HOC_DRAIN_MS 2000
 
+/* Receive more bytes into rbuf (which must be empty) and queue any
+ * descriptors that came with them.  Reader context.  Returns 0 or a
+ * connection-fatal code. */
 static int recv_more(ho_client *c, char *why, size_t whylen)
 {
     union {

@@ -3,12 +3,10 @@
  * Prometheus text format (docs/metrics.md) on stdout, as the daemon wrote
  * them (MetricsRequest, admin).  --json wraps the text in one object.
  */
-#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "client/admin_call.h"
-#include "hoctl/hoctl.h"
+#include "hoctl/hoctl_daemon.h"
 #include "hoctl/output.h"
 #include "proto/frame.h"
 
@@ -16,7 +14,8 @@ static const char help_text[] =
     "usage: hoctl metrics\n"
     "  Print every metric of hyperoffloadd in the Prometheus text format\n"
     "  0.0.4 (docs/metrics.md lists the series).  Needs an admin peer.\n"
-    "  Exit 0, 69 daemon unreachable, 77 permission denied, 1 other.\n";
+    "  Exit 0, 69 daemon unreachable, 77 permission denied, 3 shutting\n"
+    "  down, 1 other.\n";
 
 int hoctl_cmd_metrics(const hoctl_globals *g, int argc, char **argv)
 {
@@ -28,39 +27,23 @@ int hoctl_cmd_metrics(const hoctl_globals *g, int argc, char **argv)
     if (argc > 0)
         return hoctl_usage_error_help("metrics takes no arguments ('%s')",
                                       argv[0]);
-    char path[HO_SOCKET_PATH_MAX + 1];
     ho_client *c = NULL;
-    int rc = ho_socket_path(g->socket, path, sizeof(path));
-    if (rc == 0)
-        rc = ho_connect(path, "hoctl", &c);
-    if (rc < 0) {
-        fprintf(stderr, "hoctl: cannot reach hyperoffloadd at %s: %s\n",
-                path[0] ? path : "(socket path too long)", ho_strerror(rc));
-        return rc == -EACCES || rc == -EPERM ? HOCTL_EXIT_PERMISSION
-                                             : HOCTL_EXIT_UNREACHABLE;
-    }
+    int exit_code = hoctl_open_client(g, &c);
+    if (exit_code)
+        return exit_code;
     Hyperoffload__MetricsRequest req = HYPEROFFLOAD__METRICS_REQUEST__INIT;
     HOC_ENVELOPE(env, METRICS_REQUEST, metrics_request, &req);
     Hyperoffload__Envelope *reply = NULL;
-    rc = hoc_call_expect(c, &env, HYPEROFFLOAD__ENVELOPE__BODY_METRICS_REPLY,
-                         &reply, NULL);
-    int exit_code = HOCTL_EXIT_OK;
-    if (rc < 0) {
-        char msg[512];
-        ho_last_error(c, msg, sizeof(msg));
-        fprintf(stderr, "hoctl: %s (%s)\n", msg[0] ? msg : ho_strerror(rc),
-                ho_err_name(rc));
-        exit_code = rc == HO_E_PERMISSION ? HOCTL_EXIT_PERMISSION
-                    : rc == HO_E_DISCONNECTED ? HOCTL_EXIT_UNREACHABLE
-                                              : HOCTL_EXIT_FAILED;
-    } else if (g->json) {
+    exit_code = hoctl_request(
+        c, &env, HYPEROFFLOAD__ENVELOPE__BODY_METRICS_REPLY, &reply);
+    if (exit_code == 0 && g->json) {
         json_t *o = hoctl_json_root();
         json_object_set_new(o, "content_type",
                             hoctl_json_str(reply->metrics_reply->content_type));
         json_object_set_new(o, "text",
                             hoctl_json_str(reply->metrics_reply->text));
         exit_code = hoctl_json_emit(o);
-    } else {
+    } else if (exit_code == 0) {
         fputs(reply->metrics_reply->text, stdout);
     }
     ho_frame_envelope_free(reply);

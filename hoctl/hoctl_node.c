@@ -149,6 +149,13 @@ void hoctl_node_fig_json(json_t *x, const plan_node_client_fig *f)
     json_object_set_new(x, "d2h_bytes", hoctl_json_u64(f->d2h_bytes));
 }
 
+json_t *hoctl_node_totals_json(const plan_node_result *r)
+{
+    return json_pack("{s:f, s:f, s:f}", "weighted_exposed_us",
+                     r->weighted_exposed_us, "max_slowdown", r->max_slowdown,
+                     "alloc_wait_us", r->alloc_wait_us);
+}
+
 void hoctl_node_print_tree(FILE *f, const plan_node *n)
 {
     char prefix[4 * (PLAN_NODE_MAX_DEPTH + 2) + 1];
@@ -320,11 +327,10 @@ static json_t *result_json(const plan_node *n, const plan_workload *w,
     }
     json_object_set_new(o, "clients", cl);
     json_object_set_new(o, "devices", dv);
-    json_object_set_new(
-        o, "node",
-        json_pack("{s:f, s:f, s:f, s:f}", "weighted_exposed_us",
-                  r->weighted_exposed_us, "max_slowdown", r->max_slowdown,
-                  "alloc_wait_us", r->alloc_wait_us, "end_us", r->end_us));
+    json_t *node = hoctl_node_totals_json(r);
+    if (node)
+        json_object_set_new(node, "end_us", json_real(r->end_us));
+    json_object_set_new(o, "node", node);
     json_object_set_new(
         o, "stats",
         json_pack("{s:o, s:o, s:o, s:o}", "copies", hoctl_json_u64(r->n_copies),

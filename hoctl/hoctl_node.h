@@ -28,4 +28,9 @@ void hoctl_node_print_tree(FILE *f, const plan_node *n);
  * h2d_bytes, d2h_bytes. */
 void hoctl_node_fig_json(json_t *x, const plan_node_client_fig *f);
 
+/* The node totals of `r` as a new JSON object (node check adds end_us,
+ * node plan writes it as is): weighted_exposed_us, max_slowdown,
+ * alloc_wait_us; NULL when out of memory. */
+json_t *hoctl_node_totals_json(const plan_node_result *r);
+
 #endif

@@ -356,11 +356,7 @@ static int print_json(const plan_workload *w, const np_client *c,
                             y);
     }
     json_object_set_new(o, "candidates", cand ? cand : json_null());
-    json_object_set_new(
-        o, "node",
-        json_pack("{s:f, s:f, s:f}", "weighted_exposed_us",
-                  res->weighted_exposed_us, "max_slowdown",
-                  res->max_slowdown, "alloc_wait_us", res->alloc_wait_us));
+    json_object_set_new(o, "node", hoctl_node_totals_json(res));
     json_object_set_new(o, "out", a->out ? json_string(a->out) : json_null());
     json_object_set_new(o, "svg", a->svg ? json_string(a->svg) : json_null());
     return hoctl_json_emit(o);

@@ -237,24 +237,12 @@ int demo_svg_save_steps(const char *path, const demo_step *steps, size_t n)
     return r;
 }
 
-/* The arrays a loaded picture owns, each with room for every line of
- * the file (counted first). */
-typedef struct loaded {
-    demo_point *m, *p;
-    demo_transfer *c, *x;
-    demo_step *s;
-    size_t nm, np, nc, nx, ns;
-    void *block;        /* every array above, in one allocation */
-} loaded;
-
 void demo_svg_data_free(demo_svg_data *d)
 {
-    loaded *L = d ? d->owned : NULL;
-    if (L)
-        free(L->block);
-    free(L);
-    if (d)
+    if (d) {
+        free(d->owned);
         memset(d, 0, sizeof *d);
+    }
 }
 
 static void text_field(char *dst, size_t len, const char *src)
@@ -271,7 +259,6 @@ int demo_svg_load(const char *path, demo_svg_data *d, char *err,
 {
     char line[1024];
     unsigned long lineno = 0;
-    loaded *L;
     FILE *f = fopen(path, "r");
     int r = 0;
 
@@ -290,27 +277,24 @@ int demo_svg_load(const char *path, demo_svg_data *d, char *err,
         fclose(f);
         return -E2BIG;
     }
-    L = calloc(1, sizeof *L);
-    if (L) {
-        /* points, copies, steps: each array room for every line */
-        size_t k = lines ? lines : 1;
-        char *b = L->block = calloc(k, 2 * sizeof(demo_point) +
-                                           2 * sizeof(demo_transfer) +
-                                           sizeof(demo_step));
-        if (b) {
-            L->m = (demo_point *)b;
-            L->p = L->m + k;
-            L->c = (demo_transfer *)(L->p + k);
-            L->x = L->c + k;
-            L->s = (demo_step *)(L->x + k);
-        }
-    }
-    d->owned = L;
-    if (!L || !L->block) {
+    /* points, copies, steps in one allocation (d->owned): each array
+     * room for every line */
+    size_t k = lines ? lines : 1;
+    char *block = calloc(k, 2 * sizeof(demo_point) +
+                                2 * sizeof(demo_transfer) + sizeof(demo_step));
+    if (!block) {
         fclose(f);
-        demo_svg_data_free(d);
         return -ENOMEM;
     }
+    d->owned = block;
+    demo_point *m = (demo_point *)block, *p = m + k;
+    demo_transfer *c = (demo_transfer *)(p + k), *x = c + k;
+    demo_step *st = (demo_step *)(x + k);
+    d->measured = m;
+    d->predicted = p;
+    d->copies = c;
+    d->transfers = x;
+    d->steps = st;
     while (r == 0 && lineno < lines && fgets(line, sizeof line, f)) {
         unsigned long long a = 0, b = 0;
         double t0 = 0, t1 = 0, t2 = 0, t3 = 0, t4 = 0;
@@ -338,24 +322,24 @@ int demo_svg_load(const char *path, demo_svg_data *d, char *err,
         } else if (line[0] == 'm' || line[0] == 'p') {
             ok = sscanf(line + 1, "%lf %llu", &t0, &a) == 2;
             if (ok && line[0] == 'm')
-                L->m[L->nm++] = (demo_point){t0, a};
+                m[d->n_measured++] = (demo_point){t0, a};
             else if (ok)
-                L->p[L->np++] = (demo_point){t0, a};
+                p[d->n_predicted++] = (demo_point){t0, a};
         } else if (line[0] == 'c') {
             ok = sscanf(line + 1, "%d %lf %lf %llu %lf %lf %lf", &dir, &t0,
                         &t1, &a, &t2, &t3, &t4) == 7;
             if (ok)
-                L->c[L->nc++] = (demo_transfer){t0, t1, a, dir != 0, t2, t3,
+                c[d->n_copies++] = (demo_transfer){t0, t1, a, dir != 0, t2, t3,
                                                 t4};
         } else if (line[0] == 'x') {
             ok = sscanf(line + 1, "%d %lf %lf %llu", &dir, &t0, &t1, &a) == 4;
             if (ok)
-                L->x[L->nx++] = (demo_transfer){t0, t1, a, dir != 0, 0, t0,
+                x[d->n_transfers++] = (demo_transfer){t0, t1, a, dir != 0, 0, t0,
                                                 0};
         } else if (line[0] == 's') {
             ok = sscanf(line + 1, "%llu %lf %lf", &a, &t0, &t1) == 3;
             if (ok)
-                L->s[L->ns++] = (demo_step){a, t0, t1};
+                st[d->n_steps++] = (demo_step){a, t0, t1};
         } else {
             ok = 0;
         }
@@ -370,16 +354,6 @@ int demo_svg_load(const char *path, demo_svg_data *d, char *err,
         r = -EINVAL;
     }
     fclose(f);
-    d->measured = L->m;
-    d->n_measured = L->nm;
-    d->predicted = L->p;
-    d->n_predicted = L->np;
-    d->copies = L->c;
-    d->n_copies = L->nc;
-    d->transfers = L->x;
-    d->n_transfers = L->nx;
-    d->steps = L->s;
-    d->n_steps = L->ns;
     if (r < 0)
         demo_svg_data_free(d);
     return r;
