@@ -7,12 +7,10 @@ Environment (tests/ops/CMakeLists.txt): HO_BUILD_DIR, HO_SOURCE_DIR.
 
 import ctypes
 import os
-import shutil
 import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 
 from prometheus_client.parser import text_string_to_metric_families
@@ -27,6 +25,8 @@ DAEMON = os.path.join(BIN, "hyperoffloadd")
 HOCTL = os.path.join(BIN, "hoctl")
 CLIENT = os.path.join(BIN, "ho-demo-client")
 sys.path.insert(0, os.path.join(SOURCE_DIR, "python"))
+sys.path.insert(0, os.path.join(SOURCE_DIR, "tests", "python"))
+import hotest  # noqa: E402  (Scratch, Daemon.text/stop)
 os.environ.setdefault("HO_LIBRARY", os.path.join(BUILD_DIR, "lib",
                                                  "libhyperoffload.so.0"))
 
@@ -59,17 +59,9 @@ def _die_with_parent():
     ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)
 
 
-class Scratch:
-    def __init__(self):
-        base = os.path.join(BUILD_DIR, "tmp")
-        os.makedirs(base, exist_ok=True)
-        self.dir = tempfile.mkdtemp(prefix="ops-", dir=base)
-
-    def path(self, name):
-        return os.path.join(self.dir, name)
-
-    def close(self):
-        shutil.rmtree(self.dir, ignore_errors=True)
+def Scratch():
+    """hotest's scratch directory, named ops-*."""
+    return hotest.Scratch(prefix="ops-")
 
 
 def _listening(path, proc, tries=300):
@@ -85,9 +77,11 @@ def _listening(path, proc, tries=300):
     return False
 
 
-class Daemon:
+class Daemon(hotest.Daemon):
     """hyperoffloadd on a socket of the scratch directory; extra flags in
-    `args`, its stderr in `stderr` (a path) or <name>.log."""
+    `args`, its stderr in `stderr` (a path, appended to) or <name>.log.
+    Started here (--ddr-lock=no, the daemon's own log level, `env`, no
+    HO_WRAP); text() and stop() are hotest.Daemon's."""
 
     def __init__(self, scratch, args=(), name="hod", env=None, stderr=None):
         self.sock = scratch.path(name + ".sock")
@@ -106,10 +100,6 @@ class Daemon:
             raise AssertionError("daemon did not come up (exit %s):\n%s"
                                  % (self.proc.poll(), self.text()))
 
-    def text(self):
-        with open(self.log_path, encoding="utf-8", errors="replace") as f:
-            return f.read()
-
     def hoctl(self, *args, expect=0):
         p = subprocess.run([HOCTL, "--socket", self.sock] + list(args),
                            env=project_env(),
@@ -126,16 +116,6 @@ class Daemon:
 
     def metrics(self):
         return parse(self.metrics_text())
-
-    def stop(self):
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            rc = self.proc.wait(30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            rc = self.proc.wait()
-        self.log.close()
-        return rc
 
 
 def start_client(daemon, scratch, steps, job="ops", device=0,

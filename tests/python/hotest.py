@@ -84,10 +84,10 @@ def dump(doc, path):
 class Scratch:
     """A temporary directory under the build tree, removed at exit."""
 
-    def __init__(self):
+    def __init__(self, prefix="pytest-"):
         base = os.path.join(BUILD_DIR, "tmp")
         os.makedirs(base, exist_ok=True)
-        self.dir = tempfile.mkdtemp(prefix="pytest-", dir=base)
+        self.dir = tempfile.mkdtemp(prefix=prefix, dir=base)
 
     def path(self, name):
         return os.path.join(self.dir, name)
