@@ -5,9 +5,7 @@ and the Prometheus text parsed with Debian's python3-prometheus-client.
 Environment (tests/ops/CMakeLists.txt): HO_BUILD_DIR, HO_SOURCE_DIR.
 """
 
-import ctypes
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -16,19 +14,17 @@ import time
 from prometheus_client.parser import text_string_to_metric_families
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SOURCE_DIR = os.environ.get("HO_SOURCE_DIR") or os.path.dirname(
-    os.path.dirname(HERE))
-BUILD_DIR = os.environ.get("HO_BUILD_DIR") or os.path.join(SOURCE_DIR,
-                                                           "build")
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "python"))
+# tests/python/hotest.py: SOURCE_DIR, BUILD_DIR, HO_LIBRARY of the build
+# tree, Scratch, Daemon.text/stop, _die_with_parent
+import hotest  # noqa: E402
+
+SOURCE_DIR, BUILD_DIR = hotest.SOURCE_DIR, hotest.BUILD_DIR
 BIN = os.path.join(BUILD_DIR, "bin")
 DAEMON = os.path.join(BIN, "hyperoffloadd")
 HOCTL = os.path.join(BIN, "hoctl")
 CLIENT = os.path.join(BIN, "ho-demo-client")
-sys.path.insert(0, os.path.join(SOURCE_DIR, "python"))
-sys.path.insert(0, os.path.join(SOURCE_DIR, "tests", "python"))
-import hotest  # noqa: E402  (Scratch, Daemon.text/stop)
-os.environ.setdefault("HO_LIBRARY", os.path.join(BUILD_DIR, "lib",
-                                                 "libhyperoffload.so.0"))
+sys.path.insert(0, hotest.PYTHON)
 
 # A small model (tests/e2e TINY): ~6 MiB of host copies; a DDR limit of
 # 4 MiB keeps most of them on flash, so replays move bytes both ways.
@@ -55,8 +51,7 @@ def system_env():
     return env
 
 
-def _die_with_parent():
-    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)
+_die_with_parent = hotest._die_with_parent
 
 
 def Scratch():
