@@ -26,12 +26,9 @@ HOCTL = os.path.join(BIN, "hoctl")
 CLIENT = os.path.join(BIN, "ho-demo-client")
 sys.path.insert(0, hotest.PYTHON)
 
-# A small model (tests/e2e TINY): ~6 MiB of host copies; a DDR limit of
-# 4 MiB keeps most of them on flash, so replays move bytes both ways.
-TINY = ["--layers", "2", "--hidden", "128", "--heads", "4", "--ffn", "256",
-        "--vocab", "512", "--seq", "64", "--mbs", "2", "--micro", "2",
-        "--tflops", "0.05", "--hbm-gbps", "1", "--link-gbps", "1",
-        "--budget-ratio", "0.6"]
+# hotest.TINY: a DDR limit of 4 MiB keeps most of its host copies on
+# flash, so replays move bytes both ways.
+TINY = hotest.TINY
 
 
 def project_env(base=None):
