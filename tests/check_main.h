@@ -4,6 +4,8 @@
  *     return ho_check_run(s, false);   (true: CK_NOFORK, for tests that
  *                                       keep state across cases or fork
  *                                       children of their own)
+ * or, for a program of one test (suite and case both named `name`):
+ *     return ho_check_run_one("load", thousand_clients, 600);
  */
 #ifndef HO_TESTS_CHECK_MAIN_H
 #define HO_TESTS_CHECK_MAIN_H
@@ -21,6 +23,17 @@ static inline int ho_check_run(Suite *s, bool nofork)
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);
     return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
+static inline int ho_check_run_one(const char *name, const TTest *test,
+                                   int timeout_s)
+{
+    Suite *s = suite_create(name);
+    TCase *tc = tcase_create(name);
+    tcase_set_timeout(tc, timeout_s);
+    tcase_add_test(tc, test);
+    suite_add_tcase(s, tc);
+    return ho_check_run(s, false);
 }
 
 #endif

@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tests/check_main.h"
 #include "tests/harness.h"
 #include "tests/daemon/rawclient.h"
 
@@ -618,9 +619,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-    SRunner *r = srunner_create(suite());
-    srunner_run_all(r, CK_NORMAL);
-    int failed = srunner_ntests_failed(r);
-    srunner_free(r);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return ho_check_run(suite(), false);
 }

@@ -31,10 +31,10 @@ import xml.etree.ElementTree as ET
 import zlib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SOURCE_DIR = os.environ.get("HO_SOURCE_DIR") or os.path.dirname(
-    os.path.dirname(HERE))
-BUILD_DIR = os.environ.get("HO_BUILD_DIR") or os.path.join(SOURCE_DIR,
-                                                           "build")
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "python"))
+import hotest  # noqa: E402  (SOURCE_DIR, BUILD_DIR, TINY)
+
+SOURCE_DIR, BUILD_DIR = hotest.SOURCE_DIR, hotest.BUILD_DIR
 BIN = os.path.join(BUILD_DIR, "bin")
 RSVG = shutil.which("rsvg-convert")
 SVG_NS = "{http://www.w3.org/2000/svg}"
@@ -267,15 +267,11 @@ class Pictures(unittest.TestCase):
                 if os.path.exists(sock):
                     break
                 time.sleep(0.1)
-            tiny = ["--layers", "2", "--hidden", "128", "--heads", "4",
-                    "--ffn", "256", "--vocab", "512", "--seq", "64", "--mbs",
-                    "2", "--micro", "2", "--tflops", "0.05", "--hbm-gbps",
-                    "1", "--link-gbps", "1", "--budget-ratio", "0.6"]
             clients = [subprocess.Popen(
                 [os.path.join(BIN, "ho-demo-client"), "--socket", sock,
                  "--device", str(k), "--job", "pic", "--steps", "3",
                  "--picture-data", os.path.join(d, "c%d.dat" % k),
-                 "--svg", os.path.join(d, "c%d.svg" % k)] + tiny,
+                 "--svg", os.path.join(d, "c%d.svg" % k)] + hotest.TINY,
                 cwd=d, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                 universal_newlines=True) for k in (0, 1)]
             for c in clients:

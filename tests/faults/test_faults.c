@@ -39,6 +39,15 @@ static void sleep_ms(int ms)
     nanosleep(&ts, NULL);
 }
 
+/* An extent of len bytes of c, filled with it_fill(seed). */
+static ho_extent filled(ho_client *c, size_t len, uint64_t seed)
+{
+    ho_extent e;
+    ck_assert_int_eq(ho_extent_alloc(c, len, &e), 0);
+    it_fill(e.ptr, len, seed);
+    return e;
+}
+
 /* ---------------------------------------------------- killed mid-move */
 
 typedef struct mover_arg {
@@ -71,11 +80,8 @@ START_TEST(killed_mid_move)
     ho_harness *h = ho_harness_start_args(NULL);
     const char *sock = ho_harness_socket(h);
     ho_client *keep = it_client(sock, "keep");
-    ho_extent on_flash, in_ddr;
-    ck_assert_int_eq(ho_extent_alloc(keep, 8 * MiB, &on_flash), 0);
-    ck_assert_int_eq(ho_extent_alloc(keep, 4 * MiB, &in_ddr), 0);
-    it_fill(on_flash.ptr, 8 * MiB, 1);
-    it_fill(in_ddr.ptr, 4 * MiB, 2);
+    ho_extent on_flash = filled(keep, 8 * MiB, 1);
+    ho_extent in_ddr = filled(keep, 4 * MiB, 2);
     ho_move_result m;
     ck_assert_int_eq(ho_extent_spill(keep, on_flash.id, &m), 0);
     uint64_t ddr0, flash0;
@@ -121,11 +127,7 @@ START_TEST(truncated_flash)
     char flash[4096];
     snprintf(flash, sizeof flash, "%s/flash0", ho_harness_dir(h));
     ho_client *a = it_client(sock, "a"), *b = it_client(sock, "b");
-    ho_extent ea, eb;
-    ck_assert_int_eq(ho_extent_alloc(a, 4 * MiB, &ea), 0);
-    ck_assert_int_eq(ho_extent_alloc(b, 4 * MiB, &eb), 0);
-    it_fill(ea.ptr, 4 * MiB, 3);
-    it_fill(eb.ptr, 4 * MiB, 4);
+    ho_extent ea = filled(a, 4 * MiB, 3), eb = filled(b, 4 * MiB, 4);
     ho_move_result m;
     ck_assert_int_eq(ho_extent_spill(a, ea.id, &m), 0);
     ck_assert_int_eq(truncate(flash, 0), 0); /* behind the daemon's back */
@@ -214,20 +216,16 @@ START_TEST(enospc)
     ho_harness *h = ho_harness_start_args(args);
     const char *sock = ho_harness_socket(h);
     ho_client *a = it_client(sock, "a"), *c = it_client(sock, "c");
-    ho_extent ec, ea, e1;
-    ck_assert_int_eq(ho_extent_alloc(c, 2 * MiB, &ec), 0);
-    it_fill(ec.ptr, 2 * MiB, 5);
+    ho_extent ec = filled(c, 2 * MiB, 5);
     ho_move_result m;
     ck_assert_int_eq(ho_extent_spill(c, ec.id, &m), 0);
     /* a spill and a free give flash space back to the filesystem (punched
      * hole); a hog takes the filesystem to its last block */
-    ck_assert_int_eq(ho_extent_alloc(a, 4 * MiB, &e1), 0);
-    it_fill(e1.ptr, 4 * MiB, 6);
+    ho_extent e1 = filled(a, 4 * MiB, 6);
     ck_assert_int_eq(ho_extent_spill(a, e1.id, &m), 0);
     ck_assert_int_eq(ho_extent_free(a, e1.id), 0);
     fill_up(hog);
-    ck_assert_int_eq(ho_extent_alloc(a, 4 * MiB, &ea), 0);
-    it_fill(ea.ptr, 4 * MiB, 7);
+    ho_extent ea = filled(a, 4 * MiB, 7);
     int rc = ho_extent_spill(a, ea.id, &m);
     ck_assert_msg(rc == -ENOSPC, "spill on a full filesystem: %d", rc);
     char msg[512];

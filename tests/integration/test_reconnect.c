@@ -107,10 +107,5 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("reconnect");
-    TCase *tc = tcase_create("reconnect");
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, reconnect_after_daemon_restart);
-    suite_add_tcase(s, tc);
-    return ho_check_run(s, false);
+    return ho_check_run_one("reconnect", reconnect_after_daemon_restart, 120);
 }

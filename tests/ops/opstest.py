@@ -5,37 +5,30 @@ and the Prometheus text parsed with Debian's python3-prometheus-client.
 Environment (tests/ops/CMakeLists.txt): HO_BUILD_DIR, HO_SOURCE_DIR.
 """
 
-import ctypes
 import os
-import shutil
-import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 
 from prometheus_client.parser import text_string_to_metric_families
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SOURCE_DIR = os.environ.get("HO_SOURCE_DIR") or os.path.dirname(
-    os.path.dirname(HERE))
-BUILD_DIR = os.environ.get("HO_BUILD_DIR") or os.path.join(SOURCE_DIR,
-                                                           "build")
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "python"))
+# tests/python/hotest.py: SOURCE_DIR, BUILD_DIR, HO_LIBRARY of the build
+# tree, Scratch, Daemon.text/stop, _die_with_parent
+import hotest  # noqa: E402
+
+SOURCE_DIR, BUILD_DIR = hotest.SOURCE_DIR, hotest.BUILD_DIR
 BIN = os.path.join(BUILD_DIR, "bin")
 DAEMON = os.path.join(BIN, "hyperoffloadd")
 HOCTL = os.path.join(BIN, "hoctl")
 CLIENT = os.path.join(BIN, "ho-demo-client")
-sys.path.insert(0, os.path.join(SOURCE_DIR, "python"))
-os.environ.setdefault("HO_LIBRARY", os.path.join(BUILD_DIR, "lib",
-                                                 "libhyperoffload.so.0"))
+sys.path.insert(0, hotest.PYTHON)
 
-# A small model (tests/e2e TINY): ~6 MiB of host copies; a DDR limit of
-# 4 MiB keeps most of them on flash, so replays move bytes both ways.
-TINY = ["--layers", "2", "--hidden", "128", "--heads", "4", "--ffn", "256",
-        "--vocab", "512", "--seq", "64", "--mbs", "2", "--micro", "2",
-        "--tflops", "0.05", "--hbm-gbps", "1", "--link-gbps", "1",
-        "--budget-ratio", "0.6"]
+# hotest.TINY: a DDR limit of 4 MiB keeps most of its host copies on
+# flash, so replays move bytes both ways.
+TINY = hotest.TINY
 
 
 def project_env(base=None):
@@ -55,21 +48,12 @@ def system_env():
     return env
 
 
-def _die_with_parent():
-    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)
+_die_with_parent = hotest._die_with_parent
 
 
-class Scratch:
-    def __init__(self):
-        base = os.path.join(BUILD_DIR, "tmp")
-        os.makedirs(base, exist_ok=True)
-        self.dir = tempfile.mkdtemp(prefix="ops-", dir=base)
-
-    def path(self, name):
-        return os.path.join(self.dir, name)
-
-    def close(self):
-        shutil.rmtree(self.dir, ignore_errors=True)
+def Scratch():
+    """hotest's scratch directory, named ops-*."""
+    return hotest.Scratch(prefix="ops-")
 
 
 def _listening(path, proc, tries=300):
@@ -85,9 +69,11 @@ def _listening(path, proc, tries=300):
     return False
 
 
-class Daemon:
+class Daemon(hotest.Daemon):
     """hyperoffloadd on a socket of the scratch directory; extra flags in
-    `args`, its stderr in `stderr` (a path) or <name>.log."""
+    `args`, its stderr in `stderr` (a path, appended to) or <name>.log.
+    Started here (--ddr-lock=no, the daemon's own log level, `env`, no
+    HO_WRAP); text() and stop() are hotest.Daemon's."""
 
     def __init__(self, scratch, args=(), name="hod", env=None, stderr=None):
         self.sock = scratch.path(name + ".sock")
@@ -106,10 +92,6 @@ class Daemon:
             raise AssertionError("daemon did not come up (exit %s):\n%s"
                                  % (self.proc.poll(), self.text()))
 
-    def text(self):
-        with open(self.log_path, encoding="utf-8", errors="replace") as f:
-            return f.read()
-
     def hoctl(self, *args, expect=0):
         p = subprocess.run([HOCTL, "--socket", self.sock] + list(args),
                            env=project_env(),
@@ -126,16 +108,6 @@ class Daemon:
 
     def metrics(self):
         return parse(self.metrics_text())
-
-    def stop(self):
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            rc = self.proc.wait(30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            rc = self.proc.wait()
-        self.log.close()
-        return rc
 
 
 def start_client(daemon, scratch, steps, job="ops", device=0,

@@ -31,6 +31,13 @@ PYTHON = os.path.join(SOURCE_DIR, "python")
 os.environ.setdefault("HO_LIBRARY", os.path.join(BUILD_DIR, "lib",
                                                  "libhyperoffload.so.0"))
 
+# A small model for ho-demo-client (tests/e2e TINY): ~6 MiB of host
+# copies; a DDR limit of 4 MiB keeps most of them on flash.
+TINY = ["--layers", "2", "--hidden", "128", "--heads", "4", "--ffn", "256",
+        "--vocab", "512", "--seq", "64", "--mbs", "2", "--micro", "2",
+        "--tflops", "0.05", "--hbm-gbps", "1", "--link-gbps", "1",
+        "--budget-ratio", "0.6"]
+
 # valgrind reports its own errors with this exit status (HoTest.cmake)
 VALGRIND_ERROR = 99
 
@@ -84,10 +91,10 @@ def dump(doc, path):
 class Scratch:
     """A temporary directory under the build tree, removed at exit."""
 
-    def __init__(self):
+    def __init__(self, prefix="pytest-"):
         base = os.path.join(BUILD_DIR, "tmp")
         os.makedirs(base, exist_ok=True)
-        self.dir = tempfile.mkdtemp(prefix="pytest-", dir=base)
+        self.dir = tempfile.mkdtemp(prefix=prefix, dir=base)
 
     def path(self, name):
         return os.path.join(self.dir, name)

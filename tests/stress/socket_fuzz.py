@@ -268,14 +268,16 @@ class SocketFuzz(unittest.TestCase):
             _, p = hoctl_status(d.sock)
             self.assertEqual(p.returncode, 0, p.stderr)
             st = json.loads(p.stdout)
-            used = sum(t.get("used_bytes", t.get("used", 0))
-                       for t in st.get("tiers", []))
-            extents = sum(t.get("extents", 0) for t in st.get("tiers", []))
-            if (used == 0 and extents == 0 and st.get("clients") == 0):
+            # the keys of docs/cli-schema.md: a missing one fails, it does
+            # not read as nothing left behind
+            self.assertTrue(st["tiers"])
+            used = sum(t["used"] for t in st["tiers"])
+            extents = sum(t["extents"] for t in st["tiers"])
+            if used == 0 and extents == 0 and st["clients"] == 0:
                 break
             if time.monotonic() > deadline:
                 self.fail("left behind: used %d, extents %d, clients %s"
-                          % (used, extents, st.get("clients")))
+                          % (used, extents, st["clients"]))
             time.sleep(0.1)
         rc = d.stop()
         self.assertEqual(rc, 0, "daemon exit %d:\n%s" % (rc, d.text()[-4000:]))

@@ -167,10 +167,5 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("load");
-    TCase *tc = tcase_create("load");
-    tcase_set_timeout(tc, 600);
-    tcase_add_test(tc, thousand_clients);
-    suite_add_tcase(s, tc);
-    return ho_check_run(s, false);
+    return ho_check_run_one("load", thousand_clients, 600);
 }

@@ -156,10 +156,5 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("responsive");
-    TCase *tc = tcase_create("responsive");
-    tcase_set_timeout(tc, 300);
-    tcase_add_test(tc, stats_answer_while_traces_upload);
-    suite_add_tcase(s, tc);
-    return ho_check_run(s, false);
+    return ho_check_run_one("responsive", stats_answer_while_traces_upload, 300);
 }
