@@ -173,7 +173,6 @@ static void memo_unlist(srv_daemon *d, srv_plan_memo *m)
     d->memo_bytes -= m->bytes;
     d->n_memos--;
     m->owner->plan_bytes -= m->bytes;
-    m->owner->n_plans--;
     m->owner = NULL;
     memo_unref(m);
 }
@@ -187,7 +186,6 @@ static void memo_push(srv_daemon *d, srv_session *s, srv_plan_memo *m)
     d->memo_bytes += m->bytes;
     d->n_memos++;
     s->plan_bytes += m->bytes;
-    s->n_plans++;
 }
 
 /* Drop the least recently used plans until each session keeps at most
