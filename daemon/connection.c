@@ -289,7 +289,6 @@ static void drop_for_output(srv_conn *x, const char *what, uint64_t cap)
              (unsigned long long)x->id, (int)x->pid, (unsigned)x->uid,
              ho_size_format(x->queued_bytes, a, sizeof(a)), what,
              ho_size_format(cap, b, sizeof(b)));
-    x->d->output_drops++;
     srv_conn_close(x);
 }
 
@@ -568,7 +567,6 @@ static bool account_partial(srv_conn *c)
         c->state == SRV_CONN_FLUSHING || c->state == SRV_CONN_CLOSING)
         return true;
     char a[32], b[32];
-    d->partial_refusals++;
     srv_conn_fatal(c, 0, HO_E_FRAME_TOO_LARGE,
                    "the daemon holds %s of partly received frames from all "
                    "peers, above max_partial_frames %s; this frame (%u of "

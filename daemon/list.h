@@ -29,4 +29,22 @@
         (x)->prev = (x)->next = NULL;                                     \
     } while (0)
 
+
+/* The same with a `tail` pointer kept too (least recently used lists:
+ * the plan cache, the plans sessions keep).  x must not be an expression
+ * of head or tail. */
+#define SRV_LRU_PUSH(head, tail, x)                                       \
+    do {                                                                  \
+        SRV_LIST_PUSH(head, x);                                           \
+        if (!(tail))                                                      \
+            (tail) = (x);                                                 \
+    } while (0)
+
+#define SRV_LRU_UNLINK(head, tail, x)                                     \
+    do {                                                                  \
+        if ((tail) == (x))                                                \
+            (tail) = (x)->prev;                                           \
+        SRV_LIST_UNLINK(head, x);                                         \
+    } while (0)
+
 #endif

@@ -173,12 +173,13 @@ static void log_v(int level, const srv_log_fields *f, const char *fmt,
     if (log_to_journal) {
         if (journal_native && journal_send(level, f, line) >= 0)
             return;
-        /* No journal socket: the stream, with the priority prefix. */
-        char pre[8];
-        int k = snprintf(pre, sizeof(pre), "<%d>", level);
-        line[n++] = '\n';
-        write_all(pre, (size_t)k);
-        write_all(line, n);
+        /* No journal socket: the stream, with the priority prefix, in
+         * one write like every other line (log.h). */
+        char out[sizeof(line) + 8];
+        int k = snprintf(out, 8, "<%d>", level);
+        memcpy(out + k, line, n);
+        out[k + n] = '\n';
+        write_all(out, (size_t)k + n + 1);
         return;
     }
     line[n++] = '\n';

@@ -68,18 +68,14 @@ static plan_entry *entry_free(plan_entry *e)
 
 static void cache_unlink(srv_planning *p, plan_entry *e)
 {
-    if (p->tail == e)
-        p->tail = e->prev;
-    SRV_LIST_UNLINK(p->head, e);
+    SRV_LRU_UNLINK(p->head, p->tail, e);
     p->n--;
     p->bytes -= e->sched_len;
 }
 
 static void cache_push(srv_planning *p, plan_entry *e)
 {
-    SRV_LIST_PUSH(p->head, e);
-    if (!p->tail)
-        p->tail = e;
+    SRV_LRU_PUSH(p->head, p->tail, e);
     p->n++;
     p->bytes += e->sched_len;
 }

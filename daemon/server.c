@@ -302,9 +302,9 @@ static uint64_t fds_open(srv_daemon *d)
 
 /* Before a new connection is served: are enough descriptors left for it
  * (srv_limits.h, "Descriptors")?  Counting costs a directory read, so it
- * is skipped while the connections are far from the limit.  On refusal
- * *ret_open is the count. */
-static bool fds_left_for(srv_daemon *d, bool admin, uint64_t *ret_open)
+ * is skipped while the connections are far from the limit, and done at
+ * most once per peer: *open is the count once made (0: not yet). */
+static bool fds_left_for(srv_daemon *d, bool admin, uint64_t *open)
 {
     uint64_t need = admin ? 1 + SRV_FD_DAEMON_RESERVE
                           : SRV_FD_PER_SESSION + SRV_FD_ADMIN_RESERVE +
@@ -313,9 +313,9 @@ static bool fds_left_for(srv_daemon *d, bool admin, uint64_t *ret_open)
                      SRV_FD_DAEMON_RESERVE;
     if (2 * (guess + need) < d->fd_limit)
         return true;
-    uint64_t open = fds_open(d);
-    *ret_open = open;
-    return open + need <= d->fd_limit;
+    if (!*open)
+        *open = fds_open(d);
+    return *open + need <= d->fd_limit;
 }
 
 /* A peer (accepted on fd, no connection made for it) refused for want of
@@ -400,19 +400,16 @@ static void check_timeouts(srv_conn *c, uint64_t now)
     uint64_t rd = (uint64_t)cfg->read_timeout_s * 1000;
     uint64_t idle = (uint64_t)cfg->idle_timeout_s * 1000;
     if (c->state == SRV_CONN_HANDSHAKE && now - c->accepted_ms >= hs) {
-        c->d->timeouts++;
         srv_conn_fatal(c, 0, -ETIMEDOUT, "no Hello within %u s of "
                        "connecting (handshake_timeout)",
                        cfg->handshake_timeout_s);
     } else if (c->frame_start_ms && now - c->frame_start_ms >= rd) {
-        c->d->timeouts++;
         srv_conn_fatal(c, 0, -ETIMEDOUT, "a frame of %u bytes was not "
                        "complete %u s after its first byte (%u received; "
                        "read_timeout)", c->reader.need, cfg->read_timeout_s,
                        c->reader.have);
     } else if (idle && c->state == SRV_CONN_READY && !c->session &&
                !c->frame_start_ms && now - c->last_request_ms >= idle) {
-        c->d->timeouts++;
         srv_conn_fatal(c, 0, -ETIMEDOUT, "no request for %u s and no "
                        "session (idle_timeout)", cfg->idle_timeout_s);
     }
@@ -513,16 +510,14 @@ static bool refuse_connection(srv_daemon *d, srv_conn *c)
     uint64_t now = uv_now(&d->loop);
     if (!d->slot_log_ms[why] ||
         now - d->slot_log_ms[why] >= SRV_SLOT_LOG_MS) {
+        char more[96] = "";
         if (d->slot_unlogged[why])
-            srv_warn("connection %llu (pid %d, uid %u) refused: %s (and %llu "
-                     "more refused since the last such line)",
-                     (unsigned long long)c->id, (int)c->pid,
-                     (unsigned)c->uid, msg,
+            snprintf(more, sizeof(more), " (and %llu more refused since the "
+                     "last such line)",
                      (unsigned long long)d->slot_unlogged[why]);
-        else
-            srv_warn("connection %llu (pid %d, uid %u) refused: %s",
-                     (unsigned long long)c->id, (int)c->pid,
-                     (unsigned)c->uid, msg);
+        srv_warn("connection %llu (pid %d, uid %u) refused: %s%s",
+                 (unsigned long long)c->id, (int)c->pid, (unsigned)c->uid,
+                 msg, more);
         d->slot_log_ms[why] = now ? now : 1;
         d->slot_unlogged[why] = 0;
     } else {

@@ -111,7 +111,6 @@ struct srv_session {
     srv_extent *extents;         /* list head */
     uint64_t plan_bytes;         /* of the plans kept for StageRequest
                                     (d->memos, staging.c) */
-    uint32_t n_plans;
     srv_stage *stage;            /* installed replay, NULL when none; the
                                     session holds one reference
                                     (staging.c) */

@@ -167,13 +167,10 @@ static uint64_t memo_size(const srv_plan_memo *m)
  * reference. */
 static void memo_unlist(srv_daemon *d, srv_plan_memo *m)
 {
-    if (d->memos_tail == m)
-        d->memos_tail = m->prev;
-    SRV_LIST_UNLINK(d->memos, m);
+    SRV_LRU_UNLINK(d->memos, d->memos_tail, m);
     d->memo_bytes -= m->bytes;
     d->n_memos--;
     m->owner->plan_bytes -= m->bytes;
-    m->owner->n_plans--;
     m->owner = NULL;
     memo_unref(m);
 }
@@ -181,13 +178,10 @@ static void memo_unlist(srv_daemon *d, srv_plan_memo *m)
 static void memo_push(srv_daemon *d, srv_session *s, srv_plan_memo *m)
 {
     m->owner = s;
-    SRV_LIST_PUSH(d->memos, m);
-    if (!d->memos_tail)
-        d->memos_tail = m;
+    SRV_LRU_PUSH(d->memos, d->memos_tail, m);
     d->memo_bytes += m->bytes;
     d->n_memos++;
     s->plan_bytes += m->bytes;
-    s->n_plans++;
 }
 
 /* Drop the least recently used plans until each session keeps at most
@@ -1597,12 +1591,8 @@ static int stage_memo(srv_daemon *d, srv_session *s,
     if (s->stage_pending)
         return ho_errf(err, errlen, HO_E_BUSY, "session %" PRIu64 " already "
                        "has a StageRequest being prepared", s->id);
-    if (d->memos_tail == m)
-        d->memos_tail = m->prev;
-    SRV_LIST_UNLINK(d->memos, m);
-    SRV_LIST_PUSH(d->memos, m);
-    if (!d->memos_tail)
-        d->memos_tail = m;
+    SRV_LRU_UNLINK(d->memos, d->memos_tail, m);
+    SRV_LRU_PUSH(d->memos, d->memos_tail, m);
     *ret_m = m;
     return 0;
 }

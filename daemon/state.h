@@ -135,9 +135,6 @@ struct srv_daemon {
     uint64_t partial_bytes;      /* buffers of partly received frames */
     uint64_t buffered_peak;      /* highest output + partial bytes since
                                     the last malloc_trim (server.c) */
-    uint64_t output_drops;       /* connections dropped: output caps */
-    uint64_t partial_refusals;   /* frames refused: max_partial_frames */
-    uint64_t timeouts;           /* connections closed by a timeout */
     uint64_t slot_log_ms[SRV_REFUSE_N];   /* server.c: a slot refusal
                                              last logged, by reason */
     uint64_t slot_unlogged[SRV_REFUSE_N]; /* refused since, not logged */
