@@ -450,6 +450,14 @@ static int act_prefetch(ho_replay *r, hor_storage *s, uint32_t op, int when)
         return bad(r, "op %u %s: prefetch of storage %llu, which is "
                    "already on device", op, when_name(when),
                    (unsigned long long)s->id);
+    if (s->lost && !s->host_valid) /* runtime_restage.c */
+        return r->failed = hor_fail(r->c, HO_E_DISCONNECTED, "op %u %s: "
+                                    "storage %llu's host copy was lost "
+                                    "with the daemon that went away (on "
+                                    "its flash or moving); write it again "
+                                    "(ho_storage_write_host) or make a new "
+                                    "replay", op, when_name(when),
+                                    (unsigned long long)s->id);
     if (!s->host_valid || s->host_version != s->version)
         return bad(r, "op %u %s: prefetch of storage %llu, whose "
                    "host copy is %s", op, when_name(when),
@@ -484,6 +492,7 @@ static int act_store(ho_replay *r, hor_storage *s, uint32_t op, int when)
         return r->failed = rc;
     s->d2h = t;
     s->host_valid = true;
+    s->lost = false;
     s->host_version = s->version;
     r->d2h_bytes += s->bytes;
     r->tot_d2h += s->bytes;
@@ -815,6 +824,7 @@ static int store_back(ho_replay *r, hor_storage *s)
     if (rc < 0)
         return hor_fail(r->c, rc, "storing storage %llu back to host failed",
                         (unsigned long long)s->id);
+    s->lost = false;
     return 0;
 }
 
@@ -844,8 +854,9 @@ static int normalize(ho_replay *r)
                     return rc;
                 hor_storage_drop_device(r, s);
             }
-            /* The next step starts from whatever its host copy holds. */
-            s->host_valid = true;
+            /* The next step starts from whatever its host copy holds
+             * (nothing, when it was lost: runtime_restage.c). */
+            s->host_valid = !s->lost;
             s->host_version = s->version;
             break;
         case PLAN_INIT_DEVICE:
@@ -856,11 +867,13 @@ static int normalize(ho_replay *r)
             }
             s->dev_valid = s->ptr != NULL;
             drop_host_copy(r, s);
+            s->lost = false;
             break;
         default:
             if (s->ptr)
                 hor_storage_drop_device(r, s);
             drop_host_copy(r, s);
+            s->lost = false;
             break;
         }
         s->h2d = s->d2h = 0;
@@ -903,7 +916,11 @@ HO_EXPORT int ho_step_begin(ho_replay *r)
                         "end of step %llu failed (%s)",
                         (unsigned long long)r->step,
                         ho_strerror(r->failed));
-    int rc = log_begin_step(r);
+    /* A daemon that went away: staged again first (reconnect on). */
+    int rc = hor_restage_if_due(r);
+    if (rc < 0)
+        return rc;
+    rc = log_begin_step(r);
     if (rc < 0)
         return rc;
     r->diverged = false;
@@ -998,6 +1015,11 @@ HO_EXPORT int ho_step_end(ho_replay *r, ho_step_info *ret)
     const ho_step_info *info = record_step(r);
     r->in_step = false;
     r->in_op = false;
+    /* The daemon went away during the step: staged again before the
+     * restoration, which may need host copies. */
+    int src = hor_restage_if_due(r);
+    if (rc == 0 && src < 0)
+        rc = src;
     /* Leave the state the model has at t = 0 of the next step, so that
      * the application can provide the next step's inputs now. */
     r->failed = 0;

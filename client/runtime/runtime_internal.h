@@ -183,6 +183,7 @@ typedef struct hor_ctl {
     uint32_t n_slots;
     uint32_t *busy;          /* copies in flight per slot (owned) */
     void *registered;        /* host range registered with the backend */
+    bool held;               /* pool held (hoc_pool_hold) for the replay */
     uint64_t staged_bytes;   /* sum of host copies */
     uint32_t stage_actions, milestones;
 } hor_ctl;
@@ -196,6 +197,9 @@ int hor_ctl_init(ho_replay *r);
 /* Undo hor_ctl_init (unmap, close, unregister, free).  Safe on a zeroed
  * or half set-up ctl (efd must be -1 when not opened). */
 void hor_ctl_done(ho_replay *r);
+/* hor_ctl_done for a ctl `x` of r staged at `epoch` (r->ctl, or one that
+ * re-staging replaced). */
+void hor_ctl_release(ho_replay *r, hor_ctl *x, uint64_t epoch);
 /* A copy is about to use slot i: the first one moves it DDR -> CLIENT,
  * waiting for the daemon (urgent, eventfd, futex on seq) while it is not
  * in DDR.  0 with *ret_stall_ns the time it waited (0 when the slot was
@@ -216,6 +220,20 @@ void hor_ctl_signal(hor_ctl *x);
 /* Address of slot i's host copy in this process. */
 static inline uint8_t *hor_slot_ptr(const ho_replay *r, uint32_t i);
 
+/* runtime_restage.c ----------------------------------------------------- */
+
+/* A replay staged with a daemon that went away, when the client's
+ * reconnect is on (ho_set_reconnect): between steps (no copy in flight),
+ * stage it again on the new session -- the plan asked for again (the call
+ * that reconnects), the same schedule required, a StageRequest, and every
+ * host copy the replay still needs copied over from the old pool (intact
+ * where its slot was in DDR) or from the device; one that is in neither
+ * place is marked lost (a prefetch of it fails with HO_E_DISCONNECTED
+ * naming it until it is written again).  0 when nothing was due or the
+ * replay now runs on the new session, else the code with the sentence
+ * recorded (the replay stays as it was: the next call tries again). */
+int hor_restage_if_due(ho_replay *r);
+
 /* runtime_replay.c / runtime_engine.c ----------------------------------- */
 
 /* Runtime state of one storage of the trace. */
@@ -232,6 +250,9 @@ typedef struct hor_storage {
     bool accessed;           /* some op reads or writes it */
     bool dev_valid;          /* the device copy holds `version` */
     bool host_valid;         /* a host copy exists (maybe stale) */
+    bool lost;               /* its host copy was lost with a daemon that
+                                went away (runtime_restage.c): a prefetch
+                                fails until it is written again */
 } hor_storage;
 
 typedef struct hor_act {
@@ -293,6 +314,11 @@ struct ho_replay {
     ho_client *c;            /* borrowed, NULL for a local replay */
     uint64_t epoch;          /* c's reconnects when it was staged: after
                                 one the daemon's side of it is gone */
+    uint64_t stage_hash;     /* the plan's key on the session it is staged
+                                on when re-staged (else 0: the plan's) */
+    unsigned restages;       /* re-staged on a new session so far */
+    uint64_t restage_copied, restage_lost; /* host copies carried over and
+                                              lost by them */
     ho_device *dev;          /* borrowed */
     const ho_trace *t;       /* borrowed */
     const plan_trace *pt;

@@ -419,7 +419,7 @@ HO_EXPORT int ho_storage_write_host(ho_replay *r, uint64_t storage_id,
                         "written between steps", (unsigned long long)
                         storage_id);
     rc = hor_drain(r);
-    if (rc < 0)
+    if (rc < 0 || (rc = hor_restage_if_due(r)) < 0)
         return rc;
     uint64_t stall = 0;
     rc = hor_slot_acquire(r, s->slot, &stall);
@@ -430,6 +430,7 @@ HO_EXPORT int ho_storage_write_host(ho_replay *r, uint64_t storage_id,
     atomic_store(&r->ctl.slots[s->slot].dropped, 0);
     s->version++;
     s->host_valid = true;
+    s->lost = false;
     s->host_version = s->version;
     return 0;
 }
@@ -468,6 +469,12 @@ HO_EXPORT int ho_storage_read(ho_replay *r, uint64_t storage_id, void *dst,
                             "failed", (unsigned long long)storage_id);
         return 0;
     }
+    if (!r->in_step && (rc = hor_restage_if_due(r)) < 0)
+        return rc;
+    if (s->lost)
+        return hor_fail(r->c, HO_E_DISCONNECTED, "storage %llu's host copy "
+                        "was lost with the daemon that went away",
+                        (unsigned long long)storage_id);
     uint64_t stall = 0;
     rc = hor_slot_acquire(r, s->slot, &stall);
     if (rc < 0)

@@ -291,6 +291,25 @@ HO_EXPORT int ho_step_end(ho_replay *r, ho_step_info *ret);
 HO_EXPORT int ho_step_stats(const ho_replay *r, uint64_t step,
                             ho_step_info *ret);
 
+/* Re-staging after a reconnect (ho_set_reconnect on the replay's client):
+ * when the daemon went away under a replay, the next ho_step_begin (or
+ * ho_storage_write_host / ho_storage_read between steps, or the end of a
+ * step the loss broke) stages it again on the new session: the plan is
+ * asked for again (it must come out the same, else HO_E_DISCONNECTED
+ * saying so), and every host copy the replay still needs is carried over
+ * -- from the old session's pool where it was in DDR, else from its
+ * device copy.  A host copy in neither place (it was on the old daemon's
+ * flash or moving) is lost: a prefetch of it fails with HO_E_DISCONNECTED
+ * naming the storage until it is written again (ho_storage_write_host, or
+ * a store of new content).  Every wait is bounded by the reconnect's
+ * attempts; a failed re-staging leaves the replay as it was, and the next
+ * call tries again.  Returns how many times r was re-staged; *ret_copied
+ * and *ret_lost (each may be NULL) the host copies carried over and lost
+ * in all. */
+HO_EXPORT unsigned ho_replay_restages(const ho_replay *r,
+                                      uint64_t *ret_copied,
+                                      uint64_t *ret_lost);
+
 /* ------------------------------------------------------------- copy log */
 
 /* The copies a step really made, as the copy engines ran them (opt-in).
