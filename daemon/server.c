@@ -434,7 +434,11 @@ static void on_sweep(uv_timer_t *t)
     for (uint32_t i = 0; i < d->n_flash; i++)
         (void)tier_flash_discard_due(d->flash[i], SRV_DISCARD_PER_SWEEP,
                                      false);
-    uint64_t held = d->output_bytes + d->partial_bytes;
+    /* Peers' buffers and the plans sessions keep (freed with a session:
+     * retained plans are as large as their traces). */
+    uint64_t held = d->output_bytes + d->partial_bytes + d->memo_bytes;
+    if (held > d->buffered_peak)
+        d->buffered_peak = held;
     if (d->buffered_peak >= held + SRV_TRIM_MIN) {
         malloc_trim(0);
         d->buffered_peak = held;

@@ -134,7 +134,8 @@ struct srv_daemon {
     uint64_t output_bytes;       /* queued replies, all connections */
     uint64_t partial_bytes;      /* buffers of partly received frames */
     uint64_t buffered_peak;      /* highest output + partial bytes since
-                                    the last malloc_trim (server.c) */
+                                    the last malloc_trim (server.c; the
+                                    sweep counts memo_bytes in too) */
     uint64_t slot_log_ms[SRV_REFUSE_N];   /* server.c: a slot refusal
                                              last logged, by reason */
     uint64_t slot_unlogged[SRV_REFUSE_N]; /* refused since, not logged */
