@@ -26,6 +26,7 @@
 #include "tests/check_main.h"
 #include "tests/harness.h"
 #include "tests/daemon/rawclient.h"
+#include "hyperoffload/client.h"
 #include "planner/gen/gen.h"
 #include "planner/io/plan_io.h"
 #include "proto/plan.pb-c.h"
@@ -199,17 +200,48 @@ static void one_client(const char *sock, outcome *o, int *ret_fd)
         close(fd);
 }
 
-/* A low descriptor limit (soft 64, hard 160: the daemon raises the soft
- * one) and 200 clients of another uid: the daemon serves what fits, tells
- * every other client why, stays up, and root's status answers within 1 s
- * while the clients hold their sessions; once they are gone it accepts
- * again. */
-START_TEST(out_of_descriptors_refuses_with_reason_root_served)
+/* One client of uid NOBODY through the library (ho_connect,
+ * ho_register), kept open in *ret_c while registered: a refusal must come
+ * back as the daemon's code and sentence (issue 10 problem 8), not as
+ * "connection to the daemon lost". */
+static void one_lib_client(const char *sock, outcome *o, ho_client **ret_c)
 {
-    const char *wrapper = rlimit_wrapper(64, 160);
+    *ret_c = NULL;
+    ho_client *c = NULL;
+    char why[512] = "";
+    int rc = ho_connect(sock, "fds", &c);
+    if (rc < 0)
+        ho_last_error(NULL, why, sizeof(why));
+    else if ((rc = ho_register(c, NULL, -1, 0)) < 0)
+        ho_last_error(c, why, sizeof(why));
+    if (rc == 0) {
+        o->registered++;
+        *ret_c = c;
+        return;
+    }
+    if (rc == -EMFILE && strstr(why, "file descriptors"))
+        o->refused_fds++;
+    else if (*why && !strstr(why, "connection to the daemon lost") &&
+             rc != HO_E_DISCONNECTED)
+        o->other_error++;
+    else
+        o->silent++;
+    ho_close(c);
+}
+
+/* A descriptor limit (soft, hard: the daemon raises the soft one) and n
+ * clients of another uid, raw or through the library: the daemon serves
+ * what fits, tells every other client why, stays up, and root's status
+ * (and `hoctl status`) answers within 1 s while the clients hold their
+ * sessions; once they are gone it accepts again. */
+static void descriptor_attack(int soft, int hard, int n, bool lib)
+{
+    const char *wrapper = rlimit_wrapper(soft, hard);
     ho_harness *h = start_open(wrapper);
-    ck_assert(ho_harness_wait_log(h, "descriptors: soft limit raised from "
-                                     "64 to 160", 5000));
+    char raised[128];
+    snprintf(raised, sizeof(raised), "descriptors: soft limit raised from "
+             "%d to %d", soft, hard);
+    ck_assert(soft == hard || ho_harness_wait_log(h, raised, 5000));
     int report[2], go[2];
     ck_assert_int_eq(pipe(report), 0);
     ck_assert_int_eq(pipe(go), 0);
@@ -221,10 +253,15 @@ START_TEST(out_of_descriptors_refuses_with_reason_root_served)
         if (setgroups(0, NULL) != 0 || setgid(NOBODY) != 0 ||
             setuid(NOBODY) != 0)
             _exit(3);
-        static int fds[200];
+        static int fds[512];
+        static ho_client *cs[512];
         outcome o = {0};
-        for (int i = 0; i < 200; i++)
-            one_client(ho_harness_socket(h), &o, &fds[i]);
+        for (int i = 0; i < n && i < 512; i++) {
+            if (lib)
+                one_lib_client(ho_harness_socket(h), &o, &cs[i]);
+            else
+                one_client(ho_harness_socket(h), &o, &fds[i]);
+        }
         if (write(report[1], &o, sizeof(o)) != (ssize_t)sizeof(o))
             _exit(4);
         char c;
@@ -241,18 +278,23 @@ START_TEST(out_of_descriptors_refuses_with_reason_root_served)
     long long ms = root_status_ms(h);
     if (ms < 0 || ms >= 1000) {
         char *log = ho_harness_log(h);
-        size_t n = log ? strlen(log) : 0;
+        size_t len = log ? strlen(log) : 0;
         ck_abort_msg("root status: %lld ms; log: %s", ms,
-                     log ? log + (n > 3000 ? n - 3000 : 0) : "");
+                     log ? log + (len > 3000 ? len - 3000 : 0) : "");
     }
+    long long hoctl_ms = hoctl_status_ms(h);
+    ck_assert_msg(hoctl_ms >= 0 && hoctl_ms < 1000,
+                  "root `hoctl status`: %lld ms", hoctl_ms);
     ck_assert_int_eq(ho_harness_poll_exit(h), -1);
     if (getenv("HO_LIMITS_VERBOSE"))
-        fprintf(stderr, "descriptors: %d registered, %d refused for fds, %d "
-                "other errors, %d silent; root status %lld ms\n",
-                o.registered, o.refused_fds, o.other_error, o.silent, ms);
+        fprintf(stderr, "descriptors (%d/%d, %d %s clients): %d registered, "
+                "%d refused for fds, %d other errors, %d silent; root "
+                "status %lld ms, hoctl status %lld ms\n", soft, hard, n,
+                lib ? "library" : "raw", o.registered, o.refused_fds,
+                o.other_error, o.silent, ms, hoctl_ms);
     ck_assert_msg(o.registered >= 10 && o.refused_fds >= 1 &&
                       o.silent == 0 &&
-                      o.registered + o.refused_fds + o.other_error == 200,
+                      o.registered + o.refused_fds + o.other_error == n,
                   "registered %d, refused for fds %d, other errors %d, "
                   "silent %d", o.registered, o.refused_fds, o.other_error,
                   o.silent);
@@ -271,6 +313,23 @@ START_TEST(out_of_descriptors_refuses_with_reason_root_served)
     int rc = ho_harness_free(h);
     ck_assert_msg(rc == 0, "daemon exit status %d", rc);
     rm_wrapper(wrapper);
+}
+
+/* Soft 64, hard 160, 200 raw clients. */
+START_TEST(out_of_descriptors_refuses_with_reason_root_served)
+{
+    descriptor_attack(64, 160, 200, false);
+}
+END_TEST
+
+/* Issue 10 problems 7 and 8 as reported: a 256-descriptor limit and 300
+ * clients through the library (120 of 175 registered and the rest got
+ * timeouts or resets, nothing logged, root's hoctl failed): every
+ * ho_connect / ho_register that is refused returns the daemon's code and
+ * sentence, and root's `hoctl status` answers. */
+START_TEST(out_of_descriptors_library_clients_told_why)
+{
+    descriptor_attack(256, 256, 300, true);
 }
 END_TEST
 
@@ -826,6 +885,7 @@ static Suite *suite(void)
     TCase *t = tcase_create("limits");
     tcase_set_timeout(t, 120);
     tcase_add_test(t, out_of_descriptors_refuses_with_reason_root_served);
+    tcase_add_test(t, out_of_descriptors_library_clients_told_why);
     tcase_add_test(t, slowloris_bounded_and_timed_out);
     tcase_add_test(t, slow_readers_bounded_in_total);
     tcase_add_test(t, retained_plans_bounded_in_rss);
