@@ -430,10 +430,16 @@ static void on_sweep(uv_timer_t *t)
         check_timeouts(c, now);
         c = next;
     }
-    /* freed flash ranges past their delay, a bounded amount per sweep */
-    for (uint32_t i = 0; i < d->n_flash; i++)
-        (void)tier_flash_discard_due(d->flash[i], SRV_DISCARD_PER_SWEEP,
-                                     false);
+    /* freed flash ranges past their delay, a bounded amount per sweep in
+     * all, the files taking turns to go first */
+    uint64_t left = SRV_DISCARD_PER_SWEEP;
+    for (uint32_t k = 0; k < d->n_flash && left > 0; k++) {
+        uint32_t i = (d->discard_next + k) % d->n_flash;
+        uint64_t done = tier_flash_discard_due(d->flash[i], left, false);
+        left = done < left ? left - done : 0;
+    }
+    if (d->n_flash)
+        d->discard_next = (d->discard_next + 1) % d->n_flash;
     /* Peers' buffers and the plans sessions keep (freed with a session:
      * retained plans are as large as their traces). */
     uint64_t held = d->output_bytes + d->partial_bytes + d->memo_bytes;

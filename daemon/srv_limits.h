@@ -85,9 +85,14 @@
  * and ordinary traffic does not pay for trims. */
 #define SRV_TRIM_MIN (4ull << 20)
 /* Bytes of freed flash ranges the sweep discards (punches out) at most
- * per file and per sweep ([flash] discard_delay): a punch of 64 MiB takes
- * some 15-20 ms of the loop on ext4, so a burst of frees is spread out
- * rather than stalling every client at once. */
+ * per sweep, all flash files together, starting with the next file each
+ * time ([flash] discard_delay): a punch of 64 MiB takes some 15-20 ms of
+ * the loop on ext4, so a burst of frees is spread out rather than
+ * stalling every client at once, however many files there are.  It stays
+ * on the loop: the freed ranges are back in the allocator at release, and
+ * a worker punching one that a spill was just given would destroy the
+ * spill's data; a range is re-allocated, and forgotten by the discard
+ * list, on the loop only. */
 #define SRV_DISCARD_PER_SWEEP (64ull << 20)
 /* Period of the sweep that enforces handshake_timeout, read_timeout and
  * idle_timeout (settings in seconds: a second's resolution is enough). */

@@ -104,6 +104,7 @@ struct srv_daemon {
                                     -1 before open_state */
     tier_ddr *ddr;
     uint32_t n_flash;
+    uint32_t discard_next;   /* server.c: the file the sweep discards first */
     tier_flash *flash[SRV_MAX_FLASH];
     tier_hbm *hbm;
     srv_quota *quota;
