@@ -186,6 +186,31 @@ static void big_work(uv_work_t *w)
     }
 }
 
+/* The decoded envelope and what the plan's reader left freed on a worker
+ * too: a 10^6-op trace is millions of allocations, whose free() would
+ * stall the loop for 0.1-1 s (issue 10 item 4). */
+static void big_free_work(uv_work_t *w)
+{
+    big_frame *b = w->data;
+    if (b->env)
+        hyperoffload__envelope__free_unpacked(b->env, NULL);
+    b->env = NULL;
+    if (b->has_plan)
+        srv_plan_prepared_done(&b->plan);
+    b->has_plan = false;
+}
+
+static void big_free_after(uv_work_t *w, int status)
+{
+    (void)status;
+    big_frame *b = w->data;
+    srv_daemon *d = b->d;
+    big_free_work(w); /* cancelled: nothing was freed yet */
+    free(b->payload);
+    free(b);
+    srv_work_end(d);
+}
+
 static void big_after(uv_work_t *w, int status)
 {
     big_frame *b = w->data;
@@ -204,13 +229,11 @@ static void big_after(uv_work_t *w, int status)
     }
     if (c)
         srv_conn_resume(c);
-    if (b->env)
-        hyperoffload__envelope__free_unpacked(b->env, NULL);
-    if (b->has_plan)
-        srv_plan_prepared_done(&b->plan);
-    free(b->payload);
-    free(b);
-    srv_work_end(d);
+    /* Still one worker job (srv_work_begin at the decode) until freed. */
+    if ((b->env || b->has_plan) &&
+        uv_queue_work(&d->loop, &b->req, big_free_work, big_free_after) == 0)
+        return;
+    big_free_after(w, 0);
 }
 
 /* One complete payload (srv_conn_hooks.payload): a big one on a READY
