@@ -526,11 +526,11 @@ static int act_free_host(ho_replay *r, hor_storage *s, uint32_t op, int when)
  * as the step's wait time. */
 static int act_wait(ho_replay *r, hor_storage *s)
 {
-    uint64_t t0 = hor_now_ns();
+    uint64_t e0 = r->exposed_ns;
     int rc = wait_ticket(r, r->h2d, s->h2d);
     if (rc == 0)
         rc = wait_ticket(r, r->d2h, s->d2h);
-    r->wait_ns += hor_now_ns() - t0;
+    r->wait_ns += r->exposed_ns - e0; /* the time it blocked */
     r->waits++;
     if (rc < 0)
         return r->failed = rc;
