@@ -376,6 +376,57 @@ START_TEST(homes_api_rules)
 }
 END_TEST
 
+/* A trace recorded through the API with HO_STORAGE_MOVABLE is the same
+ * trace (hash, movable marks) as the planner's, so its plans fit it; a
+ * movable storage that cannot be (initial: none) is refused. */
+START_TEST(movable_recorded)
+{
+    homes_case k;
+    case_make(&k);
+    ho_link link = {.h2d_gbps = k.pt->link.h2d_gbps,
+                    .d2h_gbps = k.pt->link.d2h_gbps,
+                    .latency_us = k.pt->link.latency_us, .duplex = 1};
+    ho_trace *t = NULL;
+    ck_assert_int_eq(ho_trace_new(k.pt->name, &link, &t), 0);
+    for (uint32_t i = 0; i < k.pt->n_storages; i++) {
+        const plan_storage *s = &k.pt->storages[i];
+        unsigned flags = (s->retained ? HO_STORAGE_RETAINED : 0u) |
+                         (s->movable ? HO_STORAGE_MOVABLE : 0u);
+        ck_assert_int_eq(ho_trace_add_storage(t, s->id, s->bytes,
+                                              (ho_storage_kind)s->kind,
+                                              (ho_initial)s->initial, flags),
+                         0);
+    }
+    ck_assert_int_lt(ho_trace_add_storage(t, 99, 64, HO_KIND_ACTIVATION,
+                                          HO_INITIAL_NONE,
+                                          HO_STORAGE_RETAINED |
+                                              HO_STORAGE_MOVABLE), 0);
+    for (uint32_t o = 0; o < k.pt->n_ops; o++) {
+        const plan_op *op = &k.pt->ops[o];
+        uint64_t ids[8];
+        for (uint32_t j = 0; j < op->n_reads + op->n_writes; j++)
+            ids[j] = k.pt->storages[k.pt->refs[op->first_ref + j]].id;
+        ck_assert_int_eq(ho_trace_add_op(t, plan_op_name(k.pt, o),
+                                         op->duration_us, ids, op->n_reads,
+                                         ids + op->n_reads, op->n_writes),
+                         0);
+    }
+    char path[600];
+    snprintf(path, sizeof path, "%s/recorded.json", dir);
+    ck_assert_int_eq(ho_trace_save(t, path), 0);
+    plan_trace *back = NULL;
+    char err[256] = "";
+    ck_assert_msg(plan_trace_read_json(path, &back, err, sizeof err) == 0,
+                  "%s", err);
+    ck_assert_uint_eq(plan_trace_hash(back), plan_trace_hash(k.pt));
+    ck_assert(back->storages[idx(back, P0)].movable);
+    ck_assert(!back->storages[idx(back, W)].movable);
+    plan_trace_free(back);
+    ho_trace_free(t);
+    case_free(&k);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("runtime_homes");
@@ -384,6 +435,7 @@ int main(void)
     tcase_set_timeout(tc, rt_valgrind() ? 600 : 60);
     tcase_add_test(tc, homes_and_waits_replayed);
     tcase_add_test(tc, homes_api_rules);
+    tcase_add_test(tc, movable_recorded);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
