@@ -10,7 +10,9 @@
  * sorted, ops before storages) -- the streaming reader must not depend on
  * the layout our writer happens to use.  A syntax error anywhere in a
  * large document is reported at the byte that breaks it: the line and
- * column jansson names (ours counts columns from 0, jansson from 1).
+ * column jansson names (ours counts columns from 0, jansson from 1).  The
+ * ops' fast path (an op as our writer prints it, read without tokens)
+ * answers as the general reader does, at its edges too.
  */
 #include <check.h>
 #include <stdio.h>
@@ -425,6 +427,124 @@ START_TEST(positions_as_jansson)
 }
 END_TEST
 
+/* ------------------------------------------------------- fast path */
+
+/* The trace text with the line of ops[k] replaced by `line` (its comma
+ * kept).  malloc'ed. */
+static char *with_op_line(const char *text, uint32_t k, const char *line)
+{
+    const char *ops = strstr(text, "\"ops\": [\n");
+    ck_assert_ptr_nonnull(ops);
+    const char *p = strchr(ops, '\n') + 1;
+    for (uint32_t i = 0; i < k; i++)
+        p = strchr(p, '\n') + 1;
+    const char *e = strchr(p, '\n');
+    bool comma = e[-1] == ',';
+    size_t n = strlen(text) + strlen(line) + 8;
+    char *out = malloc(n);
+    ck_assert_ptr_nonnull(out);
+    snprintf(out, n, "%.*s    %s%s%s", (int)(p - text), text, line,
+             comma ? "," : "", e);
+    return out;
+}
+
+/* Our layout (the ops' fast path) and a compact one (the general reader
+ * only) of the same document give the same answer: the same trace, or
+ * the same error sentence. */
+static void fast_as_general(const char *text)
+{
+    char e1[512] = "", e2[512] = "";
+    plan_trace *t1 = NULL, *t2 = NULL;
+    int r1 = plan_trace_parse_json(text, strlen(text), &t1, e1, sizeof e1);
+    json_error_t je;
+    json_t *root = json_loads(text, JSON_REJECT_DUPLICATES, &je);
+    ck_assert_msg(root, "not JSON: %s", je.text);
+    char *compact = json_dumps(root, JSON_COMPACT | JSON_REAL_PRECISION(17));
+    json_decref(root);
+    int r2 = plan_trace_parse_json(compact, strlen(compact), &t2, e2,
+                                   sizeof e2);
+    ck_assert_msg(r1 == r2 && strcmp(e1, e2) == 0, "fast path: %d %s; "
+                  "general: %d %s", r1, e1, r2, e2);
+    if (r1 == 0)
+        ck_assert_uint_eq(plan_trace_hash(t1), plan_trace_hash(t2));
+    plan_trace_free(t1);
+    plan_trace_free(t2);
+    free(compact);
+}
+
+START_TEST(fast_path_edges)
+{
+    plan_gen_random_cfg rc = {.seed = 11, .n_ops = 40, .n_storages = 12,
+                              .max_refs_per_op = 3, .p_initial_device = 0.5,
+                              .p_initial_host = 0.3, .p_retained = 0.2};
+    plan_trace *t = NULL;
+    ck_assert_int_eq(plan_gen_random(&rc, &t, err, sizeof err), 0);
+    char *text = tu_trace_json(t);
+    char id0[32], id1[32];
+    /* storages that start with data: any op may read them */
+    uint32_t a = PLAN_NONE, b = PLAN_NONE;
+    for (uint32_t i = 0; i < t->n_storages; i++)
+        if (t->storages[i].initial != PLAN_INIT_NONE)
+            a == PLAN_NONE ? (void)(a = i) : (void)(b = b == PLAN_NONE ? i : b);
+    ck_assert(a != PLAN_NONE && b != PLAN_NONE);
+    snprintf(id0, sizeof id0, "%llu", (unsigned long long)t->storages[a].id);
+    snprintf(id1, sizeof id1, "%llu", (unsigned long long)t->storages[b].id);
+    char longname[300];
+    memset(longname, 'n', sizeof longname);
+    const char *fmt[] = {
+        /* accepted by both paths */
+        "{\"name\": \"x\", \"duration_us\": 0, \"reads\": [%s], "
+        "\"writes\": [%s]}",
+        "{\"name\": \"\", \"duration_us\": 0.125, \"reads\": [%s, %s], "
+        "\"writes\": []}",
+        "{\"name\": \"caf\\u00e9\", \"duration_us\": 1e3, \"reads\": "
+        "[%s], \"writes\": [%s]}",
+        "{\"name\": \"caf\xc3\xa9\", \"duration_us\": 0.12345678901234567, "
+        "\"reads\": [%s], \"writes\": [%s]}",
+        "{\"name\": \"d\", \"duration_us\": 7, \"reads\": [%s, %s], "
+        "\"writes\": [%s, %s]}",
+        "{\"duration_us\": 7, \"name\": \"swapped\", \"reads\": [%s], "
+        "\"writes\": [%s]}",
+        "{\"name\": \"w\", \"duration_us\": 7, \"reads\": [%s],  "
+        "\"writes\": [%s]}",
+        /* refused by both, with one sentence */
+        "{\"name\": \"u\", \"duration_us\": 1, \"reads\": [987654321], "
+        "\"writes\": [%s]}",
+        "{\"name\": \"v\", \"duration_us\": -1, \"reads\": [%s], "
+        "\"writes\": [%s]}",
+        "{\"name\": \"v\", \"duration_us\": 1e300, \"reads\": [%s], "
+        "\"writes\": [%s]}",
+        "{\"name\": \"i\", \"duration_us\": 1, \"reads\": "
+        "[999999999999999999], \"writes\": [%s]}",
+        "{\"name\": \"k\", \"duration_us\": 1, \"reads\": [%s], "
+        "\"writes\": [%s], \"extra\": 1}",
+        "{\"name\": \"s\", \"duration_us\": \"1\", \"reads\": [%s], "
+        "\"writes\": [%s]}",
+    };
+    for (size_t f = 0; f < sizeof fmt / sizeof fmt[0]; f++) {
+        char line[600];
+        snprintf(line, sizeof line, fmt[f], id0, id1, id0, id1);
+        for (uint32_t k = 0; k < t->n_ops; k += 13) {
+            char *doc = with_op_line(text, k, line);
+            fast_as_general(doc);
+            free(doc);
+        }
+    }
+    /* names at the limit and one byte over */
+    for (size_t n = PLAN_FMT_MAX_NAME; n <= PLAN_FMT_MAX_NAME + 1; n++) {
+        char line[700];
+        snprintf(line, sizeof line, "{\"name\": \"%.*s\", \"duration_us\": 1, "
+                 "\"reads\": [%s], \"writes\": []}", (int)n, longname, id0);
+        char *doc = with_op_line(text, 3, line);
+        fast_as_general(doc);
+        free(doc);
+    }
+    fast_as_general(text);
+    free(text);
+    plan_trace_free(t);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("json_ref");
@@ -433,6 +553,7 @@ static Suite *suite(void)
     tcase_add_test(tc, traces_as_reference);
     tcase_add_test(tc, schedules_as_reference);
     tcase_add_test(tc, positions_as_jansson);
+    tcase_add_test(tc, fast_path_edges);
     suite_add_tcase(s, tc);
     return s;
 }
