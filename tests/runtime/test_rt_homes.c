@@ -343,6 +343,60 @@ START_TEST(homes_and_waits_replayed)
 }
 END_TEST
 
+/* A step that diverges (op 2 skipped) falls back to no offload; its end
+ * puts every storage back at its home (the parameter op 3 wrote stored
+ * back to host), and the next steps run the plan again on the right
+ * bytes. */
+START_TEST(homes_after_divergence)
+{
+    homes_case k;
+    case_make(&k);
+    ho_device *dev = NULL;
+    ck_assert_int_eq(ho_device_open("host", 0, 8 * k.bytes, &dev), 0);
+    ho_replay *r = NULL;
+    ck_assert_int_eq(ho_replay_new(NULL, dev, k.t, k.p, NULL, &r), 0);
+    rt_fw f;
+    rt_fw_init(&f, r, dev, k.pt);
+    first_inputs(&f, dev);
+    rt_fw_step(&f, 0, NULL);
+
+    rt_fw_inputs(&f, 0);
+    ck_assert_int_eq(ho_step_begin(r), 0);
+    for (uint32_t op = 0; op < 2; op++) {
+        ck_assert_int_eq(ho_op_begin(r, op), 0);
+        ck_assert_int_eq(rt_fw_compute(&f, op), 0);
+        ck_assert_int_eq(ho_op_end(r, op), 0);
+    }
+    ck_assert_int_eq(ho_op_begin(r, 3), HO_E_DIVERGED);
+    /* the op that runs, without offload: everything on device */
+    ck_assert_int_eq(ho_op_begin(r, 3), 0);
+    ck_assert_int_eq(rt_fw_compute(&f, 3), 0);
+    ck_assert_int_eq(ho_op_end(r, 3), 0);
+    ho_step_info info;
+    ck_assert_int_eq(ho_step_end(r, &info), 0);
+    ck_assert_int_eq(info.diverged, 1);
+    ck_assert_ptr_null(ho_storage_ptr(r, P0));
+    ck_assert_ptr_null(ho_storage_ptr(r, P1));
+    ck_assert_ptr_nonnull(ho_storage_ptr(r, M));
+    const uint64_t kept[] = {P0, P1, M, W, Y};
+    for (size_t i = 0; i < 5; i++)
+        check_content(&f, kept[i]);
+
+    for (unsigned st = 0; st < 2; st++) {
+        rt_fw_step(&f, 0, &info);
+        ck_assert_int_eq(info.diverged, 0);
+        ck_assert_uint_eq(info.waits, k.n_waits);
+        for (size_t i = 0; i < 5; i++)
+            check_content(&f, kept[i]);
+    }
+    ck_assert_uint_eq(f.bad_reads, 0);
+    rt_fw_done(&f);
+    ck_assert_ptr_null(ho_replay_free(r));
+    ho_device_close(dev);
+    case_free(&k);
+}
+END_TEST
+
 /* Storages not moved by the schedule keep the trace's rules: a host-homed
  * storage takes no buffer it would not move, and write_host of a storage
  * that starts on device (no home change) is refused. */
@@ -434,6 +488,7 @@ int main(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, rt_valgrind() ? 600 : 60);
     tcase_add_test(tc, homes_and_waits_replayed);
+    tcase_add_test(tc, homes_after_divergence);
     tcase_add_test(tc, homes_api_rules);
     tcase_add_test(tc, movable_recorded);
     suite_add_tcase(s, tc);
