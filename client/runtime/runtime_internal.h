@@ -245,7 +245,9 @@ typedef struct hor_storage {
     uint64_t version;        /* data version, bumped by every write */
     uint64_t host_version;   /* version the host copy holds */
     uint64_t h2d, d2h;       /* tickets of its latest copies, 0: none */
-    uint8_t initial;         /* plan_initial */
+    uint8_t initial;         /* plan_initial at step start: the trace's,
+                                or the schedule's home (movable ones) */
+    uint8_t trace_initial;   /* the trace's own `initial` */
     bool retained;
     bool accessed;           /* some op reads or writes it */
     bool dev_valid;          /* the device copy holds `version` */
@@ -349,6 +351,7 @@ struct ho_replay {
     int failed;              /* sticky error of the step, 0 if none */
     uint64_t t0_ns;
     uint64_t exposed_ns, stall_ns, h2d_bytes, d2h_bytes, ops_done;
+    uint64_t wait_ns, waits; /* the schedule's `wait` actions */
     uint64_t alloc_waits;
     uint64_t flash_in0, flash_out0;
     /* totals published in the control region */
