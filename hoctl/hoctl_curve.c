@@ -73,8 +73,9 @@ void hoctl_bound_print(const plan_bound_result *b, double exposed_us)
     if (b->mode == PLAN_BOUND_OFF)
         return;
     if (b->infeasible) {
-        hoctl_field("bound", "none: no valid schedule (%s)",
-                    b->note[0] ? b->note : "below the memory floor");
+        hoctl_field("bound", "none: %s",
+                    b->note[0] ? b->note : "no valid schedule: below the "
+                                           "memory floor");
         return;
     }
     hoctl_field("bound", "%s (%s, %s: %u checkpoints, ~%.0f ops/segment, "

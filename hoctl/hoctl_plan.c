@@ -1118,9 +1118,10 @@ static void plan_report_infeasible(const hoctl_globals *g, const plan_args *a,
                 hoctl_fmt_size(res->device_floor, b4),
                 (unsigned long long)res->device_floor);
     if (bound->mode != PLAN_BOUND_OFF && bound->infeasible)
-        fprintf(stderr, "lower bound (%s): no valid schedule exists at "
-                "this budget: %s\n", plan_bound_mode_name(bound->mode),
-                bound->note[0] ? bound->note : "below the memory floor");
+        fprintf(stderr, "lower bound (%s): %s\n",
+                plan_bound_mode_name(bound->mode),
+                bound->note[0] ? bound->note : "no valid schedule: below "
+                                               "the memory floor");
 }
 
 /* The schedule made, judged against the budget: plan_simulate's code r
