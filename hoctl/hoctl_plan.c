@@ -235,10 +235,11 @@ static const char trace_usage[] =
     "--heads A [--kv-heads K]\n"
     "                              --ffn F --vocab V [--gelu]) [--seq S] "
     "[--mbs B] [--micro N]\n"
-    "                             [--device D] [--params device|host] "
-    "[--optimizer device|host]\n"
-    "                             [--no-optimizer-step] "
-    "[--dtype bf16|fp16|fp32] [--out T]\n"
+    "                             [--device D] "
+    "[--params device|host|movable]\n"
+    "                             [--optimizer device|host|movable] "
+    "[--no-optimizer-step]\n"
+    "                             [--dtype bf16|fp16|fp32] [--out T]\n"
     "       hoctl trace gen decode (--model M | dims) [--prompt P] "
     "[--tokens N] [--batch B]\n"
     "                              [--kv-block K] [--device D] [--dtype ...] "
@@ -382,16 +383,23 @@ static int resolve_dtype(const char *s, uint32_t *ret)
     return HOCTL_EXIT_OK;
 }
 
+/* device (initial: device), host (initial: host), or movable (initial:
+ * device and `movable`: the plan chooses its home, PLANNER.md §1). */
 static int resolve_place(const char *opt_name, const char *s,
-                         bool *ret_on_host)
+                         bool *ret_on_host, bool *ret_movable)
 {
-    if (!s || strcmp(s, "device") == 0)
+    *ret_movable = false;
+    if (!s || strcmp(s, "device") == 0) {
         *ret_on_host = false;
-    else if (strcmp(s, "host") == 0)
+    } else if (strcmp(s, "host") == 0) {
         *ret_on_host = true;
-    else
-        return hoctl_usage_error("--%s: expected device or host, got '%s'",
-                                 opt_name, s);
+    } else if (strcmp(s, "movable") == 0) {
+        *ret_on_host = false;
+        *ret_movable = true;
+    } else {
+        return hoctl_usage_error("--%s: expected device, host or movable, "
+                                 "got '%s'", opt_name, s);
+    }
     return HOCTL_EXIT_OK;
 }
 
@@ -484,8 +492,10 @@ static int gen_train(const hoctl_globals *g, int argc, char **argv)
     if ((r = parse_opts("trace gen train", argc, argv, opts, NULL, 0,
                         &npos)) != 0 ||
         (r = resolve_common(&gc, &c.model, &c.device, &c.dtype_bytes)) != 0 ||
-        (r = resolve_place("params", params, &c.params_on_host)) != 0 ||
-        (r = resolve_place("optimizer", optim, &c.optimizer_on_host)) != 0)
+        (r = resolve_place("params", params, &c.params_on_host,
+                           &c.params_movable)) != 0 ||
+        (r = resolve_place("optimizer", optim, &c.optimizer_on_host,
+                           &c.optimizer_movable)) != 0)
         return r;
     c.seq = 4096;
     c.micro_batch = 1;

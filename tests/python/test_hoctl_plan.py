@@ -324,6 +324,39 @@ class HoctlPlanTest(unittest.TestCase):
                     self.assertTrue(b["feasible"])
                     self.assertLessEqual(b["exposed_us"], a["exposed_us"])
 
+    def test_gen_train_movable(self):
+        path = self.s.path("mov.json")
+        hotest.hoctl("trace", "gen", "train", "--layers", "2", "--hidden",
+                     "256", "--heads", "4", "--ffn", "704", "--vocab", "500",
+                     "--seq", "256", "--params", "movable", "--optimizer",
+                     "movable", "--out", path)
+        doc = hotest.load(path)
+        kinds = {}
+        for st in doc["storages"]:
+            kinds.setdefault(st["kind"], set()).add(
+                (st["initial"], st.get("movable", False)))
+        self.assertEqual(kinds["param"], {("device", True)})
+        self.assertEqual(kinds["optimizer"], {("device", True)})
+        self.assertNotIn(True, {m for _, m in kinds["activation"]})
+        # the bound sees below the state's size: a budget under the
+        # parameters + optimizer state is not ruled out when movable
+        rc, res = hotest.hoctl_json("plan", "--trace", path, "--budget",
+                                    "30%", expect=(0, 1))
+        self.assertFalse(res["bound"]["infeasible"], res["bound"])
+        # the same trace with the state fixed on the device: provably not
+        fixed = self.s.path("fixed.json")
+        hotest.hoctl("trace", "gen", "train", "--layers", "2", "--hidden",
+                     "256", "--heads", "4", "--ffn", "704", "--vocab", "500",
+                     "--seq", "256", "--out", fixed)
+        rc, res = hotest.hoctl_json("plan", "--trace", fixed, "--budget",
+                                    "30%", expect=(1,))
+        self.assertTrue(res["bound"]["infeasible"], res["bound"])
+        self.assertIsNone(res["bound"]["exposed_lower_bound_us"])
+        self.assertGreater(res["bound"]["floor_bytes"], res["budget_bytes"])
+        hotest.hoctl("trace", "gen", "train", "--layers", "2", "--hidden",
+                     "256", "--heads", "4", "--ffn", "704", "--vocab", "500",
+                     "--params", "elsewhere", expect=(2,))
+
     def test_curve_usage(self):
         for args in (["--curve", "time"],
                      ["--curve", "bandwidth"],  # needs --budget
