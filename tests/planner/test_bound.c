@@ -19,29 +19,8 @@
 /* tiny: at most 18 ops and 7 storages (the oracle's size) */
 static plan_trace *random_trace_sized(double p_movable, bool tiny)
 {
-    plan_gen_random_cfg c;
-    memset(&c, 0, sizeof c);
-    c.seed = tu_rand();
-    c.n_ops = 3 + (uint32_t)(tu_rand() % (tiny ? 16 : 60));
-    c.n_storages = 2 + (uint32_t)(tu_rand() % (tiny ? 6 : 24));
-    c.max_refs_per_op = 2 + (uint32_t)(tu_rand() % 4);
-    while ((c.n_storages + c.n_ops - 1) / c.n_ops > c.max_refs_per_op)
-        c.max_refs_per_op++;
-    c.min_bytes = 1 + tu_rand() % 1000;
-    c.max_bytes = c.min_bytes + tu_rand() % 100000;
-    c.p_initial_device = tu_frand() * 0.5;
-    c.p_initial_host = tu_frand() * 0.4;
-    c.p_retained = tu_frand() * 0.6;
-    c.p_pinned = tu_frand() * 0.2;
-    plan_trace *t = NULL;
-    int r = plan_gen_random(&c, &t, tu_err, sizeof tu_err);
-    ck_assert_msg(r == 0, "gen: %s", tu_err);
-    t->link.duplex = tu_rand() & 1;
-    t->link.h2d_gbps = 0.02 + tu_frand();
-    t->link.d2h_gbps = 0.02 + tu_frand();
-    t->link.latency_us = tu_frand() * 20;
-    for (uint32_t i = 0; i < t->n_ops; i++)
-        t->ops[i].duration_us = tu_rand() % 5 == 0 ? 0 : tu_frand() * 500;
+    tu_shape sh = {tiny ? 16 : 60, tiny ? 6 : 24, 4, 0.5, 0.4, 0.6, 0.2, 0};
+    plan_trace *t = tu_random_trace(&sh);
     for (uint32_t s = 0; s < t->n_storages; s++) {
         plan_storage *st = &t->storages[s];
         if (st->retained && st->initial != PLAN_INIT_NONE &&

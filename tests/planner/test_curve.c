@@ -13,30 +13,9 @@
 
 static plan_trace *random_trace(bool forced_copies)
 {
-    plan_gen_random_cfg c;
-    memset(&c, 0, sizeof c);
-    c.seed = tu_rand();
-    c.n_ops = 5 + (uint32_t)(tu_rand() % 80);
-    c.n_storages = 2 + (uint32_t)(tu_rand() % 30);
-    c.max_refs_per_op = 2 + (uint32_t)(tu_rand() % 4);
-    while ((c.n_storages + c.n_ops - 1) / c.n_ops > c.max_refs_per_op)
-        c.max_refs_per_op++;
-    c.min_bytes = 1 + tu_rand() % 1000;
-    c.max_bytes = c.min_bytes + tu_rand() % 100000;
-    c.p_initial_device = tu_frand() * 0.5;
-    c.p_initial_host = forced_copies ? tu_frand() * 0.4 : 0;
-    c.p_retained = tu_frand() * 0.6;
-    c.p_pinned = tu_frand() * 0.2;
-    plan_trace *t = NULL;
-    ck_assert_msg(plan_gen_random(&c, &t, tu_err, sizeof tu_err) == 0,
-                  "gen: %s", tu_err);
-    t->link.duplex = tu_rand() & 1;
-    t->link.h2d_gbps = 0.02 + tu_frand();
-    t->link.d2h_gbps = 0.02 + tu_frand();
-    t->link.latency_us = tu_frand() * 20;
-    for (uint32_t i = 0; i < t->n_ops; i++)
-        t->ops[i].duration_us = tu_rand() % 5 == 0 ? 0 : tu_frand() * 500;
-    return t;
+    /* no initial: host data without forced_copies */
+    tu_shape sh = {82, 30, 4, 0.5, forced_copies ? 0.4 : 0, 0.6, 0.2, 0};
+    return tu_random_trace(&sh);
 }
 
 /* Point p's schedule judged again at its budget and link. */
