@@ -252,7 +252,7 @@ static int curve_points(const hoctl_curve_args *a, plan_curve_axis axis,
     return (int)n;
 }
 
-static json_t *point_json(const plan_curve *c, const plan_curve_point *p,
+static json_t *point_json(const plan_curve_point *p,
                           const plan_bound_result *b)
 {
     json_t *o = json_object();
@@ -288,7 +288,6 @@ static json_t *point_json(const plan_curve *c, const plan_curve_point *p,
                                         : json_null());
     json_object_set_new(o, "planning_us", hoctl_json_us(p->planning_ms * 1e3));
     json_object_set_new(o, "bound", hoctl_bound_json(b));
-    (void)c;
     return o;
 }
 
@@ -305,7 +304,7 @@ static int curve_json(const plan_curve *c, const plan_bound_result *bounds)
     json_object_set_new(o, "total_us", hoctl_json_us(c->total_ms * 1e3));
     json_t *pts = json_array();
     for (uint32_t i = 0; i < c->n_points; i++)
-        json_array_append_new(pts, point_json(c, &c->points[i], &bounds[i]));
+        json_array_append_new(pts, point_json(&c->points[i], &bounds[i]));
     json_object_set_new(o, "points", pts);
     return hoctl_json_emit(o);
 }

@@ -41,6 +41,15 @@ plan_curve *plan_curve_free(plan_curve *c)
     return NULL;
 }
 
+/* A malloc'ed copy of n elements (NULL for n == 0 or on OOM). */
+static void *dup_array(const void *src, size_t n, size_t elem)
+{
+    void *d = n ? malloc(n * elem) : NULL;
+    if (d)
+        memcpy(d, src, n * elem);
+    return d;
+}
+
 /* A deep copy of s with another budget and predicted figures; NULL on
  * OOM. */
 static plan_schedule *clone_at(const plan_schedule *s, uint64_t budget,
@@ -49,20 +58,12 @@ static plan_schedule *clone_at(const plan_schedule *s, uint64_t budget,
     plan_schedule *c = plan_schedule_new(s->planner, budget);
     if (!c)
         return NULL;
-    if (s->n_actions) {
-        c->actions = malloc(s->n_actions * sizeof(*c->actions));
-        if (!c->actions)
-            return plan_schedule_free(c);
-        memcpy(c->actions, s->actions, s->n_actions * sizeof(*c->actions));
-        c->n_actions = c->cap_actions = s->n_actions;
-    }
-    if (s->n_homes) {
-        c->homes = malloc(s->n_homes * sizeof(*c->homes));
-        if (!c->homes)
-            return plan_schedule_free(c);
-        memcpy(c->homes, s->homes, s->n_homes * sizeof(*c->homes));
-        c->n_homes = c->cap_homes = s->n_homes;
-    }
+    c->actions = dup_array(s->actions, s->n_actions, sizeof(*s->actions));
+    c->homes = dup_array(s->homes, s->n_homes, sizeof(*s->homes));
+    if ((s->n_actions && !c->actions) || (s->n_homes && !c->homes))
+        return plan_schedule_free(c);
+    c->n_actions = c->cap_actions = s->n_actions;
+    c->n_homes = c->cap_homes = s->n_homes;
     c->has_predicted = true;
     c->predicted = *m;
     return c;

@@ -597,18 +597,16 @@ int main(int argc, char **argv)
 
     trace_row rows[8];
     int nr = 0;
-    rows[nr++] = (trace_row){"llama2-7b train, seq 32768, params and "
-                             "optimizer on device, not movable (910b)",
-                             train("llama2-7b", 32768, false), true};
-    rows[nr++] = (trace_row){"llama2-7b train, seq 32768, params and "
-                             "optimizer movable (910b)",
-                             train("llama2-7b", 32768, true), true};
-    rows[nr++] = (trace_row){"llama3-8b train, seq 32768, params and "
-                             "optimizer on device, not movable (910b)",
-                             train("llama3-8b", 32768, false), true};
-    rows[nr++] = (trace_row){"llama3-8b train, seq 32768, params and "
-                             "optimizer movable (910b)",
-                             train("llama3-8b", 32768, true), true};
+    static const char *const models[2] = {"llama2-7b", "llama3-8b"};
+    static char names[4][128];
+    for (int k = 0; k < 4; k++) {
+        bool mv = k & 1;
+        snprintf(names[k], sizeof names[k], "%s train, seq 32768, params "
+                 "and optimizer %s (910b)", models[k / 2],
+                 mv ? "movable" : "on device, not movable");
+        rows[nr++] = (trace_row){names[k], train(models[k / 2], 32768, mv),
+                                 true};
+    }
     rows[nr++] = (trace_row){"llama3-8b decode, prompt 8192, 8 tokens, "
                              "batch 32, KV cache movable (910b)",
                              decode(), false};
