@@ -13,8 +13,8 @@
  * examples/pytorch/traces/transformer_step.json, skipped with a note when
  * absent).  Each at budgets of 90/70/50/40/30% of its no-offload peak and
  * hoplan's minimum at each link (plan_result.min_budget), the link at
- * full, half and quarter bandwidth.  Per planner: whether its schedule is valid and
- * within the budget, its peak (% of the no-offload peak), exposed time,
+ * full, half and quarter bandwidth.  Per planner: whether its schedule is
+ * valid and within the budget, its peak (% of the no-offload peak), exposed time,
  * the bound (fast mode, the one `hoctl plan` prints), exposed / bound,
  * bytes moved and planning time (median of --repeats at full bandwidth,
  * one run at half and quarter).  All planners are printed at full
@@ -23,10 +23,12 @@
  * points planned one by one.
  *
  * The 1,000,000-op / 250,000-storage random trace (`hoctl trace gen
- * random --seed 7 --ops 1000000 --storages 250000`): planning core in this
- * process (plan_make), and `hoctl plan --budget 70%` end to end from
- * protobuf and from JSON (wall time and peak RSS of the child, medians of
- * --large-repeats), with --bound off and with the default bound.
+ * random --seed 7 --ops 1000000 --storages 250000`, written once into
+ * --scratch as protobuf and JSON): planning core in this process
+ * (plan_make on the trace read from protobuf), and `hoctl plan --budget
+ * 70%` end to end from protobuf and from JSON (wall time and peak RSS of
+ * the child; medians of --large-repeats with --bound off, one run with
+ * the default bound).
  *
  * Summary: median exposed / bound of hoplan over the transformer traces at
  * 50% and at the minimum; "infeasible" answers where a valid schedule is
@@ -421,12 +423,10 @@ static double json_number(const char *path, const char *key)
     return p ? strtod(p + strlen(pat), NULL) : NAN;
 }
 
-static void large_e2e(const char *hoctl, const char *dir, int reps)
+/* The trace files pb and js, written by `hoctl trace gen random` unless
+ * they exist.  0 or -1 (said why). */
+static int large_files(const char *hoctl, const char *pb, const char *js)
 {
-    char pb[512], js[512], out[512];
-    snprintf(pb, sizeof pb, "%s/random1m.pb", dir);
-    snprintf(js, sizeof js, "%s/random1m.json", dir);
-    snprintf(out, sizeof out, "%s/random1m.out.json", dir);
     struct stat stt;
     char *gen[] = {(char *)hoctl, "trace", "gen", "random", "--seed", "7",
                    "--ops", "1000000", "--storages", "250000", "--out",
@@ -438,11 +438,19 @@ static void large_e2e(const char *hoctl, const char *dir, int reps)
             continue;
         gen[11] = (char *)p;
         if (run_child(gen, &ms, &rss, NULL) < 0) {
-            printf("  (cannot run %s trace gen random: end-to-end rows "
-                   "skipped)\n", hoctl);
-            return;
+            printf("\n(cannot run %s trace gen random: the 1,000,000-op "
+                   "rows are skipped)\n", hoctl);
+            return -1;
         }
     }
+    return 0;
+}
+
+static void large_e2e(const char *hoctl, const char *dir, const char *pb,
+                      const char *js, int reps)
+{
+    char out[512];
+    snprintf(out, sizeof out, "%s/random1m.out.json", dir);
     printf("\n1,000,000 ops / 250,000 storages end to end: `hoctl --json "
            "plan --trace T --budget 70%% --bound B` (median of %d with "
            "--bound off, 1 run with fast; RSS = peak of the hoctl "
@@ -452,8 +460,8 @@ static void large_e2e(const char *hoctl, const char *dir, int reps)
     for (int k = 0; k < 2; k++)
         for (int bm = 0; bm < 2; bm++) {
             char *argv[] = {(char *)hoctl, "--json", "plan", "--trace",
-                            k ? js : pb, "--budget", "70%", "--bound",
-                            bm ? "fast" : "off", NULL};
+                            (char *)(k ? js : pb), "--budget", "70%",
+                            "--bound", bm ? "fast" : "off", NULL};
             double w[16], rs[16], pl[16], bd[16];
             int n = 0;
             double exposed = NAN;
@@ -625,27 +633,27 @@ int main(int argc, char **argv)
         plan_trace_free(rows[i].t);
     }
     print_summary();
-    if (large) {
-        plan_gen_random_cfg c;
-        memset(&c, 0, sizeof c);
-        c.seed = 7;
-        c.n_ops = 1000000;
-        c.n_storages = 250000;
-        c.p_initial_device = 0.1;
-        c.p_initial_host = 0.1;
-        c.p_retained = 0.2;
-        c.p_pinned = 0.05;
+    char pb[512], js[512];
+    snprintf(pb, sizeof pb, "%s/random1m.pb", scratch);
+    snprintf(js, sizeof js, "%s/random1m.json", scratch);
+    mkdir(".hyperoffload", 0755);
+    mkdir(scratch, 0755);
+    if (large && large_files(hoctl, pb, js) == 0) {
         plan_trace *t = NULL;
-        if (plan_gen_random(&c, &t, err, sizeof err) < 0) {
-            fprintf(stderr, "gen random: %s\n", err);
+        double t0 = now_ms();
+        if (plan_trace_read_file(pb, &t, err, sizeof err) < 0 ||
+            plan_trace_finish(t, err, sizeof err) < 0) {
+            fprintf(stderr, "%s: %s\n", pb, err);
             return 1;
         }
+        double read_ms = now_ms() - t0;
         plan_trace_summary sm;
         if (plan_trace_summarize(t, &sm) == 0) {
             uint64_t budget = (uint64_t)((double)sm.no_offload_peak * 0.7);
-            printf("\nrandom, 1,000,000 ops, 250,000 storages (seed 7), "
+            printf("\n`hoctl trace gen random --seed 7 --ops 1000000 "
+                   "--storages 250000` (read from protobuf in %.0f ms), "
                    "budget 70%%, planning core in this process (plan_make, "
-                   "median of %d):\n", large_repeats);
+                   "median of %d for hoplan):\n", read_ms, large_repeats);
             printf("   %-16s %-8s %7s %11s %11s %7s %9s %9s\n", "planner",
                    "result", "peak", "exposed ms", "bound ms", "exp/bnd",
                    "moved GB", "plan ms");
@@ -671,9 +679,7 @@ int main(int argc, char **argv)
                    br.total_ms);
         }
         plan_trace_free(t);
-        mkdir(".hyperoffload", 0755);
-        mkdir(scratch, 0755);
-        large_e2e(hoctl, scratch, large_repeats);
+        large_e2e(hoctl, scratch, pb, js, large_repeats);
     }
     printf("\nbench_planner: %.0f s in all\n", (now_ms() - t_start) / 1e3);
     return 0;
