@@ -16,8 +16,8 @@
  * full, half and quarter bandwidth.  Per planner: whether its schedule is
  * valid and within the budget, its peak (% of the no-offload peak),
  * exposed time, the bound (fast mode, the one `hoctl plan` prints),
- * exposed / bound, bytes moved and planning time (median of --repeats at full bandwidth,
- * one run at half and quarter).  All planners are printed at full
+ * exposed / bound, bytes moved and planning time (median of --repeats
+ * at full bandwidth, one run at half and quarter).  All planners are printed at full
  * bandwidth; at half and quarter, hoplan and the best baseline within the
  * budget.  Then per trace the budget curve (planner/curve.h) against the
  * points planned one by one.
