@@ -12,15 +12,14 @@
  * growing, movable KV cache; a captured PyTorch step (default
  * examples/pytorch/traces/transformer_step.json, skipped with a note when
  * absent).  Each at budgets of 90/70/50/40/30% of its no-offload peak and
- * hoplan's minimum at each link (plan_result.min_budget), the link at
- * full, half and quarter bandwidth.  Per planner: whether its schedule is
- * valid and within the budget, its peak (% of the no-offload peak),
- * exposed time, the bound (fast mode, the one `hoctl plan` prints),
- * exposed / bound, bytes moved and planning time (median of --repeats
- * at full bandwidth, one run at half and quarter).  All planners are printed at full
- * bandwidth; at half and quarter, hoplan and the best baseline within the
- * budget.  Then per trace the budget curve (planner/curve.h) against the
- * points planned one by one.
+ * hoplan's minimum at each link (plan_result.min_budget), the link at full,
+ * half and quarter bandwidth.  Per planner: whether its schedule is valid and
+ * within the budget, its peak (% of the no-offload peak), exposed time, the
+ * bound (fast mode, the one `hoctl plan` prints), exposed / bound, bytes moved
+ * and planning time (median of --repeats at full bandwidth, one run at half and
+ * quarter).  All planners are printed at full bandwidth; at half and quarter,
+ * hoplan and the best baseline within the budget.  Then per trace the budget
+ * curve (planner/curve.h) against the points planned one by one.
  *
  * The 1,000,000-op / 250,000-storage random trace (`hoctl trace gen
  * random --seed 7 --ops 1000000 --storages 250000`, written once into
