@@ -7,7 +7,7 @@
  *   hoctl schedule convert IN OUT [--to json|pb]
  *   hoctl schedule check --trace T --schedule S [--svg F]
  *   hoctl plan --trace T --budget B [--planner P] [--out S] [--svg F]
- *              [--bound off|fast|full]
+ *              [--bound off|fast|full] [--daemon]
  *   hoctl plan --trace T --curve budget|bandwidth [--points N |
  *              --budgets a,b,c | --scales a,b,c] [--budget B]
  *
@@ -29,6 +29,7 @@
 
 #include "hoctl/hoctl.h"
 #include "hoctl/hoctl_curve.h"
+#include "hoctl/hoctl_plan_daemon.h"
 #include "hoctl/output.h"
 #include "hoctl/hoctl_parse.h"
 #include "hyperoffload/errors.h"
@@ -949,9 +950,9 @@ static const char schedule_usage[] =
 
 static const char plan_usage[] =
     "usage: hoctl plan --trace T --budget B [--planner P] [--out S]\n"
-    "                  [--bound off|fast|full] "
-    "[--select-distance N] [--select-num N]\n"
-    "                  [--prefetch-distance N] "
+    "                  [--bound off|fast|full] [--daemon] "
+    "[--select-distance N]\n"
+    "                  [--select-num N] [--prefetch-distance N] "
     "[--svg FILE [--svg-ddr-limit SIZE]]\n"
     "       hoctl plan --trace T --curve budget [--points N | "
     "--budgets B1,B2,...]\n"
@@ -960,6 +961,8 @@ static const char plan_usage[] =
     "                  [--planner P] [--bound off|fast|full]\n"
     "--bound: the lower bound on exposed time printed next to it (default "
     "fast).\n"
+    "--daemon: ask hyperoffloadd (PlanRequest, --socket) instead of "
+    "planning here.\n"
     "--curve: plan at --points N budgets (k/N of the no-offload peak) or "
     "link\n"
     "bandwidths (k/N of the trace's), or at the listed ones; monotone by\n"
@@ -986,6 +989,7 @@ typedef struct plan_args {
     uint64_t budget;   /* bytes, when !percent */
     plan_options po;
     plan_bound_mode bound;
+    bool daemon;       /* --daemon: PlanRequest to hyperoffloadd */
     hoctl_curve_args curve; /* curve.axis set: --curve */
 } plan_args;
 
@@ -1006,6 +1010,7 @@ static int plan_parse(int argc, char **argv, plan_args *a)
     const char *bound = NULL;
     const opt opts[] = {{"trace", true, &a->tpath, NULL},
                         {"bound", true, &bound, NULL},
+                        {"daemon", false, NULL, &a->daemon},
                         {"curve", true, &a->curve.axis, NULL},
                         {"points", true, &a->curve.points, NULL},
                         {"budgets", true, &a->curve.budgets, NULL},
@@ -1032,6 +1037,9 @@ static int plan_parse(int argc, char **argv, plan_args *a)
                            a->curve.scales))
         return hoctl_usage_error("--points, --budgets and --scales go with "
                                  "--curve");
+    if (a->curve.axis && a->daemon)
+        return hoctl_usage_error("--curve plans here; --daemon is for one "
+                                 "plan");
     if (a->curve.axis && (a->out || a->svg))
         return hoctl_usage_error("--curve prints a table: --out and --svg "
                                  "are for one plan");
@@ -1241,8 +1249,18 @@ int hoctl_cmd_plan(const hoctl_globals *g, int argc, char **argv)
     }
 
     memset(&p, 0, sizeof p);
-    r = plan_make(t, a.budget, &a.po, &s, &p.res);
-    if ((r == 0 || r == HO_E_INFEASIBLE) &&
+    if (a.daemon) {
+        bool cached = false;
+        rc = hoctl_plan_daemon(g, t, a.budget, a.po.planner, a.bound, &s,
+                               &p.res, &p.bound, &cached);
+        if (rc != 0)
+            goto out;
+        rc = HOCTL_EXIT_FAILED;
+        r = 0;
+    } else {
+        r = plan_make(t, a.budget, &a.po, &s, &p.res);
+    }
+    if (!a.daemon && (r == 0 || r == HO_E_INFEASIBLE) &&
         (rc = hoctl_bound_compute(t, a.budget, NULL, a.bound, &p.bound)) !=
             0)
         goto out;

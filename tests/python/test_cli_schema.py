@@ -296,6 +296,9 @@ class CliSchemaTest(unittest.TestCase):
                             "--scales", "0.5,1", "--bound", "off",
                             daemon=False)
         self.assertEqual(doc["axis"], "bandwidth")
+        doc = self.run_json("plan", "plan", "--trace", self.trace,
+                            "--budget", "80%", "--daemon")
+        self.assertEqual(doc["bound"]["mode"], "fast")
 
     def test_schedule_check(self):
         doc = self.run_json("schedule_check", "schedule", "check", "--trace",

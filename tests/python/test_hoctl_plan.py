@@ -357,6 +357,53 @@ class HoctlPlanTest(unittest.TestCase):
                      "256", "--heads", "4", "--ffn", "704", "--vocab", "500",
                      "--params", "elsewhere", expect=(2,))
 
+    def test_plan_via_daemon(self):
+        """`hoctl plan --daemon` asks hyperoffloadd (PlanRequest with the
+        bound mode): the same schedule figures, min_budget, device_floor
+        and closed-form bound as planning here; off gives no bound; an
+        infeasible budget is the daemon's sentence; no daemon exits 69."""
+        budget = self.feasible(self.train, "60%")
+        d = hotest.Daemon(self.s, name="plan")
+        try:
+            _, local = hotest.hoctl_json("plan", "--trace", self.train,
+                                         "--budget", budget)
+            for mode in ("fast", "off", "fast"):
+                _, res = hotest.hoctl_json("--socket", d.sock, "plan",
+                                           "--trace", self.train, "--budget",
+                                           budget, "--bound", mode,
+                                           "--daemon")
+                self.assertTrue(res["valid"], res)
+                self.assertEqual(res["metrics"], local["metrics"])
+                self.assertEqual(res["min_budget"], local["min_budget"])
+                self.assertEqual(res["device_floor"], local["device_floor"])
+                if mode == "off":
+                    self.assertIsNone(res["bound"])
+                    continue
+                b, lb = res["bound"], local["bound"]
+                self.assertEqual(b["mode"], "fast")
+                self.assertEqual(b["time_limit_ms"], 300)
+                self.assertAlmostEqual(b["closed_form_us"],
+                                       lb["closed_form_us"])
+                self.assertLessEqual(b["exposed_lower_bound_us"],
+                                     res["metrics"]["exposed_us"]
+                                     * (1 + 1e-9) + 1e-6)
+            p = hotest.hoctl("--socket", d.sock, "plan", "--trace",
+                             self.train, "--budget", budget, "--daemon")
+            self.assertIn("bound ", p.stdout)
+            self.assertIn("exposed / bound", p.stdout)
+            # infeasible: the daemon's own sentence, exit 1
+            p = hotest.hoctl("--socket", d.sock, "plan", "--trace",
+                             self.train, "--budget", "1000", "--daemon",
+                             expect=(1,))
+            self.assertIn("smallest feasible budget is", p.stderr)
+            hotest.hoctl("plan", "--trace", self.train, "--curve", "budget",
+                         "--daemon", expect=(2,))
+        finally:
+            self.assertEqual(d.stop(), 0)
+        hotest.hoctl("--socket", self.s.path("none.sock"), "plan", "--trace",
+                     self.train, "--budget", budget, "--daemon",
+                     expect=(69,))
+
     def test_curve_usage(self):
         for args in (["--curve", "time"],
                      ["--curve", "bandwidth"],  # needs --budget
