@@ -242,6 +242,7 @@ static void plan_work(uv_work_t *req)
         char why[160] = "";
         int brc = plan_exposure_bound(j->trace, r->budget, NULL, &bo,
                                       &r->bound, why, sizeof(why));
+        plan_bound_thread_done(); /* the solver's per-thread state */
         if (brc < 0) {
             memset(&r->bound, 0, sizeof(r->bound));
             r->bound.mode = bo.mode;
