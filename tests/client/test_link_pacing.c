@@ -22,6 +22,7 @@
 #include "client/backends/backend.h"
 #include "hyperoffload/client.h"
 #include "proto/links.h"
+#include "tests/check_main.h"
 #include "tests/harness.h"
 
 #define X (24ull << 20)          /* bytes each client copies */
@@ -247,9 +248,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-    SRunner *r = srunner_create(suite());
-    srunner_run_all(r, CK_NORMAL);
-    int failed = srunner_ntests_failed(r);
-    srunner_free(r);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return ho_check_run(suite(), false);
 }
