@@ -98,6 +98,10 @@ struct ho_client {
     uint64_t ddr_alignment;
     int device;
     uint64_t hbm_granted;
+    /* link pacing of the host backend (backend_pace.c): the device whose
+     * pacer this session attached, -1 none, and its token */
+    int paced_device;
+    const void *pace_token;
 
     /* reconnect (ho_set_reconnect, connect.c) */
     unsigned rc_attempts;      /* 0: off */
