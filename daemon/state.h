@@ -24,6 +24,7 @@
  *   sessions.h      sessions, arenas, extents, quota checks, extent moves
  *   planning.h      PlanRequest, plan cache and queue
  *   staging.h       StageRequest, replays, control region, staging
+ *   arbitrate.h     node workload, re-planning, what-if admission
  *   handlers.h      register / alloc / free / move / stats requests
  *   admin.h         status / clients / quota requests
  *   metrics.h       MetricsRequest, Prometheus text, the textfile
@@ -79,6 +80,7 @@ typedef struct srv_session srv_session;        /* sessions.h */
 typedef struct srv_arena_ref srv_arena_ref;    /* sessions.h */
 typedef struct srv_planning srv_planning;      /* planning.h */
 typedef struct srv_plan_memo srv_plan_memo;    /* staging.c */
+typedef struct srv_arbiter srv_arbiter;        /* arbitrate.h */
 
 /* Throughput of one flash direction, measured over busy periods: from the
  * moment a first move starts while none is in flight to the moment the
@@ -108,6 +110,7 @@ struct srv_daemon {
     tier_hbm *hbm;
     srv_quota *quota;
     srv_planning *planning;
+    srv_arbiter *arbiter;        /* node workload (arbitrate.c) */
 
     /* listener (server.c): accept4 on listen_fd when uv_poll says it is
      * readable, so that EMFILE/ENFILE are seen (libuv's own accept drops

@@ -20,7 +20,7 @@
 static const char *const order[] = {
     "log",      "idmap",    "quota",    "dirs",     "config",
     "authz",    "counters", "connection", "mover",  "sessions",
-    "planning", "staging",  "handlers", "admin",    "metrics",
+    "planning", "staging",  "arbitrate", "handlers", "admin",    "metrics",
     "dispatch", "server",   "notify",
     "daemon",   "main",
 };
