@@ -2,6 +2,7 @@
  * daemon/daemon.c - startup (state dir, quotas, tiers, socket), signals
  * (SIGTERM/SIGINT drain, SIGHUP reload) and teardown (see daemon.h).
  */
+#include "daemon/topology.h"
 #include "daemon/daemon.h"
 
 #include "hyperoffload/version.h"
@@ -111,6 +112,11 @@ static int reload_rows(srv_daemon *d, srv_config *nc, int *ret_changed,
                  "keeping '%s'", srv_config_row_name(i), oldv, newv, oldv);
         if (srv_config_copy_row(nc, &d->cfg, i) < 0)
             return -ENOMEM;
+        restart++;
+    }
+    if (srv_config_keep_node_sections(nc, &d->cfg)) {
+        srv_warn("SIGHUP: [link] or [device N] sections changed: the node "
+                 "description needs a restart; keeping the running one");
         restart++;
     }
     *ret_changed = changed;
@@ -256,6 +262,26 @@ static int open_hbm(srv_daemon *d, char *err, size_t errlen)
     return 0;
 }
 
+/* The node description (topology.h), logged as one line per link. */
+static int open_node(srv_daemon *d, char *err, size_t errlen)
+{
+    int rc = srv_topology_new(&d->cfg, &d->topology, err, errlen);
+    if (rc < 0)
+        return rc;
+    const plan_node *n = srv_topology_node(d->topology);
+    const char *note = srv_topology_note(d->topology);
+    srv_info("node: %u links, %u devices, from %s%s%s",
+             n ? n->n_links : 0, n ? n->n_devices : 0,
+             srv_topology_source_name(srv_topology_source_of(d->topology)),
+             note[0] ? "; " : "", note);
+    for (uint32_t i = 0; n && i < n->n_links; i++)
+        srv_info("node link %s (parent %s): H2D %g GB/s, D2H %g GB/s",
+                 n->links[i].name,
+                 n->links[i].parent_name ? n->links[i].parent_name : "none",
+                 n->links[i].h2d_gbps, n->links[i].d2h_gbps);
+    return 0;
+}
+
 static int open_tiers(srv_daemon *d, char *err, size_t errlen)
 {
     int rc = open_ddr(d, err, errlen);
@@ -263,6 +289,8 @@ static int open_tiers(srv_daemon *d, char *err, size_t errlen)
         rc = open_flash(d, i, err, errlen);
     if (rc == 0)
         rc = open_hbm(d, err, errlen);
+    if (rc == 0)
+        rc = open_node(d, err, errlen);
     return rc;
 }
 
@@ -439,6 +467,7 @@ srv_daemon *srv_daemon_free(srv_daemon *d)
     for (uint32_t i = 0; i < d->n_flash; i++)
         tier_flash_close(d->flash[i]);
     tier_hbm_free(d->hbm);
+    d->topology = srv_topology_free(d->topology);
     tier_ddr_free(d->ddr);
     srv_quota_free(d->quota);
     /* Last: the state directory and flash files are free for another
