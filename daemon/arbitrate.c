@@ -26,13 +26,11 @@
 #include "daemon/mover.h"
 #include "daemon/sessions.h"
 #include "daemon/staging.h"
+#include "daemon/topology.h"
 #include "planner/io/plan_io.h"
 #include "planner/node/node_arbiter.h"
 #include "proto/errfmt.h"
 
-/* Device link of the stand-in node when no session of the device has a
- * trace (GB/s per direction), and the latency then (µs). */
-#define SRV_ARB_DEVICE_GBPS 16.0
 /* Budget curve samples per client: fewer than the planner's default, so
  * that a re-plan of a few clients stays well under a second. */
 #define SRV_ARB_POINTS 4u
@@ -57,7 +55,6 @@ typedef struct arb_entry {
     size_t trace_len;
     uint64_t hash, budget;
     char planner[SRV_PLANNER_NAME_MAX];
-    double link_h2d, link_d2h, link_lat; /* the trace's own link */
     arb_grant granted, target;
     bool has_target, notified;
     uint8_t *sched_pb;           /* the target's schedule, owned */
@@ -101,7 +98,7 @@ typedef struct arb_job {
     uint8_t *reg_pb;             /* ARB_ADMIT_REG: the RegisterRequest */
     size_t reg_len;
     srv_arb_admitted_fn *done;
-    plan_node *node;             /* owned */
+    const plan_node *node;       /* the daemon's (topology.h) */
     uint32_t n;                  /* clients (with the newcomer last) */
     job_client *c;               /* owned */
     bool has_new;
@@ -197,7 +194,6 @@ static arb_job *job_free(arb_job *j)
     }
     free(j->c);
     free(j->reg_pb);
-    plan_node_free(j->node);
     free(j);
     return NULL;
 }
@@ -220,72 +216,15 @@ srv_arbiter *srv_arb_free(srv_arbiter *a)
 
 /* ------------------------------------------------------------ the node */
 
-/* The stand-in node (arbitrate.h): devices of [devices], one switch per
- * two devices, each link as wide as the widest trace link of its
- * sessions. */
-static int build_node(srv_daemon *d, plan_node **ret, char *err,
-                      size_t errlen)
+/* The daemon's node (topology.h), borrowed by jobs: it lives until the
+ * daemon is freed, after every worker job ended. */
+static int get_node(srv_daemon *d, const plan_node **ret, char *err,
+                    size_t errlen)
 {
-    uint32_t nd = d->cfg.n_devices;
-    plan_node *n = plan_node_new();
+    const plan_node *n = d->topology ? srv_topology_node(d->topology) : NULL;
     if (!n)
-        return ho_errf(err, errlen, -ENOMEM, "out of memory");
-    double gbps[SRV_MAX_DEVICES], lat[SRV_MAX_DEVICES];
-    for (uint32_t i = 0; i < nd; i++) {
-        gbps[i] = 0;
-        lat[i] = 0;
-    }
-    for (arb_entry *e = d->arbiter->head; e; e = e->next) {
-        if (!e->trace_pb || e->s->device < 0 || (uint32_t)e->s->device >= nd)
-            continue;
-        uint32_t i = (uint32_t)e->s->device;
-        double g = fmax(e->link_h2d, e->link_d2h);
-        if (g > gbps[i])
-            gbps[i] = g;
-        if (e->link_lat > lat[i])
-            lat[i] = e->link_lat;
-    }
-    double sw[SRV_MAX_DEVICES];
-    double host = 0;
-    for (uint32_t i = 0; i < nd; i++)
-        if (gbps[i] <= 0)
-            gbps[i] = SRV_ARB_DEVICE_GBPS;
-    for (uint32_t k = 0; k < (nd + 1) / 2; k++) {
-        sw[k] = gbps[2 * k];
-        if (2 * k + 1 < nd && gbps[2 * k + 1] > sw[k])
-            sw[k] = gbps[2 * k + 1];
-        host += sw[k];
-    }
-    int rc = plan_node_add_link(n, "host", NULL, host, host, true, err,
-                                errlen);
-    char name[SRV_DEVICE_NAME + 8];
-    for (uint32_t k = 0; rc == 0 && k < (nd + 1) / 2; k++) {
-        snprintf(name, sizeof(name), "sw%u", k);
-        rc = plan_node_add_link(n, name, "host", sw[k], sw[k], true, err,
-                                errlen);
-    }
-    for (uint32_t i = 0; rc == 0 && i < nd; i++) {
-        char dn[SRV_DEVICE_NAME + 1], parent[16];
-        srv_config_device_name(&d->cfg, i, dn, sizeof(dn));
-        snprintf(parent, sizeof(parent), "sw%u", i / 2);
-        plan_node_device nd_ = {
-            .id = i, .name = dn, .parent_name = parent,
-            .hbm_bytes = srv_config_hbm_capacity(&d->cfg, i),
-            .reserve_bytes = srv_config_hbm_reserve(&d->cfg, i),
-            .h2d_gbps = gbps[i], .d2h_gbps = gbps[i], .latency_us = lat[i],
-            .duplex = true};
-        rc = plan_node_add_device(n, &nd_, err, errlen);
-    }
-    if (rc == 0) {
-        tier_ddr_stats st;
-        tier_ddr_stats_get(d->ddr, &st);
-        n->ddr_bytes = st.capacity;
-        rc = plan_node_finish(n, err, errlen);
-    }
-    if (rc < 0) {
-        plan_node_free(n);
-        return rc;
-    }
+        return ho_errf(err, errlen, HO_E_UNSUPPORTED, "the daemon has no "
+                       "node description (no devices)");
     *ret = n;
     return 0;
 }
@@ -338,7 +277,7 @@ static arb_job *job_new(srv_arbiter *a, arb_kind kind, char *err,
     }
     j->a = a;
     j->kind = kind;
-    int rc = build_node(a->d, &j->node, err, errlen);
+    int rc = get_node(a->d, &j->node, err, errlen);
     /* workload order: oldest session first (stable across re-plans) */
     arb_entry *last = a->head;
     while (last && last->next)
@@ -808,9 +747,6 @@ void srv_arb_plan_answered(srv_daemon *d, srv_session *s,
             e->hash = hash;
             e->budget = budget;
             snprintf(e->planner, sizeof(e->planner), "%s", planner);
-            e->link_h2d = trace->link.h2d_gbps;
-            e->link_d2h = trace->link.d2h_gbps;
-            e->link_lat = trace->link.latency_us;
             if (!e->granted.epoch) {
                 e->granted.budget = budget;
                 e->granted.h2d_gbps = trace->link.h2d_gbps;

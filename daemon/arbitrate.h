@@ -27,12 +27,8 @@
  * max_slowdown and admit_trace runs the same prediction first and refuses
  * with its reasons (HO_E_BUDGET) when a limit or a capacity breaks.
  *
- * The node.  Until the daemon's node description (daemon/topology.h)
- * exists, the node is built from [devices]: a root link "host", one
- * switch per two devices ("sw0", "sw1", ...) as wide as one device link,
- * each device's link the widest trace link of its sessions (or
- * SRV_ARB_DEVICE_GBPS), HBM capacity and reserve from the config, the DDR
- * pool's capacity.
+ * The node is the daemon's (daemon/topology.h); a session's device is its
+ * node device (srv_topology_device).
  */
 #ifndef HO_DAEMON_ARBITRATE_H
 #define HO_DAEMON_ARBITRATE_H

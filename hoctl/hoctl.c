@@ -97,6 +97,7 @@ static const struct {
     {"plan", hoctl_cmd_plan, 0},
     {"node", hoctl_cmd_node, 0},
     {"metrics", hoctl_cmd_metrics, NOUN_WATCH},
+    {"admit", hoctl_cmd_admit, 0},
 };
 
 /* The command line with the global options taken out. */
