@@ -866,14 +866,18 @@ void srv_handle_plan_fetch(srv_daemon *d, srv_conn *c, uint64_t rid,
     pr.cached = true;
     pr.trace_hash = e->hash;
     pr.grant = &ai;
-    pr.budget = e->target.budget;
-    pr.planner = (char *)"arbiter";
+    /* kept for StageRequest like a PlanRequest's plan, under the key the
+     * library stages it by: the schedule's budget and planner */
+    char planner[SRV_PLANNER_NAME_MAX];
+    snprintf(planner, sizeof(planner), "%s", sp->planner ? sp->planner : "");
+    pr.budget = sp->budget_bytes;
+    pr.planner = planner;
     srv_conn_reply(c, rid, HYPEROFFLOAD__ENVELOPE__BODY_PLAN_REPLY, &pr, NULL,
                    0);
+    uint64_t budget = sp->budget_bytes;
     hyperoffload__schedule__free_unpacked(sp, NULL);
-    /* kept for StageRequest like a PlanRequest's plan (takes t) */
     srv_stage_remember_plan(d, s, t, e->sched_pb, e->sched_len, e->hash,
-                            e->target.budget, "arbiter");
+                            budget, planner);
 }
 
 void srv_handle_plan_switched(srv_daemon *d, srv_conn *c, uint64_t rid,

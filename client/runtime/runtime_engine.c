@@ -903,6 +903,13 @@ HO_EXPORT int ho_step_begin(ho_replay *r)
                         "end of step %llu failed (%s)",
                         (unsigned long long)r->step,
                         ho_strerror(r->failed));
+    /* A step boundary: the node arbiter's new plan, if it posted one
+     * (a failed switch keeps the old plan; its error is recorded). */
+    (void)hor_replay_switch(r);
+    if (r->failed)
+        return hor_fail(r->c, r->failed, "the replay cannot continue: "
+                        "switching plans failed (%s)",
+                        ho_strerror(r->failed));
     int rc = log_begin_step(r);
     if (rc < 0)
         return rc;
