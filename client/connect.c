@@ -306,6 +306,9 @@ HO_EXPORT int ho_register(ho_client *c, const char *job, int device,
     req.device = device;
     req.hbm_budget = hbm_budget;
     req.client_name = c->client_name;
+    req.weight = c->node_weight;
+    req.max_slowdown = c->node_max_slowdown;
+    req.sync = c->node_sync;
     HOC_ENVELOPE(env, REGISTER_REQUEST, register_request, &req);
 
     rc = hoc_call_expect(c, &env, HYPEROFFLOAD__ENVELOPE__BODY_REGISTER_REPLY,
@@ -533,4 +536,15 @@ HO_EXPORT uint64_t ho_pool_arena_id(const ho_client *c)
 HO_EXPORT uint64_t ho_pool_alignment(const ho_client *c)
 {
     return registered(c) ? c->ddr_alignment : 0;
+}
+
+HO_EXPORT int ho_set_node_options(ho_client *c, double weight,
+                                  double max_slowdown, int sync)
+{
+    if (!c || !(weight >= 0) || !(max_slowdown == 0 || max_slowdown >= 1))
+        return -EINVAL;
+    c->node_weight = weight;
+    c->node_max_slowdown = max_slowdown;
+    c->node_sync = sync != 0;
+    return 0;
 }
