@@ -452,10 +452,20 @@ static void fill_info(const arb_grant *g, Hyperoffload__ArbInfo *ai)
     ai->epoch = g->epoch;
 }
 
-static void grant_now(arb_entry *e)
+/* Measure from now on: the control region's totals at this moment. */
+static void measure_from_now(srv_daemon *d, arb_entry *e)
+{
+    Hyperoffload__RuntimeInfo ri = HYPEROFFLOAD__RUNTIME_INFO__INIT;
+    e->m_started = srv_stage_runtime_info(e->s, &ri);
+    e->m_steps0 = ri.steps;
+    e->m_ms0 = uv_now(&d->loop);
+    e->m_exposed0 = ri.exposed_us;
+}
+
+static void grant_now(srv_daemon *d, arb_entry *e)
 {
     e->granted = e->target;
-    e->m_started = false;
+    measure_from_now(d, e);
 }
 
 /* Tell e its target (event + control region). */
@@ -489,7 +499,7 @@ static void notify(srv_arbiter *a, arb_entry *e)
     /* Nothing to switch without a replay, or nothing shrinks: the grant
      * holds from now on. */
     if (!staged || !shrinks(e))
-        grant_now(e);
+        grant_now(a->d, e);
 }
 
 /* Shrinks first: notify every shrinking target; growing ones once no
@@ -806,10 +816,7 @@ bool srv_arb_client_info(srv_daemon *d, srv_session *s,
     if (srv_stage_runtime_info(s, &ri)) {
         uint64_t now = uv_now(&d->loop);
         if (!e->m_started || ri.steps < e->m_steps0) {
-            e->m_started = true;
-            e->m_steps0 = ri.steps;
-            e->m_ms0 = now;
-            e->m_exposed0 = ri.exposed_us;
+            measure_from_now(d, e);
         } else if (ri.steps > e->m_steps0) {
             double k = (double)(ri.steps - e->m_steps0);
             ret->measured_step_us = (double)(now - e->m_ms0) * 1e3 / k;
@@ -893,7 +900,7 @@ void srv_handle_plan_switched(srv_daemon *d, srv_conn *c, uint64_t rid,
     }
     e->switched_epoch = req->epoch;
     if (e->granted.epoch != e->target.epoch)
-        grant_now(e);
+        grant_now(d, e);
     srv_reply_ok(c, rid);
     release(d->arbiter);
 }

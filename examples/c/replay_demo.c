@@ -59,6 +59,7 @@
 
 typedef struct demo_opts {
     const char *socket, *job, *trace_path, *svg_path, *planner, *backend;
+    const char *save_trace;  /* --save-trace: the traced step, as JSON */
     const char *picture_path;  /* --picture-data: for ho-demo-picture */
     int device;
     uint64_t budget;        /* 0: budget_ratio x no-offload peak */
@@ -553,6 +554,8 @@ static int traced_step(demo *d)
     }
     d->step1_wall_us = now_us() - t_step;
     d->step1_peak = peak;
+    if (d->o.save_trace && (r = ho_trace_save(d->ht, d->o.save_trace)) < 0)
+        rreport(d, "ho_trace_save", r);
 done:
     if (buf)
         for (uint32_t s = 0; s < t->n_storages; s++)
@@ -1310,6 +1313,7 @@ static const char usage_text[] =
 "  --pause-at STEP:OP   stop (SIGSTOP) before op OP of job step STEP\n"
 "  --no-op-check        skip ho_op_check\n"
 "  --weight W --max-slowdown X --sync   node arbitration (docs/node.md)\n"
+"  --save-trace PATH    save the traced step there (JSON)\n"
 "  --measure-link       print the host backend's copy rate (GB/s) and exit\n";
 
 static int parse_double(const char *s, double lo, double hi, double *ret)
@@ -1345,7 +1349,7 @@ static int parse_args(int argc, char **argv, demo_opts *o)
            O_SEQ, O_MBS, O_MICRO, O_TFLOPS, O_HBM, O_LINK, O_SHARE, O_LAT,
            O_PARAMS, O_OPTIM, O_PLANNER, O_DDR, O_BACKEND, O_SVG, O_PICDATA, O_SVGSTEP,
            O_RECONNECT, O_PAUSE, O_NOCHECK, O_MEASURE, O_WEIGHT, O_MAXSLOW,
-           O_SYNC, O_HELP };
+           O_SYNC, O_SAVETRACE, O_HELP };
     static const struct option lo[] = {
         {"socket", 1, 0, O_SOCKET}, {"device", 1, 0, O_DEVICE},
         {"job", 1, 0, O_JOB}, {"budget", 1, 0, O_BUDGET},
@@ -1365,7 +1369,7 @@ static int parse_args(int argc, char **argv, demo_opts *o)
         {"pause-at", 1, 0, O_PAUSE}, {"no-op-check", 0, 0, O_NOCHECK},
         {"measure-link", 0, 0, O_MEASURE}, {"help", 0, 0, O_HELP},
         {"weight", 1, 0, O_WEIGHT}, {"max-slowdown", 1, 0, O_MAXSLOW},
-        {"sync", 0, 0, O_SYNC},
+        {"sync", 0, 0, O_SYNC}, {"save-trace", 1, 0, O_SAVETRACE},
         {0, 0, 0, 0}};
     plan_model *m = &o->gen.model;
     uint32_t kv = 0;
@@ -1469,6 +1473,7 @@ static int parse_args(int argc, char **argv, demo_opts *o)
             bad |= parse_double(optarg, 1, 1e6, &o->max_slowdown) < 0;
             break;
         case O_SYNC: o->sync = 1; break;
+        case O_SAVETRACE: o->save_trace = optarg; break;
         case O_BACKEND: o->backend = optarg; break;
         case O_SVG: o->svg_path = optarg; break;
         case O_PICDATA: o->picture_path = optarg; break;
