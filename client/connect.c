@@ -29,6 +29,7 @@ static void client_destroy(ho_client *c)
     for (size_t i = 0; i < c->ncaps; i++)
         free(c->caps[i]);
     c->ncaps = 0;
+    free(c->node_admit_pb);
     hoc_transport_done(c);
     free(c);
 }
@@ -309,10 +310,15 @@ HO_EXPORT int ho_register(ho_client *c, const char *job, int device,
     req.weight = c->node_weight;
     req.max_slowdown = c->node_max_slowdown;
     req.sync = c->node_sync;
+    if (c->node_admit_pb && c->node_max_slowdown > 0)
+        req.admit_trace = hyperoffload__trace__unpack(NULL, c->node_admit_len,
+                                                      c->node_admit_pb);
     HOC_ENVELOPE(env, REGISTER_REQUEST, register_request, &req);
 
     rc = hoc_call_expect(c, &env, HYPEROFFLOAD__ENVELOPE__BODY_REGISTER_REPLY,
                          &reply, &fd);
+    if (req.admit_trace)
+        hyperoffload__trace__free_unpacked(req.admit_trace, NULL);
     if (rc < 0) {
         set_register_state(c, 0);
         return rc;

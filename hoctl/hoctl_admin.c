@@ -416,7 +416,7 @@ static const hoctl_col replay_cols[RC_N] = {
 enum {
     AC_ID, AC_EPOCH, AC_BUDGET, AC_H2D, AC_D2H, AC_DDR_LIMIT, AC_PRED_STEP,
     AC_PRED_EXPOSED, AC_STEP, AC_EXPOSED, AC_WEIGHT, AC_MAX_SLOWDOWN,
-    AC_PENDING, AC_N
+    AC_PENDING, AC_SWITCHED, AC_N
 };
 static const hoctl_col arb_cols[AC_N] = {
     [AC_ID] = {"ID", "session_id", HOCTL_T_INT, false},
@@ -433,6 +433,7 @@ static const hoctl_col arb_cols[AC_N] = {
     [AC_WEIGHT] = {"WEIGHT", "weight", HOCTL_T_REAL, true},
     [AC_MAX_SLOWDOWN] = {"MAX_SLOWDOWN", "max_slowdown", HOCTL_T_REAL, true},
     [AC_PENDING] = {"PENDING", "pending", HOCTL_T_BOOL, false},
+    [AC_SWITCHED] = {"SWITCHED", "switched_epoch", HOCTL_T_INT, false},
 };
 
 static void set_us(hoctl_sheet *sh, unsigned col, double us)
@@ -463,6 +464,7 @@ static void arb_row(hoctl_sheet *as, uint64_t id,
     if (a->max_slowdown > 0)
         hoctl_set_real(as, AC_MAX_SLOWDOWN, a->max_slowdown);
     hoctl_set_bool(as, AC_PENDING, a->pending);
+    hoctl_set_i64(as, AC_SWITCHED, (int64_t)a->switched_epoch);
 }
 
 static void clients_sheets(const Hyperoffload__ClientsReply *r,

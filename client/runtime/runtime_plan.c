@@ -249,3 +249,23 @@ HO_EXPORT ho_plan *ho_plan_free(ho_plan *p)
     }
     return NULL;
 }
+
+HO_EXPORT int ho_set_admission_trace(ho_client *c, const ho_trace *t)
+{
+    if (!c)
+        return -EINVAL;
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    if (t) {
+        int rc = hor_trace_finish(t);
+        if (rc == 0)
+            rc = plan_trace_to_pb(t->pt, &buf, &len);
+        if (rc < 0)
+            return hor_fail(c, rc, "cannot encode trace '%s' for admission",
+                            t->pt->name);
+    }
+    free(c->node_admit_pb);
+    c->node_admit_pb = buf;
+    c->node_admit_len = len;
+    return 0;
+}

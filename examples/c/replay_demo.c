@@ -714,6 +714,8 @@ static int session_try(demo *d, int quiet)
         return r;
     }
     r = ho_set_node_options(d->c, d->o.weight, d->o.max_slowdown, d->o.sync);
+    if (r == 0 && d->o.max_slowdown > 0)
+        r = ho_set_admission_trace(d->c, d->ht);
     if (r == 0)
         r = ho_register(d->c, d->o.job, d->o.device, d->budget);
     if (r < 0)
