@@ -57,6 +57,11 @@ typedef struct arb_entry {
     char planner[SRV_PLANNER_NAME_MAX];
     arb_grant granted, target;
     bool has_target, notified;
+    /* a target that shrinks some part and grows the DDR limit: told
+     * first with the DDR limit it has (target), the full one (deferred)
+     * under a new epoch once no shrink waits */
+    bool has_deferred;
+    arb_grant deferred;
     uint8_t *sched_pb;           /* the target's schedule, owned */
     size_t sched_len;
     double compute_us;
@@ -506,12 +511,27 @@ static void notify(srv_arbiter *a, arb_entry *e)
  * shrink waits for its confirmation. */
 static void release(srv_arbiter *a)
 {
-    for (arb_entry *e = a->head; e; e = e->next)
-        if (e->has_target && !e->notified && shrinks(e))
-            notify(a, e);
+    for (arb_entry *e = a->head; e; e = e->next) {
+        if (!e->has_target || e->notified || !shrinks(e))
+            continue;
+        if (e->target.ddr_limit > e->granted.ddr_limit) {
+            e->deferred = e->target;
+            e->has_deferred = true;
+            e->target.ddr_limit = e->granted.ddr_limit;
+        }
+        notify(a, e);
+    }
     for (arb_entry *e = a->head; e; e = e->next)
         if (e->has_target && e->notified && e->granted.epoch != e->target.epoch)
             return; /* a shrink is not confirmed yet */
+    for (arb_entry *e = a->head; e; e = e->next) {
+        if (!e->has_deferred)
+            continue;
+        e->target = e->deferred;
+        e->target.epoch = ++a->epoch;
+        e->has_deferred = false;
+        e->notified = false;
+    }
     for (arb_entry *e = a->head; e; e = e->next)
         if (e->has_target && !e->notified)
             notify(a, e);
@@ -543,6 +563,7 @@ static void apply_replan(srv_arbiter *a, arb_job *j)
         e->target = t;
         e->has_target = true;
         e->notified = false;
+        e->has_deferred = false;
         if (!differs(e)) {
             /* same grant: only the prediction moves */
             e->granted.pred = t.pred;
