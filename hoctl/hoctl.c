@@ -47,6 +47,7 @@ static void usage(FILE *f)
         "  quota clear (--uid U | --job J) [--tier T]\n"
         "  version                     hoctl, library and daemon versions\n"
         "  metrics                     every metric, Prometheus text format\n"
+        "  admit --trace T --device D  what-if admission of a newcomer\n"
         "\n"
         "Offline planning tools (no daemon needed):\n"
         "  trace ...                   inspect and convert step traces\n"

@@ -568,8 +568,10 @@ int hor_replay_switch(ho_replay *r)
         if (r->st[i].ptr)
             hor_storage_drop_device(r, &r->st[i]);
     r->dev->owner = NULL;
+    /* the grant bounds the DDR limit; the application's own stays when
+     * it is tighter */
     ho_replay_opts o = r->opts;
-    if (ddr)
+    if (ddr && (!o.ddr_limit || ddr < o.ddr_limit))
         o.ddr_limit = ddr;
     ho_replay *n = NULL;
     rc = ho_replay_new(r->c, r->dev, r->t, np, &o, &n);
