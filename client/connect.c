@@ -70,6 +70,7 @@ static void client_destroy(ho_client *c)
     for (size_t i = 0; i < c->ncaps; i++)
         free(c->caps[i]);
     c->ncaps = 0;
+    free(c->node_admit_pb);
     hoc_transport_done(c);
     free(c);
 }
@@ -348,11 +349,19 @@ HO_EXPORT int ho_register(ho_client *c, const char *job, int device,
     req.device = device;
     req.hbm_budget = hbm_budget;
     req.client_name = c->client_name;
+    req.weight = c->node_weight;
+    req.max_slowdown = c->node_max_slowdown;
+    req.sync = c->node_sync;
+    if (c->node_admit_pb && c->node_max_slowdown > 0)
+        req.admit_trace = hyperoffload__trace__unpack(NULL, c->node_admit_len,
+                                                      c->node_admit_pb);
     HOC_ENVELOPE(env, REGISTER_REQUEST, register_request, &req);
 
     rc = hoc_call_expect_fds(c, &env,
                              HYPEROFFLOAD__ENVELOPE__BODY_REGISTER_REPLY,
                              &reply, fds, 2, &nfds);
+    if (req.admit_trace)
+        hyperoffload__trace__free_unpacked(req.admit_trace, NULL);
     if (rc < 0) {
         set_register_state(c, 0);
         return rc;
@@ -656,4 +665,15 @@ HO_EXPORT uint64_t ho_pool_arena_id(const ho_client *c)
 HO_EXPORT uint64_t ho_pool_alignment(const ho_client *c)
 {
     return registered(c) ? c->ddr_alignment : 0;
+}
+
+HO_EXPORT int ho_set_node_options(ho_client *c, double weight,
+                                  double max_slowdown, int sync)
+{
+    if (!c || !(weight >= 0) || !(max_slowdown == 0 || max_slowdown >= 1))
+        return -EINVAL;
+    c->node_weight = weight;
+    c->node_max_slowdown = max_slowdown;
+    c->node_sync = sync != 0;
+    return 0;
 }

@@ -1751,6 +1751,14 @@ bool srv_stage_runtime_info(srv_session *s,
     return true;
 }
 
+bool srv_stage_post_plan_epoch(srv_session *s, uint64_t epoch)
+{
+    if (!s->stage || !s->stage->hdr)
+        return false;
+    atomic_store(&s->stage->hdr->plan_epoch, epoch);
+    return true;
+}
+
 bool srv_stage_regions(const srv_session *s, srv_stage_sizes *ret_sizes)
 {
     const srv_stage *st = s->stage;

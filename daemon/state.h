@@ -26,6 +26,7 @@
  *   sessions.h      sessions, arenas, extents, quota checks, extent moves
  *   planning.h      PlanRequest, plan cache and queue
  *   staging.h       StageRequest, replays, control region, staging
+ *   arbitrate.h     node workload, re-planning, what-if admission
  *   handlers.h      register / alloc / free / move / stats requests
  *   admin.h         status / clients / quota requests
  *   metrics.h       MetricsRequest, Prometheus text, the textfile
@@ -81,6 +82,7 @@ typedef struct srv_session srv_session;        /* sessions.h */
 typedef struct srv_arena_ref srv_arena_ref;    /* sessions.h */
 typedef struct srv_planning srv_planning;      /* planning.h */
 typedef struct srv_plan_memo srv_plan_memo;    /* staging.c */
+typedef struct srv_arbiter srv_arbiter;        /* arbitrate.h */
 typedef struct srv_topology srv_topology;      /* topology.h */
 typedef struct srv_links srv_links;            /* links.h */
 
@@ -113,6 +115,7 @@ struct srv_daemon {
     tier_hbm *hbm;
     srv_quota *quota;
     srv_planning *planning;
+    srv_arbiter *arbiter;        /* node workload (arbitrate.c) */
     /* the node (topology.c: built at start from the settings; the node
      * of the arbiter) and the link region handed to sessions (links.c) */
     srv_topology *topology;

@@ -950,6 +950,13 @@ HO_EXPORT int ho_step_begin(ho_replay *r)
     int rc = hor_restage_if_due(r);
     if (rc < 0)
         return rc;
+    /* A step boundary: the node arbiter's new plan, if it posted one
+     * (a failed switch keeps the old plan; its error is recorded). */
+    (void)hor_replay_switch(r);
+    if (r->failed)
+        return hor_fail(r->c, r->failed, "the replay cannot continue: "
+                        "switching plans failed (%s)",
+                        ho_strerror(r->failed));
     rc = log_begin_step(r);
     if (rc < 0)
         return rc;

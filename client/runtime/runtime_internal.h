@@ -163,6 +163,14 @@ struct ho_plan {
     ho_plan_info info;
 };
 
+/* The node arbiter's plan for this session (PlanFetchRequest of `epoch`,
+ * docs/node.md): a new plan bound to t and the DDR limit granted with it
+ * (0: none).  Codes as ho_plan_request. */
+int hor_plan_fetch(ho_client *c, const ho_trace *t, uint64_t epoch,
+                   ho_plan **ret, uint64_t *ret_ddr_limit);
+/* Tell the daemon the replay switched to the plan of `epoch`. */
+int hor_plan_switched(ho_client *c, uint64_t epoch);
+
 /* runtime_control.c ----------------------------------------------------- */
 
 /* The control region and the host copies, seen from the replay.  With a
@@ -361,7 +369,21 @@ struct ho_replay {
     uint64_t n_hist;         /* steps recorded */
 
     hor_copylog log;         /* the copy log, off unless asked for */
+
+    /* node re-planning (hor_replay_switch) */
+    ho_plan *own_plan;       /* the arbiter's plan switched to, owned */
+    uint64_t plan_epoch;     /* the arbiter's epoch last acted on */
+    uint64_t switches;       /* plans switched to */
+    bool has_bound;          /* ho_storage_bind was used: no switch */
 };
+
+/* runtime_replay.c: between steps, when the daemon posted a newer plan
+ * epoch in the control region: fetch the arbiter's plan, carry every
+ * retained storage's data over to a replay of it, confirm (PlanSwitched).
+ * 0 when there was nothing to do or the switch is done; a negative code
+ * when it failed (the replay then runs on as it was when it could keep
+ * its old plan, and the error is recorded). */
+int hor_replay_switch(ho_replay *r);
 
 /* Test hook (hidden): when non-zero, ho_replay_new does not refuse a
  * schedule the simulator rejects, so that run-time checks can be tested. */

@@ -314,6 +314,7 @@ HO_EXPORT ho_replay *ho_replay_free(ho_replay *r)
     hor_ctl_done(r);
     if (r->dev->owner == r)
         r->dev->owner = NULL;
+    ho_plan_free(r->own_plan);
     HO_FREE_ALL(r->st, r->act_off, r->acts, r->free_off, r->frees, r->mark,
                 r->rel, r->hist, r);
     return NULL;
@@ -466,6 +467,7 @@ HO_EXPORT int ho_storage_bind(ho_replay *r, uint64_t storage_id, void *ptr,
     s->ptr = ptr;
     s->blk = blk;
     s->dev_valid = true;
+    r->has_bound = true;
     return 0;
 }
 
@@ -553,5 +555,162 @@ HO_EXPORT int ho_storage_read(ho_replay *r, uint64_t storage_id, void *dst,
         return rc;
     memcpy(dst, hor_slot_ptr(r, s->slot), (size_t)bytes);
     hor_slot_release(r, s->slot, false);
+    return 0;
+}
+
+/* ----------------------------------------------------------- re-plan */
+
+/* The data of every retained storage that holds some, copied out of r
+ * (heap buffers, n_st entries, NULL where none). */
+static int save_data(ho_replay *r, void ***ret)
+{
+    void **buf = calloc(r->n_st ? r->n_st : 1, sizeof(*buf));
+    if (!buf)
+        return -ENOMEM;
+    for (uint32_t i = 0; i < r->n_st; i++) {
+        hor_storage *s = &r->st[i];
+        bool on_dev = s->ptr && s->dev_valid;
+        bool on_host = s->host_valid && s->host_version == s->version;
+        if (!s->retained || (!on_dev && !on_host))
+            continue;
+        buf[i] = malloc(s->bytes ? s->bytes : 1);
+        int rc = buf[i] ? ho_storage_read(r, s->id, buf[i], s->bytes)
+                        : -ENOMEM;
+        if (rc < 0) {
+            for (uint32_t k = 0; k <= i; k++)
+                free(buf[k]);
+            free(buf);
+            return rc;
+        }
+    }
+    *ret = buf;
+    return 0;
+}
+
+/* Put the saved data into replay n where its plan starts each storage. */
+static int load_data(ho_replay *n, void **buf)
+{
+    for (uint32_t i = 0; i < n->n_st; i++) {
+        hor_storage *s = &n->st[i];
+        if (!buf[i])
+            continue;
+        int rc = 0;
+        if (s->initial == PLAN_INIT_HOST && s->slot != HOR_NONE) {
+            rc = ho_storage_write_host(n, s->id, buf[i], s->bytes);
+        } else if (s->ptr) {
+            rc = ho_device_write(n->dev, s->ptr, buf[i], s->bytes);
+            if (rc == 0) {
+                s->version++;
+                s->dev_valid = true;
+            }
+        }
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
+static void free_saved(void **buf, uint32_t n)
+{
+    if (!buf)
+        return;
+    for (uint32_t i = 0; i < n; i++)
+        free(buf[i]);
+    free(buf);
+}
+
+int hor_replay_switch(ho_replay *r)
+{
+    if (!r->c || !r->ctl.h || r->in_step || r->has_bound)
+        return 0;
+    uint64_t epoch = atomic_load(&r->ctl.h->plan_epoch);
+    if (epoch == 0 || epoch == r->plan_epoch)
+        return 0;
+    ho_plan *np = NULL;
+    uint64_t ddr = 0;
+    int rc = hor_plan_fetch(r->c, r->t, epoch, &np, &ddr);
+    if (rc == HO_E_BUSY)
+        return 0; /* it waits for others to shrink: next boundary */
+    r->plan_epoch = epoch; /* acted on, whatever comes of it */
+    if (rc < 0)
+        return rc;
+    void **saved = NULL;
+    rc = hor_drain(r);
+    if (rc == 0)
+        rc = save_data(r, &saved);
+    if (rc < 0) {
+        ho_plan_free(np);
+        return rc;
+    }
+    /* the old plan's device memory goes first: the new one may need it */
+    for (uint32_t i = 0; i < r->n_st; i++)
+        if (r->st[i].ptr)
+            hor_storage_drop_device(r, &r->st[i]);
+    r->dev->owner = NULL;
+    /* the grant bounds the DDR limit; the application's own stays when
+     * it is tighter */
+    ho_replay_opts o = r->opts;
+    if (ddr && (!o.ddr_limit || ddr < o.ddr_limit))
+        o.ddr_limit = ddr;
+    ho_replay *n = NULL;
+    rc = ho_replay_new(r->c, r->dev, r->t, np, &o, &n);
+    if (rc == 0)
+        rc = load_data(n, saved);
+    if (rc < 0) {
+        char why[HOR_ERRLEN];
+        snprintf(why, sizeof(why), "%s", ho_runtime_last_error());
+        ho_replay_free(n);
+        ho_plan_free(np);
+        r->dev->owner = r;
+        /* back to the old plan's start state */
+        int brc = alloc_initial(r);
+        if (brc == 0)
+            brc = load_data(r, saved);
+        free_saved(saved, r->n_st);
+        if (brc < 0)
+            r->failed = brc;
+        return hor_fail(r->c, rc, "switching to the node arbiter's plan of "
+                        "epoch %llu failed: %s", (unsigned long long)epoch,
+                        why);
+    }
+    free_saved(saved, r->n_st);
+    /* n takes r's place (the application holds r): r's own parts go, n's
+     * move in, with what counts steps and totals kept */
+    n->step = r->step;
+    n->tot_h2d = r->tot_h2d;
+    n->tot_d2h = r->tot_d2h;
+    n->tot_exposed = r->tot_exposed;
+    n->tot_stall = r->tot_stall;
+    n->tot_ops = r->tot_ops;
+    ho_step_info *hist = n->hist;
+    n->hist = r->hist;
+    n->n_hist = r->n_hist;
+    r->hist = hist;
+    r->n_hist = 0;
+    n->own_plan = np;
+    n->plan_epoch = epoch;
+    n->switches = r->switches + 1;
+    n->dev->owner = NULL;
+    ho_replay tmp = *r;
+    ho_replay *old = malloc(sizeof(*old));
+    if (!old) {
+        /* cannot free r's parts through a shell: free them in place */
+        ho_replay_free(n);
+        return hor_fail(r->c, -ENOMEM, "out of memory switching plans");
+    }
+    *old = tmp;
+    *r = *n;
+    free(n);
+    r->h2d = &r->eng[0];
+    r->d2h = &r->eng[r->n_eng - 1];
+    old->dev = r->dev;
+    old->dev->owner = old;
+    ho_replay_free(old); /* drops dev->owner */
+    r->dev->owner = r;
+    atomic_store(&r->ctl.h->step, r->step);
+    rc = hor_plan_switched(r->c, epoch);
+    if (rc < 0)
+        return hor_fail(r->c, rc, "the daemon did not take the switch to "
+                        "epoch %llu", (unsigned long long)epoch);
     return 0;
 }

@@ -323,6 +323,13 @@ class CliSchemaTest(unittest.TestCase):
         self.assertIn("# TYPE", doc["text"])
         self.error(69, "--socket", self.missing, "metrics", daemon=False)
 
+    def test_admit(self):
+        doc = self.run_json("admit", "admit", "--trace", self.trace,
+                            "--device", "1", "--budget", "1G")
+        self.assertTrue(doc["admissible"])
+        self.assertEqual(doc["clients"][-1]["name"], "newcomer")
+        self.error(2, "admit", "--device", "1")
+
     def test_node_plan(self):
         wl = self.s.path("wl-plan.json")
         hotest.dump({"format": "hyperoffload-workload", "version": 1,

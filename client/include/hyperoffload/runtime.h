@@ -186,6 +186,12 @@ HO_EXPORT void ho_plan_get_info(const ho_plan *p, ho_plan_info *ret);
  * hook written in another language. */
 HO_EXPORT int ho_plan_save(const ho_plan *p, const char *path);
 HO_EXPORT ho_plan *ho_plan_free(ho_plan *p);
+/* With max_slowdown set (ho_set_node_options), the next ho_register()
+ * sends trace t (copied now; NULL: none) and the daemon registers the
+ * session only when its what-if prediction keeps every client within its
+ * max_slowdown and every capacity (else HO_E_BUDGET naming the clients
+ * and figures).  0, -EINVAL, or the trace's encoding error. */
+HO_EXPORT int ho_set_admission_trace(ho_client *c, const ho_trace *t);
 
 /* ------------------------------------------------------------- replay */
 
