@@ -178,13 +178,17 @@ static int evict(ho_region *r, uint32_t b)
     return 0;
 }
 
-/* A free slot for a block needed at step `before`.  may_stall: wait for write-backs / write back synchronously.
- * Returns the slot, or HRES_NONE with *ret_rc = 0 when none can be had
- * without stalling (prefetch), or < 0 on failure. */
+/* A free slot for a block needed at step `before`.  may_stall (an access):
+ * wait for write-backs and fills in flight when nothing else frees a slot.
+ * A slot whose block is being written back is handed over at once with
+ * *ret_dep, the D2H ticket the next fill into it must wait for (the copy
+ * engines order it; nobody blocks).  Returns the slot, or HRES_NONE with
+ * *ret_rc = 0 when none can be had (prefetch: later), or < 0. */
 static uint32_t slot_get(ho_region *r, uint64_t before, bool may_stall,
-                         int *ret_rc)
+                         uint64_t *ret_dep, int *ret_rc)
 {
     *ret_rc = 0;
+    *ret_dep = 0;
     for (;;) {
         int rc = drain_reap(r, false);
         if (rc < 0) {
@@ -199,21 +203,18 @@ static uint32_t slot_get(ho_region *r, uint64_t before, bool may_stall,
         incoming_reap(r);
         uint32_t v = victim(r, before, may_stall);
         if (v != HRES_NONE) {
-            bool dirty = (r->b[v].flags & HRES_DIRTY) ||
-                         !(r->b[v].flags & HRES_HOST_VALID);
-            if (dirty && !may_stall && !r->drain_n) {
-                /* a prefetch may start a write-back but not wait on it */
-                rc = evict(r, v);
-                if (rc < 0)
-                    *ret_rc = rc;
-                return HRES_NONE;
-            }
+            uint32_t s = r->b[v].slot;
+            uint32_t dn = r->drain_n;
             rc = evict(r, v);
             if (rc < 0) {
                 *ret_rc = rc;
                 return HRES_NONE;
             }
-            continue;
+            if (r->drain_n == dn)
+                continue; /* dropped clean: the slot is free */
+            r->drain_n--; /* the write-back's slot, taken from the tail */
+            *ret_dep = r->drain_t[(r->drain_head + r->drain_n) % r->n_slots];
+            return s;
         }
         if (r->drain_n && may_stall) {
             rc = drain_reap(r, true);
@@ -239,8 +240,8 @@ static uint32_t slot_get(ho_region *r, uint64_t before, bool may_stall,
             *ret_rc = HRES_FAIL(r, HO_E_DEVICE, "every device slot of the "
                                 "region under the high watermark (%" PRIu32
                                 ") is held by blocks that may not be "
-                                "evicted (pinned, in use this step, or "
-                                "needed sooner)", r->high);
+                                "evicted (pinned or in use this step)",
+                                r->high);
         return HRES_NONE;
     }
 }
@@ -253,16 +254,18 @@ static void place(ho_region *r, uint32_t b, uint32_t s)
         r->st.device_peak = r->held;
 }
 
-/* Queue the fill of block b into slot s. */
-static int fill(ho_region *r, uint32_t b, uint32_t s)
+/* Queue the fill of block b into slot s, after D2H ticket slot_dep (the
+ * slot's write-back) and the block's own last write-back. */
+static int fill(ho_region *r, uint32_t b, uint32_t s, uint64_t slot_dep)
 {
     hres_blk *x = &r->b[b];
     uint64_t bb = r->cfg.block_bytes;
-    bool dep = x->d2h && r->ops->completed(r->d2h) < x->d2h;
+    uint64_t need = x->d2h > slot_dep ? x->d2h : slot_dep;
+    bool dep = need && r->ops->completed(r->d2h) < need;
     uint64_t t = 0;
     int rc = r->ops->submit(r->h2d, HOB_H2D, r->dbase + (uint64_t)s * bb,
                             x->host, bb, dep ? r->d2h : NULL,
-                            dep ? x->d2h : 0, NULL, &t);
+                            dep ? need : 0, NULL, &t);
     if (rc < 0) {
         slot_put(r, s);
         return HRES_FAIL(r, rc, "the fill of block %" PRIu32 " could not be "
@@ -295,13 +298,14 @@ static int prefetch_due(ho_region *r)
         if (best == HRES_NONE)
             return 0;
         int rc = 0;
-        uint32_t s = slot_get(r, when, false, &rc);
+        uint64_t dep = 0;
+        uint32_t s = slot_get(r, when, false, &dep, &rc);
         if (rc < 0)
             return rc;
         if (s == HRES_NONE)
             return 0; /* no room now: the access will stall or a later
                          step will find room */
-        rc = fill(r, best, s);
+        rc = fill(r, best, s, dep);
         if (rc < 0)
             return rc;
         r->b[best].flags |= HRES_PREFETCHED;
@@ -512,12 +516,21 @@ int ho_block_alloc(ho_region *r, uint32_t *ret_block)
     int rc = block_take(r, &b);
     if (rc < 0)
         return rc;
-    uint32_t s = slot_get(r, r->step, true, &rc);
+    uint64_t dep = 0;
+    uint32_t s = slot_get(r, r->step, true, &dep, &rc);
     if (s == HRES_NONE) {
         r->b[b].flags = 0;
         r->free_blocks[r->n_free_blocks++] = b;
         r->st.live_blocks--;
         return rc;
+    }
+    if (dep && r->ops->completed(r->d2h) < dep) {
+        /* the caller writes the slot next: its old block must be out */
+        uint64_t t0 = hob_now_ns();
+        rc = r->ops->wait(r->d2h, dep);
+        stall_add(r, HO_STALL_WRITEBACK, t0);
+        if (rc < 0)
+            return HRES_FAIL(r, rc, "a write-back of the region failed");
     }
     place(r, b, s);
     r->b[b].flags |= HRES_DIRTY | HRES_TOUCHED;
@@ -608,12 +621,13 @@ static int make_resident(ho_region *r, uint32_t b)
     r->st.misses++;
     uint64_t t0 = hob_now_ns();
     int rc = 0;
-    uint32_t s = slot_get(r, r->step, true, &rc);
+    uint64_t dep = 0;
+    uint32_t s = slot_get(r, r->step, true, &dep, &rc);
     if (s == HRES_NONE) {
         stall_add(r, HO_STALL_MISS, t0);
         return rc;
     }
-    rc = fill(r, b, s);
+    rc = fill(r, b, s, dep);
     if (rc == 0) {
         rc = r->ops->wait(r->h2d, x->h2d);
         if (rc < 0)
