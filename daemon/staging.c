@@ -122,6 +122,7 @@ struct srv_stage {
     uint32_t moves;          /* in flight */
     uint32_t victim_at;      /* round-robin start of the victim scan */
     bool warned_flash;       /* logged that flash is full */
+    char flash_why[160];     /* the last refusal of a flash range */
     uint64_t need, min_limit; /* its DDR reservation's ask (s->ddr_need,
                                  s->ddr_min while installed) */
     /* the client's wait for its urgent slot ([ddr] stage_wait) */
@@ -129,7 +130,7 @@ struct srv_stage {
     uint64_t wait_since_ms;  /* uv_now when the wait began */
     bool wait_failed;        /* reported in the region */
     int blocked_rc;          /* why the urgent slot did not come in */
-    char blocked[192];       /*   last time (a sentence) */
+    char blocked[384];       /*   last time (a sentence) */
     /* statistics */
     uint64_t signals, urgents, fills, spills, writes, drops;
     uv_poll_t poll;
@@ -478,6 +479,10 @@ static int flash_get(srv_stage *st, stage_slot *sl)
     if (rc == 0)
         rc = srv_flash_alloc(d, x, err, sizeof(err));
     if (rc < 0) {
+        const char *why = rc == HO_E_UNSUPPORTED ? "no flash tier" : err;
+        size_t wl = strnlen(why, sizeof(st->flash_why) - 1);
+        memcpy(st->flash_why, why, wl);
+        st->flash_why[wl] = '\0';
         if (!st->warned_flash)
             srv_log_s(SRV_LOG_WARNING, st->session_id, STAGE_JOB(st), rc,
                       "session %" PRIu64 ": cannot stage a host copy of %"
@@ -487,6 +492,7 @@ static int flash_get(srv_stage *st, stage_slot *sl)
         return rc;
     }
     st->s->usage.flash += x->len;
+    st->flash_why[0] = '\0';
     sl->flash_valid = false;
     return 0;
 }
@@ -797,16 +803,18 @@ static void blocked(srv_stage *st, int rc, const char *fmt, ...)
 static void blocked_by_limit(srv_stage *st, const srv_extent *x)
 {
     char a[32], b[32], c[32], e[32];
-    blocked(st, HO_E_TIER_FULL, "its %s do not fit in the session's DDR "
-            "reservation of %s: %s of host copies are in DDR, %s of them "
-            "on their way out to flash%s",
+    bool flash = st->flash_why[0] != '\0';
+    blocked(st, flash && strstr(st->flash_why, "quota") ? HO_E_QUOTA
+                                                        : HO_E_TIER_FULL,
+            "its %s do not fit in the session's DDR reservation of %s: %s "
+            "of host copies are in DDR, %s of them on their way out; %s%s",
             ho_size_format(x->len, a, sizeof(a)),
             ho_size_format(st->ddr_limit, b, sizeof(b)),
             ho_size_format(st->charged, c, sizeof(c)),
             ho_size_format(st->leaving, e, sizeof(e)),
-            st->warned_flash ? " (flash has no room to spill the others)"
-                             : " (the others are in use by the client's "
-                               "copies or cannot be spilled)");
+            flash ? "the others cannot be spilled to flash: "
+                  : "the others are in use by the client's copies",
+            flash ? st->flash_why : "");
 }
 
 /* Bring slot k into DDR.  1 done or started, 0 must wait. */
@@ -2159,6 +2167,7 @@ static void stage_info(const srv_stage *st,
      * anything there). */
     ret_info->host_copies_ddr = st->charged;
     ret_info->host_copies_flash = st->on_flash;
+    ret_info->ddr_limit = st->ddr_limit;
     ret_info->peak_device_bytes = atomic_load_explicit(&h->peak_device_bytes,
                                                  memory_order_relaxed);
 }

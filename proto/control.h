@@ -31,7 +31,7 @@
 #define HO_CTL_MAGIC 0x31304c5443304f48ull /* "HO0CTL01" little-endian */
 #define HO_CTL_VERSION 1u
 #define HO_CTL_IDLE UINT32_MAX   /* header.op between steps */
-#define HO_CTL_WHY_MAX 256u      /* header.wait_why, with its NUL */
+#define HO_CTL_WHY_MAX 512u      /* header.wait_why, with its NUL */
 
 /* Residency of a staged host copy. */
 enum ho_slot_state {
