@@ -129,6 +129,12 @@ struct srv_stage {
     uint32_t wait_slot;      /* UINT32_MAX: none */
     uint64_t wait_since_ms;  /* uv_now when the wait began */
     bool wait_failed;        /* reported in the region */
+    /* re-planning for a new limit (or flash share) */
+    srv_plan_memo *memo;     /* reference: the plan's trace and schedule */
+    bool replanning;         /* a staging plan is being made */
+    bool replan_again;       /* the limit changed again meanwhile */
+    uint64_t planned_limit;  /* the limit st->plan was made for (0: none:
+                                everything fitted) */
     int blocked_rc;          /* why the urgent slot did not come in */
     char blocked[384];       /*   last time (a sentence) */
     /* statistics */
@@ -292,6 +298,7 @@ static srv_stage *stage_free(srv_stage *st)
     if (st->efd >= 0)
         close(st->efd);
     plan_staging_free(st->plan);
+    memo_unref(st->memo);
     HO_FREE_ALL(st->slots, st->work, st);
     return NULL;
 }
@@ -535,6 +542,7 @@ static void work_push(srv_stage *st, uint32_t k)
 }
 
 static void stage_process(srv_stage *st);
+static void replan_check(srv_stage *st);
 
 /* The flash copy of slot k now holds version ver. */
 static void flash_written(srv_stage *st, stage_slot *sl, uint64_t ver)
@@ -1587,6 +1595,7 @@ static void stage_apply_limit(srv_stage *st, uint64_t lim)
     st->ddr_limit = lim;
     st->d->counters.ddr_limit_changes++;
     stage_process(st);
+    replan_check(st);
 }
 
 int srv_stage_rebalance(srv_daemon *d, char *err, size_t errlen)
@@ -1850,15 +1859,19 @@ static int stage_watch(srv_daemon *d, srv_stage *st, char *err,
  * previous one, and reply.  Takes ownership of slots and plan in every
  * case. */
 static int install(srv_daemon *d, srv_conn *c, uint64_t rid,
-                   stage_slot *slots, uint32_t n_slots, uint32_t n_ops,
+                   srv_plan_memo *m, stage_slot *slots, uint32_t n_slots,
                    uint64_t total, uint64_t limit, plan_staging *plan,
-                   char *err, size_t errlen)
+                   uint64_t planned_limit, char *err, size_t errlen)
 {
     srv_session *s = c->session;
     char a[32], b[32];
-    srv_stage *st = stage_new(d, s, slots, n_slots, n_ops, total, limit, plan);
+    srv_stage *st = stage_new(d, s, slots, n_slots, m->trace->n_ops, total,
+                              limit, plan);
     if (!st)
         return ho_errf(err, errlen, -ENOMEM, "out of memory");
+    st->memo = m;
+    m->refs++;
+    st->planned_limit = plan ? planned_limit : 0;
     int rc = stage_open(st, err, errlen);
     if (rc == 0)
         rc = stage_take_slots(d, s, st, err, errlen);
@@ -1878,6 +1891,7 @@ static int install(srv_daemon *d, srv_conn *c, uint64_t rid,
     s->stage = st;
     publish_slots(st);
     timer_update(st);        /* copies that wait for room to come in */
+    replan_check(st);        /* the limit changed while it was planned */
     srv_info("session %" PRIu64 ": replay installed: %u host copies, %s, "
              "DDR limit %s, %u staging actions and %u milestones per step",
              s->id, st->n_slots, ho_size_format(total, a, sizeof(a)),
@@ -1965,9 +1979,9 @@ static void job_after(uv_work_t *req, int status)
         /* The reservation now: it may have been re-split while the plan
          * was made (the plan's limit was what it was then). */
         char err[SRV_ERR_MAX];
-        int rc = install(d, c, j->rid, j->slots, j->n_slots,
-                         j->memo->trace->n_ops, j->total,
-                         c->session->ddr_limit, j->plan, err, sizeof(err));
+        int rc = install(d, c, j->rid, j->memo, j->slots, j->n_slots,
+                         j->total, c->session->ddr_limit, j->plan,
+                         j->in.ddr_limit, err, sizeof(err));
         j->slots = NULL;
         j->plan = NULL;
         if (rc < 0)
@@ -2017,6 +2031,174 @@ static int stage_memo(srv_daemon *d, srv_session *s,
     return 0;
 }
 
+/* The slots' storages and aligned sizes, the staging planner's arrays. */
+static void slot_arrays(const srv_daemon *d, const stage_slot *slots,
+                        uint32_t n, uint32_t *storage, uint64_t *bytes)
+{
+    uint64_t align = d->cfg.ddr_alignment;
+    for (uint32_t i = 0; i < n; i++) {
+        storage[i] = slots[i].storage;
+        bytes[i] = (slots[i].bytes + align - 1) & ~(align - 1);
+    }
+}
+
+/* The staging planner's input: memo m's trace and schedule, the slots'
+ * arrays, the limit, the session's share of the flash bandwidth. */
+static void staging_input(srv_daemon *d, const srv_session *s,
+                          const srv_plan_memo *m, const uint32_t *storage,
+                          const uint64_t *bytes, uint32_t n, uint64_t limit,
+                          plan_staging_input *in)
+{
+    double share = flash_share(d, s);
+    in->trace = m->trace;
+    in->sched = m->sched;
+    in->slot_storage = storage;
+    in->slot_bytes = bytes;
+    in->n_slots = n;
+    in->ddr_limit = limit;
+    in->flash_read_gbps = d->flash_read_gbps * share;
+    in->flash_write_gbps = d->flash_write_gbps * share;
+    in->flash_latency_us = SRV_STAGE_FLASH_LATENCY_US;
+}
+
+/* ------------------------------------------------------------ re-plan */
+
+/* A staging plan made again for an installed replay whose DDR limit
+ * changed: made on a worker, swapped in on the loop (swap_plan). */
+typedef struct replan_job {
+    uv_work_t req;
+    srv_stage *st;           /* reference */
+    plan_staging_input in;
+    uint32_t *slot_storage;  /* owned */
+    uint64_t *slot_bytes;    /* owned */
+    plan_staging *plan;      /* result, owned until swapped in */
+    uint64_t min_limit;
+    int rc;
+    char err[512];
+} replan_job;
+
+/* Replace the replay's plan (NULL: every copy in DDR) made for `limit`:
+ * the slots' targets restart from the new plan's step start and the
+ * cursor from the start of the client's current step, so the events due
+ * so far are applied again (each only sets a target). */
+static void swap_plan(srv_stage *st, plan_staging *plan, uint64_t limit)
+{
+    char a[32];
+    plan_staging_free(st->plan);
+    st->plan = plan;
+    st->planned_limit = plan ? limit : 0;
+    for (uint32_t i = 0; i < st->n_slots; i++) {
+        stage_slot *sl = &st->slots[i];
+        sl->target_in = plan ? plan->start_in_ddr[i] != 0 : true;
+        sl->noread = false;
+        sl->want_write = false;
+        sl->keep = true;
+        sl->forced_out = false;
+        work_push(st, i);
+    }
+    st->cur_step = atomic_load_explicit(&st->hdr->step, memory_order_acquire);
+    st->cur_ev = 0;
+    size_t words = ((size_t)st->n_ops + 63) / 64;
+    if (plan)
+        memcpy(ctl_milestones(st), plan->milestones, words * 8);
+    else
+        memset(ctl_milestones(st), 0, words * 8);
+    srv_info("session %" PRIu64 ": staging re-planned for its DDR limit of "
+             "%s: %u staging actions and %u milestones per step",
+             st->session_id, ho_size_format(st->ddr_limit, a, sizeof(a)),
+             plan ? plan->n_actions : 0, plan ? plan->n_milestones : 0);
+    stage_process(st);
+}
+
+static void replan_work(uv_work_t *req)
+{
+    replan_job *j = req->data;
+    j->rc = plan_staging_make(&j->in, &j->plan, &j->min_limit, j->err,
+                              sizeof(j->err));
+}
+
+static void replan_after(uv_work_t *req, int status)
+{
+    replan_job *j = req->data;
+    srv_stage *st = j->st;
+    srv_daemon *d = st->d;
+    char a[32], err[SRV_ERR_MAX];
+    if (status < 0 && j->rc == 0)
+        j->rc = status;
+    st->replanning = false;
+    if (st->s && j->rc == 0 && j->in.ddr_limit == st->ddr_limit) {
+        swap_plan(st, j->plan, j->in.ddr_limit);
+        j->plan = NULL;
+    } else if (st->s && j->rc < 0) {
+        srv_log_s(SRV_LOG_WARNING, st->session_id, STAGE_JOB(st), j->rc,
+                  "session %" PRIu64 ": no staging plan for its DDR limit of "
+                  "%s (%s); it keeps its plan, and copies beyond the limit "
+                  "are evicted as the client needs room", st->session_id,
+                  ho_size_format(j->in.ddr_limit, a, sizeof(a)), j->err);
+        if (j->rc == HO_E_INFEASIBLE && j->min_limit > st->min_limit) {
+            /* It needs more than its minimum said: ask for that. */
+            st->min_limit = st->s->ddr_min = j->min_limit;
+            if (srv_stage_rebalance(d, err, sizeof(err)) < 0)
+                srv_warn("session %" PRIu64 ": DDR reservations not "
+                         "re-split: %s", st->session_id, err);
+        }
+    }
+    if (st->s && (st->replan_again ||
+                  (j->rc == 0 && j->in.ddr_limit != st->ddr_limit))) {
+        st->replan_again = false;
+        replan_check(st);
+    }
+    plan_staging_free(j->plan);
+    HO_FREE_ALL(j->slot_storage, j->slot_bytes, j);
+    stage_unref(st);
+    srv_work_end(d);
+}
+
+/* Make the replay's staging plan match its DDR limit: none when every
+ * copy fits, else one made for the limit (on a worker; once more when
+ * the limit changes while it is made). */
+static void replan_check(srv_stage *st)
+{
+    srv_daemon *d = st->d;
+    if (!st->s || !st->memo || d->n_flash == 0 || d->draining)
+        return;
+    bool fits = st->staged_bytes <= st->ddr_limit;
+    if ((fits ? 0 : st->ddr_limit) == st->planned_limit)
+        return;
+    if (st->replanning) {
+        st->replan_again = true;
+        return;
+    }
+    if (fits) {
+        swap_plan(st, NULL, 0);
+        return;
+    }
+    replan_job *j = calloc(1, sizeof(*j));
+    if (j) {
+        j->slot_storage = ho_calloc(st->n_slots, sizeof(uint32_t));
+        j->slot_bytes = ho_calloc(st->n_slots, sizeof(uint64_t));
+    }
+    if (!j || !j->slot_storage || !j->slot_bytes) {
+        if (j)
+            HO_FREE_ALL(j->slot_storage, j->slot_bytes, j);
+        srv_warn("session %" PRIu64 ": out of memory re-planning its "
+                 "staging", st->session_id);
+        return;
+    }
+    slot_arrays(d, st->slots, st->n_slots, j->slot_storage, j->slot_bytes);
+    staging_input(d, st->s, st->memo, j->slot_storage, j->slot_bytes,
+                  st->n_slots, st->ddr_limit, &j->in);
+    j->st = st;
+    j->req.data = j;
+    if (uv_queue_work(&d->loop, &j->req, replan_work, replan_after) < 0) {
+        HO_FREE_ALL(j->slot_storage, j->slot_bytes, j);
+        return;
+    }
+    st->refs++;
+    st->replanning = true;
+    srv_work_begin(d);
+}
+
 /* A staging-plan job for the request's slots (it takes slots and a memo
  * reference).  NULL when out of memory (slots freed). */
 static stage_job *stage_job_new(srv_daemon *d, srv_conn *c, uint64_t rid,
@@ -2033,11 +2215,7 @@ static stage_job *stage_job_new(srv_daemon *d, srv_conn *c, uint64_t rid,
         free(slots);
         return NULL;
     }
-    uint64_t align = d->cfg.ddr_alignment;
-    for (uint32_t i = 0; i < n; i++) {
-        j->slot_storage[i] = slots[i].storage;
-        j->slot_bytes[i] = (slots[i].bytes + align - 1) & ~(align - 1);
-    }
+    slot_arrays(d, slots, n, j->slot_storage, j->slot_bytes);
     j->d = d;
     j->conn_id = c->id;
     j->session_id = c->session->id;
@@ -2047,16 +2225,8 @@ static stage_job *stage_job_new(srv_daemon *d, srv_conn *c, uint64_t rid,
     j->slots = slots;
     j->n_slots = n;
     j->total = total;
-    j->in.trace = m->trace;
-    j->in.sched = m->sched;
-    j->in.slot_storage = j->slot_storage;
-    j->in.slot_bytes = j->slot_bytes;
-    j->in.n_slots = n;
-    j->in.ddr_limit = limit;
-    double share = flash_share(d, c->session);
-    j->in.flash_read_gbps = d->flash_read_gbps * share;
-    j->in.flash_write_gbps = d->flash_write_gbps * share;
-    j->in.flash_latency_us = SRV_STAGE_FLASH_LATENCY_US;
+    staging_input(d, c->session, m, j->slot_storage, j->slot_bytes, n, limit,
+                  &j->in);
     j->req.data = j;
     return j;
 }
@@ -2106,8 +2276,8 @@ void srv_handle_stage(srv_daemon *d, srv_conn *c, uint64_t rid,
 
     /* Everything fits: every host copy lives in DDR, nothing to plan. */
     if (total <= limit) {
-        rc = install(d, c, rid, slots, n, m->trace->n_ops, total, limit,
-                     NULL, err, sizeof(err));
+        rc = install(d, c, rid, m, slots, n, total, limit, NULL, 0, err,
+                     sizeof(err));
         if (rc < 0)
             srv_reply_error(c, rid, rc, "%s", err);
         return;
