@@ -10,6 +10,7 @@
 #include "daemon/connection.h"
 #include "daemon/log.h"
 #include "daemon/sessions.h"
+#include "daemon/staging.h"
 
 void srv_handle_register(srv_daemon *d, srv_conn *c, uint64_t rid,
                          const Hyperoffload__RegisterRequest *req)
@@ -50,7 +51,11 @@ void srv_handle_alloc(srv_daemon *d, srv_conn *c, uint64_t rid,
 {
     char err[SRV_ERR_MAX];
     srv_extent *x = NULL;
-    int rc = srv_extent_alloc(d, c->session, req->bytes, &x, err, sizeof(err));
+    int rc = srv_stage_plain_room(d, c->session, req->bytes, err,
+                                  sizeof(err));
+    if (rc == 0)
+        rc = srv_extent_alloc(d, c->session, req->bytes, &x, err,
+                              sizeof(err));
     srv_count_admission(&d->counters, SRV_ADMIT_ALLOC, rc);
     if (rc < 0) {
         srv_log_s(SRV_LOG_INFO, c->session->id, c->session->job, rc,

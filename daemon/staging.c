@@ -1627,7 +1627,8 @@ int srv_stage_rebalance(srv_daemon *d, char *err, size_t errlen)
     d->ddr_granted = 0;
     for (i = 0; i < n; i++) {
         a[i].s->ddr_limit = a[i].lim;
-        d->ddr_granted += a[i].lim;
+        if (!has_ddr_quota(d, a[i].s))
+            d->ddr_granted += a[i].lim;
     }
     /* Lowered limits first: their evictions make the room others grow
      * into. */
@@ -1644,11 +1645,35 @@ out:
 
 uint64_t srv_stage_ddr_reserved(const srv_daemon *d)
 {
-    uint64_t r = srv_quota_tier_sum(d->quota, SRV_TIER_DDR);
-    for (const srv_session *s = d->sessions; s; s = s->next)
-        if (s->ddr_need > 0 && !has_ddr_quota(d, s))
-            r = sat_add(r, s->ddr_limit);
-    return r;
+    return sat_add(srv_quota_tier_sum(d->quota, SRV_TIER_DDR),
+                   d->ddr_granted);
+}
+
+int srv_stage_plain_room(srv_daemon *d, const srv_session *s, uint64_t bytes,
+                         char *err, size_t errlen)
+{
+    char a[32], b[32], c[32], e[32], f[32];
+    uint64_t align = d->cfg.ddr_alignment, cap = d->cfg.ddr_capacity;
+    if (bytes == 0 || bytes > cap || has_ddr_quota(d, s))
+        return 0;    /* refused by srv_extent_alloc; or its quotas' own
+                        reservations (srv_quota_check) */
+    uint64_t len = (bytes + align - 1) & ~(align - 1);
+    uint64_t qsum = srv_quota_tier_sum(d->quota, SRV_TIER_DDR), plain = 0;
+    for (srv_session *o = d->sessions; o; o = o->next)
+        if (!has_ddr_quota(d, o))
+            plain += plain_ddr(o);
+    uint64_t used = sat_add(sat_add(qsum, d->ddr_granted), plain);
+    if (sat_add(used, len) <= cap || sat_add(plain, len) > cap)
+        return 0;    /* fits; or the pool itself is full (its message) */
+    return ho_errf(err, errlen, HO_E_TIER_FULL, "no unreserved room for %s "
+                   "in the DDR pool of %s: DDR quotas reserve %s, the "
+                   "host copies of sessions outside them %s, and plain "
+                   "extents hold %s",
+                   ho_size_format(len, a, sizeof(a)),
+                   ho_size_format(cap, b, sizeof(b)),
+                   ho_size_format(qsum, c, sizeof(c)),
+                   ho_size_format(d->ddr_granted, e, sizeof(e)),
+                   ho_size_format(plain, f, sizeof(f)));
 }
 
 int srv_stage_set_ddr_limit(srv_daemon *d, srv_session *s, uint64_t limit,

@@ -91,6 +91,13 @@ void srv_stage_set_flash_share(srv_session *s, double share);
  * granted to sessions outside every DDR quota (<= [ddr] capacity unless
  * persisted quotas alone exceed it). */
 uint64_t srv_stage_ddr_reserved(const srv_daemon *d);
+/* A plain extent (AllocRequest) of `bytes` for session s takes DDR that
+ * no reservation holds: 0, or HO_E_TIER_FULL with the figures when it
+ * would eat into the DDR quotas' or the host copies' reservations.  A
+ * session under a DDR quota draws on that quota's reservation (checked
+ * by srv_quota_check) and always passes. */
+int srv_stage_plain_room(srv_daemon *d, const srv_session *s, uint64_t bytes,
+                         char *err, size_t errlen);
 
 /* The shared regions of a session's replay (metrics). */
 typedef struct srv_stage_sizes {

@@ -162,9 +162,9 @@ struct srv_daemon {
     srv_plan_memo *memos, *memos_tail;
     uint64_t memo_bytes;
     uint32_t n_memos;
-    /* DDR reservations (staging.c): the sum of the sessions' granted
-     * host-copy limits (s->ddr_limit); with the DDR quotas' limits it
-     * never exceeds [ddr] capacity */
+    /* DDR reservations (staging.c): the host-copy limits granted to
+     * sessions outside every DDR quota (s->ddr_limit), summed; with the
+     * DDR quotas' limits it never exceeds [ddr] capacity */
     uint64_t ddr_granted;
 
     /* worker jobs (mover.c counts them) */

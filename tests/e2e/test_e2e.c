@@ -25,8 +25,10 @@
  *                       stage to flash and verify their data, no wait
  *                       runs into its bound.
  *   quota_overcommit    DDR quotas are reservations: one that does not fit
- *                       beside the others is refused; persisted ones that
- *                       no longer fit are reported at start.
+ *                       beside the others is refused, plain extents of
+ *                       sessions outside them do not eat into them;
+ *                       persisted ones that no longer fit are reported at
+ *                       start.
  *   wait_bounded        a client whose host copies cannot make room (its
  *                       job's flash quota is spent) fails after [ddr]
  *                       stage_wait with a sentence naming the flash quota,
@@ -627,6 +629,17 @@ START_TEST(test_quota_overcommit)
     ck_assert_int_eq(json_integer_value(json_object_get(
                          st, "ddr_reserved_bytes")), 64ll << 20);
     json_decref(st);
+
+    /* the pool is all reserved: a session outside both quotas gets no
+     * plain extent, a session of job-b one within its quota */
+    {
+        ho_client *c = it_client(sock, NULL), *cb = it_client(sock, "job-b");
+        ho_extent x;
+        ck_assert_int_eq(ho_extent_alloc(c, 1 << 20, &x), HO_E_TIER_FULL);
+        ck_assert_int_eq(ho_extent_alloc(cb, 1 << 20, &x), 0);
+        it_close(cb);
+        it_close(c);
+    }
 
     /* persisted quotas that no longer fit (edited by hand) are reported
      * at start */
