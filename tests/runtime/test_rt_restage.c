@@ -28,23 +28,7 @@
 #include <time.h>
 
 #include "tests/check_main.h"
-#include "tests/harness.h"
-#include "tests/runtime/rt_fw.h"
-
-static ho_harness *h;
-static char dir[512];
-
-static void setup(void)
-{
-    h = ho_harness_start_args(NULL);
-    rt_tmpdir(dir, sizeof dir);
-}
-
-static void teardown(void)
-{
-    rt_rmdir(dir);
-    ck_assert_int_eq(ho_harness_free(h), 0);
-}
+#include "tests/runtime/rt_daemon.h"
 
 static double now_s(void)
 {
