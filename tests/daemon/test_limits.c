@@ -120,6 +120,16 @@ static long long root_status_ms(const ho_harness *h)
     return ok ? now_ms() - t0 : -1;
 }
 
+/* A series of the daemon's metrics, asked on a new connection of root. */
+static long long root_metric(const ho_harness *h, const char *series)
+{
+    int fd = rc_open(ho_harness_socket(h));
+    ck_assert_int_ge(fd, 0);
+    long long v = rc_metric(fd, series);
+    close(fd);
+    return v;
+}
+
 /* Root's real `hoctl status` (the CLI an operator runs): its wall time in
  * ms, or -1 when it did not exit 0. */
 static long long hoctl_status_ms(const ho_harness *h)
@@ -302,6 +312,8 @@ static void descriptor_attack(int soft, int hard, int n, bool lib)
                   o.silent);
     ck_assert(ho_harness_wait_log(h, "refusing new non-admin connections "
                                      "(first: pid", 1000));
+    ck_assert_int_ge(root_metric(h, "hyperoffload_descriptor_refusals_total"
+                                    "{at=\"reserve\"}"), o.refused_fds);
     ck_assert_int_eq(write(go[1], "x", 1), 1);
     int st;
     ck_assert_int_eq(waitpid(pid, &st, 0), pid);
@@ -511,6 +523,15 @@ START_TEST(slowloris_bounded_and_timed_out)
                   "(max_partial_frames 64M)", rss0, peak);
     ck_assert(ho_harness_wait_log(h, "above max_partial_frames", 1000));
     ck_assert(ho_harness_wait_log(h, "read_timeout); closing", 1000));
+    /* Counted by the setting that ended them. */
+    ck_assert_int_eq(root_metric(h, "hyperoffload_connection_drops_total"
+                                    "{limit=\"max_partial_frames\"}"),
+                     capped);
+    ck_assert_int_eq(root_metric(h, "hyperoffload_connection_drops_total"
+                                    "{limit=\"read_timeout\"}"),
+                     timed_out);
+    ck_assert_int_eq(root_metric(h, "hyperoffload_buffered_bytes"
+                                    "{kind=\"partial\"}"), 0);
     free(junk);
     int st = ho_harness_free(h);
     ck_assert_msg(st == 0, "daemon exit status %d", st);
@@ -554,6 +575,11 @@ START_TEST(slow_readers_bounded_in_total)
         close(fds[i]);
     }
     ck_assert_int_eq(dropped, N);
+    ck_assert_int_ge(root_metric(h, "hyperoffload_connection_drops_total"
+                                    "{limit=\"max_output\"}") +
+                         root_metric(h, "hyperoffload_connection_drops_total"
+                                        "{limit=\"max_output_total\"}"),
+                     1);
     long long ms = root_status_ms(h);
     ck_assert_msg(ms >= 0 && ms < 1000, "root status: %lld ms", ms);
     /* The sweep (every second) hands the freed heap back. */
@@ -675,6 +701,10 @@ START_TEST(silent_peers_timed_out)
     ck_assert_msg(strstr(msg, "idle_timeout"), "%s", msg);
     long long waited = now_ms() - t0;
     ck_assert_msg(waited >= 1500 && waited < 6000, "%lld ms", waited);
+    ck_assert_int_eq(rc_metric(busy, "hyperoffload_connection_drops_total"
+                                     "{limit=\"handshake_timeout\"}"), 1);
+    ck_assert_int_eq(rc_metric(busy, "hyperoffload_connection_drops_total"
+                                     "{limit=\"idle_timeout\"}"), 1);
     /* The session's connection still serves. */
     ck_assert_int_eq(rc_stats(busy, &r), 0);
     ck_assert_int_eq(r->body_case, HYPEROFFLOAD__ENVELOPE__BODY_STATS_REPLY);
