@@ -46,6 +46,11 @@ typedef struct hoc_pending {
 } hoc_pending;
 
 struct ho_client {
+    /* node arbitration options for ho_register (ho_set_node_options) */
+    double node_weight, node_max_slowdown;
+    bool node_sync;
+    uint8_t *node_admit_pb;      /* packed Trace for admission, owned */
+    size_t node_admit_len;
     int fd;
     char socket_path[HO_SOCKET_PATH_MAX + 1];
     char client_name[HO_CLIENT_MAX_NAME + 1];
@@ -98,6 +103,10 @@ struct ho_client {
     uint64_t ddr_alignment;
     int device;
     uint64_t hbm_granted;
+    /* link pacing of the host backend (backend_pace.c): the device whose
+     * pacer this session attached, -1 none, and its token */
+    int paced_device;
+    const void *pace_token;
 
     /* reconnect (ho_set_reconnect, connect.c) */
     unsigned rc_attempts;      /* 0: off */

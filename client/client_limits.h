@@ -91,6 +91,12 @@
 /* Alignment of every allocation in the device region: what cudaMalloc
  * guarantees, so both backends place buffers alike. */
 #define HOB_ALIGN 256u
+/* Link pacing (backend_pace.c): device indices with a pacer (above the
+ * daemon's SRV_MAX_DEVICES), and the bytes a paced copy moves between
+ * two deadlines: 256 KiB is ~16 µs at 16 GB/s, far above a sleep's
+ * overshoot once the deadlines are absolute. */
+#define HOB_PACE_MAX_DEVICES 256u
+#define HOB_PACE_CHUNK (256u * 1024u)
 /* Largest engine depth a backend accepts (a sanity bound: the runtime
  * asks for HOR_ENGINE_DEPTH): host, a ring of 48-byte descriptors;
  * cuda, one event per entry (events are a scarcer resource). */

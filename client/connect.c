@@ -2,6 +2,7 @@
  * client/connect.c - handshake, Welcome facts, session registration and
  * the mapping of the session's DDR arena.
  */
+#include "client/backends/backend.h"
 #include "client/client_internal.h"
 
 #include <errno.h>
@@ -12,6 +13,44 @@
 #include <time.h>
 #include <unistd.h>
 
+/* Let go of the link region this session attached (its pacer). */
+static void unpace(ho_client *c)
+{
+    if (c->pace_token)
+        hob_pace_detach(c->paced_device, c->pace_token);
+    c->pace_token = NULL;
+    c->paced_device = -1;
+}
+
+/* Attach the link region of a RegisterReply (the frame's second
+ * descriptor) for the host backend's copies of device r->device.
+ * Consumes fd.  A region that does not check out is refused like a bad
+ * arena. */
+static int attach_links(ho_client *c, const Hyperoffload__RegisterReply *r,
+                        int fd)
+{
+    unpace(c);
+    const Hyperoffload__LinkRegion *l = r->links;
+    int rc = 0;
+    if (l && l->fd_attached && fd < 0)
+        rc = hoc_fail(c, HO_E_PROTOCOL,
+                      "register reply announces a link region without its "
+                      "descriptor");
+    else if (l && l->fd_attached && r->device >= 0) {
+        char err[HOC_ERRLEN];
+        rc = hob_pace_attach(r->device, fd, l->map_size, l->device_index,
+                             l->weight, r->session_id, &c->pace_token, err,
+                             sizeof(err));
+        if (rc < 0)
+            hoc_fail(c, rc, "%s", err);
+        else
+            c->paced_device = r->device;
+    }
+    if (fd >= 0)
+        close(fd);
+    return rc;
+}
+
 /* Why the calling thread's last ho_connect failed after the socket was
  * connected (the daemon's sentence, or the library's): ho_last_error(NULL). */
 static _Thread_local char connect_error[HOC_ERRLEN];
@@ -20,6 +59,7 @@ static _Thread_local char connect_error[HOC_ERRLEN];
  * transport was initialised. */
 static void client_destroy(ho_client *c)
 {
+    unpace(c);
     if (c->pool)
         munmap(c->pool, (size_t)c->pool_size);
     c->pool = NULL;
@@ -30,6 +70,7 @@ static void client_destroy(ho_client *c)
     for (size_t i = 0; i < c->ncaps; i++)
         free(c->caps[i]);
     c->ncaps = 0;
+    free(c->node_admit_pb);
     hoc_transport_done(c);
     free(c);
 }
@@ -285,7 +326,8 @@ HO_EXPORT int ho_register(ho_client *c, const char *job, int device,
                           uint64_t hbm_budget)
 {
     Hyperoffload__Envelope *reply = NULL;
-    int fd = -1;
+    int fds[2] = {-1, -1};
+    unsigned nfds = 0;
     int rc;
 
     if (job && strlen(job) > HO_CLIENT_MAX_NAME)
@@ -307,17 +349,31 @@ HO_EXPORT int ho_register(ho_client *c, const char *job, int device,
     req.device = device;
     req.hbm_budget = hbm_budget;
     req.client_name = c->client_name;
+    req.weight = c->node_weight;
+    req.max_slowdown = c->node_max_slowdown;
+    req.sync = c->node_sync;
+    if (c->node_admit_pb && c->node_max_slowdown > 0)
+        req.admit_trace = hyperoffload__trace__unpack(NULL, c->node_admit_len,
+                                                      c->node_admit_pb);
     HOC_ENVELOPE(env, REGISTER_REQUEST, register_request, &req);
 
-    rc = hoc_call_expect(c, &env, HYPEROFFLOAD__ENVELOPE__BODY_REGISTER_REPLY,
-                         &reply, &fd);
+    rc = hoc_call_expect_fds(c, &env,
+                             HYPEROFFLOAD__ENVELOPE__BODY_REGISTER_REPLY,
+                             &reply, fds, 2, &nfds);
+    if (req.admit_trace)
+        hyperoffload__trace__free_unpacked(req.admit_trace, NULL);
     if (rc < 0) {
         set_register_state(c, 0);
         return rc;
     }
+    int fd = fds[0];
     rc = reply->register_reply ? map_arena(c, reply->register_reply, fd)
                                : hoc_fail(c, HO_E_PROTOCOL,
                                           "empty register reply");
+    if (rc == 0)
+        rc = attach_links(c, reply->register_reply, fds[1]);
+    else if (fds[1] >= 0)
+        close(fds[1]);
     if (rc < 0) {
         if (!reply->register_reply && fd >= 0)
             close(fd);
@@ -609,4 +665,15 @@ HO_EXPORT uint64_t ho_pool_arena_id(const ho_client *c)
 HO_EXPORT uint64_t ho_pool_alignment(const ho_client *c)
 {
     return registered(c) ? c->ddr_alignment : 0;
+}
+
+HO_EXPORT int ho_set_node_options(ho_client *c, double weight,
+                                  double max_slowdown, int sync)
+{
+    if (!c || !(weight >= 0) || !(max_slowdown == 0 || max_slowdown >= 1))
+        return -EINVAL;
+    c->node_weight = weight;
+    c->node_max_slowdown = max_slowdown;
+    c->node_sync = sync != 0;
+    return 0;
 }

@@ -44,6 +44,14 @@
 #define SRV_MAX_FLASH 16
 /* Devices whose HBM is budgeted: above any node's accelerator count. */
 #define SRV_MAX_DEVICES 64
+/* [link NAME] sections of the node description (daemon/topology.h): a
+ * node has a root and a few switches per socket; sysfs discovery adds one
+ * per PCIe switch with a CUDA device below it. */
+#define SRV_MAX_LINKS 64
+/* Bytes of a link name including the NUL ("switch-0000:85:00.0" fits). */
+#define SRV_LINK_NAME 48
+/* Link figures in GB/s (10^9 bytes/s), as the node description's. */
+#define SRV_MAX_GBPS 1e6
 /* Bytes of a config file: a real one is a few KiB (every setting with its
  * comment is under 8 KiB); bounds what a typo in --config (a disk image, a
  * log) can make the daemon read and hold, and how long a SIGHUP reload,

@@ -163,6 +163,14 @@ struct ho_plan {
     ho_plan_info info;
 };
 
+/* The node arbiter's plan for this session (PlanFetchRequest of `epoch`,
+ * docs/node.md): a new plan bound to t and the DDR limit granted with it
+ * (0: none).  Codes as ho_plan_request. */
+int hor_plan_fetch(ho_client *c, const ho_trace *t, uint64_t epoch,
+                   ho_plan **ret, uint64_t *ret_ddr_limit);
+/* Tell the daemon the replay switched to the plan of `epoch`. */
+int hor_plan_switched(ho_client *c, uint64_t epoch);
+
 /* runtime_control.c ----------------------------------------------------- */
 
 /* The control region and the host copies, seen from the replay.  With a
@@ -245,7 +253,9 @@ typedef struct hor_storage {
     uint64_t version;        /* data version, bumped by every write */
     uint64_t host_version;   /* version the host copy holds */
     uint64_t h2d, d2h;       /* tickets of its latest copies, 0: none */
-    uint8_t initial;         /* plan_initial */
+    uint8_t initial;         /* plan_initial at step start: the trace's,
+                                or the schedule's home (movable ones) */
+    uint8_t trace_initial;   /* the trace's own `initial` */
     bool retained;
     bool accessed;           /* some op reads or writes it */
     bool dev_valid;          /* the device copy holds `version` */
@@ -349,6 +359,7 @@ struct ho_replay {
     int failed;              /* sticky error of the step, 0 if none */
     uint64_t t0_ns;
     uint64_t exposed_ns, stall_ns, h2d_bytes, d2h_bytes, ops_done;
+    uint64_t wait_ns, waits; /* the schedule's `wait` actions */
     uint64_t alloc_waits;
     uint64_t flash_in0, flash_out0;
     /* totals published in the control region */
@@ -358,7 +369,21 @@ struct ho_replay {
     uint64_t n_hist;         /* steps recorded */
 
     hor_copylog log;         /* the copy log, off unless asked for */
+
+    /* node re-planning (hor_replay_switch) */
+    ho_plan *own_plan;       /* the arbiter's plan switched to, owned */
+    uint64_t plan_epoch;     /* the arbiter's epoch last acted on */
+    uint64_t switches;       /* plans switched to */
+    bool has_bound;          /* ho_storage_bind was used: no switch */
 };
+
+/* runtime_replay.c: between steps, when the daemon posted a newer plan
+ * epoch in the control region: fetch the arbiter's plan, carry every
+ * retained storage's data over to a replay of it, confirm (PlanSwitched).
+ * 0 when there was nothing to do or the switch is done; a negative code
+ * when it failed (the replay then runs on as it was when it could keep
+ * its old plan, and the error is recorded). */
+int hor_replay_switch(ho_replay *r);
 
 /* Test hook (hidden): when non-zero, ho_replay_new does not refuse a
  * schedule the simulator rejects, so that run-time checks can be tested. */

@@ -236,6 +236,14 @@ HO_EXPORT unsigned ho_reconnects(const ho_client *c);
 HO_EXPORT int ho_register(ho_client *c, const char *job, int device,
                           uint64_t hbm_budget);
 
+/* Node arbitration options sent by the next ho_register()
+ * (docs/node.md "Re-planning and admission"): weight on contended links
+ * (0: 1), max_slowdown (0: none, else >= 1), sync: a rank of a
+ * synchronous job (the sessions of its job start every step together).
+ * 0 or -EINVAL. */
+HO_EXPORT int ho_set_node_options(ho_client *c, double weight,
+                                  double max_slowdown, int sync);
+
 /* The session id, or 0 before a successful ho_register(). */
 HO_EXPORT uint64_t ho_session_id(const ho_client *c);
 /* HBM granted at registration (bytes), 0 when none / not registered. */
