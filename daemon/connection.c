@@ -281,9 +281,11 @@ static srv_out_frame *frame_new(srv_conn *c, uint8_t *buf, size_t len,
 
 /* Drop x for its queued output (it does not read): logged with the peer
  * and the cap it passed, counted. */
-static void drop_for_output(srv_conn *x, const char *what, uint64_t cap)
+static void drop_for_output(srv_conn *x, srv_conn_drop why,
+                            const char *what, uint64_t cap)
 {
     char a[32], b[32];
+    x->d->counters.conn_drops[why]++;
     srv_warn("connection %llu (pid %d, uid %u): dropped: %s of replies "
              "queued, above %s %s (the peer does not read)",
              (unsigned long long)x->id, (int)x->pid, (unsigned)x->uid,
@@ -318,14 +320,16 @@ static int enqueue(srv_conn *c, srv_out_frame *f)
         c->pend_head = f;
     c->pend_tail = f;
     if (c->queued_bytes > d->cfg.max_output) {
-        drop_for_output(c, "max_output", d->cfg.max_output);
+        drop_for_output(c, SRV_DROP_OUTPUT, "max_output",
+                        d->cfg.max_output);
         return HO_E_DISCONNECTED;
     }
     while (d->output_bytes > d->cfg.max_output_total) {
         srv_conn *big = largest_queue(d);
         if (!big || big->queued_bytes == 0)
             break; /* only closing connections' writes remain */
-        drop_for_output(big, "max_output_total (all connections)",
+        drop_for_output(big, SRV_DROP_OUTPUT_TOTAL,
+                        "max_output_total (all connections)",
                         d->cfg.max_output_total);
         if (big == c)
             return HO_E_DISCONNECTED;
@@ -567,6 +571,7 @@ static bool account_partial(srv_conn *c)
         c->state == SRV_CONN_FLUSHING || c->state == SRV_CONN_CLOSING)
         return true;
     char a[32], b[32];
+    d->counters.conn_drops[SRV_DROP_PARTIAL]++;
     srv_conn_fatal(c, 0, HO_E_FRAME_TOO_LARGE,
                    "the daemon holds %s of partly received frames from all "
                    "peers, above max_partial_frames %s; this frame (%u of "

@@ -51,6 +51,14 @@ const char *srv_conn_refusal_name(srv_conn_refusal why)
     return (unsigned)why < SRV_REFUSE_N ? names[why] : "unknown";
 }
 
+const char *srv_conn_drop_name(srv_conn_drop why)
+{
+    static const char *const names[SRV_DROP_N] = {
+        "max_partial_frames", "handshake_timeout", "read_timeout",
+        "idle_timeout", "max_output", "max_output_total"};
+    return (unsigned)why < SRV_DROP_N ? names[why] : "unknown";
+}
+
 srv_job_totals *srv_count_job(srv_counters *k, const char *job)
 {
     for (uint32_t i = 0; i < k->n_jobs; i++)

@@ -37,6 +37,18 @@ typedef enum srv_conn_refusal {
     SRV_REFUSE_N,
 } srv_conn_refusal;
 
+/* Why the daemon ended a connection it had accepted (connection.c,
+ * server.c): the setting that bounded it. */
+typedef enum srv_conn_drop {
+    SRV_DROP_PARTIAL,            /* max_partial_frames (all peers) */
+    SRV_DROP_HANDSHAKE_TIMEOUT,  /* no Hello in handshake_timeout */
+    SRV_DROP_READ_TIMEOUT,       /* a frame not complete in read_timeout */
+    SRV_DROP_IDLE_TIMEOUT,       /* silent, no session, idle_timeout */
+    SRV_DROP_OUTPUT,             /* its queued replies above max_output */
+    SRV_DROP_OUTPUT_TOTAL,       /* the most queued, above max_output_total */
+    SRV_DROP_N,
+} srv_conn_drop;
+
 #define SRV_COUNT_HO_ROW(name, code, text) +1
 /* Rows of HO_ERROR_MAP (HO_E_* codes, -1000 downwards without gaps). */
 #define SRV_COUNT_HO_CODES (0 HO_ERROR_MAP(SRV_COUNT_HO_ROW))
@@ -63,6 +75,7 @@ typedef struct srv_counters {
     uint64_t refused[SRV_ADMIT_N];
     uint64_t quota_refusals[4];  /* by srv_tier (1..3) */
     uint64_t conn_refusals[SRV_REFUSE_N]; /* by srv_conn_refusal */
+    uint64_t conn_drops[SRV_DROP_N];      /* by srv_conn_drop */
     uint64_t plan_cache_hits;    /* PlanReplies answered from the cache */
     uint64_t plan_cache_misses;  /* PlanRequests queued for a planner */
     uint64_t plan_cache_evictions; /* entries dropped: cache_entries or
@@ -94,6 +107,8 @@ const char *srv_admit_kind_name(srv_admit_kind kind);
 /* "max_connections", "max_connections_per_uid", "admin_reserve" (the
  * setting that refused; a metrics label). */
 const char *srv_conn_refusal_name(srv_conn_refusal why);
+/* The setting of a srv_conn_drop ("max_partial_frames", ...). */
+const char *srv_conn_drop_name(srv_conn_drop why);
 /* The totals row of `job` (added when new; `other` when the table is
  * full).  Never NULL. */
 srv_job_totals *srv_count_job(srv_counters *k, const char *job);

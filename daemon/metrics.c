@@ -182,6 +182,25 @@ static void process_metrics(srv_daemon *d, mbuf *b)
         su(b, P "connection_refusals_total",
            L1("limit", srv_conn_refusal_name((srv_conn_refusal)i)),
            d->counters.conn_refusals[i]);
+    family(b, P "connection_drops_total", "counter",
+           "Connections the daemon ended, by the setting that bounded "
+           "them.");
+    for (int i = 0; i < SRV_DROP_N; i++)
+        su(b, P "connection_drops_total",
+           L1("limit", srv_conn_drop_name((srv_conn_drop)i)),
+           d->counters.conn_drops[i]);
+    family(b, P "descriptor_refusals_total", "counter",
+           "Connections refused for want of file descriptors: at accept "
+           "(accept failed), or kept from non-admins (reserve).");
+    su(b, P "descriptor_refusals_total", L1("at", "accept"),
+       d->accept_fd_errors);
+    su(b, P "descriptor_refusals_total", L1("at", "reserve"),
+       d->fd_refusals);
+    family(b, P "buffered_bytes", "gauge",
+           "Bytes the daemon holds for peers: queued replies (bounded by "
+           "max_output_total), partly received frames (max_partial_frames).");
+    su(b, P "buffered_bytes", L1("kind", "output"), d->output_bytes);
+    su(b, P "buffered_bytes", L1("kind", "partial"), d->partial_bytes);
     one_u(b, P "sessions", "gauge", "Registered sessions now.",
           d->n_sessions);
     one_u(b, P "sessions_total", "counter", "Sessions registered.",

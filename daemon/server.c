@@ -422,17 +422,21 @@ static void check_timeouts(srv_conn *c, uint64_t now)
     uint64_t hs = (uint64_t)cfg->handshake_timeout_s * 1000;
     uint64_t rd = (uint64_t)cfg->read_timeout_s * 1000;
     uint64_t idle = (uint64_t)cfg->idle_timeout_s * 1000;
+    srv_counters *k = &c->d->counters;
     if (c->state == SRV_CONN_HANDSHAKE && now - c->accepted_ms >= hs) {
+        k->conn_drops[SRV_DROP_HANDSHAKE_TIMEOUT]++;
         srv_conn_fatal(c, 0, -ETIMEDOUT, "no Hello within %u s of "
                        "connecting (handshake_timeout)",
                        cfg->handshake_timeout_s);
     } else if (c->frame_start_ms && now - c->frame_start_ms >= rd) {
+        k->conn_drops[SRV_DROP_READ_TIMEOUT]++;
         srv_conn_fatal(c, 0, -ETIMEDOUT, "a frame of %u bytes was not "
                        "complete %u s after its first byte (%u received; "
                        "read_timeout)", c->reader.need, cfg->read_timeout_s,
                        c->reader.have);
     } else if (idle && c->state == SRV_CONN_READY && !c->session &&
                !c->frame_start_ms && now - c->last_request_ms >= idle) {
+        k->conn_drops[SRV_DROP_IDLE_TIMEOUT]++;
         srv_conn_fatal(c, 0, -ETIMEDOUT, "no request for %u s and no "
                        "session (idle_timeout)", cfg->idle_timeout_s);
     }

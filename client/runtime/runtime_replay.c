@@ -560,8 +560,10 @@ HO_EXPORT int ho_storage_read(ho_replay *r, uint64_t storage_id, void *dst,
 
 /* ----------------------------------------------------------- re-plan */
 
-/* The data of every retained storage that holds some, copied out of r
- * (heap buffers, n_st entries, NULL where none). */
+/* The data of every retained storage that holds some, and of every
+ * storage that starts on host whose host copy is current (the inputs the
+ * application wrote for the next step), copied out of r (heap buffers,
+ * n_st entries, NULL where none). */
 static int save_data(ho_replay *r, void ***ret)
 {
     void **buf = calloc(r->n_st ? r->n_st : 1, sizeof(*buf));
@@ -571,7 +573,8 @@ static int save_data(ho_replay *r, void ***ret)
         hor_storage *s = &r->st[i];
         bool on_dev = s->ptr && s->dev_valid;
         bool on_host = s->host_valid && s->host_version == s->version;
-        if (!s->retained || (!on_dev && !on_host))
+        bool input = s->initial == PLAN_INIT_HOST && on_host;
+        if ((!s->retained && !input) || (!on_dev && !on_host))
             continue;
         buf[i] = malloc(s->bytes ? s->bytes : 1);
         int rc = buf[i] ? ho_storage_read(r, s->id, buf[i], s->bytes)
@@ -690,6 +693,14 @@ int hor_replay_switch(ho_replay *r)
     n->own_plan = np;
     n->plan_epoch = epoch;
     n->switches = r->switches + 1;
+    n->restages = r->restages; /* runtime_restage.c */
+    n->restage_copied = r->restage_copied;
+    n->restage_lost = r->restage_lost;
+    for (uint32_t i = 0; i < n->n_st && i < r->n_st; i++)
+        if (r->st[i].lost && !n->st[i].dev_valid) { /* same trace */
+            n->st[i].lost = true;
+            n->st[i].host_valid = false;
+        }
     n->dev->owner = NULL;
     ho_replay tmp = *r;
     ho_replay *old = malloc(sizeof(*old));

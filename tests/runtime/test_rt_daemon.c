@@ -4,23 +4,7 @@
  * cache, infeasible budgets), replays with host copies in the session's
  * arena and the shared control region, step statistics.
  */
-#include "tests/harness.h"
-#include "tests/runtime/rt_fw.h"
-
-static ho_harness *h;
-static char dir[512];
-
-static void setup(void)
-{
-    h = ho_harness_start_args(NULL);
-    rt_tmpdir(dir, sizeof dir);
-}
-
-static void teardown(void)
-{
-    rt_rmdir(dir);
-    ck_assert_int_eq(ho_harness_free(h), 0);
-}
+#include "tests/runtime/rt_daemon.h"
 
 static ho_client *client(uint64_t budget)
 {

@@ -13,30 +13,22 @@
  *   under_load     4 clients replaying in threads, the daemon killed while
  *                  they step and started again: each reconnects, re-stages
  *                  and runs 8 more steps with every read verified; no
- *                  client hangs (each thread joined within 60 s).
+ *                  client hangs (each thread joined within 60 s);
+ *   client_killed_mid_replay
+ *                  (the other way round) a client SIGKILLed while its
+ *                  replay steps, host copies staged to flash: another
+ *                  client's replay runs on, verified, and the daemon's DDR
+ *                  and flash use come back to the survivor's own (its
+ *                  session's usage in the same StatsReply).
  */
+#include <signal.h>
+#include <sys/wait.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <time.h>
 
 #include "tests/check_main.h"
-#include "tests/harness.h"
-#include "tests/runtime/rt_fw.h"
-
-static ho_harness *h;
-static char dir[512];
-
-static void setup(void)
-{
-    h = ho_harness_start_args(NULL);
-    rt_tmpdir(dir, sizeof dir);
-}
-
-static void teardown(void)
-{
-    rt_rmdir(dir);
-    ck_assert_int_eq(ho_harness_free(h), 0);
-}
+#include "tests/runtime/rt_daemon.h"
 
 static double now_s(void)
 {
@@ -286,6 +278,90 @@ START_TEST(under_load)
 }
 END_TEST
 
+/* ------------------------------------------------- client killed */
+
+/* DDR and flash bytes the daemon has in use for others than c's session
+ * (the tiers' use less c's own, from one StatsReply). */
+static void used(ho_client *c, int64_t *ddr, int64_t *flash)
+{
+    ho_tier_stats ts[8];
+    size_t n = 0;
+    ho_usage u;
+    ck_assert_int_eq(ho_stats(c, ts, 8, &n, &u), 0);
+    *ddr = -(int64_t)u.ddr_bytes;
+    *flash = -(int64_t)u.flash_bytes;
+    for (size_t i = 0; i < n && i < 8; i++) {
+        if (ts[i].tier == HO_TIER_DDR)
+            *ddr += (int64_t)ts[i].used;
+        if (ts[i].tier == HO_TIER_FLASH)
+            *flash += (int64_t)ts[i].used;
+    }
+}
+
+START_TEST(client_killed_mid_replay)
+{
+    const unsigned n = 8;
+    const uint64_t bytes = 64 << 10;
+    job a;
+    job_start(&a, "survivor", n, bytes, true, 2 * bytes);
+    rt_fw_step(&a.f, 1, NULL);
+    int64_t ddr0, flash0;
+    used(a.c, &ddr0, &flash0);
+    for (int round = 0; round < 3; round++) {
+        int ready[2];
+        ck_assert_int_eq(pipe(ready), 0);
+        fflush(NULL);
+        pid_t pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+            close(ready[0]);
+            job b;
+            char name[32];
+            snprintf(name, sizeof name, "victim%d", round);
+            job_start(&b, name, n, bytes, true, 2 * bytes);
+            for (int st = 1;; st++) { /* until killed */
+                rt_fw_step(&b.f, st == 1, NULL);
+                if (st == 2 && write(ready[1], "x", 1) != 1)
+                    _exit(3);
+            }
+        }
+        close(ready[1]);
+        char x;
+        ck_assert_int_eq(read(ready[0], &x, 1), 1);
+        close(ready[0]);
+        usleep(1000 * (unsigned)round); /* 0, 1, 2 ms into its step */
+        kill(pid, SIGKILL);
+        int st = 0;
+        ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+        ck_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+        char path[700];
+        snprintf(path, sizeof path, "%s/victim%d/staged.json", dir, round);
+        unlink(path);
+        snprintf(path, sizeof path, "%s/victim%d", dir, round);
+        rmdir(path);
+        /* The survivor steps on meanwhile, every read verified. */
+        for (int k = 0; k < 2; k++)
+            rt_fw_step(&a.f, 0, NULL);
+        int64_t ddr = 0, flash = 0;
+        double t0 = now_s();
+        for (;;) {
+            rt_fw_step(&a.f, 0, NULL);
+            used(a.c, &ddr, &flash);
+            if ((ddr == ddr0 && flash == flash0) || now_s() - t0 > 10)
+                break;
+            usleep(20 * 1000);
+        }
+        ck_assert_msg(ddr == ddr0 && flash == flash0, "round %d: DDR %lld "
+                      "flash %lld in use beyond the survivor's, %lld %lld "
+                      "before", round, (long long)ddr, (long long)flash,
+                      (long long)ddr0, (long long)flash0);
+    }
+    ck_assert_uint_eq(a.f.bad_reads, 0);
+    ck_assert_uint_eq(ho_replay_restages(a.r, NULL, NULL), 0);
+    job_done(&a);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("runtime_restage");
@@ -295,6 +371,7 @@ int main(void)
     tcase_add_test(tc, carried_over);
     tcase_add_test(tc, copies_lost);
     tcase_add_test(tc, under_load);
+    tcase_add_test(tc, client_killed_mid_replay);
     suite_add_tcase(s, tc);
-    return ho_check_run(s, true);
+    return ho_check_run(s, false); /* forked: client_killed forks too */
 }

@@ -18,9 +18,7 @@
 #include <unistd.h>
 
 #include "tests/check_main.h"
-#include "planner/gen/gen.h"
-#include "planner/io/plan_io.h"
-#include "proto/plan.pb-c.h"
+#include "tests/daemon/rc_trace.h"
 #include "tests/daemon/rawclient.h"
 #include "tests/harness.h"
 
@@ -31,41 +29,14 @@ static double now_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-/* A PlanRequest envelope's bytes for a random trace of n ops, with a
- * planner name the daemon refuses once it has read the trace (so that the
- * answer comes as soon as the request is handled). */
-static Hyperoffload__Trace *big_trace(uint32_t n)
-{
-    plan_gen_random_cfg cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.seed = 3;
-    cfg.n_ops = n;
-    cfg.n_storages = n / 4;
-    cfg.max_refs_per_op = 4;
-    cfg.min_bytes = 4096;
-    cfg.max_bytes = 1 << 20;
-    cfg.p_initial_device = 0.2;
-    cfg.p_initial_host = 0.1;
-    cfg.p_retained = 0.2;
-    char err[256];
-    plan_trace *t = NULL;
-    ck_assert_msg(plan_gen_random(&cfg, &t, err, sizeof err) == 0, "%s", err);
-    uint8_t *buf = NULL;
-    size_t len = 0;
-    ck_assert_int_eq(plan_trace_to_pb(t, &buf, &len), 0);
-    Hyperoffload__Trace *pb = hyperoffload__trace__unpack(NULL, len, buf);
-    ck_assert_ptr_nonnull(pb);
-    free(buf);
-    plan_trace_free(t);
-    return pb;
-}
-
 START_TEST(stats_answer_while_traces_upload)
 {
     const char *args[] = {"--max-frame=256M", "--max-output=1G", NULL};
     ho_harness *h = ho_harness_start_args(args);
     const char *sock = ho_harness_socket(h);
-    Hyperoffload__Trace *tr = big_trace(1000000);
+    /* with a planner name the daemon refuses once it has read the trace,
+     * so that the answer comes as soon as the request is handled */
+    Hyperoffload__Trace *tr = rc_random_trace(3, 1000000, 4, 1 << 20, NULL);
 
     int up[2];
     for (int k = 0; k < 2; k++) {
