@@ -1297,6 +1297,8 @@ static int consider(pbest *pb, plan_schedule *s)
     snprintf(s->planner, sizeof(s->planner), "hoplan");
     int r = plan_simulate(pb->t, s, &mt, &v, NULL);
     pb->n_judged++;
+    if (r != 0 && getenv("HP_DEBUG"))
+        fprintf(stderr, "hoplan candidate refused: %s\n", v.message);
     if (r == -ENOMEM) {
         plan_schedule_free(s);
         return r;
@@ -1416,13 +1418,14 @@ static int none_peak_of(const plan_trace *t, plan_schedule **ret_none,
 }
 
 static void infeasible_message(const plan_trace *t, uint64_t budget,
-                               uint64_t floor, uint32_t floor_op,
+                               uint64_t floor, uint32_t floor_op, uint64_t p0,
                                uint64_t min_budget, plan_result *res)
 {
     char where[160];
-    if (floor_op == PLAN_NONE)
-        snprintf(where, sizeof where, "at step start (initial: device data "
-                 "that is not movable)");
+    if (floor_op == PLAN_NONE || budget < p0)
+        snprintf(where, sizeof where, "at step start (%llu bytes of "
+                 "initial: device data that is not movable)",
+                 (unsigned long long)p0);
     else if (floor_op >= t->n_ops)
         snprintf(where, sizeof where, "at step end (retained data that is "
                  "not movable)");
@@ -1445,7 +1448,7 @@ int plan_hoplan(const plan_trace *t, uint64_t budget,
     uint8_t *init0 = NULL, *init_host = NULL, *init_rule = NULL;
     double *P = NULL;
     pbest pb = {.t = t, .budget = budget};
-    uint64_t floor = 0, none_peak = 0, min_budget = 0;
+    uint64_t floor = 0, none_peak = 0, min_budget = 0, p0 = 0;
     uint32_t floor_op = PLAN_NONE;
     const uint32_t ns = t->n_storages ? t->n_storages : 1, n = t->n_ops;
     bool any_movable = false;
@@ -1453,7 +1456,7 @@ int plan_hoplan(const plan_trace *t, uint64_t budget,
 
     if (!result)
         result = &scratch;
-    if ((r = hp_device_floor(t, &floor, &floor_op)) < 0 ||
+    if ((r = hp_device_floor(t, &floor, &floor_op, &p0)) < 0 ||
         (r = none_peak_of(t, &none, &none_peak)) < 0)
         goto out;
     result->no_offload_peak = none_peak;
@@ -1487,9 +1490,9 @@ int plan_hoplan(const plan_trace *t, uint64_t budget,
     if (r < 0)
         goto out;
     result->min_budget = min_budget;
-    if (budget < min_budget && budget < none_peak) {
-        r = HO_E_INFEASIBLE;
-        infeasible_message(t, budget, floor, floor_op, min_budget, result);
+    if (budget < floor) {
+        r = HO_E_INFEASIBLE; /* no schedule at all: a sound bound */
+        infeasible_message(t, budget, floor, floor_op, p0, min_budget, result);
         goto out;
     }
     if (budget >= none_peak) {
@@ -1565,9 +1568,11 @@ int plan_hoplan(const plan_trace *t, uint64_t budget,
     if (!pb.s) {
         /* cannot happen at or above min_budget: the floor plan fits */
         r = HO_E_INFEASIBLE;
-        infeasible_message(t, budget, floor, floor_op, min_budget, result);
+        infeasible_message(t, budget, floor, floor_op, p0, min_budget, result);
         goto out;
     }
+    if (budget < result->min_budget)
+        result->min_budget = budget; /* met here after all */
     *ret_schedule = pb.s;
     pb.s = NULL;
     r = 0;

@@ -139,8 +139,9 @@ static int fs_push_victim(fs *x, uint32_t s)
 {
     const plan_storage *sto = &x->t->storages[s];
     uint32_t k = x->st[s].nx;
-    /* pinned data stays between its first and last access */
-    if (sto->pinned && k > x->t->acc_start[s] && k < x->t->acc_start[s + 1])
+    /* pinned data is never freed before its last access (the judge
+     * refuses it even before the first) */
+    if (sto->pinned && k < x->t->acc_start[s + 1])
         return 0;
     if (fs_next_op(x, s) == PLAN_NONE && !fs_need_end(x, s))
         return 0;
@@ -569,7 +570,7 @@ out:
 }
 
 int hp_device_floor(const plan_trace *t, uint64_t *ret_floor,
-                    uint32_t *ret_op)
+                    uint32_t *ret_op, uint64_t *ret_p0)
 {
     const uint32_t n = t->n_ops, ns = t->n_storages ? t->n_storages : 1;
     int64_t *pin = calloc((size_t)n + 1, sizeof(*pin));
@@ -591,9 +592,12 @@ int hp_device_floor(const plan_trace *t, uint64_t *ret_floor,
         if (sto->retained && !sto->movable && sto->initial != PLAN_INIT_HOST)
             end += sto->bytes;
         if (sto->pinned && accessed) {
-            /* live on device over [first, last], outside the ops that
-             * use it counted by the working sets */
-            pin[plan_first_access(t, s)] += (int64_t)sto->bytes;
+            /* live on device over [first access, or 0 when on device at
+             * t = 0, last access]: never freed before its last access */
+            uint32_t from = !sto->movable && sto->initial == PLAN_INIT_DEVICE
+                                ? 0
+                                : plan_first_access(t, s);
+            pin[from] += (int64_t)sto->bytes;
             pin[plan_last_access(t, s) + 1] -= (int64_t)sto->bytes;
         }
     }
@@ -626,6 +630,8 @@ int hp_device_floor(const plan_trace *t, uint64_t *ret_floor,
     free(pin);
     free(mark);
     *ret_floor = best;
+    if (ret_p0)
+        *ret_p0 = p0;
     if (ret_op)
         *ret_op = best_op;
     return 0;
