@@ -1266,6 +1266,7 @@ out:
 
 #define HP_BIG_OPS 200000u   /* above: only the linear-time passes */
 #define HP_SMALL_OPS 50000u  /* up to: the baselines too */
+#define HP_LADDER 32u        /* rungs of the budget ladder */
 
 typedef struct pbest {
     const plan_trace *t;
@@ -1536,6 +1537,39 @@ int plan_hoplan(const plan_trace *t, uint64_t budget,
         for (int v = 0; v < n_var; v++)
             if ((r = consider_fs(&pb, homes[h], budget, &variants[v])) < 0)
                 goto out;
+    if (n <= HP_BIG_OPS) {
+        /* Monotone in the budget along a ladder: a plan met at a smaller
+         * budget is met at this one, so the forward planner also runs at
+         * every rung of a fixed ladder (min_budget to the `none` peak, in
+         * HP_LADDER steps) below the budget; and in the bandwidth: plans
+         * made for a slower link (1/2, 1/4) are judged on this one. */
+        uint64_t lo = min_budget, hi = none_peak > lo ? none_peak : lo;
+        for (uint32_t k = 0; k <= HP_LADDER; k++) {
+            uint64_t rung = lo + (uint64_t)((double)(hi - lo) * k / HP_LADDER);
+            if (rung >= budget)
+                break;
+            for (int h = 0; h < n_homes; h++)
+                for (int v = 0; v < 2; v++)
+                    if ((r = consider_fs(&pb, homes[h], rung,
+                                         &variants[v])) < 0)
+                        goto out;
+        }
+        plan_trace slow = *t;
+        for (int k = 1; k <= 2; k++) {
+            slow.link.h2d_gbps = t->link.h2d_gbps / (1 << k);
+            slow.link.d2h_gbps = t->link.d2h_gbps / (1 << k);
+            for (int h = 0; h < n_homes; h++)
+                for (int v = 0; v < 2; v++) {
+                    plan_schedule *s = NULL;
+                    r = hp_fs_plan(&slow, homes[h], budget, &variants[v], &s,
+                                   NULL);
+                    if (r < 0 && r != HO_E_INFEASIBLE)
+                        goto out;
+                    if (r == 0 && (r = consider(&pb, s)) < 0)
+                        goto out;
+                }
+        }
+    }
 
     /* the gap selection, and the baselines */
     if (n <= HP_BIG_OPS) {
