@@ -1298,8 +1298,6 @@ static int consider(pbest *pb, plan_schedule *s)
     snprintf(s->planner, sizeof(s->planner), "hoplan");
     int r = plan_simulate(pb->t, s, &mt, &v, NULL);
     pb->n_judged++;
-    if (r != 0 && getenv("HP_DEBUG"))
-        fprintf(stderr, "hoplan candidate refused: %s\n", v.message);
     if (r == -ENOMEM) {
         plan_schedule_free(s);
         return r;
@@ -1502,8 +1500,10 @@ int plan_hoplan(const plan_trace *t, uint64_t budget,
         if (r < 0)
             goto out;
     }
-    if (floor_plan && (r = consider(&pb, floor_plan)) < 0)
+    if (floor_plan && (r = consider(&pb, floor_plan)) < 0) {
+        floor_plan = NULL;
         goto out;
+    }
     floor_plan = NULL;
 
     /* the forward planner, in its variants, under each choice of homes */
@@ -1531,7 +1531,7 @@ int plan_hoplan(const plan_trace *t, uint64_t budget,
         {.jit = true},
     };
     const uint8_t *homes[3] = {init0, init_host, init_rule};
-    int n_homes = any_movable ? 3 : 1;
+    int n_homes = !any_movable ? 1 : n > HP_BIG_OPS ? 2 : 3;
     int n_var = n > HP_BIG_OPS ? 1 : (int)(sizeof variants / sizeof *variants);
     for (int h = 0; h < n_homes; h++)
         for (int v = 0; v < n_var; v++)
