@@ -4,7 +4,8 @@
  * beside each exposure:
  *
  *   bench_planner [--captured FILE] [--repeats N] [--no-large]
- *                 [--hoctl PATH] [--scratch DIR] [--large-repeats N]
+ *                 [--large-all] [--hoctl PATH] [--scratch DIR]
+ *                 [--large-repeats N]
  *
  * Traces: LLaMA-2-7B and LLaMA-3-8B training steps (plan_gen_train, seq
  * 32768, 910b profile) with parameters and optimizer state on the device,
@@ -743,7 +744,7 @@ int main(int argc, char **argv)
     const char *captured = "examples/pytorch/traces/transformer_step.json";
     const char *hoctl = NULL, *scratch = ".hyperoffload/bench";
     int repeats = 3, large_repeats = 3;
-    bool large = true;
+    bool large = true, large_all = false;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--captured") == 0 && i + 1 < argc)
             captured = argv[++i];
@@ -759,12 +760,14 @@ int main(int argc, char **argv)
             large_repeats = atoi(argv[++i]);
             if (large_repeats < 1 || large_repeats > 16)
                 large_repeats = 3;
-        } else if (strcmp(argv[i], "--no-large") == 0)
+        } else if (strcmp(argv[i], "--no-large") == 0) {
             large = false;
-        else {
+        } else if (strcmp(argv[i], "--large-all") == 0) {
+            large_all = true;
+        } else {
             fprintf(stderr, "usage: %s [--captured FILE] [--repeats N] "
-                            "[--no-large] [--hoctl PATH] [--scratch DIR] "
-                            "[--large-repeats N]\n",
+                            "[--no-large] [--large-all] [--hoctl PATH] "
+                            "[--scratch DIR] [--large-repeats N]\n",
                     argv[0]);
             return 2;
         }
@@ -852,6 +855,11 @@ int main(int argc, char **argv)
                 const char *name = plan_planner_names[p];
                 if (strcmp(name, "oracle") == 0)
                     continue;
+                if (strcmp(name, "seed-greedy") == 0 && !large_all) {
+                    printf("   %-16s skipped: O(candidates x ops), a minute "
+                           "here (--large-all runs it)\n", name);
+                    continue;
+                }
                 outcome o;
                 run_planner(t, name, budget,
                             strcmp(name, "hoplan") == 0 ? large_repeats : 1,
