@@ -26,9 +26,9 @@
  * random --seed 7 --ops 1000000 --storages 250000`, written once into
  * --scratch as protobuf and JSON): planning core in this process
  * (plan_make on the trace read from protobuf), and `hoctl plan --budget
- * 70%` end to end from protobuf and from JSON (wall time, CPU time
- * and peak RSS of the child; medians of --large-repeats with --bound off, one run with
- * the default bound).
+ * 70%` end to end from protobuf and from JSON (wall time, CPU time and
+ * peak RSS of the child; medians of --large-repeats with --bound off, one
+ * run with the default bound).
  *
  * Every point also judges an independent just-in-time witness
  * (jit_schedule: movable data homed on the host, everything else stored,
