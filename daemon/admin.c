@@ -10,11 +10,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "daemon/arbitrate.h"
 #include "daemon/connection.h"
 #include "daemon/handlers.h"
 #include "daemon/log.h"
 #include "daemon/sessions.h"
 #include "daemon/staging.h"
+#include "daemon/topology.h"
 #include "proto/errfmt.h"
 #include "proto/mem.h"
 
@@ -135,10 +137,11 @@ void srv_handle_status(srv_daemon *d, srv_conn *c, uint64_t rid)
 
 /* Session s as a ClientInfo (strings point into s; usage and runtime
  * into the caller's storage). */
-static void client_fill(srv_session *s, uint64_t now,
+static void client_fill(srv_daemon *d, srv_session *s, uint64_t now,
                         Hyperoffload__ClientInfo *ci,
                         Hyperoffload__SessionUsage *u,
-                        Hyperoffload__RuntimeInfo *rt)
+                        Hyperoffload__RuntimeInfo *rt,
+                        Hyperoffload__ArbInfo *arb)
 {
     hyperoffload__client_info__init(ci);
     srv_session_usage_fill(s, u);
@@ -156,6 +159,9 @@ static void client_fill(srv_session *s, uint64_t now,
     hyperoffload__runtime_info__init(rt);
     if (srv_stage_runtime_info(s, rt))
         ci->runtime = rt;
+    hyperoffload__arb_info__init(arb);
+    if (srv_arb_client_info(d, s, arb))
+        ci->arb = arb;
 }
 
 void srv_handle_clients(srv_daemon *d, srv_conn *c, uint64_t rid)
@@ -165,7 +171,8 @@ void srv_handle_clients(srv_daemon *d, srv_conn *c, uint64_t rid)
     Hyperoffload__ClientInfo **ptrs = ho_calloc(n, sizeof(*ptrs));
     Hyperoffload__SessionUsage *us = ho_calloc(n, sizeof(*us));
     Hyperoffload__RuntimeInfo *rt = ho_calloc(n, sizeof(*rt));
-    if (!infos || !ptrs || !us || !rt) {
+    Hyperoffload__ArbInfo *arb = ho_calloc(n, sizeof(*arb));
+    if (!infos || !ptrs || !us || !rt || !arb) {
         srv_reply_error(c, rid, -ENOMEM, "out of memory");
         goto out;
     }
@@ -176,7 +183,7 @@ void srv_handle_clients(srv_daemon *d, srv_conn *c, uint64_t rid)
     while (last && last->next)
         last = last->next;
     for (srv_session *s = last; s && i < n; s = s->prev, i++) {
-        client_fill(s, now, &infos[i], &us[i], &rt[i]);
+        client_fill(d, s, now, &infos[i], &us[i], &rt[i], &arb[i]);
         ptrs[i] = &infos[i];
     }
     Hyperoffload__ClientsReply cr = HYPEROFFLOAD__CLIENTS_REPLY__INIT;
@@ -185,7 +192,7 @@ void srv_handle_clients(srv_daemon *d, srv_conn *c, uint64_t rid)
     srv_conn_reply(c, rid, HYPEROFFLOAD__ENVELOPE__BODY_CLIENTS_REPLY, &cr,
                    NULL, 0);
 out:
-    HO_FREE_ALL(infos, ptrs, us, rt);
+    HO_FREE_ALL(infos, ptrs, us, rt, arb);
 }
 
 /* ------------------------------------------------------------ quotas */
@@ -428,4 +435,31 @@ void srv_handle_quota(srv_daemon *d, srv_conn *c, uint64_t rid,
     Hyperoffload__QuotaEntry *ptr = &qe;
     fill_entry(d, &qe, &e);
     reply_entries(c, rid, &ptr, 1);
+}
+
+void srv_handle_node(srv_daemon *d, srv_conn *c, uint64_t rid)
+{
+    const plan_node *n = srv_topology_node(d->topology);
+    char *json = NULL;
+    size_t len = 0;
+    if (n) {
+        FILE *m = open_memstream(&json, &len);
+        if (!m || plan_node_write_json(n, m) < 0) {
+            if (m)
+                fclose(m);
+            free(json);
+            srv_reply_error(c, rid, -ENOMEM, "out of memory");
+            return;
+        }
+        fclose(m);
+    }
+    Hyperoffload__NodeReply nr = HYPEROFFLOAD__NODE_REPLY__INIT;
+    nr.node_json = json ? json : "";
+    nr.source = (char *)srv_topology_source_name(
+        srv_topology_source_of(d->topology));
+    nr.note = (char *)srv_topology_note(d->topology);
+    nr.pacing = d->links != NULL;
+    srv_conn_reply(c, rid, HYPEROFFLOAD__ENVELOPE__BODY_NODE_REPLY, &nr, NULL,
+                   0);
+    free(json);
 }

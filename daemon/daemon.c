@@ -16,8 +16,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "daemon/arbitrate.h"
 #include "daemon/connection.h"
 #include "daemon/dirs.h"
+#include "daemon/links.h"
 #include "daemon/log.h"
 #include "daemon/metrics.h"
 #include "daemon/mover.h"
@@ -25,6 +27,7 @@
 #include "daemon/planning.h"
 #include "daemon/server.h"
 #include "daemon/staging.h"
+#include "daemon/topology.h"
 #include "proto/errfmt.h"
 
 /* ------------------------------------------------------------ shutdown */
@@ -110,6 +113,11 @@ static int reload_rows(srv_daemon *d, srv_config *nc, int *ret_changed,
                  "keeping '%s'", srv_config_row_name(i), oldv, newv, oldv);
         if (srv_config_copy_row(nc, &d->cfg, i) < 0)
             return -ENOMEM;
+        restart++;
+    }
+    if (srv_config_keep_node_sections(nc, &d->cfg)) {
+        srv_warn("SIGHUP: [link] or [device N] sections changed: the node "
+                 "description needs a restart; keeping the running one");
         restart++;
     }
     *ret_changed = changed;
@@ -255,6 +263,33 @@ static int open_hbm(srv_daemon *d, char *err, size_t errlen)
     return 0;
 }
 
+/* The node description (topology.h), logged as one line per link. */
+static int open_node(srv_daemon *d, char *err, size_t errlen)
+{
+    int rc = srv_topology_new(&d->cfg, &d->topology, err, errlen);
+    if (rc < 0)
+        return rc;
+    const plan_node *n = srv_topology_node(d->topology);
+    const char *note = srv_topology_note(d->topology);
+    srv_info("node: %u links, %u devices, from %s%s%s",
+             n ? n->n_links : 0, n ? n->n_devices : 0,
+             srv_topology_source_name(srv_topology_source_of(d->topology)),
+             note[0] ? "; " : "", note);
+    for (uint32_t i = 0; n && i < n->n_links; i++)
+        srv_info("node link %s (parent %s): H2D %g GB/s, D2H %g GB/s",
+                 n->links[i].name,
+                 n->links[i].parent_name ? n->links[i].parent_name : "none",
+                 n->links[i].h2d_gbps, n->links[i].d2h_gbps);
+    if (!n || !d->cfg.pace_links)
+        return 0;
+    rc = srv_links_new(n, &d->links, err, errlen);
+    if (rc == 0)
+        srv_info("link region: %llu bytes; host-backend copies are paced "
+                 "to their share of the node's links",
+                 (unsigned long long)srv_links_size(d->links));
+    return rc;
+}
+
 static int open_tiers(srv_daemon *d, char *err, size_t errlen)
 {
     int rc = open_ddr(d, err, errlen);
@@ -262,6 +297,8 @@ static int open_tiers(srv_daemon *d, char *err, size_t errlen)
         rc = open_flash(d, i, err, errlen);
     if (rc == 0)
         rc = open_hbm(d, err, errlen);
+    if (rc == 0)
+        rc = open_node(d, err, errlen);
     return rc;
 }
 
@@ -367,7 +404,7 @@ int srv_daemon_new(srv_config *cfg, const srv_cmdline *cl,
     d->cfg = *cfg;
     memset(cfg, 0, sizeof(*cfg));
     d->cmdline = *cl;
-    d->on_session_drop = srv_stage_session_gone;
+    d->on_session_drop = srv_arb_session_gone;
     d->on_works_drained = finish;
     d->flash_read_gbps = SRV_FLASH_READ_GBPS;
     d->flash_write_gbps = SRV_FLASH_WRITE_GBPS;
@@ -388,7 +425,9 @@ int srv_daemon_new(srv_config *cfg, const srv_cmdline *cl,
     if (rc == 0)
         rc = open_tiers(d, err, errlen);
     if (rc == 0)
-        rc = srv_planning_new(d, srv_stage_remember_plan, &d->planning, err,
+        rc = srv_arb_new(d, &d->arbiter, err, errlen);
+    if (rc == 0)
+        rc = srv_planning_new(d, srv_arb_plan_answered, &d->planning, err,
                               errlen);
     if (rc < 0)
         goto fail;
@@ -442,9 +481,12 @@ srv_daemon *srv_daemon_free(srv_daemon *d)
     if (d->arenas)
         srv_err("arenas left at exit (bug)");
     d->planning = srv_planning_free(d->planning);
+    d->arbiter = srv_arb_free(d->arbiter);
     for (uint32_t i = 0; i < d->n_flash; i++)
         tier_flash_close(d->flash[i]);
     tier_hbm_free(d->hbm);
+    d->links = srv_links_free(d->links);
+    d->topology = srv_topology_free(d->topology);
     tier_ddr_free(d->ddr);
     srv_quota_free(d->quota);
     /* Last: the state directory and flash files are free for another

@@ -98,6 +98,10 @@ uint64_t srv_stage_ddr_reserved(const srv_daemon *d);
  * by srv_quota_check) and always passes. */
 int srv_stage_plain_room(srv_daemon *d, const srv_session *s, uint64_t bytes,
                          char *err, size_t errlen);
+/* Post `epoch` in the session's control region (header.plan_epoch) and
+ * wake the replay: the node arbiter has a new plan for it
+ * (daemon/arbitrate.h).  false when the session has no replay. */
+bool srv_stage_post_plan_epoch(srv_session *s, uint64_t epoch);
 
 /* The shared regions of a session's replay (metrics). */
 typedef struct srv_stage_sizes {

@@ -92,6 +92,10 @@ typedef struct ho_ctl_header {
     _Atomic uint32_t wait_slot;
     _Atomic int32_t wait_error;
     char wait_why[HO_CTL_WHY_MAX];
+    /* The node arbiter has a new plan for this session (epoch of the
+     * arbitration, daemon/arbitrate.h): the replay fetches it
+     * (PlanFetchRequest) and switches at its next step boundary; 0: none. */
+    _Atomic uint64_t plan_epoch;
 } ho_ctl_header;
 
 static inline ho_ctl_slot *ho_ctl_slots(ho_ctl_header *h)
