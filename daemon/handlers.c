@@ -12,9 +12,9 @@
 #include "daemon/links.h"
 #include "daemon/log.h"
 #include "daemon/sessions.h"
-#include "daemon/staging.h"
 #include "daemon/topology.h"
 #include "proto/errfmt.h"
+#include "daemon/staging.h"
 
 static void do_register(srv_daemon *d, srv_conn *c, uint64_t rid,
                         const Hyperoffload__RegisterRequest *req, int rc,

@@ -68,6 +68,11 @@ void srv_stage_session_gone(srv_daemon *d, srv_session *s);
 bool srv_stage_runtime_info(srv_session *s,
                             Hyperoffload__RuntimeInfo *ret_info);
 
+/* Post `epoch` in the session's control region (header.plan_epoch) and
+ * wake the replay: the node arbiter has a new plan for it
+ * (daemon/arbitrate.h).  false when the session has no replay. */
+bool srv_stage_post_plan_epoch(srv_session *s, uint64_t epoch);
+
 /* DDR reservations (docs/runtime.md).  Re-split the host-copy limits of
  * every session that stages (s->ddr_need > 0) over the DDR quotas'
  * reservations and the unreserved pool, and apply them: lowered limits
@@ -98,10 +103,6 @@ uint64_t srv_stage_ddr_reserved(const srv_daemon *d);
  * by srv_quota_check) and always passes. */
 int srv_stage_plain_room(srv_daemon *d, const srv_session *s, uint64_t bytes,
                          char *err, size_t errlen);
-/* Post `epoch` in the session's control region (header.plan_epoch) and
- * wake the replay: the node arbiter has a new plan for it
- * (daemon/arbitrate.h).  false when the session has no replay. */
-bool srv_stage_post_plan_epoch(srv_session *s, uint64_t epoch);
 
 /* The shared regions of a session's replay (metrics). */
 typedef struct srv_stage_sizes {
