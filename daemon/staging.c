@@ -1995,37 +1995,6 @@ static void job_work(uv_work_t *req)
             (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
 }
 
-static void job_after(uv_work_t *req, int status);
-
-/* The plan was infeasible for the reservation: when the planner's
- * smallest limit is above the session's minimum, ask for that and, when
- * the re-split grants it, plan again (the job is queued again: true). */
-static bool job_retry(srv_daemon *d, srv_session *s, stage_job *j)
-{
-    char err[SRV_ERR_MAX];
-    if (j->min_limit <= s->ddr_min || j->min_limit > s->ddr_need)
-        return false;
-    uint64_t old = s->ddr_min;
-    s->ddr_min = j->min_limit;
-    if (srv_stage_rebalance(d, err, sizeof(err)) < 0 ||
-        s->ddr_limit < j->min_limit) {
-        s->ddr_min = old;
-        return false;  /* the error names the limit it got */
-    }
-    j->in.ddr_limit = s->ddr_limit;
-    j->rc = 0;
-    j->err[0] = '\0';
-    if (uv_queue_work(&d->loop, &j->req, job_work, job_after) < 0) {
-        j->rc = HO_E_INFEASIBLE;
-        return false;
-    }
-    srv_debug("session %" PRIu64 ": staging plan infeasible; planning "
-              "again for a DDR limit of %" PRIu64 " bytes", s->id,
-              s->ddr_limit);
-    s->stage_pending = true;
-    return true;
-}
-
 static void job_after(uv_work_t *req, int status)
 {
     stage_job *j = req->data;
@@ -2041,8 +2010,6 @@ static void job_after(uv_work_t *req, int status)
         srv_work_end(d);
         return;
     }
-    if (j->rc == HO_E_INFEASIBLE && job_retry(d, c->session, j))
-        return;
     if (j->rc == 0 && j->plan)
         srv_debug("session %" PRIu64 ": staging plan in %.1f ms: %u events, "
                   "%u milestones, flash %.1f/%.1f MiB in/out per step, "
