@@ -135,6 +135,8 @@ struct srv_stage {
     bool replan_again;       /* the limit changed again meanwhile */
     uint64_t planned_limit;  /* the limit st->plan was made for (0: none:
                                 everything fitted) */
+    bool catching_up;        /* swap_plan applies the events already due:
+                                ALLOC and EVICT as if their data mattered */
     int blocked_rc;          /* why the urgent slot did not come in */
     char blocked[384];       /*   last time (a sentence) */
     /* statistics */
@@ -967,6 +969,13 @@ static void apply_event(srv_stage *st, const plan_stage_event *ev)
         sl->noread = false;
         break;
     case PLAN_STAGE_ALLOC:
+        if (st->catching_up) {
+            /* The store it announces may be done already: its data is
+             * on flash now, read it. */
+            sl->target_in = true;
+            sl->noread = false;
+            break;
+        }
         sl->target_in = true;
         sl->noread = true;
         sl->alloc_ver = atomic_load_explicit(&ctl_slot(st, ev->slot)->version,
@@ -977,7 +986,9 @@ static void apply_event(srv_stage *st, const plan_stage_event *ev)
         break;
     case PLAN_STAGE_EVICT:
         sl->target_in = false;
-        sl->keep = ev->keep != 0;
+        /* Caught up with later: stores since its position made live data
+         * that the version it would record no longer tells apart. */
+        sl->keep = ev->keep != 0 || st->catching_up;
         sl->evict_ver = atomic_load_explicit(&ctl_slot(st, ev->slot)->version,
                                              memory_order_acquire);
         break;
@@ -2149,6 +2160,9 @@ static void swap_plan(srv_stage *st, plan_staging *plan, uint64_t limit)
              "%s: %u staging actions and %u milestones per step",
              st->session_id, ho_size_format(st->ddr_limit, a, sizeof(a)),
              plan ? plan->n_actions : 0, plan ? plan->n_milestones : 0);
+    st->catching_up = true;
+    advance(st);
+    st->catching_up = false;
     stage_process(st);
 }
 
