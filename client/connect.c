@@ -18,7 +18,7 @@ static void unpace(ho_client *c)
 {
     if (c->pace_token)
         hob_pace_detach(c->paced_device, c->pace_token);
-    c->pace_token = NULL;
+    c->pace_token = 0;
     c->paced_device = -1;
 }
 
@@ -347,6 +347,7 @@ HO_EXPORT int ho_register(ho_client *c, const char *job, int device,
     req.device = device;
     req.hbm_budget = hbm_budget;
     req.client_name = c->client_name;
+    req.want_links = true;   /* attach_links takes the link region */
     HOC_ENVELOPE(env, REGISTER_REQUEST, register_request, &req);
 
     rc = hoc_call_expect_fds(c, &env,

@@ -160,14 +160,15 @@ extern const hob_ops hob_cuda_ops;
  * cuda backend leaves pacing to the hardware. */
 
 /* Map and check the region (fd stays the caller's); replaces the pacer of
- * `device`.  0 and *ret_token (for detach; NULL when device is beyond
- * HOB_PACE_MAX_DEVICES: not paced), or HO_E_PROTOCOL / -errno with err. */
+ * `device`.  0 and *ret_token (for detach, unique per attach; 0 when
+ * device is beyond HOB_PACE_MAX_DEVICES: not paced), or HO_E_PROTOCOL /
+ * -errno with err. */
 int hob_pace_attach(int device, int fd, uint64_t map_size,
                     uint32_t node_device, double weight, uint64_t owner,
-                    const void **ret_token, char *err, size_t errlen);
-/* Drop the pacer of `device` when it is `token`'s (NULL: whichever),
- * after the copies using it ended. */
-void hob_pace_detach(int device, const void *token);
+                    uint64_t *ret_token, char *err, size_t errlen);
+/* Drop the pacer of `device` when it is `token`'s (0: whichever), after
+ * the copies using it ended. */
+void hob_pace_detach(int device, uint64_t token);
 bool hob_pace_attached(int device);
 /* memcpy of n bytes paced as a copy of `device` in direction dir (a plain
  * memcpy when no region is attached for it). */

@@ -39,10 +39,12 @@ typedef struct hob_pacer {
     uint32_t node_device;  /* route index base / 2 */
     double weight;
     uint64_t owner;        /* session id */
+    uint64_t token;        /* unique per attach (an address may recur) */
     _Atomic uint32_t users;
 } hob_pacer;
 
 static _Atomic(hob_pacer *) pacers[HOB_PACE_MAX_DEVICES];
+static _Atomic uint64_t next_token = 1;
 
 /* ----------------------------------------------------------- the region */
 
@@ -85,9 +87,9 @@ static int check_region(const ho_links_header *h, uint64_t size,
 
 int hob_pace_attach(int device, int fd, uint64_t map_size,
                     uint32_t node_device, double weight, uint64_t owner,
-                    const void **ret_token, char *err, size_t errlen)
+                    uint64_t *ret_token, char *err, size_t errlen)
 {
-    *ret_token = NULL;
+    *ret_token = 0;
     if (device < 0 || device >= (int)HOB_PACE_MAX_DEVICES)
         return 0;   /* beyond the registry: copies are not paced */
     if (map_size == 0 || map_size > HO_LINKS_MAX_MAP)
@@ -112,18 +114,19 @@ int hob_pace_attach(int device, int fd, uint64_t map_size,
     x->node_device = node_device;
     x->weight = weight;
     x->owner = owner;
-    hob_pace_detach(device, NULL);
+    x->token = atomic_fetch_add(&next_token, 1);
+    hob_pace_detach(device, 0);
     atomic_store(&pacers[device], x);
-    *ret_token = x;
+    *ret_token = x->token;
     return 0;
 }
 
-void hob_pace_detach(int device, const void *token)
+void hob_pace_detach(int device, uint64_t token)
 {
     if (device < 0 || device >= (int)HOB_PACE_MAX_DEVICES)
         return;
     hob_pacer *x = atomic_load(&pacers[device]);
-    if (!x || (token && token != x) ||
+    if (!x || (token && token != x->token) ||
         !atomic_compare_exchange_strong(&pacers[device], &x, NULL))
         return;
     while (atomic_load(&x->users)) {
