@@ -170,6 +170,10 @@ int hob_pace_attach(int device, int fd, uint64_t map_size,
  * the copies using it ended. */
 void hob_pace_detach(int device, uint64_t token);
 bool hob_pace_attached(int device);
+/* The weight the next copies of `device` claim their slots with (a
+ * re-plan that changes the session's weight on shared links); ignored
+ * without a pacer or outside (0, 1e6]. */
+void hob_pace_set_weight(int device, double weight);
 /* memcpy of n bytes paced as a copy of `device` in direction dir (a plain
  * memcpy when no region is attached for it). */
 void hob_paced_copy(int device, hob_dir dir, void *dst, const void *src,

@@ -37,7 +37,7 @@ typedef struct hob_pacer {
     ho_links_header *h;    /* this process's mapping */
     uint64_t size;
     uint32_t node_device;  /* route index base / 2 */
-    double weight;
+    _Atomic uint64_t weight; /* the double's bits: the next copies' */
     uint64_t owner;        /* session id */
     uint64_t token;        /* unique per attach (an address may recur) */
     _Atomic uint32_t users;
@@ -112,7 +112,9 @@ int hob_pace_attach(int device, int fd, uint64_t map_size,
     x->h = p;
     x->size = map_size;
     x->node_device = node_device;
-    x->weight = weight;
+    uint64_t wb;
+    memcpy(&wb, &weight, sizeof(wb));
+    atomic_store(&x->weight, wb);
     x->owner = owner;
     x->token = atomic_fetch_add(&next_token, 1);
     hob_pace_detach(device, 0);
@@ -135,6 +137,24 @@ void hob_pace_detach(int device, uint64_t token)
     }
     munmap(x->h, (size_t)x->size);
     free(x);
+}
+
+void hob_pace_set_weight(int device, double weight)
+{
+    if (device < 0 || device >= (int)HOB_PACE_MAX_DEVICES ||
+        !(weight > 0) || weight > 1e6)
+        return;
+    /* under the registry's reference, as a copy takes it */
+    hob_pacer *x = atomic_load(&pacers[device]);
+    if (!x)
+        return;
+    atomic_fetch_add(&x->users, 1);
+    if (atomic_load(&pacers[device]) == x) {
+        uint64_t wb;
+        memcpy(&wb, &weight, sizeof(wb));
+        atomic_store(&x->weight, wb);
+    }
+    atomic_fetch_sub(&x->users, 1);
 }
 
 bool hob_pace_attached(int device)
@@ -278,10 +298,8 @@ void hob_paced_copy(int device, hob_dir dir, void *dst, const void *src,
     if (route->latency_us > 0)   /* moves nothing for its latency */
         sleep_until(t + (uint64_t)(route->latency_us * 1e3));
     if (slot != UINT32_MAX) {
-        uint64_t wb;
-        memcpy(&wb, &x->weight, sizeof(wb));
         atomic_store(&s[slot].route, r);
-        atomic_store(&s[slot].weight, wb);
+        atomic_store(&s[slot].weight, atomic_load(&x->weight));
         atomic_store(&s[slot].owner, x->owner);
         atomic_store_explicit(&s[slot].state, HO_LINKS_ACTIVE,
                               memory_order_release);

@@ -208,6 +208,18 @@ START_TEST(pacing_off_copies_freely)
 }
 END_TEST
 
+typedef struct paced_arg {
+    uint8_t *src, *dst;
+    uint64_t n;
+} paced_arg;
+
+static void *paced_main(void *arg)
+{
+    paced_arg *p = arg;
+    hob_paced_copy(0, HOB_H2D, p->dst, p->src, p->n);
+    return NULL;
+}
+
 /* The rates of a region's active slots, weights included. */
 START_TEST(fair_rates_of_the_region)
 {
@@ -271,6 +283,32 @@ START_TEST(fair_rates_of_the_region)
     ck_assert(fabs(hob_pace_rate(lh, 1) - 50) < 1e-6);
     for (int i = 0; i < 4; i++)
         atomic_store(&sl[i].state, HO_LINKS_FREE);
+
+    /* a real copy claims a slot with the session's id and the weight
+     * set for the device, and frees it at the end */
+    hob_pace_set_weight(0, 4);
+    paced_arg pa = {.n = 8u << 20};
+    pa.src = malloc(pa.n);
+    pa.dst = malloc(pa.n);
+    memset(pa.src, 3, pa.n);
+    pthread_t th;
+    pthread_create(&th, NULL, paced_main, &pa);
+    bool seen = false;
+    for (int k = 0; k < 20000 && !seen; k++) {
+        for (uint32_t i = 0; i < lh->n_slots && !seen; i++)
+            seen = atomic_load(&sl[i].state) == HO_LINKS_ACTIVE &&
+                   atomic_load(&sl[i].route) == 0 &&
+                   atomic_load(&sl[i].weight) == b4 &&
+                   atomic_load(&sl[i].owner) == ho_session_id(c);
+        usleep(100);
+    }
+    pthread_join(th, NULL);
+    ck_assert_msg(seen, "no active slot of the copy with weight 4");
+    ck_assert_int_eq(memcmp(pa.src, pa.dst, pa.n), 0);
+    for (uint32_t i = 0; i < lh->n_slots; i++)
+        ck_assert_uint_eq(atomic_load(&sl[i].state), HO_LINKS_FREE);
+    free(pa.src);
+    free(pa.dst);
     ho_close(c);
     ck_assert(!hob_pace_attached(0));   /* the session let go of it */
     ho_harness_free(h);
