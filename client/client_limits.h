@@ -123,5 +123,10 @@
  * and refused with HO_E_DISCONNECTED; the daemon's ids stay far below
  * 2^48. */
 #define HOC_EPOCH_SHIFT 48
+/* Pools of earlier sessions kept mapped after reconnects (connect.c): one
+ * that replays staged on it still need (their host copies are copied to
+ * the new session when they re-stage) stays intact, the others are
+ * replaced by anonymous memory; past this many the oldest is unmapped. */
+#define HOC_OLD_POOLS 4u
 
 #endif

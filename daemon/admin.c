@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "daemon/arbitrate.h"
 #include "daemon/connection.h"
 #include "daemon/handlers.h"
 #include "daemon/log.h"
@@ -134,10 +135,11 @@ void srv_handle_status(srv_daemon *d, srv_conn *c, uint64_t rid)
 
 /* Session s as a ClientInfo (strings point into s; usage and runtime
  * into the caller's storage). */
-static void client_fill(srv_session *s, uint64_t now,
+static void client_fill(srv_daemon *d, srv_session *s, uint64_t now,
                         Hyperoffload__ClientInfo *ci,
                         Hyperoffload__SessionUsage *u,
-                        Hyperoffload__RuntimeInfo *rt)
+                        Hyperoffload__RuntimeInfo *rt,
+                        Hyperoffload__ArbInfo *arb)
 {
     hyperoffload__client_info__init(ci);
     srv_session_usage_fill(s, u);
@@ -155,6 +157,9 @@ static void client_fill(srv_session *s, uint64_t now,
     hyperoffload__runtime_info__init(rt);
     if (srv_stage_runtime_info(s, rt))
         ci->runtime = rt;
+    hyperoffload__arb_info__init(arb);
+    if (srv_arb_client_info(d, s, arb))
+        ci->arb = arb;
 }
 
 void srv_handle_clients(srv_daemon *d, srv_conn *c, uint64_t rid)
@@ -164,7 +169,8 @@ void srv_handle_clients(srv_daemon *d, srv_conn *c, uint64_t rid)
     Hyperoffload__ClientInfo **ptrs = ho_calloc(n, sizeof(*ptrs));
     Hyperoffload__SessionUsage *us = ho_calloc(n, sizeof(*us));
     Hyperoffload__RuntimeInfo *rt = ho_calloc(n, sizeof(*rt));
-    if (!infos || !ptrs || !us || !rt) {
+    Hyperoffload__ArbInfo *arb = ho_calloc(n, sizeof(*arb));
+    if (!infos || !ptrs || !us || !rt || !arb) {
         srv_reply_error(c, rid, -ENOMEM, "out of memory");
         goto out;
     }
@@ -175,7 +181,7 @@ void srv_handle_clients(srv_daemon *d, srv_conn *c, uint64_t rid)
     while (last && last->next)
         last = last->next;
     for (srv_session *s = last; s && i < n; s = s->prev, i++) {
-        client_fill(s, now, &infos[i], &us[i], &rt[i]);
+        client_fill(d, s, now, &infos[i], &us[i], &rt[i], &arb[i]);
         ptrs[i] = &infos[i];
     }
     Hyperoffload__ClientsReply cr = HYPEROFFLOAD__CLIENTS_REPLY__INIT;
@@ -184,7 +190,7 @@ void srv_handle_clients(srv_daemon *d, srv_conn *c, uint64_t rid)
     srv_conn_reply(c, rid, HYPEROFFLOAD__ENVELOPE__BODY_CLIENTS_REPLY, &cr,
                    NULL, 0);
 out:
-    HO_FREE_ALL(infos, ptrs, us, rt);
+    HO_FREE_ALL(infos, ptrs, us, rt, arb);
 }
 
 /* ------------------------------------------------------------ quotas */

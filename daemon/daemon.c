@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "daemon/arbitrate.h"
 #include "daemon/connection.h"
 #include "daemon/dirs.h"
 #include "daemon/links.h"
@@ -393,7 +394,7 @@ int srv_daemon_new(srv_config *cfg, const srv_cmdline *cl,
     d->cfg = *cfg;
     memset(cfg, 0, sizeof(*cfg));
     d->cmdline = *cl;
-    d->on_session_drop = srv_stage_session_gone;
+    d->on_session_drop = srv_arb_session_gone;
     d->on_works_drained = finish;
     d->flash_read_gbps = SRV_FLASH_READ_GBPS;
     d->flash_write_gbps = SRV_FLASH_WRITE_GBPS;
@@ -414,7 +415,9 @@ int srv_daemon_new(srv_config *cfg, const srv_cmdline *cl,
     if (rc == 0)
         rc = open_tiers(d, err, errlen);
     if (rc == 0)
-        rc = srv_planning_new(d, srv_stage_remember_plan, &d->planning, err,
+        rc = srv_arb_new(d, &d->arbiter, err, errlen);
+    if (rc == 0)
+        rc = srv_planning_new(d, srv_arb_plan_answered, &d->planning, err,
                               errlen);
     if (rc < 0)
         goto fail;
@@ -468,6 +471,7 @@ srv_daemon *srv_daemon_free(srv_daemon *d)
     if (d->arenas)
         srv_err("arenas left at exit (bug)");
     d->planning = srv_planning_free(d->planning);
+    d->arbiter = srv_arb_free(d->arbiter);
     for (uint32_t i = 0; i < d->n_flash; i++)
         tier_flash_close(d->flash[i]);
     tier_hbm_free(d->hbm);

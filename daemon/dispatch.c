@@ -2,6 +2,7 @@
 #include "daemon/dispatch.h"
 
 #include "daemon/admin.h"
+#include "daemon/arbitrate.h"
 #include "daemon/authz.h"
 #include "daemon/connection.h"
 #include "daemon/handlers.h"
@@ -37,6 +38,11 @@ EMPTY_HANDLER(on_metrics, srv_handle_metrics)
 EMPTY_HANDLER(on_node, srv_handle_node)
 BODY_HANDLER(on_plan, Hyperoffload__PlanRequest, srv_handle_plan)
 BODY_HANDLER(on_stage, Hyperoffload__StageRequest, srv_handle_stage)
+BODY_HANDLER(on_admit, Hyperoffload__AdmitRequest, srv_handle_admit)
+BODY_HANDLER(on_plan_fetch, Hyperoffload__PlanFetchRequest,
+             srv_handle_plan_fetch)
+BODY_HANDLER(on_plan_switched, Hyperoffload__PlanSwitched,
+             srv_handle_plan_switched)
 
 #define SESSION true
 #define ADMIN true
@@ -69,6 +75,12 @@ static const srv_request_kind requests[] = {
             SESSION, false, on_plan),
     REQUEST(STAGE_REQUEST, stage_request, "StageRequest", "StageRequest",
             SESSION, false, on_stage),
+    REQUEST(ADMIT_REQUEST, admit_request, "AdmitRequest", "AdmitRequest",
+            false, false, on_admit),
+    REQUEST(PLAN_FETCH_REQUEST, plan_fetch_request, "PlanFetchRequest",
+            "PlanFetchRequest", SESSION, false, on_plan_fetch),
+    REQUEST(PLAN_SWITCHED, plan_switched, "PlanSwitched", "PlanSwitched",
+            SESSION, false, on_plan_switched),
     REQUEST(METRICS_REQUEST, metrics_request, "MetricsRequest",
             "MetricsRequest", false, ADMIN, on_metrics),
     REQUEST(NODE_REQUEST, node_request, "NodeRequest", "NodeRequest", false,

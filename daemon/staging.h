@@ -68,6 +68,11 @@ void srv_stage_session_gone(srv_daemon *d, srv_session *s);
 bool srv_stage_runtime_info(srv_session *s,
                             Hyperoffload__RuntimeInfo *ret_info);
 
+/* Post `epoch` in the session's control region (header.plan_epoch) and
+ * wake the replay: the node arbiter has a new plan for it
+ * (daemon/arbitrate.h).  false when the session has no replay. */
+bool srv_stage_post_plan_epoch(srv_session *s, uint64_t epoch);
+
 /* The shared regions of a session's replay (metrics). */
 typedef struct srv_stage_sizes {
     uint64_t control_bytes;      /* the control region's size */

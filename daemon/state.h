@@ -26,6 +26,7 @@
  *   sessions.h      sessions, arenas, extents, quota checks, extent moves
  *   planning.h      PlanRequest, plan cache and queue
  *   staging.h       StageRequest, replays, control region, staging
+ *   arbitrate.h     node workload, re-planning, what-if admission
  *   handlers.h      register / alloc / free / move / stats requests
  *   admin.h         status / clients / quota requests
  *   metrics.h       MetricsRequest, Prometheus text, the textfile
@@ -81,6 +82,7 @@ typedef struct srv_session srv_session;        /* sessions.h */
 typedef struct srv_arena_ref srv_arena_ref;    /* sessions.h */
 typedef struct srv_planning srv_planning;      /* planning.h */
 typedef struct srv_plan_memo srv_plan_memo;    /* staging.c */
+typedef struct srv_arbiter srv_arbiter;        /* arbitrate.h */
 typedef struct srv_topology srv_topology;      /* topology.h */
 typedef struct srv_links srv_links;            /* links.h */
 
@@ -108,10 +110,12 @@ struct srv_daemon {
                                     -1 before open_state */
     tier_ddr *ddr;
     uint32_t n_flash;
+    uint32_t discard_next;   /* server.c: the file the sweep discards first */
     tier_flash *flash[SRV_MAX_FLASH];
     tier_hbm *hbm;
     srv_quota *quota;
     srv_planning *planning;
+    srv_arbiter *arbiter;        /* node workload (arbitrate.c) */
     /* the node (topology.c: built at start from the settings; the node
      * of the arbiter) and the link region handed to sessions (links.c) */
     srv_topology *topology;
@@ -142,7 +146,8 @@ struct srv_daemon {
     uint64_t output_bytes;       /* queued replies, all connections */
     uint64_t partial_bytes;      /* buffers of partly received frames */
     uint64_t buffered_peak;      /* highest output + partial bytes since
-                                    the last malloc_trim (server.c) */
+                                    the last malloc_trim (server.c; the
+                                    sweep counts memo_bytes in too) */
     uint64_t slot_log_ms[SRV_REFUSE_N];   /* server.c: a slot refusal
                                              last logged, by reason */
     uint64_t slot_unlogged[SRV_REFUSE_N]; /* refused since, not logged */

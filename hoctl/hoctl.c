@@ -47,6 +47,7 @@ static void usage(FILE *f)
         "  quota clear (--uid U | --job J) [--tier T]\n"
         "  version                     hoctl, library and daemon versions\n"
         "  metrics                     every metric, Prometheus text format\n"
+        "  admit --trace T --device D  what-if admission of a newcomer\n"
         "\n"
         "Offline planning tools (no daemon needed):\n"
         "  trace ...                   inspect and convert step traces\n"
@@ -97,6 +98,7 @@ static const struct {
     {"plan", hoctl_cmd_plan, 0},
     {"node", hoctl_cmd_node, 0},
     {"metrics", hoctl_cmd_metrics, NOUN_WATCH},
+    {"admit", hoctl_cmd_admit, 0},
 };
 
 /* The command line with the global options taken out. */

@@ -84,6 +84,10 @@ typedef struct ho_ctl_header {
     _Atomic uint32_t revoked;
     _Atomic uint64_t flash_out_bytes, flash_in_bytes;
     _Atomic uint64_t ddr_bytes, flash_bytes; /* staged copies' residency */
+    /* The node arbiter has a new plan for this session (epoch of the
+     * arbitration, daemon/arbitrate.h): the replay fetches it
+     * (PlanFetchRequest) and switches at its next step boundary; 0: none. */
+    _Atomic uint64_t plan_epoch;
 } ho_ctl_header;
 
 static inline ho_ctl_slot *ho_ctl_slots(ho_ctl_header *h)

@@ -21,7 +21,7 @@ static const char *const order[] = {
     "log",      "idmap",    "quota",    "dirs",     "config",
     "authz",    "counters", "topology", "connection", "mover",  "links",
     "sessions",
-    "planning", "staging",  "handlers", "admin",    "metrics",
+    "planning", "staging",  "arbitrate", "handlers", "admin",    "metrics",
     "dispatch", "server",   "notify",
     "daemon",   "main",
 };
