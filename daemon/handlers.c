@@ -14,6 +14,7 @@
 #include "daemon/sessions.h"
 #include "daemon/topology.h"
 #include "proto/errfmt.h"
+#include "daemon/staging.h"
 
 static void do_register(srv_daemon *d, srv_conn *c, uint64_t rid,
                         const Hyperoffload__RegisterRequest *req, int rc,
@@ -94,7 +95,11 @@ void srv_handle_alloc(srv_daemon *d, srv_conn *c, uint64_t rid,
 {
     char err[SRV_ERR_MAX];
     srv_extent *x = NULL;
-    int rc = srv_extent_alloc(d, c->session, req->bytes, &x, err, sizeof(err));
+    int rc = srv_stage_plain_room(d, c->session, req->bytes, err,
+                                  sizeof(err));
+    if (rc == 0)
+        rc = srv_extent_alloc(d, c->session, req->bytes, &x, err,
+                              sizeof(err));
     srv_count_admission(&d->counters, SRV_ADMIT_ALLOC, rc);
     if (rc < 0) {
         srv_log_s(SRV_LOG_INFO, c->session->id, c->session->job, rc,

@@ -488,6 +488,41 @@ static bool storage_msg(void *ctx, pbr r, size_t i)
     return true;
 }
 
+/* An Op's fields: the four tags our writer emits (name, duration_us,
+ * packed reads, packed writes: one-byte tags) decoded inline, anything
+ * else by read_fields from there on -- the same calls on the same bytes
+ * as read_fields alone would make, without its table per field (this
+ * runs once per op). */
+static bool op_fields(pbr r, const pbf *f, uint32_t nf)
+{
+    while (r.p < r.end) {
+        bool ok;
+        switch (*r.p) {
+        case 0x0a: /* 1: name, length-delimited */
+            r.p++;
+            ok = rd_str(&r, WT_LEN, f[0].dst);
+            break;
+        case 0x11: /* 2: duration_us, 64-bit */
+            r.p++;
+            ok = rd_f64(&r, WT_I64, f[1].dst);
+            break;
+        case 0x1a: /* 3: reads, packed */
+            r.p++;
+            ok = rd_ids(&r, WT_LEN, f[2].dst, f[2].n, PLAN_MAX_OP_REFS);
+            break;
+        case 0x22: /* 4: writes, packed */
+            r.p++;
+            ok = rd_ids(&r, WT_LEN, f[3].dst, f[3].n, PLAN_MAX_OP_REFS);
+            break;
+        default:
+            return read_fields(r, f, nf);
+        }
+        if (!ok)
+            return false;
+    }
+    return true;
+}
+
 /* One Op message. */
 static bool op_msg(void *ctx, pbr r, size_t i)
 {
@@ -501,7 +536,7 @@ static bool op_msg(void *ctx, pbr r, size_t i)
                      {PF_IDS, c->rids, &nr, NULL, NULL},
                      {PF_IDS, c->wids, &nw, NULL, NULL}};
 
-    if (!read_fields(r, f, FN(f)))
+    if (!op_fields(r, f, FN(f)))
         return false;
     if (!plan_rd_worth(&c->rd, key) || c->rd.rc == -ENOMEM)
         return true;
