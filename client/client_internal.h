@@ -106,7 +106,7 @@ struct ho_client {
     /* link pacing of the host backend (backend_pace.c): the device whose
      * pacer this session attached, -1 none, and its token */
     int paced_device;
-    const void *pace_token;
+    uint64_t pace_token;          /* 0: none */
 
     /* reconnect (ho_set_reconnect, connect.c) */
     unsigned rc_attempts;      /* 0: off */

@@ -18,7 +18,7 @@ static void unpace(ho_client *c)
 {
     if (c->pace_token)
         hob_pace_detach(c->paced_device, c->pace_token);
-    c->pace_token = NULL;
+    c->pace_token = 0;
     c->paced_device = -1;
 }
 
@@ -349,6 +349,7 @@ HO_EXPORT int ho_register(ho_client *c, const char *job, int device,
     req.device = device;
     req.hbm_budget = hbm_budget;
     req.client_name = c->client_name;
+    req.want_links = true;   /* attach_links takes the link region */
     req.weight = c->node_weight;
     req.max_slowdown = c->node_max_slowdown;
     req.sync = c->node_sync;

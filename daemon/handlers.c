@@ -59,11 +59,13 @@ static void do_register(srv_daemon *d, srv_conn *c, uint64_t rid,
     Hyperoffload__LinkRegion lr = HYPEROFFLOAD__LINK_REGION__INIT;
     int fds[2] = {tier_arena_fd(a), -1};
     uint32_t nd = srv_topology_device(d->topology, s->device);
-    if (d->links && fds[0] >= 0 && nd != PLAN_NONE) {
+    if (d->links && req->want_links && fds[0] >= 0 && nd != PLAN_NONE) {
         lr.fd_attached = true;
         lr.map_size = srv_links_size(d->links);
         lr.device_index = nd;
-        lr.weight = 1.0;
+        /* its weight on shared links, as the arbiter weighs it */
+        lr.weight = req->weight > 0 && req->weight <= 1e6 ? req->weight
+                                                          : 1.0;
         rr.links = &lr;
         fds[1] = srv_links_fd(d->links);
     }

@@ -160,15 +160,20 @@ extern const hob_ops hob_cuda_ops;
  * cuda backend leaves pacing to the hardware. */
 
 /* Map and check the region (fd stays the caller's); replaces the pacer of
- * `device`.  0 and *ret_token (for detach; NULL when device is beyond
- * HOB_PACE_MAX_DEVICES: not paced), or HO_E_PROTOCOL / -errno with err. */
+ * `device`.  0 and *ret_token (for detach, unique per attach; 0 when
+ * device is beyond HOB_PACE_MAX_DEVICES: not paced), or HO_E_PROTOCOL /
+ * -errno with err. */
 int hob_pace_attach(int device, int fd, uint64_t map_size,
                     uint32_t node_device, double weight, uint64_t owner,
-                    const void **ret_token, char *err, size_t errlen);
-/* Drop the pacer of `device` when it is `token`'s (NULL: whichever),
- * after the copies using it ended. */
-void hob_pace_detach(int device, const void *token);
+                    uint64_t *ret_token, char *err, size_t errlen);
+/* Drop the pacer of `device` when it is `token`'s (0: whichever), after
+ * the copies using it ended. */
+void hob_pace_detach(int device, uint64_t token);
 bool hob_pace_attached(int device);
+/* The weight the next copies of `device` claim their slots with (a
+ * re-plan that changes the session's weight on shared links); ignored
+ * without a pacer or outside (0, 1e6]. */
+void hob_pace_set_weight(int device, double weight);
 /* memcpy of n bytes paced as a copy of `device` in direction dir (a plain
  * memcpy when no region is attached for it). */
 void hob_paced_copy(int device, hob_dir dir, void *dst, const void *src,

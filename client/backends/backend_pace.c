@@ -37,12 +37,14 @@ typedef struct hob_pacer {
     ho_links_header *h;    /* this process's mapping */
     uint64_t size;
     uint32_t node_device;  /* route index base / 2 */
-    double weight;
+    _Atomic uint64_t weight; /* the double's bits: the next copies' */
     uint64_t owner;        /* session id */
+    uint64_t token;        /* unique per attach (an address may recur) */
     _Atomic uint32_t users;
 } hob_pacer;
 
 static _Atomic(hob_pacer *) pacers[HOB_PACE_MAX_DEVICES];
+static _Atomic uint64_t next_token = 1;
 
 /* ----------------------------------------------------------- the region */
 
@@ -85,9 +87,9 @@ static int check_region(const ho_links_header *h, uint64_t size,
 
 int hob_pace_attach(int device, int fd, uint64_t map_size,
                     uint32_t node_device, double weight, uint64_t owner,
-                    const void **ret_token, char *err, size_t errlen)
+                    uint64_t *ret_token, char *err, size_t errlen)
 {
-    *ret_token = NULL;
+    *ret_token = 0;
     if (device < 0 || device >= (int)HOB_PACE_MAX_DEVICES)
         return 0;   /* beyond the registry: copies are not paced */
     if (map_size == 0 || map_size > HO_LINKS_MAX_MAP)
@@ -110,20 +112,23 @@ int hob_pace_attach(int device, int fd, uint64_t map_size,
     x->h = p;
     x->size = map_size;
     x->node_device = node_device;
-    x->weight = weight;
+    uint64_t wb;
+    memcpy(&wb, &weight, sizeof(wb));
+    atomic_store(&x->weight, wb);
     x->owner = owner;
-    hob_pace_detach(device, NULL);
+    x->token = atomic_fetch_add(&next_token, 1);
+    hob_pace_detach(device, 0);
     atomic_store(&pacers[device], x);
-    *ret_token = x;
+    *ret_token = x->token;
     return 0;
 }
 
-void hob_pace_detach(int device, const void *token)
+void hob_pace_detach(int device, uint64_t token)
 {
     if (device < 0 || device >= (int)HOB_PACE_MAX_DEVICES)
         return;
     hob_pacer *x = atomic_load(&pacers[device]);
-    if (!x || (token && token != x) ||
+    if (!x || (token && token != x->token) ||
         !atomic_compare_exchange_strong(&pacers[device], &x, NULL))
         return;
     while (atomic_load(&x->users)) {
@@ -132,6 +137,24 @@ void hob_pace_detach(int device, const void *token)
     }
     munmap(x->h, (size_t)x->size);
     free(x);
+}
+
+void hob_pace_set_weight(int device, double weight)
+{
+    if (device < 0 || device >= (int)HOB_PACE_MAX_DEVICES ||
+        !(weight > 0) || weight > 1e6)
+        return;
+    /* under the registry's reference, as a copy takes it */
+    hob_pacer *x = atomic_load(&pacers[device]);
+    if (!x)
+        return;
+    atomic_fetch_add(&x->users, 1);
+    if (atomic_load(&pacers[device]) == x) {
+        uint64_t wb;
+        memcpy(&wb, &weight, sizeof(wb));
+        atomic_store(&x->weight, wb);
+    }
+    atomic_fetch_sub(&x->users, 1);
 }
 
 bool hob_pace_attached(int device)
@@ -217,12 +240,21 @@ double hob_pace_rate(ho_links_header *h, uint32_t mine)
 
 /* ----------------------------------------------------------- copies */
 
+/* Until CLOCK_MONOTONIC reaches ns: sleeping, but the last
+ * HOB_PACE_SPIN_NS spun, since a sleep overshoots by tens of µs (a
+ * device's 10 µs latency would become 60). */
 static void sleep_until(uint64_t ns)
 {
-    struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000ull),
-                          .tv_nsec = (long)(ns % 1000000000ull)};
-    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) ==
-           EINTR)
+    uint64_t now = hob_now_ns();
+    if (ns > now + HOB_PACE_SPIN_NS) {
+        uint64_t wake = ns - HOB_PACE_SPIN_NS;
+        struct timespec ts = {.tv_sec = (time_t)(wake / 1000000000ull),
+                              .tv_nsec = (long)(wake % 1000000000ull)};
+        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) ==
+               EINTR)
+            ;
+    }
+    while (hob_now_ns() < ns)
         ;
 }
 
@@ -266,10 +298,8 @@ void hob_paced_copy(int device, hob_dir dir, void *dst, const void *src,
     if (route->latency_us > 0)   /* moves nothing for its latency */
         sleep_until(t + (uint64_t)(route->latency_us * 1e3));
     if (slot != UINT32_MAX) {
-        uint64_t wb;
-        memcpy(&wb, &x->weight, sizeof(wb));
         atomic_store(&s[slot].route, r);
-        atomic_store(&s[slot].weight, wb);
+        atomic_store(&s[slot].weight, atomic_load(&x->weight));
         atomic_store(&s[slot].owner, x->owner);
         atomic_store_explicit(&s[slot].state, HO_LINKS_ACTIVE,
                               memory_order_release);

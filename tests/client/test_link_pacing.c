@@ -7,9 +7,14 @@
  *   - one alone gets its device's 0.25 GB/s;
  *   - two under one switch share it: 0.15 GB/s each;
  *   - two under different switches each get 0.25 GB/s;
+ *   - small copies pay the device's latency, not a sleep's overshoot;
  *   - with pacing off ([node] pace_links = no) nothing is paced;
  * and the fair-share computation itself (hob_pace_rate) on a region the
- * daemon handed out, with weights.  Times within 15%. */
+ * daemon handed out, with weights.  Times within -15%..+35%: a loaded
+ * machine only ever makes copies later (at a load average of 20 on the
+ * 2-core development machine a shared copy took 203 ms for 168), and the
+ * bounds still tell a lone copy (at most 136 ms) from a shared one (at
+ * least 143 ms). */
 #include <check.h>
 #include <math.h>
 #include <pthread.h>
@@ -122,8 +127,8 @@ static void run(ho_harness *h, const int *devices, int n, double *secs,
 static void assert_near(double got, double want, const char *what)
 {
     printf("%s: %.1f ms (expected %.1f ms)\n", what, got * 1e3, want * 1e3);
-    ck_assert_msg(got > want * 0.85 && got < want * 1.15,
-                  "%s took %.1f ms, expected %.1f ms within 15%%", what,
+    ck_assert_msg(got > want * 0.85 && got < want * 1.35,
+                  "%s took %.1f ms, expected %.1f ms, -15%%..+35%%", what,
                   got * 1e3, want * 1e3);
 }
 
@@ -152,17 +157,71 @@ START_TEST(two_clients_share_their_switch)
 }
 END_TEST
 
+/* Small copies pay the device's latency once each: 500 copies of 4 KiB
+ * at 20 µs + 16.4 µs each (the last 60 µs of a wait are spun, so a sleep's
+ * overshoot is not added; measured 23.5 ms for 18.2 on an idle-ish
+ * machine). */
+START_TEST(small_copies_pay_the_latency)
+{
+    ho_harness *h = start("[device 0]\nlatency_us = 20\n");
+    ho_client *c = NULL;
+    void *st = NULL;
+    hob_engine *e = NULL;
+    char err[256];
+    ck_assert_int_eq(ho_connect(ho_harness_socket(h), "lat", &c), 0);
+    ck_assert_int_eq(ho_register(c, "lat", 0, 1 << 20), 0);
+    ck_assert_int_eq(hob_host_ops.open(0, 1 << 20, &st, err, sizeof(err)),
+                     0);
+    ck_assert_int_eq(hob_host_ops.engine_new(st, 4, &e, err, sizeof(err)),
+                     0);
+    uint8_t *base, src[4096];
+    uint64_t size, t = 0;
+    memset(src, 7, sizeof(src));
+    hob_host_ops.region(st, &base, &size);
+    uint64_t t0 = hob_now_ns();
+    for (int i = 0; i < 500; i++)
+        ck_assert_int_eq(hob_host_ops.submit(e, HOB_H2D, base, src,
+                                             sizeof(src), NULL, 0, NULL, &t),
+                         0);
+    ck_assert_int_eq(hob_host_ops.wait(e, t), 0);
+    double got = (double)(hob_now_ns() - t0) / 1e9;
+    double want = 500 * (20e-6 + 4096 / DEV_RATE);
+    printf("500 copies of 4 KiB: %.2f ms (expected %.2f ms)\n", got * 1e3,
+           want * 1e3);
+    /* Only the lower bound is asserted: on a loaded 2-core machine each
+     * wake-up of the copy thread can wait for a CPU for milliseconds. */
+    ck_assert_msg(got > want * 0.9, "%.2f ms, expected %.2f ms", got * 1e3,
+                  want * 1e3);
+    hob_host_ops.engine_free(e);
+    hob_host_ops.close(st);
+    ho_close(c);
+    ho_harness_free(h);
+}
+END_TEST
+
 START_TEST(pacing_off_copies_freely)
 {
     ho_harness *h = start("pace_links = no\n");
     double s[2];
     run(h, (const int[]){0, 1}, 2, s, false);
+    /* run() checked that no pacer was attached: the copies are plain
+     * memcpy (their times depend on the machine's load only) */
     printf("unpaced: %.1f ms, %.1f ms\n", s[0] * 1e3, s[1] * 1e3);
-    /* memcpy of 24 MiB is far quicker than 168 ms shared at 0.15 GB/s */
-    ck_assert_msg(s[0] < X / (SW_RATE / 2) * 0.5, "%.1f ms", s[0] * 1e3);
     ho_harness_free(h);
 }
 END_TEST
+
+typedef struct paced_arg {
+    uint8_t *src, *dst;
+    uint64_t n;
+} paced_arg;
+
+static void *paced_main(void *arg)
+{
+    paced_arg *p = arg;
+    hob_paced_copy(0, HOB_H2D, p->dst, p->src, p->n);
+    return NULL;
+}
 
 /* The rates of a region's active slots, weights included. */
 START_TEST(fair_rates_of_the_region)
@@ -227,6 +286,32 @@ START_TEST(fair_rates_of_the_region)
     ck_assert(fabs(hob_pace_rate(lh, 1) - 50) < 1e-6);
     for (int i = 0; i < 4; i++)
         atomic_store(&sl[i].state, HO_LINKS_FREE);
+
+    /* a real copy claims a slot with the session's id and the weight
+     * set for the device, and frees it at the end */
+    hob_pace_set_weight(0, 4);
+    paced_arg pa = {.n = 8u << 20};
+    pa.src = malloc(pa.n);
+    pa.dst = malloc(pa.n);
+    memset(pa.src, 3, pa.n);
+    pthread_t th;
+    pthread_create(&th, NULL, paced_main, &pa);
+    bool seen = false;
+    for (int k = 0; k < 20000 && !seen; k++) {
+        for (uint32_t i = 0; i < lh->n_slots && !seen; i++)
+            seen = atomic_load(&sl[i].state) == HO_LINKS_ACTIVE &&
+                   atomic_load(&sl[i].route) == 0 &&
+                   atomic_load(&sl[i].weight) == b4 &&
+                   atomic_load(&sl[i].owner) == ho_session_id(c);
+        usleep(100);
+    }
+    pthread_join(th, NULL);
+    ck_assert_msg(seen, "no active slot of the copy with weight 4");
+    ck_assert_int_eq(memcmp(pa.src, pa.dst, pa.n), 0);
+    for (uint32_t i = 0; i < lh->n_slots; i++)
+        ck_assert_uint_eq(atomic_load(&sl[i].state), HO_LINKS_FREE);
+    free(pa.src);
+    free(pa.dst);
     ho_close(c);
     ck_assert(!hob_pace_attached(0));   /* the session let go of it */
     ho_harness_free(h);
@@ -241,6 +326,7 @@ static Suite *suite(void)
     tcase_add_test(t, fair_rates_of_the_region);
     tcase_add_test(t, lone_client_gets_its_device_rate);
     tcase_add_test(t, two_clients_share_their_switch);
+    tcase_add_test(t, small_copies_pay_the_latency);
     tcase_add_test(t, pacing_off_copies_freely);
     suite_add_tcase(s, t);
     return s;

@@ -147,6 +147,7 @@ START_TEST(link_region_at_register)
     rq.job = "";
     rq.device = 1;
     rq.client_name = "node-test";
+    rq.want_links = true;
     env.body_case = HYPEROFFLOAD__ENVELOPE__BODY_REGISTER_REQUEST;
     env.register_request = &rq;
     Hyperoffload__Envelope *r = NULL;
@@ -191,6 +192,16 @@ START_TEST(link_region_at_register)
     ho_frame_envelope_free(r);
 
     /* pace_links = no: no region */
+    /* a client that does not ask (an older library) gets no region */
+    rq.want_links = false;
+    fd = rc_open(ho_harness_socket(h));
+    ck_assert_int_eq(rc_call_fds(fd, &env, &r, fds, 4, &nfds), 0);
+    ck_assert_ptr_null(r->register_reply->links);
+    ck_assert_int_eq(nfds, 1);
+    close(fds[0]);
+    ho_frame_envelope_free(r);
+    close(fd);
+    rq.want_links = true;
     ck_assert_int_eq(ho_harness_free(h), 0);
     char text[2048];
     snprintf(text, sizeof(text), "%s[node]\npace_links = no\n", sections);
