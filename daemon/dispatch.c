@@ -7,6 +7,8 @@
 #include "daemon/handlers.h"
 #include "daemon/metrics.h"
 #include "daemon/planning.h"
+#include "daemon/pstore.h"
+#include "daemon/residency.h"
 #include "daemon/staging.h"
 #include "proto/errfmt.h"
 
@@ -36,6 +38,15 @@ BODY_HANDLER(on_quota, Hyperoffload__QuotaRequest, srv_handle_quota)
 EMPTY_HANDLER(on_metrics, srv_handle_metrics)
 BODY_HANDLER(on_plan, Hyperoffload__PlanRequest, srv_handle_plan)
 BODY_HANDLER(on_stage, Hyperoffload__StageRequest, srv_handle_stage)
+BODY_HANDLER(on_publish, Hyperoffload__PublishRequest, srv_handle_publish)
+BODY_HANDLER(on_map_prefix, Hyperoffload__MapPrefixRequest,
+             srv_handle_map_prefix)
+BODY_HANDLER(on_unmap_prefix, Hyperoffload__UnmapPrefixRequest,
+             srv_handle_unmap_prefix)
+BODY_HANDLER(on_region_register, Hyperoffload__RegionRegister,
+             srv_handle_region_register)
+EMPTY_HANDLER(on_regions, srv_handle_regions)
+EMPTY_HANDLER(on_store, srv_handle_store)
 
 #define SESSION true
 #define ADMIN true
@@ -68,6 +79,18 @@ static const srv_request_kind requests[] = {
             SESSION, false, on_plan),
     REQUEST(STAGE_REQUEST, stage_request, "StageRequest", "StageRequest",
             SESSION, false, on_stage),
+    REQUEST(PUBLISH_REQUEST, publish_request, "PublishRequest",
+            "PublishRequest", SESSION, false, on_publish),
+    REQUEST(MAP_PREFIX_REQUEST, map_prefix_request, "MapPrefixRequest",
+            "MapPrefixRequest", SESSION, false, on_map_prefix),
+    REQUEST(UNMAP_PREFIX_REQUEST, unmap_prefix_request, "UnmapPrefixRequest",
+            "UnmapPrefixRequest", SESSION, false, on_unmap_prefix),
+    REQUEST(REGION_REGISTER, region_register, "RegionRegister",
+            "RegionRegister", SESSION, false, on_region_register),
+    REQUEST(REGIONS_REQUEST, regions_request, "RegionsRequest",
+            "RegionsRequest", false, false, on_regions),
+    REQUEST(STORE_REQUEST, store_request, "StoreRequest", "StoreRequest",
+            false, false, on_store),
     REQUEST(METRICS_REQUEST, metrics_request, "MetricsRequest",
             "MetricsRequest", false, ADMIN, on_metrics),
 };

@@ -79,6 +79,8 @@ struct ho_region {
     uint32_t *incoming;    /* blocks with a fill in flight */
     uint32_t n_incoming;
     uint8_t *host;         /* host copies: extent or local mapping */
+    uint8_t *shm;          /* statistics header (proto/region_shm.h) at
+                              the extent's end, NULL when local */
     uint64_t host_bytes;
     uint64_t extent_id;    /* 0 when local */
     hres_map *maps;
@@ -103,5 +105,9 @@ int hres_block_new_store(ho_region *r, uint8_t *host, uint32_t map,
 /* residency_store.c: drop the region's reference on mapping m (its last
  * block was freed, or the region goes).  Best effort. */
 void hres_store_unmap(ho_region *r, uint32_t m);
+/* Register the region's statistics header with the daemon (once, at
+ * ho_region_new) / copy the statistics into it (every step). */
+int hres_region_register(ho_region *r, const char *name);
+void hres_shm_publish(ho_region *r);
 
 #endif

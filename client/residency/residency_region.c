@@ -19,6 +19,7 @@
 #include <sys/mman.h>
 
 #include "client/residency/residency_internal.h"
+#include "proto/region_shm.h"
 
 static int bad(ho_region *r, uint32_t b)
 {
@@ -420,7 +421,7 @@ int ho_region_new(ho_client *c, ho_device *dev, const ho_region_config *cfg,
     r->host_bytes = (uint64_t)nb * k.block_bytes;
     if (c) {
         ho_extent x;
-        rc = ho_extent_alloc(c, r->host_bytes, &x);
+        rc = ho_extent_alloc(c, r->host_bytes + HO_REGION_SHM_BYTES, &x);
         if (rc < 0) {
             char e2[256];
             hor_fail(c, rc, "the region's host copies (%" PRIu64 " bytes "
@@ -430,6 +431,7 @@ int ho_region_new(ho_client *c, ho_device *dev, const ho_region_config *cfg,
         }
         r->extent_id = x.id;
         r->host = x.ptr;
+        r->shm = r->host + r->host_bytes;
     } else {
         void *p = mmap(NULL, r->host_bytes, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -449,6 +451,11 @@ int ho_region_new(ho_client *c, ho_device *dev, const ho_region_config *cfg,
     r->st.high = r->high;
     r->st.low = r->low;
     r->st.host_bytes = r->host_bytes;
+    if (c) {
+        rc = hres_region_register(r, k.name);
+        if (rc < 0)
+            goto fail;
+    }
     *ret = r;
     return 0;
 fail:
@@ -773,6 +780,7 @@ int ho_region_step(ho_region *r, uint64_t *ret_stall_ns)
         rc = writeback_to_low(r);
     if (rc == 0)
         rc = prefetch_due(r);
+    hres_shm_publish(r);
     return rc;
 }
 

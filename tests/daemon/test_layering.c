@@ -20,7 +20,8 @@
 static const char *const order[] = {
     "log",      "idmap",    "quota",    "dirs",     "config",
     "authz",    "counters", "connection", "mover",  "sessions",
-    "planning", "staging",  "handlers", "admin",    "metrics",
+    "planning", "staging",  "residency", "pstore", "handlers", "admin",
+    "metrics",
     "dispatch", "server",   "notify",
     "daemon",   "main",
 };

@@ -82,6 +82,7 @@ typedef struct ho_region_config {
     uint32_t low_pct;         /* low watermark, % of slots (0: 80) */
     ho_res_policy policy;
     uint32_t prefetch_window; /* steps ahead a need is prefetched (0: 2) */
+    const char *name;         /* shown by `hoctl regions` (NULL: "region") */
 } ho_region_config;
 
 #define HO_RES_BLOCK_MAX (1ull << 30)
