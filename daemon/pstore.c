@@ -17,6 +17,7 @@ struct srv_pentry {
     char key[SRV_PSTORE_KEY_MAX + 1];
     srv_arena_ref *arena;        /* one reference held */
     uint64_t off, len, block_bytes;
+    uint64_t data;               /* bytes of blocks (len is rounded) */
     uint32_t refs, ttl_ms;
     uint64_t idle_since_ms;      /* uv_now when refs dropped to 0 */
     uint64_t maps;
@@ -132,43 +133,48 @@ static int publish(srv_daemon *d, srv_session *s,
     if (x->state != SRV_EXT_DDR)
         return ho_errf(err, errlen, HO_E_STATE, "extent %" PRIu64 " is not "
                        "in DDR", req->extent_id);
-    if (req->block_bytes == 0 || req->length == 0 ||
-        req->length % req->block_bytes || req->length > SRV_PSTORE_ENTRY_MAX ||
-        req->offset > x->len || req->length > x->len - req->offset)
-        return ho_errf(err, errlen, HO_E_INVALID_SIZE, "publish of [%" PRIu64
-                       ", +%" PRIu64 ") in blocks of %" PRIu64 " bytes does "
-                       "not fit extent %" PRIu64 " (%" PRIu64 " bytes) or the "
-                       "entry limit of %" PRIu64 " bytes", req->offset,
-                       req->length, req->block_bytes, req->extent_id, x->len,
-                       (uint64_t)SRV_PSTORE_ENTRY_MAX);
+    uint64_t bb = req->block_bytes;
+    uint64_t length = (uint64_t)req->n_offsets * bb;
+    bool ok = bb && req->n_offsets && bb <= SRV_PSTORE_ENTRY_MAX &&
+              req->n_offsets <= SRV_PSTORE_ENTRY_MAX / bb;
+    for (size_t i = 0; ok && i < req->n_offsets; i++)
+        ok = req->offsets[i] <= x->len && bb <= x->len - req->offsets[i];
+    if (!ok)
+        return ho_errf(err, errlen, HO_E_INVALID_SIZE, "publish of %zu "
+                       "blocks of %" PRIu64 " bytes does not fit extent %"
+                       PRIu64 " (%" PRIu64 " bytes) or the entry limit of %"
+                       PRIu64 " bytes", req->n_offsets, bb, req->extent_id,
+                       x->len, (uint64_t)SRV_PSTORE_ENTRY_MAX);
     sweep(d);
     if (find(d, s->arena, req->key))
         return ho_errf(err, errlen, -EEXIST, "the prefix store of job '%s' "
                        "already has key %s", s->job, req->key);
     uint64_t limit = store_limit(d, s);
-    if (make_room(d, s->arena, req->length, limit) < 0)
+    if (make_room(d, s->arena, length, limit) < 0)
         return ho_errf(err, errlen, HO_E_QUOTA, "the prefix store of uid %u "
                        "job '%s' holds %" PRIu64 " bytes in use; %" PRIu64
                        " more exceed its limit of %" PRIu64 " bytes",
                        (unsigned)s->uid, s->job, arena_bytes(d, s->arena),
-                       req->length, limit);
+                       length, limit);
     srv_pentry *e = calloc(1, sizeof(*e));
     if (!e)
         return ho_errf(err, errlen, -ENOMEM, "out of memory");
     uint64_t got = 0;
-    rc = tier_arena_alloc(s->arena->arena, req->length, &e->off, &got);
+    rc = tier_arena_alloc(s->arena->arena, length, &e->off, &got);
     if (rc < 0) {
         free(e);
         return ho_errf(err, errlen, rc, "no DDR for a prefix store entry of "
-                       "%" PRIu64 " bytes", req->length);
+                       "%" PRIu64 " bytes", length);
     }
     uint8_t *base = tier_arena_base(s->arena->arena);
-    memcpy(base + e->off, base + x->off + req->offset, req->length);
+    for (size_t i = 0; i < req->n_offsets; i++)
+        memcpy(base + e->off + i * bb, base + x->off + req->offsets[i], bb);
     snprintf(e->key, sizeof(e->key), "%s", req->key);
     e->arena = s->arena;
     s->arena->refs++;
     e->len = got;
-    e->block_bytes = req->block_bytes;
+    e->data = length;
+    e->block_bytes = bb;
     e->ttl_ms = req->ttl_ms ? req->ttl_ms : SRV_PSTORE_TTL_MS;
     if (e->ttl_ms > SRV_PSTORE_TTL_MAX_MS)
         e->ttl_ms = SRV_PSTORE_TTL_MAX_MS;
@@ -176,7 +182,7 @@ static int publish(srv_daemon *d, srv_session *s,
     e->publisher = s->id;
     SRV_LIST_PUSH(d->pstore.entries, e);
     d->pstore.bytes += got;
-    d->pstore.published_bytes += req->length;
+    d->pstore.published_bytes += length;
     d->pstore.n_entries++;
     return 0;
 }
@@ -228,7 +234,7 @@ void srv_handle_map_prefix(srv_daemon *d, srv_conn *c, uint64_t rid,
     Hyperoffload__MapPrefixReply mr = HYPEROFFLOAD__MAP_PREFIX_REPLY__INIT;
     mr.arena_id = tier_arena_id(e->arena->arena);
     mr.offset = e->off;
-    mr.length = e->len;
+    mr.length = e->data;
     mr.block_bytes = e->block_bytes;
     srv_conn_reply(c, rid, HYPEROFFLOAD__ENVELOPE__BODY_MAP_PREFIX_REPLY, &mr,
                    NULL, 0);

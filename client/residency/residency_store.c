@@ -85,18 +85,17 @@ int ho_region_publish(ho_region *r, const char *key, const uint32_t *blocks,
         return rc;
     if (n == 0 || !blocks)
         return HRES_FAIL(r, -EINVAL, "publish needs at least one block");
-    /* the daemon copies one contiguous range: the blocks' host copies
-     * must be consecutive in the region's extent */
+    if (n > HO_RES_PUBLISH_MAX)
+        return HRES_FAIL(r, HO_E_INVALID_SIZE, "publish takes at most %d "
+                         "blocks", HO_RES_PUBLISH_MAX);
+    uint64_t offs[HO_RES_PUBLISH_MAX];
     for (size_t i = 0; i < n; i++) {
         if (blocks[i] >= r->cfg.max_blocks ||
             !(r->b[blocks[i]].flags & HRES_USED) ||
             (r->b[blocks[i]].flags & HRES_STORE))
             return HRES_FAIL(r, -EINVAL, "block %" PRIu32 " is not a live "
                              "block of the region's own", blocks[i]);
-        if (i && blocks[i] != blocks[i - 1] + 1)
-            return HRES_FAIL(r, -EINVAL, "publish takes consecutive block "
-                             "ids (%" PRIu32 " follows %" PRIu32 ")",
-                             blocks[i], blocks[i - 1]);
+        offs[i] = (uint64_t)blocks[i] * r->cfg.block_bytes;
     }
     rc = hres_sync_host(r, blocks, n);
     if (rc < 0)
@@ -104,8 +103,8 @@ int ho_region_publish(ho_region *r, const char *key, const uint32_t *blocks,
     Hyperoffload__PublishRequest req = HYPEROFFLOAD__PUBLISH_REQUEST__INIT;
     req.key = (char *)key;
     req.extent_id = raw_id(r->extent_id);
-    req.offset = (uint64_t)blocks[0] * r->cfg.block_bytes;
-    req.length = (uint64_t)n * r->cfg.block_bytes;
+    req.n_offsets = n;
+    req.offsets = offs;
     req.block_bytes = r->cfg.block_bytes;
     req.ttl_ms = ttl_ms;
     HOC_ENVELOPE(env, PUBLISH_REQUEST, publish_request, &req);

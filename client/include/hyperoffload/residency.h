@@ -175,6 +175,7 @@ HO_EXPORT int ho_region_map_prefix(ho_region *r, const char *key,
                                    uint32_t *ret_blocks, size_t max,
                                    size_t *ret_n);
 #define HO_RES_KEY_MAX 128
+#define HO_RES_PUBLISH_MAX 4096 /* blocks per publish */
 
 #ifdef __cplusplus
 }
