@@ -36,6 +36,7 @@ enum {
     HRES_TOUCHED = 1u << 4,    /* accessed in the current step */
     HRES_RELEASED = 1u << 5,   /* release_hint given since last use */
     HRES_PREFETCHED = 1u << 6, /* brought in by a prefetch, not yet used */
+    HRES_WANTED = 1u << 7,     /* on the want list */
 };
 
 typedef struct hres_blk {
@@ -78,6 +79,9 @@ struct ho_region {
     uint32_t n_free_blocks;
     uint32_t *incoming;    /* blocks with a fill in flight */
     uint32_t n_incoming;
+    uint32_t *want;        /* announced blocks not resident (may hold
+                              stale entries: prefetch_due compacts it) */
+    uint32_t n_want;
     uint8_t *host;         /* host copies: extent or local mapping */
     uint8_t *shm;          /* statistics header (proto/region_shm.h) at
                               the extent's end, NULL when local */

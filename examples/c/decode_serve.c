@@ -352,6 +352,19 @@ int main(int argc, char **argv)
             s->done++;
             tokens++;
         }
+        /* hints, given before this step's compute so that the copies
+         * overlap it: when each running sequence runs next (the batch
+         * that just ran goes to the back) */
+        if (pol == HO_RES_HINTS && !none && nrun) {
+            for (uint32_t k = 0; k < nrun; k++) {
+                seq *s = run[(nb + k) % nrun];
+                if (s->done >= s->output)
+                    continue;
+                uint64_t when = ho_region_steps(R) + 1 + k / o.batch;
+                if ((rc = ho_region_need(R, s->blk, s->nb, when)) < 0)
+                    die("need", rc);
+            }
+        }
         compute_us(o.step_us);
         /* retire finished sequences; the batch that ran goes to the back
          * (round robin) */
@@ -371,16 +384,6 @@ int main(int argc, char **argv)
         }
         memcpy(run, order, w * sizeof(seq *));
         nrun = w;
-        /* hints: when each running sequence runs next */
-        if (pol == HO_RES_HINTS && !none && nrun) {
-            uint32_t bsz = o.batch < nrun ? o.batch : nrun;
-            for (uint32_t k = 0; k < nrun; k++) {
-                seq *s = run[k];
-                uint64_t when = ho_region_steps(R) + 1 + k / bsz;
-                if ((rc = ho_region_need(R, s->blk, s->nb, when)) < 0)
-                    die("need", rc);
-            }
-        }
         uint64_t stall = 0;
         if ((rc = ho_region_step(R, &stall)) < 0)
             die("step", rc);
