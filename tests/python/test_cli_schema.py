@@ -303,6 +303,13 @@ class CliSchemaTest(unittest.TestCase):
         self.assertIn("# TYPE", doc["text"])
         self.error(69, "--socket", self.missing, "metrics", daemon=False)
 
+    def test_regions_and_store(self):
+        doc = self.run_json("regions", "regions")
+        self.assertEqual(doc["regions"], [])
+        doc = self.run_json("store", "store")
+        self.assertEqual(doc["entries"], [])
+        self.assertEqual(doc["lookups"], 0)
+
     def test_node_plan(self):
         wl = self.s.path("wl-plan.json")
         hotest.dump({"format": "hyperoffload-workload", "version": 1,
