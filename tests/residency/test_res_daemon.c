@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <grp.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -195,7 +196,82 @@ START_TEST(kill_and_share)
 }
 END_TEST
 
+/* hoctl from the build the daemon comes from: exit status. */
+static int hoctl_run(const char *sock, const char *const *words)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s", ho_harness_daemon_path());
+    char *slash = strrchr(path, '/');
+    ck_assert_ptr_nonnull(slash);
+    snprintf(slash + 1, sizeof path - (size_t)(slash + 1 - path), "hoctl");
+    const char *argv[16] = {path, "--socket", sock};
+    int n = 3;
+    for (; words[n - 3] && n < 15; n++)
+        argv[n] = words[n - 3];
+    argv[n] = NULL;
+    pid_t p = fork();
+    ck_assert_int_ge(p, 0);
+    if (p == 0) {
+        execv(path, (char *const *)argv);
+        _exit(127);
+    }
+    int st = 0;
+    ck_assert_int_eq(waitpid(p, &st, 0), p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* The job's DDR quota bounds the host copies and the store. */
+START_TEST(quota_under_pressure)
+{
+    if (getuid() != 0)
+        return; /* quota set needs an admin peer; tests run as root */
+    ho_harness *h = ho_harness_start_args(NULL);
+    ck_assert_ptr_nonnull(h);
+    const char *sock = ho_harness_socket(h);
+    const char *set[] = {"quota", "set", "--job", "q", "--tier", "ddr", "1M",
+                         NULL};
+    ck_assert_int_eq(hoctl_run(sock, set), 0);
+    ho_client *c = NULL;
+    ho_device *dev = NULL;
+    ho_region *r = NULL;
+    ck_assert_int_eq(ho_connect(sock, "q", &c), 0);
+    ck_assert_int_eq(ho_register(c, "q", -1, 0), 0);
+    ck_assert_int_eq(ho_device_open("host", 0, 1 << 20, &dev), 0);
+    /* 32 blocks of 64 KiB = 2 MiB of host copies: over the quota */
+    ho_region_config cfg = {.block_bytes = BB, .max_blocks = 32,
+                            .device_budget = 4 * BB};
+    ck_assert_int_eq(ho_region_new(c, dev, &cfg, &r), HO_E_QUOTA);
+    ck_assert_ptr_null(r);
+    /* 8 blocks fit; publishing all 8 would take the quota past 1 MiB */
+    cfg.max_blocks = 8;
+    ck_assert_int_eq(ho_region_new(c, dev, &cfg, &r), 0);
+    uint32_t b[8];
+    void *p;
+    for (int i = 0; i < 8; i++) {
+        ck_assert_int_eq(ho_block_alloc(r, &b[i]), 0);
+        ck_assert_int_eq(ho_block_access(r, b[i], 1, &p), 0);
+        if (i % 3 == 2)
+            ck_assert_int_eq(ho_region_step(r, NULL), 0);
+    }
+    ck_assert_int_eq(ho_region_publish(r, "big", b, 8, 0), HO_E_QUOTA);
+    ck_assert_int_eq(ho_region_publish(r, "small", b, 2, 0), 0);
+    ho_usage u;
+    ck_assert_int_eq(ho_stats(c, NULL, 0, NULL, &u), 0);
+    ck_assert_uint_le(u.ddr_bytes, 1u << 20);
+    ho_region_free(r);
+    ho_device_close(dev);
+    ho_close(c);
+    ck_assert_int_eq(ho_harness_free(h), 0);
+}
+END_TEST
+
 int main(void)
 {
-    return ho_check_run_one("residency_daemon", kill_and_share, 120);
+    Suite *s = suite_create("residency_daemon");
+    TCase *tc = tcase_create("residency_daemon");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, kill_and_share);
+    tcase_add_test(tc, quota_under_pressure);
+    suite_add_tcase(s, tc);
+    return ho_check_run(s, false);
 }
