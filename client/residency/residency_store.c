@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdatomic.h>
 #include <string.h>
 
@@ -156,9 +157,10 @@ int ho_region_map_prefix(ho_region *r, const char *key, uint32_t *ret_blocks,
     uint64_t pool = ho_pool_size(r->c);
     uint64_t off = m ? m->offset : 0, len = m ? m->length : 0;
     uint64_t bb = m ? m->block_bytes : 0;
+    bool same_arena = m && m->arena_id == ho_pool_arena_id(r->c);
     ho_frame_envelope_free(reply);
     if (!m || off > pool || len > pool - off || bb == 0 ||
-        len % bb || m->arena_id != ho_pool_arena_id(r->c))
+        len % bb || !same_arena)
         rc = HRES_FAIL(r, HO_E_PROTOCOL, "the map reply for %s names a "
                        "range outside this session's arena", key);
     else if (bb != r->cfg.block_bytes || len / bb > max ||

@@ -105,6 +105,9 @@ static int outsider(const char *sock, int uid, const char *job)
         uint32_t b[NBLK];
         size_t n = 0;
         int rc = ho_region_map_prefix(r, "k", b, NBLK, &n);
+        ho_region_free(r);
+        ho_device_close(dev);
+        ho_close(c);
         _exit(rc == -ENOENT ? 0 : 24);
     }
     int st = 0;
