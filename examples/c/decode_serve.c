@@ -338,6 +338,13 @@ int main(int argc, char **argv)
         }
         /* one micro-batch: the first nb of the running list */
         uint32_t nb = none ? nrun : (o.batch < nrun ? o.batch : nrun);
+        /* a batch's blocks (and one new block each) must fit under the
+         * high watermark: a smaller batch when they would not */
+        uint32_t fit = 0;
+        uint64_t sum = 0;
+        while (fit < nb && sum + run[fit]->nb + 1 <= st.high)
+            sum += run[fit++]->nb + 1;
+        nb = fit;
         for (uint32_t k = 0; k < nb; k++) {
             seq *s = run[k];
             for (uint32_t b = 0; b < s->nb; b++)
