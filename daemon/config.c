@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -33,6 +34,8 @@ typedef enum cfg_type {
     T_PATHLIST,  /* char *[SRV_MAX_FLASH] + uint32_t count */
     T_SIZELIST,  /* uint64_t[SRV_MAX_DEVICES] + uint32_t count */
     T_NAMELIST,  /* char [SRV_MAX_DEVICES][SRV_DEVICE_NAME] + count */
+    T_GBPS,      /* double in (0, max]: GB/s */
+    T_REAL,      /* double in [min, max] */
 } cfg_type;
 
 /* Row flags. */
@@ -90,6 +93,10 @@ typedef struct cfg_row {
 /* lo..hi: each size; at most SRV_MAX_DEVICES of them */
 #define SIZELIST_ROW(s, k, fl, field, count, lo, hi, dflt, fls, hlp)      \
     ROW(s, k, fl, T_SIZELIST, field, F(count), lo, hi, dflt, fls, hlp)
+#define GBPS_ROW(s, k, fl, field, dflt, fls, hlp)                         \
+    ROW(s, k, fl, T_GBPS, field, 0, 0, (int64_t)SRV_MAX_GBPS, dflt, fls, hlp)
+#define REAL_ROW(s, k, fl, field, lo, hi, dflt, fls, hlp)                 \
+    ROW(s, k, fl, T_REAL, field, 0, lo, hi, dflt, fls, hlp)
 /* lo..hi: number of names (each below SRV_DEVICE_NAME bytes) */
 #define NAMELIST_ROW(s, k, fl, field, count, lo, hi, dflt, fls, hlp)      \
     ROW(s, k, fl, T_NAMELIST, field, F(count), lo, hi, dflt, fls, hlp)
@@ -169,6 +176,11 @@ static const cfg_row rows[] = {
              RESTART, "back arenas with 2 MiB huge pages (MFD_HUGETLB)"),
     SIZE_ROW("ddr", "alignment", "ddr-alignment", ddr_alignment, 4 * KiB, GiB,
              "4K", RESTART, "extent alignment, a power of two"),
+    U32_ROW("ddr", "stage_wait", "ddr-stage-wait", stage_wait_s, 1, 3600,
+            "30", RELOAD,
+            "seconds a client's copy may wait for a host copy to come into "
+            "DDR before the daemon fails the wait, naming what it waited "
+            "for"),
     PATHLIST_ROW("flash", "paths", "flash-paths", flash_paths, n_flash, 1,
                  SRV_MAX_FLASH, HO_LOCAL_DIR "/flash0", RESTART,
                  "comma-separated flash files, one preallocated file each"),
@@ -184,7 +196,12 @@ static const cfg_row rows[] = {
             flash_discard_delay, 0, 3600, "10", RESTART,
             "seconds after which a freed flash extent not allocated again "
             "is discarded (punched out); 0: at once"),
-    U32_ROW("devices", "count", "devices", n_devices, 0, SRV_MAX_DEVICES, "2",
+    GBPS_ROW("flash", "read_gbps", "flash-read-gbps", flash_read_gbps, "2",
+             RESTART, "flash read bandwidth of the node description (GB/s)"),
+    GBPS_ROW("flash", "write_gbps", "flash-write-gbps", flash_write_gbps,
+             "1", RESTART,
+             "flash write bandwidth of the node description (GB/s)"),
+    U32_ROW("devices", "count", "devices", n_devices, 0, SRV_MAX_DEVICES, "4",
             RESTART, "accelerator devices whose HBM is budgeted"),
     NAMELIST_ROW("devices", "names", "device-names", device_names,
                  n_device_names, 0, SRV_MAX_DEVICES, "", RESTART,
@@ -197,6 +214,32 @@ static const cfg_row rows[] = {
                  n_hbm_reserve, 0, PiB, "0", RESTART,
                  "HBM bytes per device kept back from grants: one value or "
                  "one per device"),
+    STR_ROW("node", "discover", "node-discover", node_discover, 2, 5, "auto",
+            RESTART,
+            "where the node's links come from without [link] sections: "
+            "auto (sysfs when it lists enough NVIDIA devices, else the "
+            "emulated switches), sysfs (required), no (emulated)"),
+    STR_ROW("node", "sysfs_root", "sysfs-root", sysfs_root, 1, PATH_MAX - 64,
+            "/sys", RESTART,
+            "sysfs mount read by discovery (bus/pci/devices below it)"),
+    U32_ROW("node", "devices_per_switch", "devices-per-switch",
+            devices_per_switch, 0, SRV_MAX_DEVICES, "2", RESTART,
+            "emulated node: devices under each emulated switch (sw0, sw1, "
+            "...); 0: every device directly under the host link"),
+    GBPS_ROW("node", "device_gbps", "device-gbps", device_gbps, "16",
+             RESTART, "a device's own link (H2D and D2H, GB/s) unless its "
+             "[device N] section or sysfs says otherwise"),
+    GBPS_ROW("node", "switch_gbps", "switch-gbps", switch_gbps, "16",
+             RESTART, "each emulated switch's link to the host (GB/s)"),
+    GBPS_ROW("node", "host_gbps", "host-gbps", host_gbps, "32", RESTART,
+             "the emulated host link, the root of the tree (GB/s)"),
+    REAL_ROW("node", "latency_us", "device-latency-us", device_latency_us, 0,
+             1000000000, "10", RESTART,
+             "a device's copy latency (µs) unless its [device N] section "
+             "says otherwise"),
+    BOOL_ROW("node", "pace_links", "pace-links", pace_links, "yes", RESTART,
+             "hand out the link region: host-backend clients pace their "
+             "copies to their fair share of the node's links"),
     STR_ROW("planning", "planner", "planner", planner, 1,
             SRV_PLANNER_NAME_MAX - 1, "hoplan", RELOAD,
             "planner used when a PlanRequest names none"),
@@ -235,8 +278,8 @@ static const cfg_row rows[] = {
 #define N_ROWS ((int)(sizeof(rows) / sizeof(rows[0])))
 
 static const char *const sections[] = {"server", "log", "ddr", "flash",
-                                       "devices", "planning", "metrics",
-                                       "debug"};
+                                       "devices", "node", "planning",
+                                       "metrics", "debug"};
 #define N_SECTIONS ((int)(sizeof(sections) / sizeof(sections[0])))
 
 /* Planner names of planner/plan.h (plan_planner_names); kept here so the
@@ -273,6 +316,20 @@ static void size_text(uint64_t v, char *buf, size_t len)
         snprintf(buf, len, "%llu", (unsigned long long)v);
     else
         snprintf(buf, len, "%llu%c", (unsigned long long)v, suf[u]);
+}
+
+/* The shortest text of v that reads back the same ("16", "12.5"). */
+static void real_text(double v, char *buf, size_t len)
+{
+    if (v == (double)(int64_t)v && v > -1e15 && v < 1e15) {
+        snprintf(buf, len, "%.0f", v);
+        return;
+    }
+    for (int prec = 1; prec <= 17; prec++) {
+        snprintf(buf, len, "%.*g", prec, v);
+        if (strtod(buf, NULL) == v)
+            return;
+    }
 }
 
 /* "64 TiB" for bound messages; exact when the value is a whole unit. */
@@ -418,6 +475,7 @@ typedef struct cfg_value {
     char *items[SRV_MAX_DEVICES];  /* lists: into copy */
     uint64_t sizes[SRV_MAX_DEVICES]; /* SIZELIST */
     char *copy;                    /* lists: the split text, owned */
+    double real;                   /* GBPS, REAL */
 } cfg_value;
 
 /* "'text' is below the minimum B" / "... above the maximum B". */
@@ -537,10 +595,43 @@ static int parse_list(const cfg_row *r, const char *s, cfg_value *v,
     return 0;
 }
 
+/* A finite decimal number ("16", "12.5", "1e3"; no hex, inf or nan). */
+static int parse_real(const char *s, double *ret_v)
+{
+    if (!*s || strspn(s, "0123456789.+-eE") != strlen(s))
+        return -EINVAL;
+    errno = 0;
+    char *end;
+    double v = strtod(s, &end);
+    if (errno == ERANGE || *end || end == s || !isfinite(v))
+        return -EINVAL;
+    *ret_v = v;
+    return 0;
+}
+
+static int check_real(const cfg_row *r, const char *s, double v, char *err,
+                      size_t errlen)
+{
+    if (r->type == T_GBPS && !(v > 0))
+        return ho_errf(err, errlen, HO_E_BAD_CONFIG,
+                       "'%s' is not above 0 (a bandwidth in GB/s)", s);
+    if (v < (double)r->min)
+        return out_of_bounds(r, s, true, err, errlen);
+    if (v > (double)r->max)
+        return out_of_bounds(r, s, false, err, errlen);
+    return 0;
+}
+
 static int parse_value(const cfg_row *r, const char *s, cfg_value *v,
                        char *err, size_t errlen)
 {
     switch (r->type) {
+    case T_GBPS:
+    case T_REAL:
+        if (parse_real(s, &v->real) < 0)
+            return ho_errf(err, errlen, HO_E_BAD_CONFIG,
+                           "'%s' is not a number", s);
+        return 0;
     case T_SIZE:
         return parse_size_text(s, &v->size, err, errlen);
     case T_U32:
@@ -636,6 +727,9 @@ static int check_value(const cfg_row *r, const char *s, const cfg_value *v,
         return check_paths(r, v, err, errlen);
     case T_NAMELIST:
         return check_names(v, err, errlen);
+    case T_GBPS:
+    case T_REAL:
+        return check_real(r, s, v->real, err, errlen);
     case T_BOOL:
     case T_LEVEL:
     case T_SIZELIST:   /* items checked as they were read */
@@ -694,6 +788,10 @@ static int apply_value(srv_config *c, const cfg_row *r, const char *s,
     case T_BOOL:
         *(bool *)field = v->num != 0;
         return 0;
+    case T_GBPS:
+    case T_REAL:
+        *(double *)field = v->real;
+        return 0;
     case T_LEVEL:
         *(int *)field = (int)v->num;
         return 0;
@@ -747,6 +845,10 @@ void srv_config_format(const srv_config *c, int row, char *buf, size_t len)
         return;
     case T_BOOL:
         snprintf(buf, len, "%s", *(const bool *)field ? "yes" : "no");
+        return;
+    case T_GBPS:
+    case T_REAL:
+        real_text(*(const double *)(const void *)field, buf, len);
         return;
     case T_MODE:
         snprintf(buf, len, "0%03o", *(const uint32_t *)(const void *)field);
@@ -843,6 +945,8 @@ void srv_config_done(srv_config *c)
     free(c->admin_group);
     free(c->planner);
     free(c->metrics_textfile);
+    free(c->node_discover);
+    free(c->sysfs_root);
     free(c->config_path);
     for (int i = 0; i < SRV_MAX_FLASH; i++)
         free(c->flash_paths[i]);
@@ -871,6 +975,8 @@ typedef struct ini_reader {
     const char *path;
     unsigned lineno;
     char section[64];            /* current [section], "" before one */
+    int link;                    /* [link NAME]: index in c->links, or -1 */
+    int device;                  /* [device N]: N, or -1 */
     int first_line[N_ROWS];      /* line that set each row, 0 none */
 } ini_reader;
 
@@ -890,8 +996,207 @@ static int ini_fail(const ini_reader *r, char *err, size_t errlen,
                    r->lineno, msg);
 }
 
+/* ------------------------------------------------------------ node sections
+ *
+ * [link NAME] and [device N] (docs/hyperoffloadd.conf.5): the node
+ * description of NODE.md §1, one section per link and per device.  Not
+ * rows (they repeat): files only, restart-only, written by
+ * srv_config_write_ini after the rows. */
+
+/* A link or device name: printable, no spaces, no brackets or '=' (it is
+ * written back into a section header). */
+static bool node_name_ok(const char *s, size_t cap)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n >= cap)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!isgraph((unsigned char)s[i]) || strchr("[]=#;\"", s[i]))
+            return false;
+    return true;
+}
+
+static int ini_node_section(srv_config *c, ini_reader *r, const char *kind,
+                            const char *arg, char *err, size_t errlen)
+{
+    if (strcmp(kind, "link") == 0) {
+        if (!node_name_ok(arg, SRV_LINK_NAME))
+            return ini_fail(r, err, errlen, "[link %s]: a link name is 1 to "
+                            "%d printable bytes without spaces, brackets, "
+                            "'=', '#', ';' or quotes", arg,
+                            SRV_LINK_NAME - 1);
+        for (uint32_t i = 0; i < c->n_links; i++)
+            if (strcmp(c->links[i].name, arg) == 0)
+                return ini_fail(r, err, errlen, "[link %s] is given twice "
+                                "(first at line %u)", arg, c->links[i].line);
+        if (c->n_links >= SRV_MAX_LINKS)
+            return ini_fail(r, err, errlen, "[link %s]: more than %d links",
+                            arg, SRV_MAX_LINKS);
+        srv_link_cfg *l = &c->links[c->n_links];
+        memset(l, 0, sizeof(*l));
+        snprintf(l->name, sizeof(l->name), "%s", arg);
+        l->duplex = true;
+        l->line = r->lineno;
+        r->link = (int)c->n_links++;
+        snprintf(r->section, sizeof(r->section), "link");
+        return 0;
+    }
+    if (strcmp(kind, "device") == 0) {
+        uint64_t n = 0;
+        if (parse_uint(arg, &n) < 0 || n >= SRV_MAX_DEVICES)
+            return ini_fail(r, err, errlen, "[device %s]: the device number "
+                            "is an integer 0..%d (its index in [devices])",
+                            arg, SRV_MAX_DEVICES - 1);
+        srv_device_cfg *d = &c->device_cfg[n];
+        if (d->present)
+            return ini_fail(r, err, errlen, "[device %s] is given twice "
+                            "(first at line %u)", arg, d->line);
+        memset(d, 0, sizeof(*d));
+        d->present = true;
+        d->duplex = true;
+        d->line = r->lineno;
+        r->device = (int)n;
+        snprintf(r->section, sizeof(r->section), "device");
+        return 0;
+    }
+    return ini_fail(r, err, errlen, "unknown section [%s %s] (sections with "
+                    "an argument: [link NAME], [device N])", kind, arg);
+}
+
+/* The keys of [link NAME] / [device N]: bit, name, what it takes. */
+typedef struct node_key {
+    const char *key;
+    unsigned bit;       /* SRV_NODE_KEY_*, both directions for "gbps" */
+    bool link, device;  /* allowed in */
+} node_key;
+
+static const node_key node_keys[] = {
+    {"name", SRV_NODE_KEY_NAME, false, true},
+    {"parent", SRV_NODE_KEY_PARENT, true, true},
+    {"hbm_capacity", SRV_NODE_KEY_HBM, false, true},
+    {"hbm_reserve", SRV_NODE_KEY_RESERVE, false, true},
+    {"gbps", SRV_NODE_KEY_H2D | SRV_NODE_KEY_D2H, true, true},
+    {"h2d_gbps", SRV_NODE_KEY_H2D, true, true},
+    {"d2h_gbps", SRV_NODE_KEY_D2H, true, true},
+    {"latency_us", SRV_NODE_KEY_LATENCY, false, true},
+    {"duplex", SRV_NODE_KEY_DUPLEX, true, true},
+};
+
+/* Set `key` of the current [link] / [device] section.  The value's text
+ * is checked like a row of the same kind. */
+static int ini_node_assign(srv_config *c, ini_reader *r, const char *key,
+                           const char *value, char *err, size_t errlen)
+{
+    bool is_link = r->link >= 0;
+    char where[96];
+    if (is_link)
+        snprintf(where, sizeof(where), "[link %s]", c->links[r->link].name);
+    else
+        snprintf(where, sizeof(where), "[device %d]", r->device);
+    const node_key *k = NULL;
+    for (size_t i = 0; i < sizeof(node_keys) / sizeof(node_keys[0]); i++)
+        if (strcmp(node_keys[i].key, key) == 0 &&
+            (is_link ? node_keys[i].link : node_keys[i].device))
+            k = &node_keys[i];
+    if (!k)
+        return ini_fail(r, err, errlen, "unknown key '%s' in %s (known: %s)",
+                        key, where, is_link
+                        ? "parent, gbps, h2d_gbps, d2h_gbps, duplex"
+                        : "name, parent, hbm_capacity, hbm_reserve, gbps, "
+                          "h2d_gbps, d2h_gbps, latency_us, duplex");
+    unsigned *given = is_link ? &c->links[r->link].given
+                              : &c->device_cfg[r->device].given;
+    if (*given & k->bit)
+        return ini_fail(r, err, errlen, "%s %s is set twice", where, key);
+    *given |= k->bit;
+    srv_link_cfg *l = is_link ? &c->links[r->link] : NULL;
+    srv_device_cfg *d = is_link ? NULL : &c->device_cfg[r->device];
+    char *parent = is_link ? l->parent : d->parent;
+    switch (k->bit) {
+    case SRV_NODE_KEY_NAME:
+        if (!node_name_ok(value, SRV_DEVICE_NAME))
+            return ini_fail(r, err, errlen, "%s name '%s': 1 to %d printable "
+                            "bytes without spaces", where, value,
+                            SRV_DEVICE_NAME - 1);
+        snprintf(d->name, sizeof(d->name), "%s", value);
+        return 0;
+    case SRV_NODE_KEY_PARENT:
+        if (!node_name_ok(value, SRV_LINK_NAME))
+            return ini_fail(r, err, errlen, "%s parent '%s' is not a link "
+                            "name", where, value);
+        snprintf(parent, SRV_LINK_NAME, "%s", value);
+        return 0;
+    case SRV_NODE_KEY_HBM:
+    case SRV_NODE_KEY_RESERVE: {
+        uint64_t v = 0;
+        char why[256];
+        if (parse_size_text(value, &v, why, sizeof(why)) < 0)
+            return ini_fail(r, err, errlen, "%s %s: %s", where, key, why);
+        if (k->bit == SRV_NODE_KEY_HBM && v < (uint64_t)MiB)
+            return ini_fail(r, err, errlen, "%s hbm_capacity '%s' is below "
+                            "the minimum 1M", where, value);
+        *(k->bit == SRV_NODE_KEY_HBM ? &d->hbm_capacity : &d->hbm_reserve) =
+            v;
+        return 0;
+    }
+    case SRV_NODE_KEY_DUPLEX: {
+        bool b;
+        if (parse_bool(value, &b) < 0)
+            return ini_fail(r, err, errlen, "%s duplex: '%s' is not a "
+                            "boolean (yes/no)", where, value);
+        *(is_link ? &l->duplex : &d->duplex) = b;
+        return 0;
+    }
+    default:
+        break;
+    }
+    double v = 0;
+    bool latency = k->bit == SRV_NODE_KEY_LATENCY;
+    if (parse_real(value, &v) < 0 || (latency ? v < 0 || v > 1e9
+                                              : !(v > 0) || v > SRV_MAX_GBPS))
+        return ini_fail(r, err, errlen, "%s %s: '%s' is not a number in %s",
+                        where, key, value,
+                        latency ? "0..1000000000 (µs)" : "(0, 1000000] (GB/s)");
+    if (latency)
+        d->latency_us = v;
+    if (k->bit & SRV_NODE_KEY_H2D)
+        *(is_link ? &l->h2d_gbps : &d->h2d_gbps) = v;
+    if (k->bit & SRV_NODE_KEY_D2H)
+        *(is_link ? &l->d2h_gbps : &d->d2h_gbps) = v;
+    return 0;
+}
+
+bool srv_config_keep_node_sections(srv_config *nc, const srv_config *old)
+{
+    bool differ = nc->n_links != old->n_links;
+    for (uint32_t i = 0; i < old->n_links && !differ; i++) {
+        const srv_link_cfg *a = &nc->links[i], *b = &old->links[i];
+        differ = strcmp(a->name, b->name) || strcmp(a->parent, b->parent) ||
+                 a->h2d_gbps != b->h2d_gbps || a->d2h_gbps != b->d2h_gbps ||
+                 a->duplex != b->duplex;
+    }
+    for (uint32_t i = 0; i < SRV_MAX_DEVICES && !differ; i++) {
+        const srv_device_cfg *a = &nc->device_cfg[i], *b = &old->device_cfg[i];
+        differ = a->present != b->present ||
+                 (a->present && (a->given != b->given ||
+                                 strcmp(a->name, b->name) ||
+                                 strcmp(a->parent, b->parent) ||
+                                 a->hbm_capacity != b->hbm_capacity ||
+                                 a->hbm_reserve != b->hbm_reserve ||
+                                 a->h2d_gbps != b->h2d_gbps ||
+                                 a->d2h_gbps != b->d2h_gbps ||
+                                 a->latency_us != b->latency_us ||
+                                 a->duplex != b->duplex));
+    }
+    nc->n_links = old->n_links;
+    memcpy(nc->links, old->links, sizeof(nc->links));
+    memcpy(nc->device_cfg, old->device_cfg, sizeof(nc->device_cfg));
+    return differ;
+}
+
 /* A "[section]" line (p starts with '['; trailing comment allowed). */
-static int ini_section(ini_reader *r, char *p, char *err, size_t errlen)
+static int ini_section(srv_config *c, ini_reader *r, char *p, char *err,
+                       size_t errlen)
 {
     char *end = strchr(p, ']');
     char *tail = end ? end + 1 : NULL;
@@ -902,9 +1207,21 @@ static int ini_section(ini_reader *r, char *p, char *err, size_t errlen)
     *end = '\0';
     char *name = p + 1;
     trim(&name);
+    r->link = r->device = -1;
+    char *arg = name + strcspn(name, " \t");
+    if (*arg) {
+        *arg++ = '\0';
+        trim(&arg);
+        return ini_node_section(c, r, name, arg, err, errlen);
+    }
+    if (strcmp(name, "link") == 0 || strcmp(name, "device") == 0)
+        return ini_fail(r, err, errlen, "[%s] needs a %s: [%s %s]", name,
+                        name[0] == 'l' ? "name" : "number", name,
+                        name[0] == 'l' ? "sw0" : "0");
     if (!known_section(name))
         return ini_fail(r, err, errlen, "unknown section [%s] (known: "
-                        "server, log, ddr, flash, devices, planning)", name);
+                        "server, log, ddr, flash, devices, node, planning, "
+                        "metrics, [link NAME], [device N])", name);
     snprintf(r->section, sizeof(r->section), "%s", name);
     return 0;
 }
@@ -954,6 +1271,8 @@ static int ini_assign(srv_config *c, ini_reader *r, const char *key,
     if (!*r->section)
         return ini_fail(r, err, errlen,
                         "key '%s' is outside of any [section]", key);
+    if (r->link >= 0 || r->device >= 0)
+        return ini_node_assign(c, r, key, value, err, errlen);
     int row = find_row(r->section, key);
     if (row < 0)
         return ini_fail(r, err, errlen, "unknown key '%s' in section [%s]",
@@ -981,7 +1300,7 @@ static int ini_line(srv_config *c, ini_reader *r, char *line, char *err,
     if (!*p || *p == '#' || *p == ';')
         return 0;
     if (*p == '[')
-        return ini_section(r, p, err, errlen);
+        return ini_section(c, r, p, err, errlen);
     char *key = NULL, *value = NULL;
     int rc = ini_key_value(r, p, &key, &value, err, errlen);
     if (rc == 0)
@@ -1073,6 +1392,7 @@ int srv_config_load_file(srv_config *c, const char *path, char *err,
         return rc;
     }
     r->path = path;
+    r->link = r->device = -1;
     /* Line by line, by length (a NUL byte is in the data, not an end). */
     char *p = text, *end = text + len;
     while (rc == 0 && p < end) {
@@ -1101,6 +1421,8 @@ int srv_config_load_file(srv_config *c, const char *path, char *err,
 
 uint64_t srv_config_hbm_capacity(const srv_config *c, uint32_t i)
 {
+    if (i < SRV_MAX_DEVICES && (c->device_cfg[i].given & SRV_NODE_KEY_HBM))
+        return c->device_cfg[i].hbm_capacity;
     if (c->n_hbm_capacity == 0)
         return 0;
     return c->n_hbm_capacity == 1 ? c->hbm_capacity[0]
@@ -1109,6 +1431,8 @@ uint64_t srv_config_hbm_capacity(const srv_config *c, uint32_t i)
 
 uint64_t srv_config_hbm_reserve(const srv_config *c, uint32_t i)
 {
+    if (i < SRV_MAX_DEVICES && (c->device_cfg[i].given & SRV_NODE_KEY_RESERVE))
+        return c->device_cfg[i].hbm_reserve;
     if (c->n_hbm_reserve == 0)
         return 0;
     return c->n_hbm_reserve == 1 ? c->hbm_reserve[0]
@@ -1118,7 +1442,9 @@ uint64_t srv_config_hbm_reserve(const srv_config *c, uint32_t i)
 void srv_config_device_name(const srv_config *c, uint32_t i, char *buf,
                             size_t len)
 {
-    if (i < c->n_device_names)
+    if (i < SRV_MAX_DEVICES && (c->device_cfg[i].given & SRV_NODE_KEY_NAME))
+        snprintf(buf, len, "%s", c->device_cfg[i].name);
+    else if (i < c->n_device_names)
         snprintf(buf, len, "%s", c->device_names[i]);
     else
         snprintf(buf, len, "emu%u", i);
@@ -1221,11 +1547,80 @@ static int validate_devices(const srv_config *c, char *err, size_t errlen)
                            "hbm_reserve %s of device %u is not below its "
                            "hbm_capacity %s", a, i, b);
         }
-        for (uint32_t j = i + 1; j < c->n_device_names; j++)
-            if (strcmp(c->device_names[i], c->device_names[j]) == 0)
+        char ni[SRV_DEVICE_NAME], nj[SRV_DEVICE_NAME];
+        srv_config_device_name(c, i, ni, sizeof(ni));
+        for (uint32_t j = i + 1; j < c->n_devices; j++) {
+            srv_config_device_name(c, j, nj, sizeof(nj));
+            bool listed = !(c->device_cfg[i].given & SRV_NODE_KEY_NAME) &&
+                          !(c->device_cfg[j].given & SRV_NODE_KEY_NAME);
+            if (strcmp(ni, nj) == 0 && listed)
                 return ho_errf(err, errlen, HO_E_BAD_CONFIG,
-                               "[devices] names lists '%s' twice",
-                               c->device_names[i]);
+                               "[devices] names lists '%s' twice", ni);
+            if (strcmp(ni, nj) == 0)
+                return ho_errf(err, errlen, HO_E_BAD_CONFIG,
+                               "devices %u and %u are both named '%s' "
+                               "([devices] names or [device N] name)", i, j,
+                               ni);
+        }
+    }
+    return 0;
+}
+
+static const srv_link_cfg *find_link(const srv_config *c, const char *name)
+{
+    for (uint32_t i = 0; i < c->n_links; i++)
+        if (strcmp(c->links[i].name, name) == 0)
+            return &c->links[i];
+    return NULL;
+}
+
+/* [node], [link NAME], [device N]: discover is a known word; every link
+ * has both figures, a parent among the links but one (the root); device
+ * sections are within [devices] count and name known links.  Cycles are
+ * found when the tree is built (daemon/topology.h). */
+static int validate_node(const srv_config *c, char *err, size_t errlen)
+{
+    if (strcmp(c->node_discover, "auto") && strcmp(c->node_discover, "sysfs") &&
+        strcmp(c->node_discover, "no"))
+        return ho_errf(err, errlen, HO_E_BAD_CONFIG, "[node] discover '%s' is "
+                       "not one of auto, sysfs, no", c->node_discover);
+    const srv_link_cfg *root = NULL;
+    for (uint32_t i = 0; i < c->n_links; i++) {
+        const srv_link_cfg *l = &c->links[i];
+        if (!(l->given & SRV_NODE_KEY_H2D) || !(l->given & SRV_NODE_KEY_D2H))
+            return ho_errf(err, errlen, HO_E_BAD_CONFIG, "[link %s] (line %u) "
+                           "has no %s (give gbps, or h2d_gbps and d2h_gbps)",
+                           l->name, l->line,
+                           (l->given & SRV_NODE_KEY_H2D) ? "d2h_gbps"
+                                                         : "h2d_gbps");
+        if (!l->parent[0]) {
+            if (root)
+                return ho_errf(err, errlen, HO_E_BAD_CONFIG, "[link %s] (line "
+                               "%u) has no parent, and [link %s] is already "
+                               "the root: give one of them a parent",
+                               l->name, l->line, root->name);
+            root = l;
+        } else if (!find_link(c, l->parent)) {
+            return ho_errf(err, errlen, HO_E_BAD_CONFIG, "[link %s] parent "
+                           "'%s' is not a [link] section", l->name, l->parent);
+        }
+    }
+    if (c->n_links && !root)
+        return ho_errf(err, errlen, HO_E_BAD_CONFIG, "every [link] has a "
+                       "parent: one link, the root (the host), must have "
+                       "none");
+    for (uint32_t i = 0; i < SRV_MAX_DEVICES; i++) {
+        const srv_device_cfg *d = &c->device_cfg[i];
+        if (!d->present)
+            continue;
+        if (i >= c->n_devices)
+            return ho_errf(err, errlen, HO_E_BAD_CONFIG, "[device %u] (line "
+                           "%u): [devices] count is %u (devices 0..%d)", i,
+                           d->line, c->n_devices, (int)c->n_devices - 1);
+        if (d->parent[0] && !find_link(c, d->parent))
+            return ho_errf(err, errlen, HO_E_BAD_CONFIG, "[device %u] parent "
+                           "'%s' is not a [link] section%s", i, d->parent,
+                           c->n_links ? "" : " (there are none)");
     }
     return 0;
 }
@@ -1250,6 +1645,8 @@ int srv_config_validate(const srv_config *c, char *err, size_t errlen)
         rc = validate_devices(c, err, errlen);
     if (rc == 0)
         rc = validate_planner(c, err, errlen);
+    if (rc == 0)
+        rc = validate_node(c, err, errlen);
     return rc;
 }
 
@@ -1442,6 +1839,8 @@ static const char *type_word(cfg_type t)
     case T_PATHLIST: return "PATH[,PATH]";
     case T_SIZELIST: return "SIZE[,SIZE]";
     case T_NAMELIST: return "NAME[,NAME]";
+    case T_GBPS: return "GBPS";
+    case T_REAL: return "NUMBER";
     }
     return "VALUE";
 }
@@ -1458,9 +1857,14 @@ static void bounds_line(const cfg_row *r, char *buf, size_t len)
         return;
     case T_U32:
     case T_I32:
+    case T_REAL:
         bound_text(r->type, r->min, a, sizeof(a));
         bound_text(r->type, r->max, b, sizeof(b));
         snprintf(buf, len, "%s..%s", a, b);
+        return;
+    case T_GBPS:
+        bound_text(r->type, r->max, b, sizeof(b));
+        snprintf(buf, len, "(0..%s]", b);
         return;
     case T_MODE:
         snprintf(buf, len, "0000..0777");
@@ -1500,6 +1904,56 @@ void srv_config_write_help(const char *prog, FILE *out)
     }
 }
 
+static void write_real(FILE *out, const char *pfx, const char *key, double v)
+{
+    char buf[64];
+    real_text(v, buf, sizeof(buf));
+    fprintf(out, "%s%s = %s\n", pfx, key, buf);
+}
+
+/* The [link NAME] and [device N] sections that are set. */
+static void write_node_sections(const srv_config *c, bool commented,
+                                FILE *out)
+{
+    const char *pfx = commented ? "#" : "";
+    for (uint32_t i = 0; i < c->n_links; i++) {
+        const srv_link_cfg *l = &c->links[i];
+        fprintf(out, "\n%s[link %s]\n", pfx, l->name);
+        if (l->parent[0])
+            fprintf(out, "%sparent = %s\n", pfx, l->parent);
+        write_real(out, pfx, "h2d_gbps", l->h2d_gbps);
+        write_real(out, pfx, "d2h_gbps", l->d2h_gbps);
+        fprintf(out, "%sduplex = %s\n", pfx, l->duplex ? "yes" : "no");
+    }
+    for (uint32_t i = 0; i < SRV_MAX_DEVICES; i++) {
+        const srv_device_cfg *d = &c->device_cfg[i];
+        char a[64];
+        if (!d->present)
+            continue;
+        fprintf(out, "\n%s[device %u]\n", pfx, i);
+        if (d->given & SRV_NODE_KEY_NAME)
+            fprintf(out, "%sname = %s\n", pfx, d->name);
+        if (d->given & SRV_NODE_KEY_PARENT)
+            fprintf(out, "%sparent = %s\n", pfx, d->parent);
+        if (d->given & SRV_NODE_KEY_HBM) {
+            size_text(d->hbm_capacity, a, sizeof(a));
+            fprintf(out, "%shbm_capacity = %s\n", pfx, a);
+        }
+        if (d->given & SRV_NODE_KEY_RESERVE) {
+            size_text(d->hbm_reserve, a, sizeof(a));
+            fprintf(out, "%shbm_reserve = %s\n", pfx, a);
+        }
+        if (d->given & SRV_NODE_KEY_H2D)
+            write_real(out, pfx, "h2d_gbps", d->h2d_gbps);
+        if (d->given & SRV_NODE_KEY_D2H)
+            write_real(out, pfx, "d2h_gbps", d->d2h_gbps);
+        if (d->given & SRV_NODE_KEY_LATENCY)
+            write_real(out, pfx, "latency_us", d->latency_us);
+        if (d->given & SRV_NODE_KEY_DUPLEX)
+            fprintf(out, "%sduplex = %s\n", pfx, d->duplex ? "yes" : "no");
+    }
+}
+
 void srv_config_write_ini(const srv_config *c, bool commented, FILE *out)
 {
     fprintf(out, "# hyperoffloadd configuration.  Every setting is shown with "
@@ -1525,4 +1979,5 @@ void srv_config_write_ini(const srv_config *c, bool commented, FILE *out)
             fprintf(out, "%s%s = %s\n", commented ? "#" : "", r->key, val);
         }
     }
+    write_node_sections(c, commented, out);
 }

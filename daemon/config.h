@@ -36,6 +36,40 @@
 #include "daemon/srv_limits.h"
 #include "hyperoffload/size.h"
 
+/* One [link NAME] section (the node description, NODE.md §1). */
+typedef struct srv_link_cfg {
+    char name[SRV_LINK_NAME];
+    char parent[SRV_LINK_NAME];   /* "": the root link */
+    double h2d_gbps, d2h_gbps;    /* 0: not given (an error at validate) */
+    bool duplex;                  /* default yes */
+    unsigned given;               /* keys set, for "set twice" */
+    unsigned line;                /* where the section starts */
+} srv_link_cfg;
+
+/* One [device N] section: overrides of device N's figures. */
+typedef struct srv_device_cfg {
+    bool present;
+    unsigned given;               /* keys set */
+    unsigned line;
+    char name[SRV_DEVICE_NAME];   /* "": [devices] names / emu<N> */
+    char parent[SRV_LINK_NAME];   /* "": the default rule (topology.h) */
+    uint64_t hbm_capacity, hbm_reserve; /* when given */
+    double h2d_gbps, d2h_gbps, latency_us; /* when given */
+    bool duplex;                  /* when given */
+} srv_device_cfg;
+
+/* Bits of srv_device_cfg.given / srv_link_cfg.given. */
+enum {
+    SRV_NODE_KEY_NAME = 1u << 0,
+    SRV_NODE_KEY_PARENT = 1u << 1,
+    SRV_NODE_KEY_HBM = 1u << 2,
+    SRV_NODE_KEY_RESERVE = 1u << 3,
+    SRV_NODE_KEY_H2D = 1u << 4,
+    SRV_NODE_KEY_D2H = 1u << 5,
+    SRV_NODE_KEY_LATENCY = 1u << 6,
+    SRV_NODE_KEY_DUPLEX = 1u << 7,
+};
+
 typedef struct srv_config {
     /* [server] */
     char *socket;                 /* owned */
@@ -63,6 +97,7 @@ typedef struct srv_config {
     bool ddr_lock;
     bool ddr_hugepages;
     uint64_t ddr_alignment;
+    uint32_t stage_wait_s;        /* a client's wait for a host copy */
     /* [flash] */
     uint32_t n_flash;
     char *flash_paths[SRV_MAX_FLASH]; /* owned */
@@ -78,6 +113,20 @@ typedef struct srv_config {
     uint64_t hbm_capacity[SRV_MAX_DEVICES];
     uint32_t n_hbm_reserve;
     uint64_t hbm_reserve[SRV_MAX_DEVICES];
+    /* [node]: the node description (daemon/topology.h) */
+    char *node_discover;          /* owned; "auto", "sysfs" or "no" */
+    char *sysfs_root;             /* owned; "/sys" */
+    uint32_t devices_per_switch;  /* emulated default; 0: no switches */
+    double device_gbps;           /* emulated default figures */
+    double switch_gbps;
+    double host_gbps;
+    double device_latency_us;
+    bool pace_links;              /* host backend paces copies (links.h) */
+    double flash_read_gbps, flash_write_gbps; /* [flash] figures */
+    /* [link NAME] and [device N] sections (files only) */
+    uint32_t n_links;
+    srv_link_cfg links[SRV_MAX_LINKS];
+    srv_device_cfg device_cfg[SRV_MAX_DEVICES];
     /* [planning] */
     char *planner;                /* owned */
     uint32_t plan_cache;          /* entries */
@@ -199,5 +248,9 @@ uint64_t srv_config_hbm_capacity(const srv_config *c, uint32_t i);
 uint64_t srv_config_hbm_reserve(const srv_config *c, uint32_t i);
 void srv_config_device_name(const srv_config *c, uint32_t i, char *buf,
                             size_t len);
+
+/* Keep the running config's [link] and [device N] sections in nc (they
+ * need a restart, like the [node] rows); true when nc's differed. */
+bool srv_config_keep_node_sections(srv_config *nc, const srv_config *old);
 
 #endif

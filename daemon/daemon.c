@@ -16,8 +16,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "daemon/arbitrate.h"
 #include "daemon/connection.h"
 #include "daemon/dirs.h"
+#include "daemon/links.h"
 #include "daemon/log.h"
 #include "daemon/metrics.h"
 #include "daemon/mover.h"
@@ -27,6 +29,7 @@
 #include "daemon/residency.h"
 #include "daemon/server.h"
 #include "daemon/staging.h"
+#include "daemon/topology.h"
 #include "proto/errfmt.h"
 
 /* ------------------------------------------------------------ shutdown */
@@ -112,6 +115,11 @@ static int reload_rows(srv_daemon *d, srv_config *nc, int *ret_changed,
                  "keeping '%s'", srv_config_row_name(i), oldv, newv, oldv);
         if (srv_config_copy_row(nc, &d->cfg, i) < 0)
             return -ENOMEM;
+        restart++;
+    }
+    if (srv_config_keep_node_sections(nc, &d->cfg)) {
+        srv_warn("SIGHUP: [link] or [device N] sections changed: the node "
+                 "description needs a restart; keeping the running one");
         restart++;
     }
     *ret_changed = changed;
@@ -257,6 +265,33 @@ static int open_hbm(srv_daemon *d, char *err, size_t errlen)
     return 0;
 }
 
+/* The node description (topology.h), logged as one line per link. */
+static int open_node(srv_daemon *d, char *err, size_t errlen)
+{
+    int rc = srv_topology_new(&d->cfg, &d->topology, err, errlen);
+    if (rc < 0)
+        return rc;
+    const plan_node *n = srv_topology_node(d->topology);
+    const char *note = srv_topology_note(d->topology);
+    srv_info("node: %u links, %u devices, from %s%s%s",
+             n ? n->n_links : 0, n ? n->n_devices : 0,
+             srv_topology_source_name(srv_topology_source_of(d->topology)),
+             note[0] ? "; " : "", note);
+    for (uint32_t i = 0; n && i < n->n_links; i++)
+        srv_info("node link %s (parent %s): H2D %g GB/s, D2H %g GB/s",
+                 n->links[i].name,
+                 n->links[i].parent_name ? n->links[i].parent_name : "none",
+                 n->links[i].h2d_gbps, n->links[i].d2h_gbps);
+    if (!n || !d->cfg.pace_links)
+        return 0;
+    rc = srv_links_new(n, &d->links, err, errlen);
+    if (rc == 0)
+        srv_info("link region: %llu bytes; host-backend copies are paced "
+                 "to their share of the node's links",
+                 (unsigned long long)srv_links_size(d->links));
+    return rc;
+}
+
 static int open_tiers(srv_daemon *d, char *err, size_t errlen)
 {
     int rc = open_ddr(d, err, errlen);
@@ -264,6 +299,8 @@ static int open_tiers(srv_daemon *d, char *err, size_t errlen)
         rc = open_flash(d, i, err, errlen);
     if (rc == 0)
         rc = open_hbm(d, err, errlen);
+    if (rc == 0)
+        rc = open_node(d, err, errlen);
     return rc;
 }
 
@@ -342,13 +379,23 @@ static int open_state(srv_daemon *d, char *err, size_t errlen)
     if (rc < 0)
         return rc;
     srv_info("quotas: %zu entries from %s", srv_quota_count(d->quota), path);
+    uint64_t ddr_q = srv_quota_tier_sum(d->quota, SRV_TIER_DDR);
+    if (ddr_q > d->cfg.ddr_capacity) {
+        char a[32], b[32];
+        srv_warn("quotas: the DDR quotas in %s reserve %s, more than the "
+                 "DDR pool of %s: they cannot all be honoured; sessions "
+                 "outside them get no unreserved DDR for host copies until "
+                 "they are lowered (hoctl quota set / clear)", path,
+                 ho_size_format(ddr_q, a, sizeof(a)),
+                 ho_size_format(d->cfg.ddr_capacity, b, sizeof(b)));
+    }
     return 0;
 }
 
 /* d->on_session_drop: the modules above sessions let go of it. */
 static void session_gone(srv_daemon *d, srv_session *s)
 {
-    srv_stage_session_gone(d, s);
+    srv_arb_session_gone(d, s); /* staging first, then the arbiter */
     srv_residency_session_gone(d, s);
     srv_pstore_session_gone(d, s);
 }
@@ -388,7 +435,9 @@ int srv_daemon_new(srv_config *cfg, const srv_cmdline *cl,
     if (rc == 0)
         rc = open_tiers(d, err, errlen);
     if (rc == 0)
-        rc = srv_planning_new(d, srv_stage_remember_plan, &d->planning, err,
+        rc = srv_arb_new(d, &d->arbiter, err, errlen);
+    if (rc == 0)
+        rc = srv_planning_new(d, srv_arb_plan_answered, &d->planning, err,
                               errlen);
     if (rc < 0)
         goto fail;
@@ -445,9 +494,12 @@ srv_daemon *srv_daemon_free(srv_daemon *d)
     if (d->arenas)
         srv_err("arenas left at exit (bug)");
     d->planning = srv_planning_free(d->planning);
+    d->arbiter = srv_arb_free(d->arbiter);
     for (uint32_t i = 0; i < d->n_flash; i++)
         tier_flash_close(d->flash[i]);
     tier_hbm_free(d->hbm);
+    d->links = srv_links_free(d->links);
+    d->topology = srv_topology_free(d->topology);
     tier_ddr_free(d->ddr);
     srv_quota_free(d->quota);
     /* Last: the state directory and flash files are free for another

@@ -2,6 +2,7 @@
 #include "daemon/dispatch.h"
 
 #include "daemon/admin.h"
+#include "daemon/arbitrate.h"
 #include "daemon/authz.h"
 #include "daemon/connection.h"
 #include "daemon/handlers.h"
@@ -36,6 +37,7 @@ EMPTY_HANDLER(on_status, srv_handle_status)
 EMPTY_HANDLER(on_clients, srv_handle_clients)
 BODY_HANDLER(on_quota, Hyperoffload__QuotaRequest, srv_handle_quota)
 EMPTY_HANDLER(on_metrics, srv_handle_metrics)
+EMPTY_HANDLER(on_node, srv_handle_node)
 BODY_HANDLER(on_plan, Hyperoffload__PlanRequest, srv_handle_plan)
 BODY_HANDLER(on_stage, Hyperoffload__StageRequest, srv_handle_stage)
 BODY_HANDLER(on_publish, Hyperoffload__PublishRequest, srv_handle_publish)
@@ -47,6 +49,11 @@ BODY_HANDLER(on_region_register, Hyperoffload__RegionRegister,
              srv_handle_region_register)
 EMPTY_HANDLER(on_regions, srv_handle_regions)
 EMPTY_HANDLER(on_store, srv_handle_store)
+BODY_HANDLER(on_admit, Hyperoffload__AdmitRequest, srv_handle_admit)
+BODY_HANDLER(on_plan_fetch, Hyperoffload__PlanFetchRequest,
+             srv_handle_plan_fetch)
+BODY_HANDLER(on_plan_switched, Hyperoffload__PlanSwitched,
+             srv_handle_plan_switched)
 
 #define SESSION true
 #define ADMIN true
@@ -91,8 +98,16 @@ static const srv_request_kind requests[] = {
             "RegionsRequest", false, false, on_regions),
     REQUEST(STORE_REQUEST, store_request, "StoreRequest", "StoreRequest",
             false, false, on_store),
+    REQUEST(ADMIT_REQUEST, admit_request, "AdmitRequest", "AdmitRequest",
+            false, false, on_admit),
+    REQUEST(PLAN_FETCH_REQUEST, plan_fetch_request, "PlanFetchRequest",
+            "PlanFetchRequest", SESSION, false, on_plan_fetch),
+    REQUEST(PLAN_SWITCHED, plan_switched, "PlanSwitched", "PlanSwitched",
+            SESSION, false, on_plan_switched),
     REQUEST(METRICS_REQUEST, metrics_request, "MetricsRequest",
             "MetricsRequest", false, ADMIN, on_metrics),
+    REQUEST(NODE_REQUEST, node_request, "NodeRequest", "NodeRequest", false,
+            false, on_node),
 };
 #define N_REQUESTS (sizeof(requests) / sizeof(requests[0]))
 

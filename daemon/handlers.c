@@ -7,16 +7,31 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "daemon/arbitrate.h"
 #include "daemon/connection.h"
+#include "daemon/links.h"
 #include "daemon/log.h"
 #include "daemon/sessions.h"
+#include "daemon/topology.h"
+#include "proto/errfmt.h"
+#include "daemon/staging.h"
 
-void srv_handle_register(srv_daemon *d, srv_conn *c, uint64_t rid,
-                         const Hyperoffload__RegisterRequest *req)
+static void do_register(srv_daemon *d, srv_conn *c, uint64_t rid,
+                        const Hyperoffload__RegisterRequest *req, int rc,
+                        const char *why)
 {
     char err[SRV_ERR_MAX];
     srv_session *s = NULL;
-    int rc = srv_session_register(d, c, req, &s, err, sizeof(err));
+    if (rc < 0)
+        snprintf(err, sizeof(err), "admission refused: %s", why);
+    else if (c->session)
+        rc = ho_errf(err, sizeof(err), HO_E_ALREADY, "the connection "
+                     "registered while its admission was predicted");
+    else
+        rc = srv_session_register(d, c, req, &s, err, sizeof(err));
+    if (rc == 0)
+        srv_arb_session_registered(d, s, req->weight, req->max_slowdown,
+                                   req->sync);
     srv_count_admission(&d->counters, SRV_ADMIT_REGISTER, rc);
     if (rc < 0) {
         srv_log_s(SRV_LOG_INFO, 0, req->job, rc, "register of '%s' (uid %u, "
@@ -40,9 +55,37 @@ void srv_handle_register(srv_daemon *d, srv_conn *c, uint64_t rid,
     rr.hbm_granted = s->hbm_granted;
     rr.arena = &ai;
     rr.ddr_alignment = d->cfg.ddr_alignment;
-    int fd = tier_arena_fd(a);
+    /* The link region second, for a session on a device of the node. */
+    Hyperoffload__LinkRegion lr = HYPEROFFLOAD__LINK_REGION__INIT;
+    int fds[2] = {tier_arena_fd(a), -1};
+    uint32_t nd = srv_topology_device(d->topology, s->device);
+    if (d->links && fds[0] >= 0 && nd != PLAN_NONE) {
+        lr.fd_attached = true;
+        lr.map_size = srv_links_size(d->links);
+        lr.device_index = nd;
+        lr.weight = 1.0;
+        rr.links = &lr;
+        fds[1] = srv_links_fd(d->links);
+    }
     srv_conn_reply(c, rid, HYPEROFFLOAD__ENVELOPE__BODY_REGISTER_REPLY, &rr,
-                   &fd, fd >= 0 ? 1 : 0);
+                   fds, fds[0] < 0 ? 0 : fds[1] >= 0 ? 2 : 1);
+}
+
+void srv_handle_register(srv_daemon *d, srv_conn *c, uint64_t rid,
+                         const Hyperoffload__RegisterRequest *req)
+{
+    /* max_slowdown with a trace: the what-if prediction decides first */
+    if (req->max_slowdown > 0 && req->admit_trace && !c->session) {
+        char err[SRV_ERR_MAX];
+        int rc = srv_arb_admit_register(d, c, rid, req, do_register, err,
+                                        sizeof(err));
+        if (rc < 0) {
+            srv_count_admission(&d->counters, SRV_ADMIT_REGISTER, rc);
+            srv_reply_error(c, rid, rc, "%s", err);
+        }
+        return;
+    }
+    do_register(d, c, rid, req, 0, "");
 }
 
 void srv_handle_alloc(srv_daemon *d, srv_conn *c, uint64_t rid,
@@ -50,7 +93,11 @@ void srv_handle_alloc(srv_daemon *d, srv_conn *c, uint64_t rid,
 {
     char err[SRV_ERR_MAX];
     srv_extent *x = NULL;
-    int rc = srv_extent_alloc(d, c->session, req->bytes, &x, err, sizeof(err));
+    int rc = srv_stage_plain_room(d, c->session, req->bytes, err,
+                                  sizeof(err));
+    if (rc == 0)
+        rc = srv_extent_alloc(d, c->session, req->bytes, &x, err,
+                              sizeof(err));
     srv_count_admission(&d->counters, SRV_ADMIT_ALLOC, rc);
     if (rc < 0) {
         srv_log_s(SRV_LOG_INFO, c->session->id, c->session->job, rc,

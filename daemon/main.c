@@ -8,6 +8,7 @@
 #include "daemon/config.h"
 #include "daemon/daemon.h"
 #include "daemon/log.h"
+#include "daemon/topology.h"
 #include "proto/frame.h"
 
 int main(int argc, char **argv)
@@ -37,6 +38,15 @@ int main(int argc, char **argv)
         return 1;
     }
     if (cl.check_config) {
+        /* The node description too: its tree is checked when built. */
+        srv_topology *t = NULL;
+        if (srv_topology_new(&cfg, &t, err, sizeof(err)) < 0) {
+            fprintf(stderr, "hyperoffloadd: invalid configuration: %s\n",
+                    err);
+            srv_config_done(&cfg);
+            return 1;
+        }
+        srv_topology_free(t);
         printf("hyperoffloadd: configuration OK (%s)\n",
                cfg.config_path ? cfg.config_path : "embedded default");
         srv_config_done(&cfg);

@@ -17,13 +17,16 @@
  *   config.h        settings: rows, file, flags              } them alone
  *   authz.h         who is admin (looked up per request)     }
  *   counters.h      event counters the metrics read          }
+ *   topology.h      the node description (config, sysfs)     }
  *   state.h         this struct (no functions)
  *   connection.h    a connection: output queue, framing, fd passing,
  *                   send / reply / event helpers, closing
  *   mover.h         worker jobs: the in-flight count, DDR <-> flash moves
+ *   links.h         the link region: host-backend copy pacing
  *   sessions.h      sessions, arenas, extents, quota checks, extent moves
  *   planning.h      PlanRequest, plan cache and queue
  *   staging.h       StageRequest, replays, control region, staging
+ *   arbitrate.h     node workload, re-planning, what-if admission
  *   residency.h     RegionRegister / RegionsRequest (region headers)
  *   pstore.h        the shared prefix store (publish, map, TTL, LRU)
  *   handlers.h      register / alloc / free / move / stats requests
@@ -94,6 +97,9 @@ typedef struct srv_pstore_state {
     uint64_t bytes, published_bytes;
     uint64_t lookups, hits, evictions, expired;
 } srv_pstore_state;
+typedef struct srv_arbiter srv_arbiter;        /* arbitrate.h */
+typedef struct srv_topology srv_topology;      /* topology.h */
+typedef struct srv_links srv_links;            /* links.h */
 
 /* Throughput of one flash direction, measured over busy periods: from the
  * moment a first move starts while none is in flight to the moment the
@@ -119,10 +125,16 @@ struct srv_daemon {
                                     -1 before open_state */
     tier_ddr *ddr;
     uint32_t n_flash;
+    uint32_t discard_next;   /* server.c: the file the sweep discards first */
     tier_flash *flash[SRV_MAX_FLASH];
     tier_hbm *hbm;
     srv_quota *quota;
     srv_planning *planning;
+    srv_arbiter *arbiter;        /* node workload (arbitrate.c) */
+    /* the node (topology.c: built at start from the settings; the node
+     * of the arbiter) and the link region handed to sessions (links.c) */
+    srv_topology *topology;
+    srv_links *links;
 
     /* listener (server.c): accept4 on listen_fd when uv_poll says it is
      * readable, so that EMFILE/ENFILE are seen (libuv's own accept drops
@@ -149,7 +161,8 @@ struct srv_daemon {
     uint64_t output_bytes;       /* queued replies, all connections */
     uint64_t partial_bytes;      /* buffers of partly received frames */
     uint64_t buffered_peak;      /* highest output + partial bytes since
-                                    the last malloc_trim (server.c) */
+                                    the last malloc_trim (server.c; the
+                                    sweep counts memo_bytes in too) */
     uint64_t slot_log_ms[SRV_REFUSE_N];   /* server.c: a slot refusal
                                              last logged, by reason */
     uint64_t slot_unlogged[SRV_REFUSE_N]; /* refused since, not logged */
@@ -177,6 +190,10 @@ struct srv_daemon {
     srv_plan_memo *memos, *memos_tail;
     uint64_t memo_bytes;
     uint32_t n_memos;
+    /* DDR reservations (staging.c): the host-copy limits granted to
+     * sessions outside every DDR quota (s->ddr_limit), summed; with the
+     * DDR quotas' limits it never exceeds [ddr] capacity */
+    uint64_t ddr_granted;
 
     /* residency (residency.c: registered regions; pstore.c: the store) */
     srv_region *regions;

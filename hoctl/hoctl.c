@@ -49,6 +49,7 @@ static void usage(FILE *f)
         "  metrics                     every metric, Prometheus text format\n"
         "  regions                     residency regions: blocks per tier\n"
         "  store                       the shared prefix store\n"
+        "  admit --trace T --device D  what-if admission of a newcomer\n"
         "\n"
         "Offline planning tools (no daemon needed):\n"
         "  trace ...                   inspect and convert step traces\n"
@@ -101,6 +102,7 @@ static const struct {
     {"metrics", hoctl_cmd_metrics, NOUN_WATCH},
     {"regions", hoctl_cmd_regions, NOUN_WATCH},
     {"store", hoctl_cmd_store, NOUN_WATCH},
+    {"admit", hoctl_cmd_admit, 0},
 };
 
 /* The command line with the global options taken out. */

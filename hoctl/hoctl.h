@@ -75,6 +75,9 @@ int hoctl_cmd_metrics(const hoctl_globals *g, int argc, char **argv);
 int hoctl_cmd_regions(const hoctl_globals *g, int argc, char **argv);
 int hoctl_cmd_store(const hoctl_globals *g, int argc, char **argv);
 
+/* hoctl_admit.c: `hoctl admit`, the daemon's what-if admission. */
+int hoctl_cmd_admit(const hoctl_globals *g, int argc, char **argv);
+
 /* Per-noun help text for the daemon nouns (status, clients, quota,
  * version) on stdout; returns 1 when `noun` is one of them, else 0. */
 int hoctl_admin_help(const char *noun);

@@ -280,6 +280,10 @@ static int status_json(const Hyperoffload__StatusReply *s,
     json_object_set_new(o, "state_dir", hoctl_json_str(s->state_dir));
     json_object_set_new(o, "clients", hoctl_json_u64(s->clients));
     json_object_set_new(o, "connections", hoctl_json_u64(s->connections));
+    json_object_set_new(o, "ddr_reserved_bytes",
+                        hoctl_json_u64(s->ddr_reserved));
+    json_object_set_new(o, "ddr_quota_reserved_bytes",
+                        hoctl_json_u64(s->ddr_quota_reserved));
     json_object_set_new(o, "tiers", hoctl_sheet_json(tiers, tv));
     json_object_set_new(o, "devices", devices_json(dv, gr));
     return hoctl_json_emit(o);
@@ -300,7 +304,11 @@ static void status_text(const Hyperoffload__StatusReply *s,
     printf("socket  %s\n", nonempty(s->socket_path) ? s->socket_path : "-");
     printf("config  %s\n", nonempty(s->config_path) ? s->config_path
                                                     : "(embedded default)");
-    printf("state   %s\n\n", nonempty(s->state_dir) ? s->state_dir : "-");
+    printf("state   %s\n", nonempty(s->state_dir) ? s->state_dir : "-");
+    hoctl_fmt r1, r2;
+    printf("ddr     %s reserved (%s by DDR quotas, the rest host-copy "
+           "limits)\n\n", hoctl_fmt_size(s->ddr_reserved, r1),
+           hoctl_fmt_size(s->ddr_quota_reserved, r2));
     hoctl_sheet_table(tiers, tv);
     if (dv->nrows == 0) {
         puts("\nno devices configured");
@@ -390,7 +398,7 @@ static const hoctl_col client_cols[CC_N] = {
 enum {
     RC_ID, RC_STEPS, RC_PROGRESS, RC_OP, RC_OPS, RC_H2D, RC_D2H, RC_TO_FLASH,
     RC_FROM_FLASH, RC_STALL, RC_EXPOSED, RC_COPIES_DDR, RC_COPIES_FLASH,
-    RC_PEAK, RC_N
+    RC_PEAK, RC_DDR_LIMIT, RC_N
 };
 static const hoctl_col replay_cols[RC_N] = {
     [RC_ID] = {"ID", "session_id", HOCTL_T_INT, false},
@@ -409,6 +417,32 @@ static const hoctl_col replay_cols[RC_N] = {
     [RC_COPIES_FLASH] = {"COPIES_FLASH", "host_copies_flash_bytes",
                          HOCTL_T_BYTES, true},
     [RC_PEAK] = {"PEAK", "peak_device_bytes", HOCTL_T_BYTES, false},
+    [RC_DDR_LIMIT] = {"DDR_LIMIT", "ddr_limit_bytes", HOCTL_T_BYTES, false},
+};
+
+/* Node arbitration: what the daemon's arbiter granted each session of the
+ * node workload, what it predicts and what the replay measures. */
+enum {
+    AC_ID, AC_EPOCH, AC_BUDGET, AC_H2D, AC_D2H, AC_DDR_LIMIT, AC_PRED_STEP,
+    AC_PRED_EXPOSED, AC_STEP, AC_EXPOSED, AC_WEIGHT, AC_MAX_SLOWDOWN,
+    AC_PENDING, AC_SWITCHED, AC_N
+};
+static const hoctl_col arb_cols[AC_N] = {
+    [AC_ID] = {"ID", "session_id", HOCTL_T_INT, false},
+    [AC_EPOCH] = {"EPOCH", "epoch", HOCTL_T_INT, false},
+    [AC_BUDGET] = {"BUDGET", "budget_bytes", HOCTL_T_BYTES, false},
+    [AC_H2D] = {"H2D_GBPS", "h2d_gbps", HOCTL_T_REAL, false},
+    [AC_D2H] = {"D2H_GBPS", "d2h_gbps", HOCTL_T_REAL, false},
+    [AC_DDR_LIMIT] = {"DDR_LIMIT", "ddr_limit_bytes", HOCTL_T_BYTES, false},
+    [AC_PRED_STEP] = {"PRED_STEP", "predicted_step_us", HOCTL_T_US, false},
+    [AC_PRED_EXPOSED] = {"PRED_EXPOSED", "predicted_exposed_us", HOCTL_T_US,
+                         false},
+    [AC_STEP] = {"STEP", "measured_step_us", HOCTL_T_US, false},
+    [AC_EXPOSED] = {"EXPOSED", "measured_exposed_us", HOCTL_T_US, false},
+    [AC_WEIGHT] = {"WEIGHT", "weight", HOCTL_T_REAL, true},
+    [AC_MAX_SLOWDOWN] = {"MAX_SLOWDOWN", "max_slowdown", HOCTL_T_REAL, true},
+    [AC_PENDING] = {"PENDING", "pending", HOCTL_T_BOOL, false},
+    [AC_SWITCHED] = {"SWITCHED", "switched_epoch", HOCTL_T_INT, false},
 };
 
 static void set_us(hoctl_sheet *sh, unsigned col, double us)
@@ -417,11 +451,37 @@ static void set_us(hoctl_sheet *sh, unsigned col, double us)
         hoctl_set_u64(sh, col, (uint64_t)llround(us));
 }
 
+static void arb_row(hoctl_sheet *as, uint64_t id,
+                    const Hyperoffload__ArbInfo *a)
+{
+    hoctl_sheet_row(as);
+    hoctl_set_i64(as, AC_ID, (int64_t)id);
+    hoctl_set_i64(as, AC_EPOCH, (int64_t)a->epoch);
+    hoctl_set_u64(as, AC_BUDGET, a->budget);
+    hoctl_set_real(as, AC_H2D, a->h2d_gbps);
+    hoctl_set_real(as, AC_D2H, a->d2h_gbps);
+    hoctl_set_u64(as, AC_DDR_LIMIT, a->ddr_limit);
+    if (a->epoch) {
+        set_us(as, AC_PRED_STEP, a->predicted_step_us);
+        set_us(as, AC_PRED_EXPOSED, a->predicted_exposed_us);
+    }
+    if (a->measured_step_us > 0) {
+        set_us(as, AC_STEP, a->measured_step_us);
+        set_us(as, AC_EXPOSED, a->measured_exposed_us);
+    }
+    hoctl_set_real(as, AC_WEIGHT, a->weight);
+    if (a->max_slowdown > 0)
+        hoctl_set_real(as, AC_MAX_SLOWDOWN, a->max_slowdown);
+    hoctl_set_bool(as, AC_PENDING, a->pending);
+    hoctl_set_i64(as, AC_SWITCHED, (int64_t)a->switched_epoch);
+}
+
 static void clients_sheets(const Hyperoffload__ClientsReply *r,
-                           hoctl_sheet *cs, hoctl_sheet *rs)
+                           hoctl_sheet *cs, hoctl_sheet *rs, hoctl_sheet *as)
 {
     hoctl_sheet_init(cs, client_cols, CC_N);
     hoctl_sheet_init(rs, replay_cols, RC_N);
+    hoctl_sheet_init(as, arb_cols, AC_N);
     for (size_t i = 0; i < r->n_clients; i++) {
         const Hyperoffload__ClientInfo *ci = r->clients[i];
         if (!ci)
@@ -445,6 +505,8 @@ static void clients_sheets(const Hyperoffload__ClientsReply *r,
         }
         set_us(cs, CC_AGE, ci->connected_s * 1e6);
         hoctl_set_i64(cs, CC_REQUESTS, (int64_t)ci->requests);
+        if (ci->arb)
+            arb_row(as, ci->session_id, ci->arb);
         const Hyperoffload__RuntimeInfo *rt = ci->runtime;
         if (!rt)
             continue;
@@ -470,32 +532,43 @@ static void clients_sheets(const Hyperoffload__ClientsReply *r,
         hoctl_set_u64(rs, RC_COPIES_DDR, rt->host_copies_ddr);
         hoctl_set_u64(rs, RC_COPIES_FLASH, rt->host_copies_flash);
         hoctl_set_u64(rs, RC_PEAK, rt->peak_device_bytes);
+        hoctl_set_u64(rs, RC_DDR_LIMIT, rt->ddr_limit);
+    }
+}
+
+/* Attach to each client object of arr, as `key`, the row of sheet `s`
+ * (columns `cols`, n of them, the id first and left out, `skip` too)
+ * with the client's id, or null. */
+static void attach_rows(json_t *arr, const hoctl_sheet *cs,
+                        const hoctl_sheet *s, const hoctl_col *cols,
+                        unsigned n, unsigned skip, const char *key)
+{
+    for (size_t i = 0; i < cs->nrows; i++) {
+        json_t *rt = json_null();
+        for (size_t k = 0; k < s->nrows; k++) {
+            if (s->cells[k * n].v.i != cs->cells[i * CC_N + CC_ID].v.i)
+                continue;
+            json_decref(rt);
+            rt = json_object();
+            for (unsigned c = 1; c < n; c++)
+                if (c != skip)
+                    json_object_set_new(rt, cols[c].key,
+                                        hoctl_cell_json(s, k, c));
+            break;
+        }
+        json_object_set_new(json_array_get(arr, i), key, rt);
     }
 }
 
 /* The clients, each with "runtime": its replay row (without the id) or
- * null. */
+ * null, and "arb": its node-arbitration row or null. */
 static int clients_json(const hoctl_sheet *cs, const hoctl_view *cv,
-                        const hoctl_sheet *rs)
+                        const hoctl_sheet *rs, const hoctl_sheet *as)
 {
     json_t *o = hoctl_json_root();
     json_t *arr = hoctl_sheet_json(cs, cv);
-    for (size_t i = 0; i < cs->nrows; i++) {
-        json_t *rt = json_null();
-        for (size_t k = 0; k < rs->nrows; k++) {
-            if (rs->cells[k * RC_N + RC_ID].v.i !=
-                cs->cells[i * CC_N + CC_ID].v.i)
-                continue;
-            json_decref(rt);
-            rt = json_object();
-            for (unsigned c = RC_ID + 1; c < RC_N; c++)
-                if (c != RC_PROGRESS)
-                    json_object_set_new(rt, replay_cols[c].key,
-                                        hoctl_cell_json(rs, k, c));
-            break;
-        }
-        json_object_set_new(json_array_get(arr, i), "runtime", rt);
-    }
+    attach_rows(arr, cs, rs, replay_cols, RC_N, RC_PROGRESS, "runtime");
+    attach_rows(arr, cs, as, arb_cols, AC_N, AC_N, "arb");
     json_object_set_new(o, "clients", arr);
     return hoctl_json_emit(o);
 }
@@ -506,18 +579,18 @@ static int print_clients(const hoctl_globals *g,
     const Hyperoffload__ClientsReply *r = reply->clients_reply;
     if (!r)
         return HOCTL_EXIT_FAILED;
-    hoctl_sheet cs, rs;
-    hoctl_view cv, rv;
-    clients_sheets(r, &cs, &rs);
+    hoctl_sheet cs, rs, as;
+    hoctl_view cv, rv, av;
+    clients_sheets(r, &cs, &rs, &as);
     int rc = hoctl_sheet_view(&cs, g->columns, g->format == HOCTL_FMT_TABLE,
                               &cv);
-    if (rc == 0 && (cs.oom || rs.oom)) {
+    if (rc == 0 && (cs.oom || rs.oom || as.oom)) {
         fputs("hoctl: out of memory\n", stderr);
         rc = HOCTL_EXIT_FAILED;
     }
     if (rc != 0) {
     } else if (g->format == HOCTL_FMT_JSON) {
-        rc = clients_json(&cs, &cv, &rs);
+        rc = clients_json(&cs, &cv, &rs, &as);
     } else if (g->format == HOCTL_FMT_CSV) {
         hoctl_sheet_csv(&cs, &cv);
     } else if (cs.nrows == 0) {
@@ -529,9 +602,15 @@ static int print_clients(const hoctl_globals *g,
             hoctl_sheet_view(&rs, NULL, true, &rv);
             hoctl_sheet_table(&rs, &rv);
         }
+        if (as.nrows > 0) {
+            puts("\nnode arbiter (grants, predicted and measured per step):");
+            hoctl_sheet_view(&as, NULL, true, &av);
+            hoctl_sheet_table(&as, &av);
+        }
     }
     hoctl_sheet_done(&cs);
     hoctl_sheet_done(&rs);
+    hoctl_sheet_done(&as);
     return rc;
 }
 

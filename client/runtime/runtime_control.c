@@ -239,8 +239,9 @@ static int daemon_setup(ho_replay *r)
     rc = stage_slots(r, &ss, &ssp);
     if (rc < 0)
         return rc;
-    req.trace_hash = r->p->daemon_hash ? r->p->daemon_hash
-                                       : r->p->trace_hash;
+    req.trace_hash = r->stage_hash    ? r->stage_hash
+                     : r->p->daemon_hash ? r->p->daemon_hash
+                                         : r->p->trace_hash;
     req.budget = r->p->s->budget_bytes;
     req.planner = (char *)r->p->s->planner;
     req.n_slots = r->n_slots;
@@ -255,13 +256,19 @@ static int daemon_setup(ho_replay *r)
         goto out;
     }
     const Hyperoffload__StageReply *sr = reply->stage_reply;
-    r->epoch = hoc_epoch(c);
     rc = map_region(r, sr, fds, nfds);
     if (rc < 0)
         goto out;
     x->slots = ho_ctl_slots(x->h);
     x->ms = ho_ctl_milestones(x->h);
-    x->pool = ho_pool_base(c);
+    /* The pool and the epoch it belongs to, kept for this replay. */
+    x->pool = hoc_pool_hold(c, &r->epoch);
+    x->held = x->pool != NULL;
+    if (!x->pool) {
+        rc = hor_fail(c, HO_E_DISCONNECTED, "the connection to the daemon "
+                      "was lost while the replay was being staged");
+        goto out;
+    }
     x->efd = fds[1];
     fds[1] = -1;
     x->staged_bytes = sr->staged_bytes;
@@ -324,7 +331,14 @@ int hor_ctl_init(ho_replay *r)
 
 void hor_ctl_done(ho_replay *r)
 {
-    hor_ctl *x = &r->ctl;
+    hor_ctl_release(r, &r->ctl, r->epoch);
+}
+
+void hor_ctl_release(ho_replay *r, hor_ctl *x, uint64_t epoch)
+{
+    if (x->held)
+        hoc_pool_put(r->c, epoch);
+    x->held = false;
     if (x->registered)
         r->ops->host_unregister(r->bst, x->registered);
     x->registered = NULL;
@@ -400,6 +414,21 @@ int hor_slot_acquire(ho_replay *r, uint32_t i, uint64_t *ret_stall_ns)
                             "back from flash", (unsigned long long)
                             sl->storage_id, i);
         }
+        int32_t gave_up = atomic_load_explicit(&x->h->wait_error,
+                                               memory_order_acquire);
+        if (gave_up < 0 && atomic_load(&x->h->wait_slot) == i + 1) {
+            /* The daemon's bound ([ddr] stage_wait) ran out: it says
+             * what the copy waited for. */
+            char why[HO_CTL_WHY_MAX];
+            memcpy(why, x->h->wait_why, sizeof(why));
+            why[sizeof(why) - 1] = '\0';
+            x->busy[i]--;
+            uint32_t u = i + 1;
+            atomic_compare_exchange_strong(&x->h->urgent, &u, 0);
+            return hor_fail(r->c, gave_up, "host copy of storage %llu (slot "
+                            "%u) did not come into DDR: %s",
+                            (unsigned long long)sl->storage_id, i, why);
+        }
         if (want == HO_SLOT_CLIENT || t - t0 > HOR_URGENT_GIVE_UP_NS) {
             x->busy[i]--;
             uint32_t u = i + 1;
@@ -410,7 +439,9 @@ int hor_slot_acquire(ho_replay *r, uint32_t i, uint64_t *ret_stall_ns)
                             want == HO_SLOT_CLIENT
                                 ? "is marked in use by another client copy"
                                 : "was not brought back to DDR by the "
-                                  "daemon within 120 s");
+                                  "daemon within 120 s, and the daemon "
+                                  "reported no reason (it should give up "
+                                  "first, after [ddr] stage_wait)");
         }
         atomic_store(&x->h->urgent, i + 1);
         hor_ctl_signal(x);

@@ -45,6 +45,9 @@ static int bind(ho_client *c, plan_schedule *s, const ho_trace *t,
     return 0;
 }
 
+static int plan_from_reply(ho_client *c, const ho_trace *t,
+                           const Hyperoffload__PlanReply *pr, ho_plan **ret);
+
 HO_EXPORT int ho_plan_request(ho_client *c, const ho_trace *t,
                               uint64_t budget, const char *planner,
                               ho_plan **ret)
@@ -54,7 +57,6 @@ HO_EXPORT int ho_plan_request(ho_client *c, const ho_trace *t,
     Hyperoffload__Trace *m = NULL;
     uint8_t *buf = NULL;
     size_t len = 0;
-    char err[HOR_DETAIL_LEN] = "";
     ho_plan *p = NULL;
     int rc;
 
@@ -87,11 +89,54 @@ HO_EXPORT int ho_plan_request(ho_client *c, const ho_trace *t,
         char why[HOC_ERRLEN];
         return hor_fail(NULL, rc, "%s", ho_last_error(c, why, sizeof(why)));
     }
-    const Hyperoffload__PlanReply *pr = reply->plan_reply;
-    if (!pr || !pr->schedule) {
-        rc = hor_fail(c, HO_E_PROTOCOL, "plan reply without a schedule");
-        goto out;
+    rc = plan_from_reply(c, t, reply->plan_reply, ret);
+    ho_frame_envelope_free(reply);
+    return rc;
+}
+
+int hor_plan_fetch(ho_client *c, const ho_trace *t, uint64_t epoch,
+                   ho_plan **ret, uint64_t *ret_ddr_limit)
+{
+    Hyperoffload__PlanFetchRequest req = HYPEROFFLOAD__PLAN_FETCH_REQUEST__INIT;
+    Hyperoffload__Envelope *reply = NULL;
+    req.epoch = epoch;
+    HOC_ENVELOPE(env, PLAN_FETCH_REQUEST, plan_fetch_request, &req);
+    int rc = hoc_call_expect(c, &env, HYPEROFFLOAD__ENVELOPE__BODY_PLAN_REPLY,
+                             &reply, NULL);
+    if (rc < 0) {
+        char why[HOC_ERRLEN];
+        return hor_fail(NULL, rc, "%s", ho_last_error(c, why, sizeof(why)));
     }
+    const Hyperoffload__PlanReply *pr = reply->plan_reply;
+    *ret_ddr_limit = pr && pr->grant ? pr->grant->ddr_limit : 0;
+    rc = plan_from_reply(c, t, pr, ret);
+    ho_frame_envelope_free(reply);
+    return rc;
+}
+
+int hor_plan_switched(ho_client *c, uint64_t epoch)
+{
+    Hyperoffload__PlanSwitched req = HYPEROFFLOAD__PLAN_SWITCHED__INIT;
+    Hyperoffload__Envelope *reply = NULL;
+    req.epoch = epoch;
+    HOC_ENVELOPE(env, PLAN_SWITCHED, plan_switched, &req);
+    int rc = hoc_call_expect(c, &env, HYPEROFFLOAD__ENVELOPE__BODY_OK, &reply,
+                             NULL);
+    ho_frame_envelope_free(reply);
+    return rc;
+}
+
+/* The plan of a PlanReply, bound to t (*ret a new plan). */
+static int plan_from_reply(ho_client *c, const ho_trace *t,
+                           const Hyperoffload__PlanReply *pr, ho_plan **ret)
+{
+    char err[HOR_DETAIL_LEN] = "";
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    ho_plan *p = NULL;
+    int rc;
+    if (!pr || !pr->schedule)
+        return hor_fail(c, HO_E_PROTOCOL, "plan reply without a schedule");
     p = calloc(1, sizeof(*p));
     if (!p) {
         rc = -ENOMEM;
@@ -128,7 +173,6 @@ HO_EXPORT int ho_plan_request(ho_client *c, const ho_trace *t,
     rc = 0;
 out:
     ho_plan_free(p);
-    ho_frame_envelope_free(reply);
     return rc;
 }
 
@@ -204,4 +248,24 @@ HO_EXPORT ho_plan *ho_plan_free(ho_plan *p)
         free(p);
     }
     return NULL;
+}
+
+HO_EXPORT int ho_set_admission_trace(ho_client *c, const ho_trace *t)
+{
+    if (!c)
+        return -EINVAL;
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    if (t) {
+        int rc = hor_trace_finish(t);
+        if (rc == 0)
+            rc = plan_trace_to_pb(t->pt, &buf, &len);
+        if (rc < 0)
+            return hor_fail(c, rc, "cannot encode trace '%s' for admission",
+                            t->pt->name);
+    }
+    free(c->node_admit_pb);
+    c->node_admit_pb = buf;
+    c->node_admit_len = len;
+    return 0;
 }

@@ -5,7 +5,8 @@
  * ho_replay_new checks the schedule with the planner's simulator against
  * the trace and the plan's budget (the validator's sentence names op and
  * storage), builds the per-op index the hooks use (actions by point,
- * implicit frees by op), gives every storage that the schedule stores or
+ * implicit frees by op), places every storage at its home (the schedule's
+ * for movable storages), gives every storage that the schedule stores or
  * that starts on host a host copy (slot), installs the replay with the
  * daemon (or locally), starts the copy engines and allocates the storages
  * that start on device.
@@ -44,6 +45,14 @@ static int bound_copy(ho_replay *r, plan_schedule **ret)
             return rc;
         }
     }
+    for (size_t k = 0; k < src->n_homes; k++) {
+        int rc = plan_schedule_push_home_id(s, src->homes[k].storage_id,
+                                            (plan_home)src->homes[k].home);
+        if (rc < 0) {
+            plan_schedule_free(s);
+            return rc;
+        }
+    }
     int rc = plan_schedule_bind(s, r->pt, err, sizeof(err));
     if (rc < 0) {
         plan_schedule_free(s);
@@ -74,13 +83,24 @@ static int check(ho_replay *r, const plan_schedule *s)
     return 0;
 }
 
-/* Actions by point, implicit frees by op, slots. */
+/* Actions by point, implicit frees by op, slots.  Each storage starts
+ * the step at its home: the schedule's for movable storages it places
+ * (plan_schedule_initials), else the trace's `initial`. */
 static int build_index(ho_replay *r, const plan_schedule *s)
 {
     const plan_trace *t = r->pt;
     uint64_t npts = (uint64_t)r->n_ops * 2;
     if (s->n_actions > UINT32_MAX - 1)
         return -E2BIG;
+    uint8_t *init = malloc(r->n_st ? r->n_st : 1);
+    if (!init)
+        return -ENOMEM;
+    int rc = plan_schedule_initials(t, s, init);
+    if (rc < 0) {
+        free(init);
+        return hor_fail(r->c, rc, "the schedule's homes do not fit the "
+                        "trace (a home for a storage that is not movable)");
+    }
     r->act_off = calloc(npts + 1, sizeof(*r->act_off));
     r->acts = calloc(s->n_actions ? s->n_actions : 1, sizeof(*r->acts));
     r->free_off = calloc((size_t)r->n_ops + 1, sizeof(*r->free_off));
@@ -88,8 +108,10 @@ static int build_index(ho_replay *r, const plan_schedule *s)
     r->mark = calloc(r->n_st ? r->n_st : 1, sizeof(*r->mark));
     r->st = calloc(r->n_st ? r->n_st : 1, sizeof(*r->st));
     if (!r->act_off || !r->acts || !r->free_off || !r->frees || !r->mark ||
-        !r->st)
+        !r->st) {
+        free(init);
         return -ENOMEM;
+    }
 
     for (size_t k = 0; k < s->n_actions; k++)
         r->act_off[s->actions[k].op * 2u + s->actions[k].when + 1]++;
@@ -106,16 +128,18 @@ static int build_index(ho_replay *r, const plan_schedule *s)
         hor_storage *st = &r->st[i];
         st->id = ps->id;
         st->bytes = ps->bytes;
-        st->initial = ps->initial;
+        st->initial = init[i];
+        st->trace_initial = ps->initial;
         st->retained = ps->retained;
         st->ptr = NULL;
         st->blk = HOR_NONE;
         st->slot = HOR_NONE;
         st->accessed = t->acc_start[i + 1] > t->acc_start[i];
-        st->host_valid = ps->initial == PLAN_INIT_HOST;
+        st->host_valid = init[i] == PLAN_INIT_HOST;
         if (!ps->retained && st->accessed)
             r->free_off[t->acc[t->acc_start[i + 1] - 1].op + 1]++;
     }
+    free(init);
     for (uint32_t o = 0; o < r->n_ops; o++)
         r->free_off[o + 1] += r->free_off[o];
     uint32_t *fill = calloc((size_t)r->n_ops + 1, sizeof(*fill));
@@ -129,7 +153,8 @@ static int build_index(ho_replay *r, const plan_schedule *s)
     }
     free(fill);
 
-    /* A host copy for what starts on host or is ever stored. */
+    /* A host copy for what starts on host (its home, for a movable
+     * storage) or is ever stored. */
     for (size_t k = 0; k < s->n_actions; k++)
         if (s->actions[k].kind == PLAN_ACT_STORE)
             r->st[s->actions[k].storage].slot = 0;
@@ -289,6 +314,7 @@ HO_EXPORT ho_replay *ho_replay_free(ho_replay *r)
     hor_ctl_done(r);
     if (r->dev->owner == r)
         r->dev->owner = NULL;
+    ho_plan_free(r->own_plan);
     HO_FREE_ALL(r->st, r->act_off, r->acts, r->free_off, r->frees, r->mark,
                 r->rel, r->hist, r);
     return NULL;
@@ -359,6 +385,46 @@ HO_EXPORT int ho_storage_check(ho_replay *r, uint64_t storage_id,
                     (unsigned long long)bytes, (unsigned long long)s->bytes);
 }
 
+/* Write `bytes` of content into s's host copy: from the application's
+ * memory, or (`src_dev`) from a device buffer.  A new version that the
+ * host copy holds; the caller has drained. */
+static int host_copy_put(ho_replay *r, hor_storage *s, const void *src,
+                         uint64_t bytes, bool src_dev)
+{
+    uint64_t stall = 0;
+    int rc = hor_slot_acquire(r, s->slot, &stall);
+    if (rc < 0)
+        return rc;
+    uint8_t *dst = hor_slot_ptr(r, s->slot);
+    if (src_dev)
+        rc = r->ops->copy_sync(r->bst, HOB_D2H, dst, src, bytes);
+    else
+        memcpy(dst, src, (size_t)bytes);
+    hor_slot_release(r, s->slot, rc == 0);
+    if (rc < 0)
+        return hor_fail(r->c, rc, "storage %llu: copying its content to its "
+                        "host copy failed", (unsigned long long)s->id);
+    atomic_store(&r->ctl.slots[s->slot].dropped, 0);
+    s->version++;
+    s->host_valid = true;
+    s->lost = false;
+    s->host_version = s->version;
+    return 0;
+}
+
+/* A movable storage the trace starts on device whose home is host: the
+ * buffer's content moves to its host copy (its home) and the buffer is
+ * freed -- the replay owns it once bound. */
+static int bind_home_host(ho_replay *r, hor_storage *s, void *ptr,
+                          uint32_t blk)
+{
+    int rc = host_copy_put(r, s, ptr, s->bytes, true);
+    if (rc < 0)
+        return rc;
+    hor_dev_free_block(r->dev, blk);
+    return 0;
+}
+
 HO_EXPORT int ho_storage_bind(ho_replay *r, uint64_t storage_id, void *ptr,
                               uint64_t bytes)
 {
@@ -372,7 +438,9 @@ HO_EXPORT int ho_storage_bind(ho_replay *r, uint64_t storage_id, void *ptr,
         return hor_fail(r->c, HO_E_STATE, "storage %llu: bind between "
                         "steps, not inside one",
                         (unsigned long long)storage_id);
-    if (s->initial != PLAN_INIT_DEVICE)
+    bool to_host = s->initial == PLAN_INIT_HOST &&
+                   s->trace_initial == PLAN_INIT_DEVICE;
+    if (s->initial != PLAN_INIT_DEVICE && !to_host)
         return hor_fail(r->c, HO_E_STATE, "storage %llu does not start on "
                         "device: only `initial: device` storages take a "
                         "buffer", (unsigned long long)storage_id);
@@ -392,11 +460,14 @@ HO_EXPORT int ho_storage_bind(ho_replay *r, uint64_t storage_id, void *ptr,
     rc = hor_drain(r);
     if (rc < 0)
         return rc;
+    if (to_host)
+        return bind_home_host(r, s, ptr, blk);
     if (s->ptr)
         hor_storage_drop_device(r, s);
     s->ptr = ptr;
     s->blk = blk;
     s->dev_valid = true;
+    r->has_bound = true;
     return 0;
 }
 
@@ -409,28 +480,32 @@ HO_EXPORT int ho_storage_write_host(ho_replay *r, uint64_t storage_id,
         return -EINVAL;
     if ((rc = find_or_fail(r, storage_id, &s)) < 0)
         return rc;
-    if (s->initial != PLAN_INIT_HOST || s->slot == HOR_NONE)
+    /* A movable storage the trace starts on host whose home is device:
+     * the content goes to its home, the device buffer. */
+    bool to_dev = s->initial == PLAN_INIT_DEVICE &&
+                  s->trace_initial == PLAN_INIT_HOST && s->ptr;
+    if (!to_dev && (s->initial != PLAN_INIT_HOST || s->slot == HOR_NONE))
         return hor_fail(r->c, HO_E_STATE, "storage %llu does not start on "
                         "host", (unsigned long long)storage_id);
     if ((rc = check_size(r, s, bytes)) < 0)
         return rc;
-    if (r->in_step || s->ptr)
+    if (r->in_step || (s->ptr && !to_dev))
         return hor_fail(r->c, HO_E_STATE, "storage %llu: its host copy is "
                         "written between steps", (unsigned long long)
                         storage_id);
     rc = hor_drain(r);
-    if (rc < 0)
+    if (rc < 0 || (rc = hor_restage_if_due(r)) < 0)
         return rc;
-    uint64_t stall = 0;
-    rc = hor_slot_acquire(r, s->slot, &stall);
+    if (!to_dev)
+        return host_copy_put(r, s, src, bytes, false);
+    rc = r->ops->copy_sync(r->bst, HOB_H2D, s->ptr, src, bytes);
     if (rc < 0)
-        return rc;
-    memcpy(hor_slot_ptr(r, s->slot), src, (size_t)bytes);
-    hor_slot_release(r, s->slot, true);
-    atomic_store(&r->ctl.slots[s->slot].dropped, 0);
+        return hor_fail(r->c, rc, "storage %llu: writing its content to its "
+                        "home on device failed", (unsigned long long)
+                        storage_id);
     s->version++;
-    s->host_valid = true;
-    s->host_version = s->version;
+    s->dev_valid = true;
+    s->lost = false;
     return 0;
 }
 
@@ -468,11 +543,174 @@ HO_EXPORT int ho_storage_read(ho_replay *r, uint64_t storage_id, void *dst,
                             "failed", (unsigned long long)storage_id);
         return 0;
     }
+    if (!r->in_step && (rc = hor_restage_if_due(r)) < 0)
+        return rc;
+    if (s->lost)
+        return hor_fail(r->c, HO_E_DISCONNECTED, "storage %llu's host copy "
+                        "was lost with the daemon that went away",
+                        (unsigned long long)storage_id);
     uint64_t stall = 0;
     rc = hor_slot_acquire(r, s->slot, &stall);
     if (rc < 0)
         return rc;
     memcpy(dst, hor_slot_ptr(r, s->slot), (size_t)bytes);
     hor_slot_release(r, s->slot, false);
+    return 0;
+}
+
+/* ----------------------------------------------------------- re-plan */
+
+/* The data of every retained storage that holds some, copied out of r
+ * (heap buffers, n_st entries, NULL where none). */
+static int save_data(ho_replay *r, void ***ret)
+{
+    void **buf = calloc(r->n_st ? r->n_st : 1, sizeof(*buf));
+    if (!buf)
+        return -ENOMEM;
+    for (uint32_t i = 0; i < r->n_st; i++) {
+        hor_storage *s = &r->st[i];
+        bool on_dev = s->ptr && s->dev_valid;
+        bool on_host = s->host_valid && s->host_version == s->version;
+        if (!s->retained || (!on_dev && !on_host))
+            continue;
+        buf[i] = malloc(s->bytes ? s->bytes : 1);
+        int rc = buf[i] ? ho_storage_read(r, s->id, buf[i], s->bytes)
+                        : -ENOMEM;
+        if (rc < 0) {
+            for (uint32_t k = 0; k <= i; k++)
+                free(buf[k]);
+            free(buf);
+            return rc;
+        }
+    }
+    *ret = buf;
+    return 0;
+}
+
+/* Put the saved data into replay n where its plan starts each storage. */
+static int load_data(ho_replay *n, void **buf)
+{
+    for (uint32_t i = 0; i < n->n_st; i++) {
+        hor_storage *s = &n->st[i];
+        if (!buf[i])
+            continue;
+        int rc = 0;
+        if (s->initial == PLAN_INIT_HOST && s->slot != HOR_NONE) {
+            rc = ho_storage_write_host(n, s->id, buf[i], s->bytes);
+        } else if (s->ptr) {
+            rc = ho_device_write(n->dev, s->ptr, buf[i], s->bytes);
+            if (rc == 0) {
+                s->version++;
+                s->dev_valid = true;
+            }
+        }
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
+static void free_saved(void **buf, uint32_t n)
+{
+    if (!buf)
+        return;
+    for (uint32_t i = 0; i < n; i++)
+        free(buf[i]);
+    free(buf);
+}
+
+int hor_replay_switch(ho_replay *r)
+{
+    if (!r->c || !r->ctl.h || r->in_step || r->has_bound)
+        return 0;
+    uint64_t epoch = atomic_load(&r->ctl.h->plan_epoch);
+    if (epoch == 0 || epoch == r->plan_epoch)
+        return 0;
+    ho_plan *np = NULL;
+    uint64_t ddr = 0;
+    int rc = hor_plan_fetch(r->c, r->t, epoch, &np, &ddr);
+    if (rc == HO_E_BUSY)
+        return 0; /* it waits for others to shrink: next boundary */
+    r->plan_epoch = epoch; /* acted on, whatever comes of it */
+    if (rc < 0)
+        return rc;
+    void **saved = NULL;
+    rc = hor_drain(r);
+    if (rc == 0)
+        rc = save_data(r, &saved);
+    if (rc < 0) {
+        ho_plan_free(np);
+        return rc;
+    }
+    /* the old plan's device memory goes first: the new one may need it */
+    for (uint32_t i = 0; i < r->n_st; i++)
+        if (r->st[i].ptr)
+            hor_storage_drop_device(r, &r->st[i]);
+    r->dev->owner = NULL;
+    /* the grant bounds the DDR limit; the application's own stays when
+     * it is tighter */
+    ho_replay_opts o = r->opts;
+    if (ddr && (!o.ddr_limit || ddr < o.ddr_limit))
+        o.ddr_limit = ddr;
+    ho_replay *n = NULL;
+    rc = ho_replay_new(r->c, r->dev, r->t, np, &o, &n);
+    if (rc == 0)
+        rc = load_data(n, saved);
+    if (rc < 0) {
+        char why[HOR_ERRLEN];
+        snprintf(why, sizeof(why), "%s", ho_runtime_last_error());
+        ho_replay_free(n);
+        ho_plan_free(np);
+        r->dev->owner = r;
+        /* back to the old plan's start state */
+        int brc = alloc_initial(r);
+        if (brc == 0)
+            brc = load_data(r, saved);
+        free_saved(saved, r->n_st);
+        if (brc < 0)
+            r->failed = brc;
+        return hor_fail(r->c, rc, "switching to the node arbiter's plan of "
+                        "epoch %llu failed: %s", (unsigned long long)epoch,
+                        why);
+    }
+    free_saved(saved, r->n_st);
+    /* n takes r's place (the application holds r): r's own parts go, n's
+     * move in, with what counts steps and totals kept */
+    n->step = r->step;
+    n->tot_h2d = r->tot_h2d;
+    n->tot_d2h = r->tot_d2h;
+    n->tot_exposed = r->tot_exposed;
+    n->tot_stall = r->tot_stall;
+    n->tot_ops = r->tot_ops;
+    ho_step_info *hist = n->hist;
+    n->hist = r->hist;
+    n->n_hist = r->n_hist;
+    r->hist = hist;
+    r->n_hist = 0;
+    n->own_plan = np;
+    n->plan_epoch = epoch;
+    n->switches = r->switches + 1;
+    n->dev->owner = NULL;
+    ho_replay tmp = *r;
+    ho_replay *old = malloc(sizeof(*old));
+    if (!old) {
+        /* cannot free r's parts through a shell: free them in place */
+        ho_replay_free(n);
+        return hor_fail(r->c, -ENOMEM, "out of memory switching plans");
+    }
+    *old = tmp;
+    *r = *n;
+    free(n);
+    r->h2d = &r->eng[0];
+    r->d2h = &r->eng[r->n_eng - 1];
+    old->dev = r->dev;
+    old->dev->owner = old;
+    ho_replay_free(old); /* drops dev->owner */
+    r->dev->owner = r;
+    atomic_store(&r->ctl.h->step, r->step);
+    rc = hor_plan_switched(r->c, epoch);
+    if (rc < 0)
+        return hor_fail(r->c, rc, "the daemon did not take the switch to "
+                        "epoch %llu", (unsigned long long)epoch);
     return 0;
 }

@@ -59,6 +59,7 @@
 
 typedef struct demo_opts {
     const char *socket, *job, *trace_path, *svg_path, *planner, *backend;
+    const char *save_trace;  /* --save-trace: the traced step, as JSON */
     const char *picture_path;  /* --picture-data: for ho-demo-picture */
     int device;
     uint64_t budget;        /* 0: budget_ratio x no-offload peak */
@@ -70,6 +71,8 @@ typedef struct demo_opts {
     double link_share;
     double latency_us;
     uint64_t ddr_limit;
+    double weight, max_slowdown; /* node arbitration (0: defaults) */
+    int sync;               /* a rank of a synchronous job */
     uint64_t pause_step;    /* 0: never */
     uint32_t pause_op;
     double reconnect_s;     /* 0: a lost daemon is fatal */
@@ -463,7 +466,8 @@ static int traced_step(demo *d)
     for (uint32_t s = 0; s < t->n_storages; s++) {
         const plan_storage *ps = &t->storages[s];
         unsigned flags = (ps->retained ? HO_STORAGE_RETAINED : 0u) |
-                         (ps->pinned ? HO_STORAGE_PINNED : 0u);
+                         (ps->pinned ? HO_STORAGE_PINNED : 0u) |
+                         (ps->movable ? HO_STORAGE_MOVABLE : 0u);
         r = ho_trace_add_storage(d->ht, ps->id, ps->bytes,
                                  (ho_storage_kind)ps->kind,
                                  (ho_initial)ps->initial, flags);
@@ -551,6 +555,8 @@ static int traced_step(demo *d)
     }
     d->step1_wall_us = now_us() - t_step;
     d->step1_peak = peak;
+    if (d->o.save_trace && (r = ho_trace_save(d->ht, d->o.save_trace)) < 0)
+        rreport(d, "ho_trace_save", r);
 done:
     if (buf)
         for (uint32_t s = 0; s < t->n_storages; s++)
@@ -708,7 +714,11 @@ static int session_try(demo *d, int quiet)
                     "(%s)\n", PROG, d->name, ho_strerror(r), ho_err_name(r));
         return r;
     }
-    r = ho_register(d->c, d->o.job, d->o.device, d->budget);
+    r = ho_set_node_options(d->c, d->o.weight, d->o.max_slowdown, d->o.sync);
+    if (r == 0 && d->o.max_slowdown > 0)
+        r = ho_set_admission_trace(d->c, d->ht);
+    if (r == 0)
+        r = ho_register(d->c, d->o.job, d->o.device, d->budget);
     if (r < 0)
         return quiet && is_transient(r) ? r : report(d, "ho_register", r);
     d->session_id = ho_session_id(d->c);
@@ -1305,6 +1315,8 @@ static const char usage_text[] =
 "continue\n"
 "  --pause-at STEP:OP   stop (SIGSTOP) before op OP of job step STEP\n"
 "  --no-op-check        skip ho_op_check\n"
+"  --weight W --max-slowdown X --sync   node arbitration (docs/node.md)\n"
+"  --save-trace PATH    save the traced step there (JSON)\n"
 "  --measure-link       print the host backend's copy rate (GB/s) and exit\n";
 
 static int parse_double(const char *s, double lo, double hi, double *ret)
@@ -1339,7 +1351,8 @@ static int parse_args(int argc, char **argv, demo_opts *o)
            O_TRACE, O_LAYERS, O_HIDDEN, O_HEADS, O_KV, O_FFN, O_VOCAB,
            O_SEQ, O_MBS, O_MICRO, O_TFLOPS, O_HBM, O_LINK, O_SHARE, O_LAT,
            O_PARAMS, O_OPTIM, O_PLANNER, O_DDR, O_BACKEND, O_SVG, O_PICDATA, O_SVGSTEP,
-           O_RECONNECT, O_PAUSE, O_NOCHECK, O_MEASURE, O_HELP };
+           O_RECONNECT, O_PAUSE, O_NOCHECK, O_MEASURE, O_WEIGHT, O_MAXSLOW,
+           O_SYNC, O_SAVETRACE, O_HELP };
     static const struct option lo[] = {
         {"socket", 1, 0, O_SOCKET}, {"device", 1, 0, O_DEVICE},
         {"job", 1, 0, O_JOB}, {"budget", 1, 0, O_BUDGET},
@@ -1358,6 +1371,8 @@ static int parse_args(int argc, char **argv, demo_opts *o)
         {"svg-step", 1, 0, O_SVGSTEP}, {"reconnect", 1, 0, O_RECONNECT},
         {"pause-at", 1, 0, O_PAUSE}, {"no-op-check", 0, 0, O_NOCHECK},
         {"measure-link", 0, 0, O_MEASURE}, {"help", 0, 0, O_HELP},
+        {"weight", 1, 0, O_WEIGHT}, {"max-slowdown", 1, 0, O_MAXSLOW},
+        {"sync", 0, 0, O_SYNC}, {"save-trace", 1, 0, O_SAVETRACE},
         {0, 0, 0, 0}};
     plan_model *m = &o->gen.model;
     uint32_t kv = 0;
@@ -1455,6 +1470,13 @@ static int parse_args(int argc, char **argv, demo_opts *o)
         }
         case O_PLANNER: o->planner = optarg; break;
         case O_DDR: bad |= ho_size_parse(optarg, &o->ddr_limit) < 0; break;
+        case O_WEIGHT: bad |= parse_double(optarg, 1e-6, 1e6, &o->weight) < 0;
+            break;
+        case O_MAXSLOW:
+            bad |= parse_double(optarg, 1, 1e6, &o->max_slowdown) < 0;
+            break;
+        case O_SYNC: o->sync = 1; break;
+        case O_SAVETRACE: o->save_trace = optarg; break;
         case O_BACKEND: o->backend = optarg; break;
         case O_SVG: o->svg_path = optarg; break;
         case O_PICDATA: o->picture_path = optarg; break;

@@ -53,7 +53,7 @@ START_TEST(embedded_defaults)
     ck_assert_str_eq(c.flash_paths[0], "./.hyperoffload/flash0");
     ck_assert_uint_eq(c.ddr_capacity, 1ull << 30);
     ck_assert_uint_eq(c.flash_capacity, 4ull << 30);
-    ck_assert_uint_eq(c.n_devices, 2);
+    ck_assert_uint_eq(c.n_devices, 4);
     ck_assert_uint_eq(srv_config_hbm_capacity(&c, 0), 1ull << 30);
     ck_assert_uint_eq(srv_config_hbm_capacity(&c, 1), 1ull << 30);
     ck_assert_uint_eq(srv_config_hbm_reserve(&c, 1), 0);
@@ -376,13 +376,13 @@ START_TEST(validate_cross_settings)
     e = validate_fails("devices", "hbm_capacity", "1G,1G,1G", NULL, NULL,
                        NULL);
     ck_assert_ptr_nonnull(strstr(e, "hbm_capacity has 3 values but "
-                                    "[devices] count is 2"));
+                                    "[devices] count is 4"));
     e = validate_fails("devices", "hbm_reserve", "1G", NULL, NULL, NULL);
     ck_assert_ptr_nonnull(strstr(e, "hbm_reserve 1G of device 0 is not "
                                     "below its hbm_capacity 1G"));
-    e = validate_fails("devices", "names", "a,a", NULL, NULL, NULL);
+    e = validate_fails("devices", "names", "a,b,a,c", NULL, NULL, NULL);
     ck_assert_ptr_nonnull(strstr(e, "lists 'a' twice"));
-    e = validate_fails("devices", "names", "a,b,c", NULL, NULL, NULL);
+    e = validate_fails("devices", "names", "a,b,c", "devices", "count", "2");
     ck_assert_ptr_nonnull(strstr(e, "names has 3 names"));
     e = validate_fails("flash", "paths", "/x,/x", NULL, NULL, NULL);
     ck_assert_ptr_nonnull(strstr(e, "lists '/x' twice"));

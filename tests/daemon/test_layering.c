@@ -19,9 +19,10 @@
 /* The order of daemon/state.h; "main" (main.c) is the program on top. */
 static const char *const order[] = {
     "log",      "idmap",    "quota",    "dirs",     "config",
-    "authz",    "counters", "connection", "mover",  "sessions",
-    "planning", "staging",  "residency", "pstore", "handlers", "admin",
-    "metrics",
+    "authz",    "counters", "topology", "connection", "mover",  "links",
+    "sessions",
+    "planning", "staging",  "arbitrate", "residency", "pstore", "handlers",
+    "admin",    "metrics",
     "dispatch", "server",   "notify",
     "daemon",   "main",
 };
