@@ -25,6 +25,8 @@
 #include "daemon/mover.h"
 #include "daemon/notify.h"
 #include "daemon/planning.h"
+#include "daemon/pstore.h"
+#include "daemon/residency.h"
 #include "daemon/server.h"
 #include "daemon/staging.h"
 #include "daemon/topology.h"
@@ -390,6 +392,14 @@ static int open_state(srv_daemon *d, char *err, size_t errlen)
     return 0;
 }
 
+/* d->on_session_drop: the modules above sessions let go of it. */
+static void session_gone(srv_daemon *d, srv_session *s)
+{
+    srv_arb_session_gone(d, s); /* staging first, then the arbiter */
+    srv_residency_session_gone(d, s);
+    srv_pstore_session_gone(d, s);
+}
+
 int srv_daemon_new(srv_config *cfg, const srv_cmdline *cl,
                    srv_daemon **ret_d, char *err, size_t errlen)
 {
@@ -404,7 +414,7 @@ int srv_daemon_new(srv_config *cfg, const srv_cmdline *cl,
     d->cfg = *cfg;
     memset(cfg, 0, sizeof(*cfg));
     d->cmdline = *cl;
-    d->on_session_drop = srv_arb_session_gone;
+    d->on_session_drop = session_gone;
     d->on_works_drained = finish;
     d->flash_read_gbps = SRV_FLASH_READ_GBPS;
     d->flash_write_gbps = SRV_FLASH_WRITE_GBPS;
@@ -477,7 +487,10 @@ srv_daemon *srv_daemon_free(srv_daemon *d)
     uv_run(&d->loop, UV_RUN_DEFAULT);
     if (uv_loop_close(&d->loop) != 0)
         srv_err("event loop still has open handles at exit (bug)");
-    /* Sessions are gone with their connections, arenas with sessions. */
+    /* Sessions are gone with their connections, arenas with sessions and
+     * the prefix store's entries. */
+    srv_residency_free(d);
+    srv_pstore_free(d);
     if (d->arenas)
         srv_err("arenas left at exit (bug)");
     d->planning = srv_planning_free(d->planning);

@@ -8,6 +8,8 @@
 #include "daemon/handlers.h"
 #include "daemon/metrics.h"
 #include "daemon/planning.h"
+#include "daemon/pstore.h"
+#include "daemon/residency.h"
 #include "daemon/staging.h"
 #include "proto/errfmt.h"
 
@@ -38,6 +40,15 @@ EMPTY_HANDLER(on_metrics, srv_handle_metrics)
 EMPTY_HANDLER(on_node, srv_handle_node)
 BODY_HANDLER(on_plan, Hyperoffload__PlanRequest, srv_handle_plan)
 BODY_HANDLER(on_stage, Hyperoffload__StageRequest, srv_handle_stage)
+BODY_HANDLER(on_publish, Hyperoffload__PublishRequest, srv_handle_publish)
+BODY_HANDLER(on_map_prefix, Hyperoffload__MapPrefixRequest,
+             srv_handle_map_prefix)
+BODY_HANDLER(on_unmap_prefix, Hyperoffload__UnmapPrefixRequest,
+             srv_handle_unmap_prefix)
+BODY_HANDLER(on_region_register, Hyperoffload__RegionRegister,
+             srv_handle_region_register)
+EMPTY_HANDLER(on_regions, srv_handle_regions)
+EMPTY_HANDLER(on_store, srv_handle_store)
 BODY_HANDLER(on_admit, Hyperoffload__AdmitRequest, srv_handle_admit)
 BODY_HANDLER(on_plan_fetch, Hyperoffload__PlanFetchRequest,
              srv_handle_plan_fetch)
@@ -75,6 +86,18 @@ static const srv_request_kind requests[] = {
             SESSION, false, on_plan),
     REQUEST(STAGE_REQUEST, stage_request, "StageRequest", "StageRequest",
             SESSION, false, on_stage),
+    REQUEST(PUBLISH_REQUEST, publish_request, "PublishRequest",
+            "PublishRequest", SESSION, false, on_publish),
+    REQUEST(MAP_PREFIX_REQUEST, map_prefix_request, "MapPrefixRequest",
+            "MapPrefixRequest", SESSION, false, on_map_prefix),
+    REQUEST(UNMAP_PREFIX_REQUEST, unmap_prefix_request, "UnmapPrefixRequest",
+            "UnmapPrefixRequest", SESSION, false, on_unmap_prefix),
+    REQUEST(REGION_REGISTER, region_register, "RegionRegister",
+            "RegionRegister", SESSION, false, on_region_register),
+    REQUEST(REGIONS_REQUEST, regions_request, "RegionsRequest",
+            "RegionsRequest", false, false, on_regions),
+    REQUEST(STORE_REQUEST, store_request, "StoreRequest", "StoreRequest",
+            false, false, on_store),
     REQUEST(ADMIT_REQUEST, admit_request, "AdmitRequest", "AdmitRequest",
             false, false, on_admit),
     REQUEST(PLAN_FETCH_REQUEST, plan_fetch_request, "PlanFetchRequest",

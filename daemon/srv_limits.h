@@ -222,6 +222,21 @@
  * it): more than libuv's default of 4 keeps moves flowing while plans run
  * (SRV_PLAN_RUNNING of them). */
 #define SRV_UV_THREADS "8"
+/* ------------------------------------------------------------ residency */
+
+/* Prefix store (pstore.c): key bytes (= HO_RES_KEY_MAX), one entry's
+ * bytes, the share of the DDR pool one job's store may hold (1/4), the
+ * TTL of an unreferenced entry (default / most a client may ask), the map
+ * references held at once over all sessions. */
+#define SRV_PSTORE_KEY_MAX 128
+#define SRV_PSTORE_ENTRY_MAX (256ull << 20)
+#define SRV_PSTORE_SHARE 4u
+#define SRV_PSTORE_TTL_MS 30000u
+#define SRV_PSTORE_TTL_MAX_MS 3600000u
+#define SRV_PSTORE_MAPS_MAX 65536u
+/* Regions one session may register (residency.c). */
+#define SRV_REGIONS_PER_SESSION 16u
+
 /* STATUS= line refresh under systemd. */
 #define SRV_STATUS_PERIOD_MS 2000
 

@@ -27,6 +27,8 @@
  *   planning.h      PlanRequest, plan cache and queue
  *   staging.h       StageRequest, replays, control region, staging
  *   arbitrate.h     node workload, re-planning, what-if admission
+ *   residency.h     RegionRegister / RegionsRequest (region headers)
+ *   pstore.h        the shared prefix store (publish, map, TTL, LRU)
  *   handlers.h      register / alloc / free / move / stats requests
  *   admin.h         status / clients / quota requests
  *   metrics.h       MetricsRequest, Prometheus text, the textfile
@@ -82,6 +84,19 @@ typedef struct srv_session srv_session;        /* sessions.h */
 typedef struct srv_arena_ref srv_arena_ref;    /* sessions.h */
 typedef struct srv_planning srv_planning;      /* planning.h */
 typedef struct srv_plan_memo srv_plan_memo;    /* staging.c */
+typedef struct srv_pentry srv_pentry;          /* pstore.c */
+typedef struct srv_pmap srv_pmap;              /* pstore.c */
+typedef struct srv_region srv_region;          /* residency.c */
+
+/* The prefix store (pstore.c): entries, the sessions' map references and
+ * the counters `hoctl store` shows. */
+typedef struct srv_pstore_state {
+    srv_pentry *entries;
+    srv_pmap *maps;
+    uint32_t n_entries, n_maps;
+    uint64_t bytes, published_bytes;
+    uint64_t lookups, hits, evictions, expired;
+} srv_pstore_state;
 typedef struct srv_arbiter srv_arbiter;        /* arbitrate.h */
 typedef struct srv_topology srv_topology;      /* topology.h */
 typedef struct srv_links srv_links;            /* links.h */
@@ -179,6 +194,11 @@ struct srv_daemon {
      * sessions outside every DDR quota (s->ddr_limit), summed; with the
      * DDR quotas' limits it never exceeds [ddr] capacity */
     uint64_t ddr_granted;
+
+    /* residency (residency.c: registered regions; pstore.c: the store) */
+    srv_region *regions;
+    uint32_t n_regions;
+    srv_pstore_state pstore;
 
     /* worker jobs (mover.c counts them) */
     uint32_t works_in_flight;    /* moves + plans on worker threads */

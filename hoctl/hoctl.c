@@ -47,6 +47,8 @@ static void usage(FILE *f)
         "  quota clear (--uid U | --job J) [--tier T]\n"
         "  version                     hoctl, library and daemon versions\n"
         "  metrics                     every metric, Prometheus text format\n"
+        "  regions                     residency regions: blocks per tier\n"
+        "  store                       the shared prefix store\n"
         "  admit --trace T --device D  what-if admission of a newcomer\n"
         "\n"
         "Offline planning tools (no daemon needed):\n"
@@ -98,6 +100,8 @@ static const struct {
     {"plan", hoctl_cmd_plan, 0},
     {"node", hoctl_cmd_node, 0},
     {"metrics", hoctl_cmd_metrics, NOUN_WATCH},
+    {"regions", hoctl_cmd_regions, NOUN_WATCH},
+    {"store", hoctl_cmd_store, NOUN_WATCH},
     {"admit", hoctl_cmd_admit, 0},
 };
 

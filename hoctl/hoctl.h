@@ -71,6 +71,9 @@ int hoctl_cmd_version(const hoctl_globals *g, int argc, char **argv);
 
 /* hoctl_metrics.c: `hoctl metrics`, the Prometheus text on stdout. */
 int hoctl_cmd_metrics(const hoctl_globals *g, int argc, char **argv);
+/* hoctl_residency.c */
+int hoctl_cmd_regions(const hoctl_globals *g, int argc, char **argv);
+int hoctl_cmd_store(const hoctl_globals *g, int argc, char **argv);
 
 /* hoctl_admit.c: `hoctl admit`, the daemon's what-if admission. */
 int hoctl_cmd_admit(const hoctl_globals *g, int argc, char **argv);

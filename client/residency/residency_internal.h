@@ -36,6 +36,7 @@ enum {
     HRES_TOUCHED = 1u << 4,    /* accessed in the current step */
     HRES_RELEASED = 1u << 5,   /* release_hint given since last use */
     HRES_PREFETCHED = 1u << 6, /* brought in by a prefetch, not yet used */
+    HRES_WANTED = 1u << 7,     /* on the want list */
 };
 
 typedef struct hres_blk {
@@ -78,7 +79,12 @@ struct ho_region {
     uint32_t n_free_blocks;
     uint32_t *incoming;    /* blocks with a fill in flight */
     uint32_t n_incoming;
+    uint32_t *want;        /* announced blocks not resident (may hold
+                              stale entries: prefetch_due compacts it) */
+    uint32_t n_want;
     uint8_t *host;         /* host copies: extent or local mapping */
+    uint8_t *shm;          /* statistics header (proto/region_shm.h) at
+                              the extent's end, NULL when local */
     uint64_t host_bytes;
     uint64_t extent_id;    /* 0 when local */
     hres_map *maps;
@@ -103,5 +109,9 @@ int hres_block_new_store(ho_region *r, uint8_t *host, uint32_t map,
 /* residency_store.c: drop the region's reference on mapping m (its last
  * block was freed, or the region goes).  Best effort. */
 void hres_store_unmap(ho_region *r, uint32_t m);
+/* Register the region's statistics header with the daemon (once, at
+ * ho_region_new) / copy the statistics into it (every step). */
+int hres_region_register(ho_region *r, const char *name);
+void hres_shm_publish(ho_region *r);
 
 #endif

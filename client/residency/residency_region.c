@@ -19,6 +19,7 @@
 #include <sys/mman.h>
 
 #include "client/residency/residency_internal.h"
+#include "proto/region_shm.h"
 
 static int bad(ho_region *r, uint32_t b)
 {
@@ -278,25 +279,41 @@ static int fill(ho_region *r, uint32_t b, uint32_t s, uint64_t slot_dep)
     return 0;
 }
 
-/* Prefetch what is due: blocks needed within the window, soonest first. */
+static const ho_region *sort_r;
+static int by_need(const void *a, const void *b)
+{
+    uint64_t x = sort_r->b[*(const uint32_t *)a].need;
+    uint64_t y = sort_r->b[*(const uint32_t *)b].need;
+    return x < y ? -1 : x > y;
+}
+
+/* Prefetch what is due: blocks of the want list (announced, not resident)
+ * needed within the window, soonest first. */
 static int prefetch_due(ho_region *r)
 {
     if (r->cfg.policy == HO_RES_LRU)
         return 0;
     uint64_t horizon = r->step + r->cfg.prefetch_window;
-    for (;;) {
-        uint32_t best = HRES_NONE;
-        uint64_t when = UINT64_MAX;
-        for (uint32_t b = 0; b < r->cfg.max_blocks; b++) {
-            const hres_blk *x = &r->b[b];
-            if ((x->flags & HRES_USED) && x->slot == HRES_NONE &&
-                x->need <= horizon && x->need < when) {
-                best = b;
-                when = x->need;
-            }
-        }
-        if (best == HRES_NONE)
-            return 0;
+    uint32_t w = 0;
+    for (uint32_t i = 0; i < r->n_want; i++) {
+        uint32_t b = r->want[i];
+        hres_blk *x = &r->b[b];
+        if ((x->flags & HRES_USED) && x->slot == HRES_NONE &&
+            x->need != HO_STEP_NEVER)
+            r->want[w++] = b;
+        else
+            x->flags &= ~HRES_WANTED;
+    }
+    r->n_want = w;
+    sort_r = r;
+    qsort(r->want, r->n_want, sizeof(uint32_t), by_need);
+    for (uint32_t i = 0; i < r->n_want; i++) {
+        uint32_t b = r->want[i];
+        uint64_t when = r->b[b].need;
+        if (when > horizon)
+            break;
+        if (r->b[b].slot != HRES_NONE)
+            continue;
         int rc = 0;
         uint64_t dep = 0;
         uint32_t s = slot_get(r, when, false, &dep, &rc);
@@ -305,12 +322,13 @@ static int prefetch_due(ho_region *r)
         if (s == HRES_NONE)
             return 0; /* no room now: the access will stall or a later
                          step will find room */
-        rc = fill(r, best, s, dep);
+        rc = fill(r, b, s, dep);
         if (rc < 0)
             return rc;
-        r->b[best].flags |= HRES_PREFETCHED;
+        r->b[b].flags |= HRES_PREFETCHED;
         r->st.prefetches++;
     }
+    return 0;
 }
 
 /* Background write-back down to the low watermark (not in LRU mode). */
@@ -379,10 +397,11 @@ int ho_region_new(ho_client *c, ho_device *dev, const ho_region_config *cfg,
     r->b = calloc(nb, sizeof(hres_blk));
     r->free_blocks = malloc(sizeof(uint32_t) * nb);
     r->incoming = malloc(sizeof(uint32_t) * r->n_slots);
+    r->want = malloc(sizeof(uint32_t) * nb);
     r->maps = calloc(nb, sizeof(hres_map));
     int rc = -ENOMEM;
     if (!r->slot_owner || !r->free_slots || !r->drain || !r->drain_t ||
-        !r->b || !r->free_blocks || !r->incoming || !r->maps) {
+        !r->b || !r->free_blocks || !r->incoming || !r->maps || !r->want) {
         hor_fail(c, rc, "out of memory");
         goto fail;
     }
@@ -420,7 +439,7 @@ int ho_region_new(ho_client *c, ho_device *dev, const ho_region_config *cfg,
     r->host_bytes = (uint64_t)nb * k.block_bytes;
     if (c) {
         ho_extent x;
-        rc = ho_extent_alloc(c, r->host_bytes, &x);
+        rc = ho_extent_alloc(c, r->host_bytes + HO_REGION_SHM_BYTES, &x);
         if (rc < 0) {
             char e2[256];
             hor_fail(c, rc, "the region's host copies (%" PRIu64 " bytes "
@@ -430,6 +449,7 @@ int ho_region_new(ho_client *c, ho_device *dev, const ho_region_config *cfg,
         }
         r->extent_id = x.id;
         r->host = x.ptr;
+        r->shm = r->host + r->host_bytes;
     } else {
         void *p = mmap(NULL, r->host_bytes, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -449,6 +469,11 @@ int ho_region_new(ho_client *c, ho_device *dev, const ho_region_config *cfg,
     r->st.high = r->high;
     r->st.low = r->low;
     r->st.host_bytes = r->host_bytes;
+    if (c) {
+        rc = hres_region_register(r, k.name);
+        if (rc < 0)
+            goto fail;
+    }
     *ret = r;
     return 0;
 fail:
@@ -484,6 +509,7 @@ ho_region *ho_region_free(ho_region *r)
     free(r->b);
     free(r->free_blocks);
     free(r->incoming);
+    free(r->want);
     free(r->maps);
     free(r);
     return NULL;
@@ -496,7 +522,7 @@ static int block_take(ho_region *r, uint32_t *ret)
                          "are all live", r->cfg.max_blocks);
     uint32_t b = r->free_blocks[--r->n_free_blocks];
     hres_blk *x = &r->b[b];
-    x->flags = HRES_USED;
+    x->flags = HRES_USED | (x->flags & HRES_WANTED); /* list entry */
     x->pins = 0;
     x->need = HO_STEP_NEVER;
     x->lru = ++r->tick;
@@ -519,7 +545,7 @@ int ho_block_alloc(ho_region *r, uint32_t *ret_block)
     uint64_t dep = 0;
     uint32_t s = slot_get(r, r->step, true, &dep, &rc);
     if (s == HRES_NONE) {
-        r->b[b].flags = 0;
+        r->b[b].flags &= HRES_WANTED;
         r->free_blocks[r->n_free_blocks++] = b;
         r->st.live_blocks--;
         return rc;
@@ -587,7 +613,7 @@ int ho_block_free(ho_region *r, uint32_t block)
             hres_store_unmap(r, x->map);
     }
     x->slot = HRES_NONE;
-    x->flags = 0;
+    x->flags &= HRES_WANTED; /* it stays on the want list until compacted */
     x->need = HO_STEP_NEVER;
     r->free_blocks[r->n_free_blocks++] = block;
     r->st.live_blocks--;
@@ -687,6 +713,10 @@ int ho_region_need(ho_region *r, const uint32_t *blocks, size_t n,
         if (x->need == HO_STEP_NEVER || x->need <= r->step || step < x->need)
             x->need = step;
         x->flags &= ~HRES_RELEASED;
+        if (x->slot == HRES_NONE && !(x->flags & HRES_WANTED)) {
+            x->flags |= HRES_WANTED;
+            r->want[r->n_want++] = blocks[i];
+        }
     }
     return prefetch_due(r);
 }
@@ -773,6 +803,7 @@ int ho_region_step(ho_region *r, uint64_t *ret_stall_ns)
         rc = writeback_to_low(r);
     if (rc == 0)
         rc = prefetch_due(r);
+    hres_shm_publish(r);
     return rc;
 }
 

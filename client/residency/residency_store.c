@@ -1,31 +1,206 @@
 /*
- * client/residency/residency_store.c - the prefix store requests of a
- * region (hyperoffload/residency.h): publish, map, unmap.
+ * client/residency/residency_store.c - what a region asks of the daemon
+ * (hyperoffload/residency.h, docs/residency.md): RegionRegister of its
+ * statistics header once, and the prefix store requests (publish, map,
+ * unmap).  None of these is on the per-block path.
  */
 #include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdatomic.h>
 #include <string.h>
 
+#include "client/admin_call.h"
 #include "client/residency/residency_internal.h"
+#include "proto/frame.h"
+#include "proto/region_shm.h"
+
+static uint64_t raw_id(uint64_t id)
+{
+    return id & ((1ull << HOC_EPOCH_SHIFT) - 1);
+}
+
+int hres_region_register(ho_region *r, const char *name)
+{
+    ho_region_shm *h = (ho_region_shm *)r->shm;
+    atomic_store_explicit(&h->magic, HO_REGION_SHM_MAGIC,
+                          memory_order_release);
+    hres_shm_publish(r);
+    Hyperoffload__RegionRegister req = HYPEROFFLOAD__REGION_REGISTER__INIT;
+    req.extent_id = raw_id(r->extent_id);
+    req.offset = (uint64_t)(r->shm - r->host);
+    req.name = (char *)(name ? name : "region");
+    HOC_ENVELOPE(env, REGION_REGISTER, region_register, &req);
+    Hyperoffload__Envelope *reply = NULL;
+    int rc = hoc_call_expect(r->c, &env, HYPEROFFLOAD__ENVELOPE__BODY_OK,
+                             &reply, NULL);
+    ho_frame_envelope_free(reply);
+    return rc;
+}
+
+void hres_shm_publish(ho_region *r)
+{
+    if (!r->shm)
+        return;
+    ho_region_shm *h = (ho_region_shm *)r->shm;
+    ho_region_stats st;
+    ho_region_get_stats(r, &st);
+    uint64_t v[HO_RSHM_N] = {
+        [HO_RSHM_BLOCK_BYTES] = r->cfg.block_bytes,
+        [HO_RSHM_SLOTS] = st.slots, [HO_RSHM_HIGH] = st.high,
+        [HO_RSHM_LOW] = st.low, [HO_RSHM_DEVICE_BLOCKS] = st.device_blocks,
+        [HO_RSHM_DEVICE_PEAK] = st.device_peak,
+        [HO_RSHM_LIVE_BLOCKS] = st.live_blocks,
+        [HO_RSHM_STORE_BLOCKS] = st.store_blocks, [HO_RSHM_STEPS] = st.steps,
+        [HO_RSHM_HITS] = st.hits, [HO_RSHM_MISSES] = st.misses,
+        [HO_RSHM_EVICTIONS] = st.evictions,
+        [HO_RSHM_WRITEBACKS] = st.writebacks,
+        [HO_RSHM_BYTES_H2D] = st.bytes_h2d, [HO_RSHM_BYTES_D2H] = st.bytes_d2h,
+        [HO_RSHM_STALL_NS] = st.stall_total_ns,
+        [HO_RSHM_HOST_BYTES] = st.host_bytes,
+        [HO_RSHM_PREFETCHES] = st.prefetches,
+    };
+    for (int i = 0; i < HO_RSHM_N; i++)
+        atomic_store_explicit(&h->v[i], v[i], memory_order_relaxed);
+}
+
+static int need_client(ho_region *r, const char *what, const char *key)
+{
+    if (!r)
+        return hor_fail(NULL, -EINVAL, "%s needs a region", what);
+    if (!r->c)
+        return HRES_FAIL(r, HO_E_UNSUPPORTED, "%s needs a region of a "
+                         "session (this one is local)", what);
+    size_t n = key ? strlen(key) : 0;
+    if (n == 0 || n > HO_RES_KEY_MAX)
+        return HRES_FAIL(r, -EINVAL, "a prefix store key has 1..%d bytes",
+                         HO_RES_KEY_MAX);
+    return 0;
+}
 
 int ho_region_publish(ho_region *r, const char *key, const uint32_t *blocks,
                       size_t n, uint32_t ttl_ms)
 {
-    (void)key; (void)blocks; (void)n; (void)ttl_ms;
-    if (!r)
-        return hor_fail(NULL, -EINVAL, "ho_region_publish needs a region");
-    return HRES_FAIL(r, HO_E_UNSUPPORTED, "the prefix store is not there yet");
+    int rc = need_client(r, "ho_region_publish", key);
+    if (rc < 0)
+        return rc;
+    if (n == 0 || !blocks)
+        return HRES_FAIL(r, -EINVAL, "publish needs at least one block");
+    if (n > HO_RES_PUBLISH_MAX)
+        return HRES_FAIL(r, HO_E_INVALID_SIZE, "publish takes at most %d "
+                         "blocks", HO_RES_PUBLISH_MAX);
+    uint64_t offs[HO_RES_PUBLISH_MAX];
+    for (size_t i = 0; i < n; i++) {
+        if (blocks[i] >= r->cfg.max_blocks ||
+            !(r->b[blocks[i]].flags & HRES_USED) ||
+            (r->b[blocks[i]].flags & HRES_STORE))
+            return HRES_FAIL(r, -EINVAL, "block %" PRIu32 " is not a live "
+                             "block of the region's own", blocks[i]);
+        offs[i] = (uint64_t)blocks[i] * r->cfg.block_bytes;
+    }
+    rc = hres_sync_host(r, blocks, n);
+    if (rc < 0)
+        return rc;
+    Hyperoffload__PublishRequest req = HYPEROFFLOAD__PUBLISH_REQUEST__INIT;
+    req.key = (char *)key;
+    req.extent_id = raw_id(r->extent_id);
+    req.n_offsets = n;
+    req.offsets = offs;
+    req.block_bytes = r->cfg.block_bytes;
+    req.ttl_ms = ttl_ms;
+    HOC_ENVELOPE(env, PUBLISH_REQUEST, publish_request, &req);
+    Hyperoffload__Envelope *reply = NULL;
+    rc = hoc_call_expect(r->c, &env, HYPEROFFLOAD__ENVELOPE__BODY_OK, &reply,
+                         NULL);
+    ho_frame_envelope_free(reply);
+    if (rc < 0) {
+        char e[256];
+        return hor_fail(r->c, rc, "%s", ho_last_error(r->c, e, sizeof(e)));
+    }
+    return 0;
+}
+
+static int send_unmap(ho_region *r, const char *key)
+{
+    Hyperoffload__UnmapPrefixRequest req =
+        HYPEROFFLOAD__UNMAP_PREFIX_REQUEST__INIT;
+    req.key = (char *)key;
+    HOC_ENVELOPE(env, UNMAP_PREFIX_REQUEST, unmap_prefix_request, &req);
+    Hyperoffload__Envelope *reply = NULL;
+    int rc = hoc_call_expect(r->c, &env, HYPEROFFLOAD__ENVELOPE__BODY_OK,
+                             &reply, NULL);
+    ho_frame_envelope_free(reply);
+    return rc;
 }
 
 int ho_region_map_prefix(ho_region *r, const char *key, uint32_t *ret_blocks,
                          size_t max, size_t *ret_n)
 {
-    (void)key; (void)ret_blocks; (void)max; (void)ret_n;
-    if (!r)
-        return hor_fail(NULL, -EINVAL, "ho_region_map_prefix needs a region");
-    return HRES_FAIL(r, HO_E_UNSUPPORTED, "the prefix store is not there yet");
+    int rc = need_client(r, "ho_region_map_prefix", key);
+    if (rc < 0)
+        return rc;
+    if (!ret_blocks || !ret_n)
+        return HRES_FAIL(r, -EINVAL, "ho_region_map_prefix needs result "
+                         "pointers");
+    Hyperoffload__MapPrefixRequest req = HYPEROFFLOAD__MAP_PREFIX_REQUEST__INIT;
+    req.key = (char *)key;
+    HOC_ENVELOPE(env, MAP_PREFIX_REQUEST, map_prefix_request, &req);
+    Hyperoffload__Envelope *reply = NULL;
+    rc = hoc_call_expect(r->c, &env,
+                         HYPEROFFLOAD__ENVELOPE__BODY_MAP_PREFIX_REPLY, &reply,
+                         NULL);
+    if (rc < 0) {
+        char e[256];
+        return hor_fail(r->c, rc, "%s", ho_last_error(r->c, e, sizeof(e)));
+    }
+    const Hyperoffload__MapPrefixReply *m = reply->map_prefix_reply;
+    uint64_t pool = ho_pool_size(r->c);
+    uint64_t off = m ? m->offset : 0, len = m ? m->length : 0;
+    uint64_t bb = m ? m->block_bytes : 0;
+    bool same_arena = m && m->arena_id == ho_pool_arena_id(r->c);
+    ho_frame_envelope_free(reply);
+    if (!m || off > pool || len > pool - off || bb == 0 ||
+        len % bb || !same_arena)
+        rc = HRES_FAIL(r, HO_E_PROTOCOL, "the map reply for %s names a "
+                       "range outside this session's arena", key);
+    else if (bb != r->cfg.block_bytes || len / bb > max ||
+             len / bb > r->n_free_blocks)
+        rc = HRES_FAIL(r, HO_E_INVALID_SIZE, "prefix %s holds %" PRIu64
+                       " blocks of %" PRIu64 " bytes; the region has blocks "
+                       "of %" PRIu64 " and room for %zu", key, bb ? len / bb
+                       : 0, bb, r->cfg.block_bytes,
+                       max < r->n_free_blocks ? max : r->n_free_blocks);
+    uint32_t mi = HRES_NONE;
+    for (uint32_t i = 0; rc == 0 && i < r->cfg.max_blocks; i++)
+        if (!r->maps[i].used) {
+            mi = i;
+            break;
+        }
+    if (rc == 0 && mi == HRES_NONE)
+        rc = HRES_FAIL(r, HO_E_QUOTA, "the region maps too many prefixes");
+    if (rc < 0) {
+        (void)send_unmap(r, key);
+        return rc;
+    }
+    hres_map *hm = &r->maps[mi];
+    snprintf(hm->key, sizeof(hm->key), "%s", key);
+    hm->used = true;
+    hm->blocks = (uint32_t)(len / bb);
+    if (mi >= r->n_maps)
+        r->n_maps = mi + 1;
+    uint8_t *base = ho_pool_base(r->c);
+    for (uint32_t i = 0; i < hm->blocks; i++)
+        (void)hres_block_new_store(r, base + off + (uint64_t)i * bb, mi,
+                                   &ret_blocks[i]);
+    *ret_n = hm->blocks;
+    return 0;
 }
 
 void hres_store_unmap(ho_region *r, uint32_t m)
 {
+    if (!r->maps[m].used)
+        return;
     r->maps[m].used = false;
+    if (r->c)
+        (void)send_unmap(r, r->maps[m].key);
 }

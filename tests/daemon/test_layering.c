@@ -21,7 +21,8 @@ static const char *const order[] = {
     "log",      "idmap",    "quota",    "dirs",     "config",
     "authz",    "counters", "topology", "connection", "mover",  "links",
     "sessions",
-    "planning", "staging",  "arbitrate", "handlers", "admin",    "metrics",
+    "planning", "staging",  "arbitrate", "residency", "pstore", "handlers",
+    "admin",    "metrics",
     "dispatch", "server",   "notify",
     "daemon",   "main",
 };

@@ -248,16 +248,17 @@ START_TEST(unknown_body_and_wrong_message_version_keep_connection)
 {
     int fd = rc_open(ho_harness_socket(h));
     ck_assert_int_ge(fd, 0);
-    /* Envelope{version 1, request_id 77} + field 50 (length-delimited,
-     * empty): a body this daemon does not know. */
+    /* Envelope{version 1, request_id 77} + field 63 (length-delimited,
+     * empty): a body this daemon does not know (63 stays unused: 48-56
+     * are the residency messages). */
     Hyperoffload__Envelope env = HYPEROFFLOAD__ENVELOPE__INIT;
     env.version = 1;
     env.request_id = 77;
     size_t n = hyperoffload__envelope__get_packed_size(&env);
     uint8_t buf[64];
     hyperoffload__envelope__pack(&env, buf + 4);
-    buf[4 + n] = (uint8_t)(0x80 | ((50 << 3 | 2) & 0x7f));
-    buf[4 + n + 1] = (uint8_t)((50 << 3 | 2) >> 7);
+    buf[4 + n] = (uint8_t)(0x80 | ((63 << 3 | 2) & 0x7f));
+    buf[4 + n + 1] = (uint8_t)((63 << 3 | 2) >> 7);
     buf[4 + n + 2] = 0;
     ho_frame_header_put(buf, (uint32_t)(n + 3));
     ck_assert_int_eq(rc_send_raw(fd, buf, 4 + n + 3), 0);
@@ -265,7 +266,7 @@ START_TEST(unknown_body_and_wrong_message_version_keep_connection)
     ck_assert_int_eq(rc_recv(fd, &r, NULL, RC_TIMEOUT_MS), 0);
     ck_assert_int_eq(rc_error_code(r), HO_E_UNSUPPORTED);
     ck_assert_uint_eq(r->request_id, 77);
-    ck_assert_ptr_nonnull(strstr(rc_error_message(r), "field 50"));
+    ck_assert_ptr_nonnull(strstr(rc_error_message(r), "field 63"));
     ho_frame_envelope_free(r);
     assert_healthy(fd);
 

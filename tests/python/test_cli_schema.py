@@ -323,6 +323,13 @@ class CliSchemaTest(unittest.TestCase):
         self.assertIn("# TYPE", doc["text"])
         self.error(69, "--socket", self.missing, "metrics", daemon=False)
 
+    def test_regions_and_store(self):
+        doc = self.run_json("regions", "regions")
+        self.assertEqual(doc["regions"], [])
+        doc = self.run_json("store", "store")
+        self.assertEqual(doc["entries"], [])
+        self.assertEqual(doc["lookups"], 0)
+
     def test_admit(self):
         doc = self.run_json("admit", "admit", "--trace", self.trace,
                             "--device", "1", "--budget", "1G")

@@ -160,16 +160,23 @@ static void run(ho_res_policy pol, uint64_t seed, unsigned ops)
     ho_device_close(dev);
 }
 
+/* Fewer seeds under valgrind (HO_UNDER_VALGRIND=1, tests/CMakeLists). */
+static uint64_t seeds(uint64_t n)
+{
+    const char *v = getenv("HO_UNDER_VALGRIND");
+    return v && strcmp(v, "1") == 0 ? 2 : n;
+}
+
 START_TEST(property_hints)
 {
-    for (uint64_t s = 1; s <= 12; s++)
+    for (uint64_t s = 1; s <= seeds(12); s++)
         run(HO_RES_HINTS, s * 7919, 3000);
 }
 END_TEST
 
 START_TEST(property_lru)
 {
-    for (uint64_t s = 1; s <= 6; s++)
+    for (uint64_t s = 1; s <= seeds(6); s++)
         run(HO_RES_LRU, s * 104729, 3000);
 }
 END_TEST

@@ -82,6 +82,7 @@ typedef struct ho_region_config {
     uint32_t low_pct;         /* low watermark, % of slots (0: 80) */
     ho_res_policy policy;
     uint32_t prefetch_window; /* steps ahead a need is prefetched (0: 2) */
+    const char *name;         /* shown by `hoctl regions` (NULL: "region") */
 } ho_region_config;
 
 #define HO_RES_BLOCK_MAX (1ull << 30)
@@ -174,6 +175,7 @@ HO_EXPORT int ho_region_map_prefix(ho_region *r, const char *key,
                                    uint32_t *ret_blocks, size_t max,
                                    size_t *ret_n);
 #define HO_RES_KEY_MAX 128
+#define HO_RES_PUBLISH_MAX 4096 /* blocks per publish */
 
 #ifdef __cplusplus
 }

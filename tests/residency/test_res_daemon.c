@@ -1,0 +1,280 @@
+/*
+ * tests/residency/test_res_daemon.c - regions and the prefix store against
+ * the real daemon (tests/harness.h): host copies are an extent of the
+ * session's arena and come back at once when the server process is
+ * SIGKILLed; its published prefix blocks stay readable, exact, by another
+ * server of the job that maps them; a peer of another uid (setuid nobody)
+ * or of another job never finds them; `hoctl regions` data reaches the
+ * daemon through the region's header.
+ */
+#include <check.h>
+#include <errno.h>
+#include <grp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "hyperoffload/residency.h"
+#include "tests/check_main.h"
+#include "tests/harness.h"
+
+#define BB 65536u
+#define NBLK 4u
+
+static void pattern(uint8_t *p, uint32_t i)
+{
+    for (uint32_t k = 0; k < BB; k++)
+        p[k] = (uint8_t)(k * 7 + i * 13 + 1);
+}
+
+static uint64_t ddr_used(const char *sock)
+{
+    ho_client *c = NULL;
+    ck_assert_int_eq(ho_connect(sock, "probe", &c), 0);
+    ho_tier_stats t[8];
+    size_t n = 0;
+    ck_assert_int_eq(ho_stats(c, t, 8, &n, NULL), 0);
+    uint64_t used = 0;
+    for (size_t i = 0; i < n && i < 8; i++)
+        if (t[i].tier == HO_TIER_DDR)
+            used = t[i].used;
+    ho_close(c);
+    return used;
+}
+
+/* The publisher: a region of job j, NBLK blocks written and published
+ * under `key`, then it tells the parent and waits to be killed. */
+static void publisher(const char *sock, int fd)
+{
+    ho_client *c = NULL;
+    ho_device *dev = NULL;
+    ho_region *r = NULL;
+    if (ho_connect(sock, "publisher", &c) || ho_register(c, "j", -1, 0) ||
+        ho_device_open("host", 0, 1 << 20, &dev))
+        _exit(10);
+    ho_region_config cfg = {.block_bytes = BB, .max_blocks = 64,
+                            .device_budget = 8 * BB, .name = "pub"};
+    if (ho_region_new(c, dev, &cfg, &r))
+        _exit(11);
+    uint32_t b[NBLK];
+    uint8_t buf[BB];
+    for (uint32_t i = 0; i < NBLK; i++) {
+        void *p;
+        if (ho_block_alloc(r, &b[i]) || ho_block_access(r, b[i], 1, &p))
+            _exit(12);
+        pattern(buf, i);
+        ho_device_write(dev, p, buf, BB);
+    }
+    if (ho_region_step(r, NULL) || ho_region_publish(r, "k", b, NBLK, 60000))
+        _exit(13);
+    if (ho_region_publish(r, "k", b, NBLK, 0) != -EEXIST)
+        _exit(14);
+    char ok = 1;
+    if (write(fd, &ok, 1) != 1)
+        _exit(15);
+    pause();
+    _exit(0);
+}
+
+/* Another peer: uid (>= 0: setuid to it first), job; it must not find
+ * the key.  Exit 0 when the map is refused with -ENOENT. */
+static int outsider(const char *sock, int uid, const char *job)
+{
+    pid_t p = fork();
+    ck_assert_int_ge(p, 0);
+    if (p == 0) {
+        if (uid >= 0 && (setgroups(0, NULL) || setgid((gid_t)uid) ||
+                         setuid((uid_t)uid)))
+            _exit(20);
+        ho_client *c = NULL;
+        ho_device *dev = NULL;
+        ho_region *r = NULL;
+        int crc = ho_connect(sock, "outsider", &c);
+        if (crc)
+            _exit(crc == -EACCES ? 25 : crc == -ENOENT ? 26 : 21);
+        if (ho_register(c, job, -1, 0) ||
+            ho_device_open("host", 0, 1 << 20, &dev))
+            _exit(22);
+        ho_region_config cfg = {.block_bytes = BB, .max_blocks = 16,
+                                .device_budget = 4 * BB};
+        if (ho_region_new(c, dev, &cfg, &r))
+            _exit(23);
+        uint32_t b[NBLK];
+        size_t n = 0;
+        int rc = ho_region_map_prefix(r, "k", b, NBLK, &n);
+        ho_region_free(r);
+        ho_device_close(dev);
+        ho_close(c);
+        _exit(rc == -ENOENT ? 0 : 24);
+    }
+    int st = 0;
+    ck_assert_int_eq(waitpid(p, &st, 0), p);
+    ck_assert(WIFEXITED(st));
+    return WEXITSTATUS(st);
+}
+
+START_TEST(kill_and_share)
+{
+    /* a socket other uids may reach (the outsider below) */
+    const char *args[] = {"--socket-mode=0666", NULL};
+    ho_harness *h = ho_harness_start_args(args);
+    ck_assert_ptr_nonnull(h);
+    const char *sock = ho_harness_socket(h);
+    uint64_t before = ddr_used(sock);
+    int pfd[2];
+    ck_assert_int_eq(pipe(pfd), 0);
+    pid_t pub = fork();
+    ck_assert_int_ge(pub, 0);
+    if (pub == 0) {
+        close(pfd[0]);
+        publisher(sock, pfd[1]);
+    }
+    close(pfd[1]);
+    char ok = 0;
+    ck_assert_int_eq(read(pfd[0], &ok, 1), 1);
+    uint64_t with = ddr_used(sock);
+    /* host copies (64 blocks + header) and the store entry */
+    ck_assert_uint_ge(with, before + 64 * BB + NBLK * BB);
+
+    /* the reader: same uid and job, a region of two slots, so every
+     * access after the first two refills from the store's host copy */
+    ho_client *c = NULL;
+    ho_device *dev = NULL;
+    ho_region *r = NULL;
+    ck_assert_int_eq(ho_connect(sock, "reader", &c), 0);
+    ck_assert_int_eq(ho_register(c, "j", -1, 0), 0);
+    ck_assert_int_eq(ho_device_open("host", 0, 1 << 20, &dev), 0);
+    ho_region_config cfg = {.block_bytes = BB, .max_blocks = 16,
+                            .device_budget = 2 * BB, .name = "reader"};
+    ck_assert_int_eq(ho_region_new(c, dev, &cfg, &r), 0);
+    uint32_t b[NBLK];
+    size_t n = 0;
+    ck_assert_int_eq(ho_region_map_prefix(r, "k", b, NBLK, &n), 0);
+    ck_assert_uint_eq(n, NBLK);
+    void *p;
+    ck_assert_int_eq(ho_block_access(r, b[0], 1, &p), HO_E_STATE);
+    with = ddr_used(sock); /* the reader's region included */
+
+    /* SIGKILL the publisher: its region's DDR is back at once */
+    ck_assert_int_eq(kill(pub, SIGKILL), 0);
+    int st;
+    ck_assert_int_eq(waitpid(pub, &st, 0), pub);
+    uint64_t after = 0;
+    for (int i = 0; i < 200; i++) {
+        after = ddr_used(sock);
+        if (after < with - 64 * BB)
+            break;
+        usleep(10000);
+    }
+    ck_assert_uint_le(after, with - 64 * BB);
+
+    /* the published blocks are still there and exact, twice round */
+    uint8_t want[BB], got[BB];
+    for (int round = 0; round < 2; round++)
+        for (uint32_t i = 0; i < NBLK; i++) {
+            ck_assert_int_eq(ho_block_access(r, b[i], 0, &p), 0);
+            ck_assert_int_eq(ho_device_read(dev, got, p, BB), 0);
+            pattern(want, i);
+            ck_assert_msg(memcmp(got, want, BB) == 0, "block %u differs", i);
+            ck_assert_int_eq(ho_region_step(r, NULL), 0);
+        }
+    ho_region_stats rs;
+    ho_region_get_stats(r, &rs);
+    ck_assert_uint_ge(rs.misses, 6);
+    ck_assert_uint_eq(rs.store_blocks, NBLK);
+
+    /* never found from another job of this uid, nor from another uid
+     * with the same job name */
+    ck_assert_int_eq(outsider(sock, -1, "other"), 0);
+    if (getuid() == 0)
+        ck_assert_int_eq(outsider(sock, 65534, "j"), 0);
+
+    ho_region_free(r);
+    ho_device_close(dev);
+    ho_close(c);
+    ck_assert_int_eq(ho_harness_free(h), 0);
+}
+END_TEST
+
+/* hoctl from the build the daemon comes from: exit status. */
+static int hoctl_run(const char *sock, const char *const *words)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s", ho_harness_daemon_path());
+    char *slash = strrchr(path, '/');
+    ck_assert_ptr_nonnull(slash);
+    snprintf(slash + 1, sizeof path - (size_t)(slash + 1 - path), "hoctl");
+    const char *argv[16] = {path, "--socket", sock};
+    int n = 3;
+    for (; words[n - 3] && n < 15; n++)
+        argv[n] = words[n - 3];
+    argv[n] = NULL;
+    pid_t p = fork();
+    ck_assert_int_ge(p, 0);
+    if (p == 0) {
+        execv(path, (char *const *)argv);
+        _exit(127);
+    }
+    int st = 0;
+    ck_assert_int_eq(waitpid(p, &st, 0), p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* The job's DDR quota bounds the host copies and the store. */
+START_TEST(quota_under_pressure)
+{
+    if (getuid() != 0)
+        return; /* quota set needs an admin peer; tests run as root */
+    ho_harness *h = ho_harness_start_args(NULL);
+    ck_assert_ptr_nonnull(h);
+    const char *sock = ho_harness_socket(h);
+    const char *set[] = {"quota", "set", "--job", "q", "--tier", "ddr", "1M",
+                         NULL};
+    ck_assert_int_eq(hoctl_run(sock, set), 0);
+    ho_client *c = NULL;
+    ho_device *dev = NULL;
+    ho_region *r = NULL;
+    ck_assert_int_eq(ho_connect(sock, "q", &c), 0);
+    ck_assert_int_eq(ho_register(c, "q", -1, 0), 0);
+    ck_assert_int_eq(ho_device_open("host", 0, 1 << 20, &dev), 0);
+    /* 32 blocks of 64 KiB = 2 MiB of host copies: over the quota */
+    ho_region_config cfg = {.block_bytes = BB, .max_blocks = 32,
+                            .device_budget = 4 * BB};
+    ck_assert_int_eq(ho_region_new(c, dev, &cfg, &r), HO_E_QUOTA);
+    ck_assert_ptr_null(r);
+    /* 8 blocks fit; publishing all 8 would take the quota past 1 MiB */
+    cfg.max_blocks = 8;
+    ck_assert_int_eq(ho_region_new(c, dev, &cfg, &r), 0);
+    uint32_t b[8];
+    void *p;
+    for (int i = 0; i < 8; i++) {
+        ck_assert_int_eq(ho_block_alloc(r, &b[i]), 0);
+        ck_assert_int_eq(ho_block_access(r, b[i], 1, &p), 0);
+        if (i % 3 == 2)
+            ck_assert_int_eq(ho_region_step(r, NULL), 0);
+    }
+    ck_assert_int_eq(ho_region_publish(r, "big", b, 8, 0), HO_E_QUOTA);
+    ck_assert_int_eq(ho_region_publish(r, "small", b, 2, 0), 0);
+    ho_usage u;
+    ck_assert_int_eq(ho_stats(c, NULL, 0, NULL, &u), 0);
+    ck_assert_uint_le(u.ddr_bytes, 1u << 20);
+    ho_region_free(r);
+    ho_device_close(dev);
+    ho_close(c);
+    ck_assert_int_eq(ho_harness_free(h), 0);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("residency_daemon");
+    TCase *tc = tcase_create("residency_daemon");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, kill_and_share);
+    tcase_add_test(tc, quota_under_pressure);
+    suite_add_tcase(s, tc);
+    return ho_check_run(s, false);
+}
