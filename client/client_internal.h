@@ -103,6 +103,10 @@ struct ho_client {
     uint64_t ddr_alignment;
     int device;
     uint64_t hbm_granted;
+    /* link pacing of the host backend (backend_pace.c): the device whose
+     * pacer this session attached, -1 none, and its token */
+    int paced_device;
+    const void *pace_token;
 
     /* reconnect (ho_set_reconnect, connect.c) */
     unsigned rc_attempts;      /* 0: off */
@@ -116,9 +120,18 @@ struct ho_client {
     char reg_job[HO_CLIENT_MAX_NAME + 1]; /* what ho_register asked */
     int reg_device;
     uint64_t reg_budget;
-    uint8_t *old_pool;         /* the previous session's range, replaced
-                                  by anonymous memory (owned) */
-    uint64_t old_pool_size;
+    /* Earlier sessions' pool ranges (owned, under mu): intact while
+     * `users` replays staged on them have not re-staged (the daemon that
+     * died no longer touches them; their host copies are read there),
+     * then replaced by anonymous memory and kept reserved so that a new
+     * mapping never lands on a range a stale pointer still names. */
+    struct hoc_old_pool {
+        uint8_t *p;            /* NULL: entry unused */
+        uint64_t size;
+        uint64_t epoch;        /* the epoch that session had */
+        unsigned users;        /* replays staged on it, 0: blanked */
+    } old[HOC_OLD_POOLS];
+    unsigned staged;           /* replays staged on the current pool */
 };
 
 /* transport.c ----------------------------------------------------------- */
@@ -192,6 +205,21 @@ int hoc_reconnect(ho_client *c);
 /* Reconnects so far (c->epoch, read under mu): a replay staged at
  * another value belongs to a session that is gone. */
 uint64_t hoc_epoch(ho_client *c);
+/* 1 when reconnect is on (ho_set_reconnect with attempts), else 0. */
+int hoc_reconnect_on(ho_client *c);
+/* A replay stages on the current session's pool: its base (NULL when not
+ * registered) and the epoch in *ret_epoch, read together; the pool is kept
+ * intact for it past a reconnect until hoc_pool_put(c, epoch). */
+uint8_t *hoc_pool_hold(ho_client *c, uint64_t *ret_epoch);
+/* The replay that held the pool of `epoch` lets go (freed, or re-staged
+ * on a newer session): an earlier session's pool nobody holds any more is
+ * replaced by anonymous memory. */
+void hoc_pool_put(ho_client *c, uint64_t epoch);
+/* The intact pool of an earlier session `epoch` that the caller holds
+ * (hoc_pool_hold), and its size in *ret_size; NULL when it is gone (more
+ * than HOC_OLD_POOLS reconnects since). */
+const uint8_t *hoc_old_pool(ho_client *c, uint64_t epoch,
+                            uint64_t *ret_size);
 
 /* stats.c --------------------------------------------------------------- */
 

@@ -91,6 +91,12 @@
 /* Alignment of every allocation in the device region: what cudaMalloc
  * guarantees, so both backends place buffers alike. */
 #define HOB_ALIGN 256u
+/* Link pacing (backend_pace.c): device indices with a pacer (above the
+ * daemon's SRV_MAX_DEVICES), and the bytes a paced copy moves between
+ * two deadlines: 256 KiB is ~16 µs at 16 GB/s, far above a sleep's
+ * overshoot once the deadlines are absolute. */
+#define HOB_PACE_MAX_DEVICES 256u
+#define HOB_PACE_CHUNK (256u * 1024u)
 /* Largest engine depth a backend accepts (a sanity bound: the runtime
  * asks for HOR_ENGINE_DEPTH): host, a ring of 48-byte descriptors;
  * cuda, one event per entry (events are a scarcer resource). */
@@ -114,5 +120,10 @@
  * and refused with HO_E_DISCONNECTED; the daemon's ids stay far below
  * 2^48. */
 #define HOC_EPOCH_SHIFT 48
+/* Pools of earlier sessions kept mapped after reconnects (connect.c): one
+ * that replays staged on it still need (their host copies are copied to
+ * the new session when they re-stage) stays intact, the others are
+ * replaced by anonymous memory; past this many the oldest is unmapped. */
+#define HOC_OLD_POOLS 4u
 
 #endif

@@ -2,6 +2,7 @@
  * client/connect.c - handshake, Welcome facts, session registration and
  * the mapping of the session's DDR arena.
  */
+#include "client/backends/backend.h"
 #include "client/client_internal.h"
 
 #include <errno.h>
@@ -12,6 +13,44 @@
 #include <time.h>
 #include <unistd.h>
 
+/* Let go of the link region this session attached (its pacer). */
+static void unpace(ho_client *c)
+{
+    if (c->pace_token)
+        hob_pace_detach(c->paced_device, c->pace_token);
+    c->pace_token = NULL;
+    c->paced_device = -1;
+}
+
+/* Attach the link region of a RegisterReply (the frame's second
+ * descriptor) for the host backend's copies of device r->device.
+ * Consumes fd.  A region that does not check out is refused like a bad
+ * arena. */
+static int attach_links(ho_client *c, const Hyperoffload__RegisterReply *r,
+                        int fd)
+{
+    unpace(c);
+    const Hyperoffload__LinkRegion *l = r->links;
+    int rc = 0;
+    if (l && l->fd_attached && fd < 0)
+        rc = hoc_fail(c, HO_E_PROTOCOL,
+                      "register reply announces a link region without its "
+                      "descriptor");
+    else if (l && l->fd_attached && r->device >= 0) {
+        char err[HOC_ERRLEN];
+        rc = hob_pace_attach(r->device, fd, l->map_size, l->device_index,
+                             l->weight, r->session_id, &c->pace_token, err,
+                             sizeof(err));
+        if (rc < 0)
+            hoc_fail(c, rc, "%s", err);
+        else
+            c->paced_device = r->device;
+    }
+    if (fd >= 0)
+        close(fd);
+    return rc;
+}
+
 /* Why the calling thread's last ho_connect failed after the socket was
  * connected (the daemon's sentence, or the library's): ho_last_error(NULL). */
 static _Thread_local char connect_error[HOC_ERRLEN];
@@ -20,12 +59,14 @@ static _Thread_local char connect_error[HOC_ERRLEN];
  * transport was initialised. */
 static void client_destroy(ho_client *c)
 {
+    unpace(c);
     if (c->pool)
         munmap(c->pool, (size_t)c->pool_size);
     c->pool = NULL;
-    if (c->old_pool)
-        munmap(c->old_pool, (size_t)c->old_pool_size);
-    c->old_pool = NULL;
+    for (unsigned i = 0; i < HOC_OLD_POOLS; i++)
+        if (c->old[i].p)
+            munmap(c->old[i].p, (size_t)c->old[i].size);
+    memset(c->old, 0, sizeof(c->old));
     for (size_t i = 0; i < c->ncaps; i++)
         free(c->caps[i]);
     c->ncaps = 0;
@@ -285,7 +326,8 @@ HO_EXPORT int ho_register(ho_client *c, const char *job, int device,
                           uint64_t hbm_budget)
 {
     Hyperoffload__Envelope *reply = NULL;
-    int fd = -1;
+    int fds[2] = {-1, -1};
+    unsigned nfds = 0;
     int rc;
 
     if (job && strlen(job) > HO_CLIENT_MAX_NAME)
@@ -315,17 +357,23 @@ HO_EXPORT int ho_register(ho_client *c, const char *job, int device,
                                                       c->node_admit_pb);
     HOC_ENVELOPE(env, REGISTER_REQUEST, register_request, &req);
 
-    rc = hoc_call_expect(c, &env, HYPEROFFLOAD__ENVELOPE__BODY_REGISTER_REPLY,
-                         &reply, &fd);
+    rc = hoc_call_expect_fds(c, &env,
+                             HYPEROFFLOAD__ENVELOPE__BODY_REGISTER_REPLY,
+                             &reply, fds, 2, &nfds);
     if (req.admit_trace)
         hyperoffload__trace__free_unpacked(req.admit_trace, NULL);
     if (rc < 0) {
         set_register_state(c, 0);
         return rc;
     }
+    int fd = fds[0];
     rc = reply->register_reply ? map_arena(c, reply->register_reply, fd)
                                : hoc_fail(c, HO_E_PROTOCOL,
                                           "empty register reply");
+    if (rc == 0)
+        rc = attach_links(c, reply->register_reply, fds[1]);
+    else if (fds[1] >= 0)
+        close(fds[1]);
     if (rc < 0) {
         if (!reply->register_reply && fd >= 0)
             close(fd);
@@ -403,28 +451,103 @@ static void transport_renew(ho_client *c, int fd)
     c->ncaps = 0;
 }
 
-/* The old session's pool range: its pages let go of (the range replaced
- * by anonymous memory, so stale pointers read zeros instead of faulting),
- * kept reserved until the next reconnect or ho_close so that the new
- * mapping never lands on it. */
-static void retire_pool(ho_client *c)
+/* An earlier session's range let go of: its pages replaced by anonymous
+ * memory (stale pointers read zeros instead of faulting), the range kept
+ * reserved; unmapped when that fails.  Under mu. */
+static void blank_pool(struct hoc_old_pool *o)
 {
-    if (!c->pool)
-        return;
-    if (c->old_pool)
-        munmap(c->old_pool, (size_t)c->old_pool_size);
-    void *p = mmap(c->pool, (size_t)c->pool_size, PROT_READ | PROT_WRITE,
+    void *p = mmap(o->p, (size_t)o->size, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE,
                    -1, 0);
     if (p == MAP_FAILED) {
-        munmap(c->pool, (size_t)c->pool_size);
-        c->old_pool = NULL;
-    } else {
-        c->old_pool = c->pool;
-        c->old_pool_size = c->pool_size;
+        munmap(o->p, (size_t)o->size);
+        memset(o, 0, sizeof(*o));
     }
+    o->users = 0;
+}
+
+/* The old session's pool range set aside (under mu): kept intact while
+ * replays staged on it have yet to re-stage (their host copies are there),
+ * else blanked; the oldest entry is unmapped when all are taken. */
+static void retire_pool(ho_client *c)
+{
+    pthread_mutex_lock(&c->mu);
+    if (c->pool) {
+        struct hoc_old_pool *o = NULL;
+        for (unsigned i = 0; i < HOC_OLD_POOLS && !o; i++)
+            if (!c->old[i].p)
+                o = &c->old[i];
+        for (unsigned i = 0; i < HOC_OLD_POOLS && !o; i++)
+            if (c->old[i].users == 0)
+                o = &c->old[i];
+        if (!o) {
+            o = &c->old[0];
+            for (unsigned i = 1; i < HOC_OLD_POOLS; i++)
+                if (c->old[i].epoch < o->epoch)
+                    o = &c->old[i];
+        }
+        if (o->p)
+            munmap(o->p, (size_t)o->size);
+        o->p = c->pool;
+        o->size = c->pool_size;
+        o->epoch = c->epoch;
+        o->users = c->staged;
+        if (!o->users)
+            blank_pool(o);
+    }
+    c->staged = 0;
     c->pool = NULL;
     c->pool_size = 0;
+    pthread_mutex_unlock(&c->mu);
+}
+
+uint8_t *hoc_pool_hold(ho_client *c, uint64_t *ret_epoch)
+{
+    pthread_mutex_lock(&c->mu);
+    uint8_t *p = atomic_load(&c->session_id) ? c->pool : NULL;
+    if (p)
+        c->staged++;
+    *ret_epoch = c->epoch;
+    pthread_mutex_unlock(&c->mu);
+    return p;
+}
+
+void hoc_pool_put(ho_client *c, uint64_t epoch)
+{
+    pthread_mutex_lock(&c->mu);
+    if (epoch == c->epoch) {
+        if (c->staged)
+            c->staged--;
+    } else {
+        for (unsigned i = 0; i < HOC_OLD_POOLS; i++) {
+            struct hoc_old_pool *o = &c->old[i];
+            if (o->p && o->epoch == epoch && o->users && --o->users == 0)
+                blank_pool(o);
+        }
+    }
+    pthread_mutex_unlock(&c->mu);
+}
+
+const uint8_t *hoc_old_pool(ho_client *c, uint64_t epoch,
+                            uint64_t *ret_size)
+{
+    const uint8_t *p = NULL;
+    pthread_mutex_lock(&c->mu);
+    for (unsigned i = 0; i < HOC_OLD_POOLS && !p; i++)
+        if (c->old[i].p && c->old[i].epoch == epoch && c->old[i].users) {
+            p = c->old[i].p;
+            *ret_size = c->old[i].size;
+        }
+    pthread_mutex_unlock(&c->mu);
+    return p;
+}
+
+int hoc_reconnect_on(ho_client *c)
+{
+    pthread_mutex_lock(&c->mu);
+    int on = c->rc_attempts > 0;
+    pthread_mutex_unlock(&c->mu);
+    return on;
 }
 
 /* One attempt on a connected fd: handshake, re-register. */

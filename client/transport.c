@@ -289,8 +289,13 @@ static int recv_more(ho_client *c, char *why, size_t whylen)
 static unsigned wanted_fds(const Hyperoffload__Envelope *env)
 {
     if (env->body_case == HYPEROFFLOAD__ENVELOPE__BODY_REGISTER_REPLY &&
-        env->register_reply && env->register_reply->arena)
-        return env->register_reply->arena->fd_attached ? 1 : 0;
+        env->register_reply && env->register_reply->arena) {
+        /* the arena's, then the link region's (proto/links.h) */
+        const Hyperoffload__RegisterReply *r = env->register_reply;
+        if (!r->arena->fd_attached)
+            return 0;
+        return r->links && r->links->fd_attached ? 2 : 1;
+    }
     if (env->body_case == HYPEROFFLOAD__ENVELOPE__BODY_STAGE_REPLY &&
         env->stage_reply && env->stage_reply->control_size > 0)
         return 2;

@@ -16,6 +16,7 @@
 #include "daemon/log.h"
 #include "daemon/sessions.h"
 #include "daemon/staging.h"
+#include "daemon/topology.h"
 #include "proto/errfmt.h"
 #include "proto/mem.h"
 
@@ -368,4 +369,31 @@ void srv_handle_quota(srv_daemon *d, srv_conn *c, uint64_t rid,
     Hyperoffload__QuotaEntry *ptr = &qe;
     fill_entry(d, &qe, &e);
     reply_entries(c, rid, &ptr, 1);
+}
+
+void srv_handle_node(srv_daemon *d, srv_conn *c, uint64_t rid)
+{
+    const plan_node *n = srv_topology_node(d->topology);
+    char *json = NULL;
+    size_t len = 0;
+    if (n) {
+        FILE *m = open_memstream(&json, &len);
+        if (!m || plan_node_write_json(n, m) < 0) {
+            if (m)
+                fclose(m);
+            free(json);
+            srv_reply_error(c, rid, -ENOMEM, "out of memory");
+            return;
+        }
+        fclose(m);
+    }
+    Hyperoffload__NodeReply nr = HYPEROFFLOAD__NODE_REPLY__INIT;
+    nr.node_json = json ? json : "";
+    nr.source = (char *)srv_topology_source_name(
+        srv_topology_source_of(d->topology));
+    nr.note = (char *)srv_topology_note(d->topology);
+    nr.pacing = d->links != NULL;
+    srv_conn_reply(c, rid, HYPEROFFLOAD__ENVELOPE__BODY_NODE_REPLY, &nr, NULL,
+                   0);
+    free(json);
 }

@@ -15,5 +15,8 @@ void srv_handle_status(srv_daemon *d, srv_conn *c, uint64_t rid);
 void srv_handle_clients(srv_daemon *d, srv_conn *c, uint64_t rid);
 void srv_handle_quota(srv_daemon *d, srv_conn *c, uint64_t rid,
                       const Hyperoffload__QuotaRequest *req);
+/* NodeRequest (any peer): the node description (topology.h) as NODE.md
+ * §1's JSON. */
+void srv_handle_node(srv_daemon *d, srv_conn *c, uint64_t rid);
 
 #endif

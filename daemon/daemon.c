@@ -2,7 +2,6 @@
  * daemon/daemon.c - startup (state dir, quotas, tiers, socket), signals
  * (SIGTERM/SIGINT drain, SIGHUP reload) and teardown (see daemon.h).
  */
-#include "daemon/topology.h"
 #include "daemon/daemon.h"
 
 #include "hyperoffload/version.h"
@@ -20,6 +19,7 @@
 #include "daemon/arbitrate.h"
 #include "daemon/connection.h"
 #include "daemon/dirs.h"
+#include "daemon/links.h"
 #include "daemon/log.h"
 #include "daemon/metrics.h"
 #include "daemon/mover.h"
@@ -27,6 +27,7 @@
 #include "daemon/planning.h"
 #include "daemon/server.h"
 #include "daemon/staging.h"
+#include "daemon/topology.h"
 #include "proto/errfmt.h"
 
 /* ------------------------------------------------------------ shutdown */
@@ -279,7 +280,14 @@ static int open_node(srv_daemon *d, char *err, size_t errlen)
                  n->links[i].name,
                  n->links[i].parent_name ? n->links[i].parent_name : "none",
                  n->links[i].h2d_gbps, n->links[i].d2h_gbps);
-    return 0;
+    if (!n || !d->cfg.pace_links)
+        return 0;
+    rc = srv_links_new(n, &d->links, err, errlen);
+    if (rc == 0)
+        srv_info("link region: %llu bytes; host-backend copies are paced "
+                 "to their share of the node's links",
+                 (unsigned long long)srv_links_size(d->links));
+    return rc;
 }
 
 static int open_tiers(srv_daemon *d, char *err, size_t errlen)
@@ -467,6 +475,7 @@ srv_daemon *srv_daemon_free(srv_daemon *d)
     for (uint32_t i = 0; i < d->n_flash; i++)
         tier_flash_close(d->flash[i]);
     tier_hbm_free(d->hbm);
+    d->links = srv_links_free(d->links);
     d->topology = srv_topology_free(d->topology);
     tier_ddr_free(d->ddr);
     srv_quota_free(d->quota);

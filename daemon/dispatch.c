@@ -35,6 +35,7 @@ EMPTY_HANDLER(on_status, srv_handle_status)
 EMPTY_HANDLER(on_clients, srv_handle_clients)
 BODY_HANDLER(on_quota, Hyperoffload__QuotaRequest, srv_handle_quota)
 EMPTY_HANDLER(on_metrics, srv_handle_metrics)
+EMPTY_HANDLER(on_node, srv_handle_node)
 BODY_HANDLER(on_plan, Hyperoffload__PlanRequest, srv_handle_plan)
 BODY_HANDLER(on_stage, Hyperoffload__StageRequest, srv_handle_stage)
 BODY_HANDLER(on_admit, Hyperoffload__AdmitRequest, srv_handle_admit)
@@ -82,6 +83,8 @@ static const srv_request_kind requests[] = {
             SESSION, false, on_plan_switched),
     REQUEST(METRICS_REQUEST, metrics_request, "MetricsRequest",
             "MetricsRequest", false, ADMIN, on_metrics),
+    REQUEST(NODE_REQUEST, node_request, "NodeRequest", "NodeRequest", false,
+            false, on_node),
 };
 #define N_REQUESTS (sizeof(requests) / sizeof(requests[0]))
 

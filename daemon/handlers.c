@@ -9,8 +9,10 @@
 
 #include "daemon/arbitrate.h"
 #include "daemon/connection.h"
+#include "daemon/links.h"
 #include "daemon/log.h"
 #include "daemon/sessions.h"
+#include "daemon/topology.h"
 #include "proto/errfmt.h"
 
 static void do_register(srv_daemon *d, srv_conn *c, uint64_t rid,
@@ -49,9 +51,20 @@ static void do_register(srv_daemon *d, srv_conn *c, uint64_t rid,
     rr.hbm_granted = s->hbm_granted;
     rr.arena = &ai;
     rr.ddr_alignment = d->cfg.ddr_alignment;
-    int fd = tier_arena_fd(a);
+    /* The link region second, for a session on a device of the node. */
+    Hyperoffload__LinkRegion lr = HYPEROFFLOAD__LINK_REGION__INIT;
+    int fds[2] = {tier_arena_fd(a), -1};
+    uint32_t nd = srv_topology_device(d->topology, s->device);
+    if (d->links && fds[0] >= 0 && nd != PLAN_NONE) {
+        lr.fd_attached = true;
+        lr.map_size = srv_links_size(d->links);
+        lr.device_index = nd;
+        lr.weight = 1.0;
+        rr.links = &lr;
+        fds[1] = srv_links_fd(d->links);
+    }
     srv_conn_reply(c, rid, HYPEROFFLOAD__ENVELOPE__BODY_REGISTER_REPLY, &rr,
-                   &fd, fd >= 0 ? 1 : 0);
+                   fds, fds[0] < 0 ? 0 : fds[1] >= 0 ? 2 : 1);
 }
 
 void srv_handle_register(srv_daemon *d, srv_conn *c, uint64_t rid,

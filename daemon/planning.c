@@ -22,16 +22,19 @@
 #include "planner/io/plan_io.h"
 #include "proto/errfmt.h"
 #include "planner/plan.h"
+#include "planner/bound/bound.h"
 #include "proto/plan.pb-c.h"
 
 typedef struct plan_entry {
     uint64_t hash, budget;
     char planner[SRV_PLANNER_NAME_MAX];
+    uint8_t bound_mode;          /* plan_bound_mode: part of the key */
     int rc;                      /* 0 or HO_E_INFEASIBLE */
     uint8_t *sched;              /* packed hyperoffload.Schedule, owned */
     size_t sched_len;
     double planning_ms;
-    uint64_t no_offload_peak, min_budget;
+    uint64_t no_offload_peak, min_budget, device_floor;
+    plan_bound_result bound;     /* when bound_mode is not off */
     char message[512];
     struct plan_entry *prev, *next;  /* LRU: head is the most recent */
 } plan_entry;
@@ -92,10 +95,11 @@ static void cache_trim(srv_planning *p)
 }
 
 static plan_entry *cache_find(srv_planning *p, uint64_t hash, uint64_t budget,
-                              const char *planner)
+                              const char *planner, uint8_t bound_mode)
 {
     for (plan_entry *e = p->head; e; e = e->next)
         if (e->hash == hash && e->budget == budget &&
+            e->bound_mode == bound_mode &&
             strcmp(e->planner, planner) == 0) {
             cache_unlink(p, e);
             cache_push(p, e);
@@ -171,6 +175,25 @@ static void reply(srv_conn *c, uint64_t rid, const plan_entry *e,
     pr.trace_hash = hash;
     pr.no_offload_peak = e->no_offload_peak;
     pr.min_budget = e->min_budget;
+    pr.device_floor = e->device_floor;
+    Hyperoffload__PlanBound pb = HYPEROFFLOAD__PLAN_BOUND__INIT;
+    if (e->bound_mode != PLAN_BOUND_OFF) {
+        const plan_bound_result *b = &e->bound;
+        pb.mode = (char *)plan_bound_mode_name(b->mode);
+        pb.exposed_lower_bound_us = b->bound_us;
+        pb.source = (char *)(b->source ? b->source : "");
+        pb.lp_status = (char *)plan_bound_lp_status_name(b->lp_status);
+        pb.time_limit_ms = b->time_limit_ms;
+        pb.checkpoints = b->checkpoints;
+        pb.ops_per_segment = b->ops_per_segment;
+        pb.bound_ms = b->total_ms;
+        pb.infeasible = b->infeasible;
+        pb.floor_bytes = b->floor_bytes;
+        pb.closed_form_us = b->closed_form_us;
+        pb.lp_us = b->lp_us;
+        pb.note = (char *)b->note;
+        pr.bound = &pb;
+    }
     srv_conn_reply(c, rid, HYPEROFFLOAD__ENVELOPE__BODY_PLAN_REPLY, &pr, NULL,
                    0);
     hyperoffload__schedule__free_unpacked(s, NULL);
@@ -208,6 +231,27 @@ static void plan_work(uv_work_t *req)
                                (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
     r->no_offload_peak = res.no_offload_peak;
     r->min_budget = res.min_budget;
+    r->device_floor = res.device_floor;
+    if (rc == 0 && r->bound_mode != PLAN_BOUND_OFF) {
+        /* The bound is deterministic under its iteration limit only; its
+         * time limit makes it load-dependent at worst weaker, never
+         * unsound (docs/bound.md), so caching it is safe. */
+        plan_bound_options bo;
+        memset(&bo, 0, sizeof(bo));
+        bo.mode = (plan_bound_mode)r->bound_mode;
+        char why[160] = "";
+        int brc = plan_exposure_bound(j->trace, r->budget, NULL, &bo,
+                                      &r->bound, why, sizeof(why));
+        plan_bound_thread_done(); /* the solver's per-thread state */
+        if (brc < 0) {
+            memset(&r->bound, 0, sizeof(r->bound));
+            r->bound.mode = bo.mode;
+            r->bound.source = "none";
+            snprintf(r->bound.note, sizeof(r->bound.note),
+                     "the bound failed: %.120s", why[0] ? why
+                                                       : ho_strerror(brc));
+        }
+    }
     if (rc == HO_E_INFEASIBLE) {
         r->rc = rc;
         snprintf(r->message, sizeof(r->message),
@@ -278,7 +322,7 @@ static void pump(srv_planning *p)
         }
         /* An identical plan may have finished while this one waited. */
         plan_entry *hit = cache_find(p, j->result.hash, j->result.budget,
-                                     j->result.planner);
+                                     j->result.planner, j->result.bound_mode);
         if (hit) {
             reply(c, j->request_id, hit, true, j->result.hash);
             remember(p, c->session, hit, &j->trace);
@@ -356,8 +400,13 @@ void srv_planning_drain(srv_planning *p)
 static int check_plan_request(srv_planning *p, srv_session *s,
                               const Hyperoffload__PlanRequest *req,
                               const char **ret_planner, uint64_t *ret_budget,
-                              char *err, size_t errlen)
+                              uint8_t *ret_bound, char *err, size_t errlen)
 {
+    plan_bound_mode bound = PLAN_BOUND_OFF;
+    if (req->bound && *req->bound &&
+        plan_bound_mode_parse(req->bound, &bound) < 0)
+        return ho_errf(err, errlen, -EINVAL, "bound '%.40s' is unknown "
+                       "(off, fast, full)", req->bound);
     const char *planner = req->planner && *req->planner ? req->planner
                                                         : p->d->cfg.planner;
     bool known = false;
@@ -383,6 +432,7 @@ static int check_plan_request(srv_planning *p, srv_session *s,
                        SRV_PLAN_MAX_INFLIGHT);
     *ret_planner = planner;
     *ret_budget = budget;
+    *ret_bound = (uint8_t)bound;
     return 0;
 }
 
@@ -435,7 +485,8 @@ void srv_plan_prepared_done(srv_plan_prepared *p)
 /* Queue a plan of trace t (taken in every case) for the request. */
 static int queue_plan(srv_planning *p, srv_conn *c, uint64_t rid,
                       plan_trace *t, uint64_t hash, uint64_t budget,
-                      const char *planner, char *err, size_t errlen)
+                      const char *planner, uint8_t bound_mode, char *err,
+                      size_t errlen)
 {
     if (p->queued >= SRV_PLAN_QUEUE) {
         plan_trace_free(t);
@@ -454,6 +505,7 @@ static int queue_plan(srv_planning *p, srv_conn *c, uint64_t rid,
     j->trace = t;
     j->result.hash = hash;
     j->result.budget = budget;
+    j->result.bound_mode = bound_mode;
     snprintf(j->result.planner, sizeof(j->result.planner), "%s", planner);
     inflight_add(p, j->session_id, +1);
     if (p->q_tail)
@@ -473,10 +525,11 @@ void srv_handle_plan(srv_daemon *d, srv_conn *c, uint64_t rid,
     char err[2 * SRV_ERR_MAX];   /* "invalid trace: " + the reader's */
     const char *planner = NULL;
     uint64_t budget = 0;
+    uint8_t bound = PLAN_BOUND_OFF;
     plan_trace *t = NULL;
     srv_plan_prepared *pre = c->prepared;
     uint64_t hash = 0;
-    int rc = check_plan_request(p, s, req, &planner, &budget, err,
+    int rc = check_plan_request(p, s, req, &planner, &budget, &bound, err,
                                 sizeof(err));
     if (rc == 0 && pre) { /* read and hashed on a worker (server.c) */
         rc = pre->rc;
@@ -495,14 +548,15 @@ void srv_handle_plan(srv_daemon *d, srv_conn *c, uint64_t rid,
         srv_reply_error(c, rid, rc, "%s", err);
         return;
     }
-    plan_entry *hit = cache_find(p, hash, budget, planner);
+    plan_entry *hit = cache_find(p, hash, budget, planner, bound);
     if (hit) {
         reply(c, rid, hit, true, hash);
         remember(p, s, hit, &t);
         plan_trace_free(t);
         return;
     }
-    rc = queue_plan(p, c, rid, t, hash, budget, planner, err, sizeof(err));
+    rc = queue_plan(p, c, rid, t, hash, budget, planner, bound, err,
+                    sizeof(err));
     d->counters.plan_cache_misses += rc == 0;
     if (rc < 0) {
         srv_reply_error(c, rid, rc, "%s", err);

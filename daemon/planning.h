@@ -1,6 +1,8 @@
 /*
  * daemon/planning.h - PlanRequest: validate the trace, plan on a worker
- * thread, cache results by (trace hash, budget, planner).
+ * thread (with the lower bound on exposed time of PlanRequest.bound,
+ * planner/bound/bound.h, computed there too), cache results by (trace
+ * hash, budget, planner, bound mode).
  *
  * The cache is an LRU list bounded by entries (config planning.
  * cache_entries) and by [planning] cache_bytes of packed schedules.  It

@@ -186,6 +186,31 @@ static void big_work(uv_work_t *w)
     }
 }
 
+/* The decoded envelope and what the plan's reader left freed on a worker
+ * too: a 10^6-op trace is millions of allocations, whose free() would
+ * stall the loop for 0.1-1 s (issue 10 item 4). */
+static void big_free_work(uv_work_t *w)
+{
+    big_frame *b = w->data;
+    if (b->env)
+        hyperoffload__envelope__free_unpacked(b->env, NULL);
+    b->env = NULL;
+    if (b->has_plan)
+        srv_plan_prepared_done(&b->plan);
+    b->has_plan = false;
+}
+
+static void big_free_after(uv_work_t *w, int status)
+{
+    (void)status;
+    big_frame *b = w->data;
+    srv_daemon *d = b->d;
+    big_free_work(w); /* cancelled: nothing was freed yet */
+    free(b->payload);
+    free(b);
+    srv_work_end(d);
+}
+
 static void big_after(uv_work_t *w, int status)
 {
     big_frame *b = w->data;
@@ -204,13 +229,11 @@ static void big_after(uv_work_t *w, int status)
     }
     if (c)
         srv_conn_resume(c);
-    if (b->env)
-        hyperoffload__envelope__free_unpacked(b->env, NULL);
-    if (b->has_plan)
-        srv_plan_prepared_done(&b->plan);
-    free(b->payload);
-    free(b);
-    srv_work_end(d);
+    /* Still one worker job (srv_work_begin at the decode) until freed. */
+    if ((b->env || b->has_plan) &&
+        uv_queue_work(&d->loop, &b->req, big_free_work, big_free_after) == 0)
+        return;
+    big_free_after(w, 0);
 }
 
 /* One complete payload (srv_conn_hooks.payload): a big one on a READY
@@ -430,11 +453,21 @@ static void on_sweep(uv_timer_t *t)
         check_timeouts(c, now);
         c = next;
     }
-    /* freed flash ranges past their delay, a bounded amount per sweep */
-    for (uint32_t i = 0; i < d->n_flash; i++)
-        (void)tier_flash_discard_due(d->flash[i], SRV_DISCARD_PER_SWEEP,
-                                     false);
-    uint64_t held = d->output_bytes + d->partial_bytes;
+    /* freed flash ranges past their delay, a bounded amount per sweep in
+     * all, the files taking turns to go first */
+    uint64_t left = SRV_DISCARD_PER_SWEEP;
+    for (uint32_t k = 0; k < d->n_flash && left > 0; k++) {
+        uint32_t i = (d->discard_next + k) % d->n_flash;
+        uint64_t done = tier_flash_discard_due(d->flash[i], left, false);
+        left = done < left ? left - done : 0;
+    }
+    if (d->n_flash)
+        d->discard_next = (d->discard_next + 1) % d->n_flash;
+    /* Peers' buffers and the plans sessions keep (freed with a session:
+     * retained plans are as large as their traces). */
+    uint64_t held = d->output_bytes + d->partial_bytes + d->memo_bytes;
+    if (held > d->buffered_peak)
+        d->buffered_peak = held;
     if (d->buffered_peak >= held + SRV_TRIM_MIN) {
         malloc_trim(0);
         d->buffered_peak = held;

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "daemon/connection.h"
+#include "daemon/links.h"
 #include "daemon/list.h"
 #include "daemon/log.h"
 #include "proto/errfmt.h"
@@ -349,6 +350,9 @@ void srv_session_drop(srv_daemon *d, srv_session *s)
     uint64_t freed = 0, orphaned = 0;
     /* The replay first: it stops watching the control region and leaves
      * its host copies to the loop below. */
+    /* Copies it was pacing on the node's links are over (a client
+     * killed mid-copy leaves its slots claimed). */
+    srv_links_release_owner(d->links, s->id);
     if (d->on_session_drop)
         d->on_session_drop(d, s);
     srv_extent *x = s->extents;

@@ -85,7 +85,9 @@
  * PlanRequest's trace read and hashed there), the connection paused
  * meanwhile so its requests stay in order: a 256 KiB envelope decodes in
  * well under a millisecond on the loop, a trace of 10^5-10^6 ops takes
- * 0.1-2 s, which every other client would wait out. */
+ * 0.1-2 s, which every other client would wait out.  What the handler
+ * leaves of it (the decoded envelope, the reader's trace) is freed on a
+ * worker as well: millions of allocations, 0.1-1 s of free(). */
 #define SRV_OFFLOOP_FRAME (256u << 10)
 /* Bytes by which the peers' buffers (queued output, partial frames) must
  * have shrunk from their peak for the sweep to hand freed heap back to
@@ -93,9 +95,14 @@
  * and ordinary traffic does not pay for trims. */
 #define SRV_TRIM_MIN (4ull << 20)
 /* Bytes of freed flash ranges the sweep discards (punches out) at most
- * per file and per sweep ([flash] discard_delay): a punch of 64 MiB takes
- * some 15-20 ms of the loop on ext4, so a burst of frees is spread out
- * rather than stalling every client at once. */
+ * per sweep, all flash files together, starting with the next file each
+ * time ([flash] discard_delay): a punch of 64 MiB takes some 15-20 ms of
+ * the loop on ext4, so a burst of frees is spread out rather than
+ * stalling every client at once, however many files there are.  It stays
+ * on the loop: the freed ranges are back in the allocator at release, and
+ * a worker punching one that a spill was just given would destroy the
+ * spill's data; a range is re-allocated, and forgotten by the discard
+ * list, on the loop only. */
 #define SRV_DISCARD_PER_SWEEP (64ull << 20)
 /* Period of the sweep that enforces handshake_timeout, read_timeout and
  * idle_timeout (settings in seconds: a second's resolution is enough). */

@@ -1082,17 +1082,27 @@ static void on_eventfd(uv_poll_t *p, int status, int events)
 
 /* ------------------------------------------------------------ request */
 
-/* Which storages need a host copy: stored by the schedule or initial
- * host.  needed[] has n_storages entries. */
-static void needed_storages(const plan_trace *t, const plan_schedule *sc,
-                            uint8_t *needed)
+/* Which storages need a host copy: stored by the schedule, or starting
+ * on host -- `initial: host`, or a movable storage whose schedule home is
+ * host (its data lives there between steps).  needed[] has n_storages
+ * entries: 0 none, NEED_STORED, NEED_HOME (starts on host; may also be
+ * stored). */
+#define NEED_STORED 1
+#define NEED_HOME 2
+static int needed_storages(const plan_trace *t, const plan_schedule *sc,
+                           uint8_t *needed)
 {
+    int rc = plan_schedule_initials(t, sc, needed);
+    if (rc < 0)
+        return rc;
     for (uint32_t i = 0; i < t->n_storages; i++)
-        needed[i] = t->storages[i].initial == PLAN_INIT_HOST;
+        needed[i] = needed[i] == PLAN_INIT_HOST ? NEED_HOME : 0;
     for (size_t k = 0; k < sc->n_actions; k++)
         if (sc->actions[k].kind == PLAN_ACT_STORE &&
-            sc->actions[k].storage < t->n_storages)
-            needed[sc->actions[k].storage] = 1;
+            sc->actions[k].storage < t->n_storages &&
+            !needed[sc->actions[k].storage])
+            needed[sc->actions[k].storage] = NEED_STORED;
+    return 0;
 }
 
 /* Request slot i against the trace: a storage of the trace that needs a
@@ -1111,7 +1121,8 @@ static int check_slot(srv_daemon *d, const plan_trace *t, size_t i,
     if (!needed[k])
         return ho_errf(err, errlen, -EINVAL, "slots[%zu]: storage %" PRIu64
                        " needs no host copy: the schedule never stores it "
-                       "and it does not start on host", i, id);
+                       "and it does not start on host (nor has its home "
+                       "there)", i, id);
     if (bytes != t->storages[k].bytes)
         return ho_errf(err, errlen, HO_E_INVALID_SIZE, "slots[%zu]: storage %"
                        PRIu64 " has %" PRIu64 " bytes in the trace, the slot "
@@ -1128,7 +1139,7 @@ static int check_slot(srv_daemon *d, const plan_trace *t, size_t i,
     sl->storage = k;
     sl->storage_id = id;
     sl->bytes = bytes;
-    sl->boundary = t->storages[k].initial == PLAN_INIT_HOST;
+    sl->boundary = needed[k] == NEED_HOME;
     return 0;
 }
 
@@ -1141,9 +1152,10 @@ static int check_every_copy(const plan_trace *t, const uint8_t *needed,
             return ho_errf(err, errlen, -ENODATA, "storage %" PRIu64 " needs "
                            "a host copy (%s) but has no slot",
                            t->storages[k].id,
-                           t->storages[k].initial == PLAN_INIT_HOST
+                           needed[k] != NEED_HOME ? "the schedule stores it"
+                           : t->storages[k].initial == PLAN_INIT_HOST
                                ? "it starts on host"
-                               : "the schedule stores it");
+                               : "its home in the schedule is host");
     return 0;
 }
 
@@ -1177,7 +1189,12 @@ static int check_slots(srv_daemon *d, srv_session *s,
         rc = ho_errf(err, errlen, -ENOMEM, "out of memory");
         goto out;
     }
-    needed_storages(t, m->sched, needed);
+    rc = needed_storages(t, m->sched, needed);
+    if (rc < 0) {
+        rc = ho_errf(err, errlen, rc, "the plan's homes do not fit its "
+                     "trace");
+        goto out;
+    }
     for (size_t i = 0; i < n && rc == 0; i++) {
         rc = check_slot(d, t, i, req->slots[i], needed, seen, &slots[i], err,
                         errlen);

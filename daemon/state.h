@@ -110,6 +110,7 @@ struct srv_daemon {
                                     -1 before open_state */
     tier_ddr *ddr;
     uint32_t n_flash;
+    uint32_t discard_next;   /* server.c: the file the sweep discards first */
     tier_flash *flash[SRV_MAX_FLASH];
     tier_hbm *hbm;
     srv_quota *quota;
@@ -145,7 +146,8 @@ struct srv_daemon {
     uint64_t output_bytes;       /* queued replies, all connections */
     uint64_t partial_bytes;      /* buffers of partly received frames */
     uint64_t buffered_peak;      /* highest output + partial bytes since
-                                    the last malloc_trim (server.c) */
+                                    the last malloc_trim (server.c; the
+                                    sweep counts memo_bytes in too) */
     uint64_t slot_log_ms[SRV_REFUSE_N];   /* server.c: a slot refusal
                                              last logged, by reason */
     uint64_t slot_unlogged[SRV_REFUSE_N]; /* refused since, not logged */

@@ -1,9 +1,12 @@
 /*
- * hoctl/hoctl_node.c - `hoctl node`, offline (no daemon):
+ * hoctl/hoctl_node.c - `hoctl node`, offline (no daemon) but for `show`
+ * without --node:
  *
- *   hoctl node show --node N.json [--json]
+ *   hoctl node show [--node N.json] [--json]
  *       the node description as a tree; --json exports it as NODE.md §1's
- *       JSON (hyperoffload-node), exactly what the reader accepts
+ *       JSON (hyperoffload-node), exactly what the reader accepts; without
+ *       --node the daemon's node (NodeRequest: its config sections, sysfs
+ *       discovery or the emulated default, daemon/topology.h)
  *   hoctl node check --node N.json --workload W.json [--steps K] [--json]
  *       run the node judge (NODE.md §3, docs/node.md) on the workload and
  *       print per client, per device and for the node its figures (of the
@@ -26,11 +29,13 @@
 #include <jansson.h>
 
 #include "hoctl/hoctl.h"
+#include "hoctl/hoctl_daemon.h"
 #include "hoctl/hoctl_node.h"
 #include "hoctl/hoctl_node_plan.h"
 #include "hoctl/output.h"
 #include "hyperoffload/errors.h"
 #include "planner/node/node.h"
+#include "proto/frame.h"
 
 #define ERRLEN 512
 
@@ -184,15 +189,58 @@ void hoctl_node_print_tree(FILE *f, const plan_node *n)
 }
 
 static const char node_usage[] =
-    "usage: hoctl node show --node N.json [--json]\n"
+    "usage: hoctl node show [--node N.json] [--json]\n"
     "       hoctl node check --node N.json --workload W.json [--steps K] "
     "[--json]\n"
     "       hoctl node plan --node N.json --workload W.json [--strategy "
     "independent] [--out DIR] [--svg FILE] [--json]\n"
-    "show: the node as a tree (--json: its hyperoffload-node JSON).\n"
+    "show: the node as a tree (--json: its hyperoffload-node JSON); without\n"
+    "--node, the daemon's node.\n"
     "check: the node judge on the workload (NODE.md §3, docs/node.md):\n"
     "every client runs its schedule for K steps (default 3) with the\n"
     "others; figures of the last step.  Exit 0 valid, 1 invalid.\n";
+
+/* `node show` of the daemon's node: its JSON as sent (--json), or read
+ * back and printed as a tree with where it came from. */
+static int node_show_daemon(const hoctl_globals *g)
+{
+    ho_client *c = NULL;
+    Hyperoffload__Envelope *reply = NULL;
+    Hyperoffload__NodeRequest req = HYPEROFFLOAD__NODE_REQUEST__INIT;
+    HOC_ENVELOPE(env, NODE_REQUEST, node_request, &req);
+    int rc = hoctl_open_client(g, &c);
+    if (rc)
+        return rc;
+    rc = hoctl_request(c, &env, HYPEROFFLOAD__ENVELOPE__BODY_NODE_REPLY,
+                       &reply);
+    ho_close(c);
+    if (rc)
+        return rc;
+    const Hyperoffload__NodeReply *nr = reply->node_reply;
+    const char *json = nr && nr->node_json ? nr->node_json : "";
+    plan_node *n = NULL;
+    char err[ERRLEN] = "";
+    if (!json[0]) {
+        fprintf(stderr, "hoctl: the daemon budgets no device: it has no "
+                "node description\n");
+        rc = HOCTL_EXIT_FAILED;
+    } else if (plan_node_parse_json(json, strlen(json), &n, err,
+                                    sizeof err) < 0) {
+        fprintf(stderr, "hoctl: the daemon's node description does not "
+                "read back: %s\n", err);
+        rc = HOCTL_EXIT_FAILED;
+    } else if (g->json) {
+        fputs(json, stdout);
+    } else {
+        printf("node of the daemon (from %s%s%s; host-backend pacing %s)\n",
+               nr->source, nr->note && nr->note[0] ? ": " : "",
+               nr->note ? nr->note : "", nr->pacing ? "on" : "off");
+        hoctl_node_print_tree(stdout, n);
+    }
+    plan_node_free(n);
+    ho_frame_envelope_free(reply);
+    return rc;
+}
 
 static int node_show(const hoctl_globals *g, int argc, char **argv)
 {
@@ -205,7 +253,7 @@ static int node_show(const hoctl_globals *g, int argc, char **argv)
     if ((r = parse_opts("node show", argc, argv, opts)) != 0)
         return r;
     if (!npath)
-        return hoctl_usage_error("usage: hoctl node show --node N.json [--json]");
+        return node_show_daemon(g);
     r = plan_node_read_json(npath, &n, err, sizeof err);
     if (r < 0)
         return read_failure(r, npath, err);

@@ -7,6 +7,9 @@
  *   hoctl schedule convert IN OUT [--to json|pb]
  *   hoctl schedule check --trace T --schedule S [--svg F]
  *   hoctl plan --trace T --budget B [--planner P] [--out S] [--svg F]
+ *              [--bound off|fast|full] [--daemon]
+ *   hoctl plan --trace T --curve budget|bandwidth [--points N |
+ *              --budgets a,b,c | --scales a,b,c] [--budget B]
  *
  * Every command also takes the global --json (one JSON object with
  * "schema": 1 and raw numbers on stdout).  Traces and schedules are read in
@@ -25,6 +28,8 @@
 #include <jansson.h>
 
 #include "hoctl/hoctl.h"
+#include "hoctl/hoctl_curve.h"
+#include "hoctl/hoctl_plan_daemon.h"
 #include "hoctl/output.h"
 #include "hoctl/hoctl_parse.h"
 #include "hyperoffload/errors.h"
@@ -231,10 +236,11 @@ static const char trace_usage[] =
     "--heads A [--kv-heads K]\n"
     "                              --ffn F --vocab V [--gelu]) [--seq S] "
     "[--mbs B] [--micro N]\n"
-    "                             [--device D] [--params device|host] "
-    "[--optimizer device|host]\n"
-    "                             [--no-optimizer-step] "
-    "[--dtype bf16|fp16|fp32] [--out T]\n"
+    "                             [--device D] "
+    "[--params device|host|movable]\n"
+    "                             [--optimizer device|host|movable] "
+    "[--no-optimizer-step]\n"
+    "                             [--dtype bf16|fp16|fp32] [--out T]\n"
     "       hoctl trace gen decode (--model M | dims) [--prompt P] "
     "[--tokens N] [--batch B]\n"
     "                              [--kv-block K] [--device D] [--dtype ...] "
@@ -378,16 +384,23 @@ static int resolve_dtype(const char *s, uint32_t *ret)
     return HOCTL_EXIT_OK;
 }
 
+/* device (initial: device), host (initial: host), or movable (initial:
+ * device and `movable`: the plan chooses its home, PLANNER.md §1). */
 static int resolve_place(const char *opt_name, const char *s,
-                         bool *ret_on_host)
+                         bool *ret_on_host, bool *ret_movable)
 {
-    if (!s || strcmp(s, "device") == 0)
+    *ret_movable = false;
+    if (!s || strcmp(s, "device") == 0) {
         *ret_on_host = false;
-    else if (strcmp(s, "host") == 0)
+    } else if (strcmp(s, "host") == 0) {
         *ret_on_host = true;
-    else
-        return hoctl_usage_error("--%s: expected device or host, got '%s'",
-                                 opt_name, s);
+    } else if (strcmp(s, "movable") == 0) {
+        *ret_on_host = false;
+        *ret_movable = true;
+    } else {
+        return hoctl_usage_error("--%s: expected device, host or movable, "
+                                 "got '%s'", opt_name, s);
+    }
     return HOCTL_EXIT_OK;
 }
 
@@ -480,8 +493,10 @@ static int gen_train(const hoctl_globals *g, int argc, char **argv)
     if ((r = parse_opts("trace gen train", argc, argv, opts, NULL, 0,
                         &npos)) != 0 ||
         (r = resolve_common(&gc, &c.model, &c.device, &c.dtype_bytes)) != 0 ||
-        (r = resolve_place("params", params, &c.params_on_host)) != 0 ||
-        (r = resolve_place("optimizer", optim, &c.optimizer_on_host)) != 0)
+        (r = resolve_place("params", params, &c.params_on_host,
+                           &c.params_movable)) != 0 ||
+        (r = resolve_place("optimizer", optim, &c.optimizer_on_host,
+                           &c.optimizer_movable)) != 0)
         return r;
     c.seq = 4096;
     c.micro_batch = 1;
@@ -935,9 +950,23 @@ static const char schedule_usage[] =
 
 static const char plan_usage[] =
     "usage: hoctl plan --trace T --budget B [--planner P] [--out S]\n"
-    "                  [--select-distance N] [--select-num N] "
-    "[--prefetch-distance N]\n"
-    "                  [--svg FILE [--svg-ddr-limit SIZE]]\n"
+    "                  [--bound off|fast|full] [--daemon] "
+    "[--select-distance N]\n"
+    "                  [--select-num N] [--prefetch-distance N] "
+    "[--svg FILE [--svg-ddr-limit SIZE]]\n"
+    "       hoctl plan --trace T --curve budget [--points N | "
+    "--budgets B1,B2,...]\n"
+    "       hoctl plan --trace T --curve bandwidth --budget B "
+    "[--points N | --scales S1,S2,...]\n"
+    "                  [--planner P] [--bound off|fast|full]\n"
+    "--bound: the lower bound on exposed time printed next to it (default "
+    "fast).\n"
+    "--daemon: ask hyperoffloadd (PlanRequest, --socket) instead of "
+    "planning here.\n"
+    "--curve: plan at --points N budgets (k/N of the no-offload peak) or "
+    "link\n"
+    "bandwidths (k/N of the trace's), or at the listed ones; monotone by\n"
+    "construction.\n"
     "B: bytes with an IEC unit (4096, 512K, 1.5GiB, 2G; K M G T P E = 1024^n;\n"
     "\"2GB\" is refused as ambiguous) or a percentage of the trace's\n"
     "no-offload peak (70%).\n";
@@ -959,6 +988,9 @@ typedef struct plan_args {
     bool percent;      /* bstr is a percentage of the no-offload peak */
     uint64_t budget;   /* bytes, when !percent */
     plan_options po;
+    plan_bound_mode bound;
+    bool daemon;       /* --daemon: PlanRequest to hyperoffloadd */
+    hoctl_curve_args curve; /* curve.axis set: --curve */
 } plan_args;
 
 static bool planner_known(const char *name)
@@ -975,7 +1007,14 @@ static int plan_parse(int argc, char **argv, plan_args *a)
 {
     const char *planner = NULL, *to = NULL;
     const char *sd = NULL, *sn = NULL, *pd = NULL, *ddr = NULL;
+    const char *bound = NULL;
     const opt opts[] = {{"trace", true, &a->tpath, NULL},
+                        {"bound", true, &bound, NULL},
+                        {"daemon", false, NULL, &a->daemon},
+                        {"curve", true, &a->curve.axis, NULL},
+                        {"points", true, &a->curve.points, NULL},
+                        {"budgets", true, &a->curve.budgets, NULL},
+                        {"scales", true, &a->curve.scales, NULL},
                         {"svg", true, &a->svg, NULL},
                         {"svg-ddr-limit", true, &ddr, NULL},
                         {"budget", true, &a->bstr, NULL},
@@ -990,7 +1029,21 @@ static int plan_parse(int argc, char **argv, plan_args *a)
 
     if ((r = parse_opts("plan", argc, argv, opts, NULL, 0, &npos)) != 0)
         return r;
-    if (!a->tpath || !a->bstr) {
+    a->bound = PLAN_BOUND_FAST;
+    if (bound && plan_bound_mode_parse(bound, &a->bound) < 0)
+        return hoctl_usage_error("--bound: expected off, fast or full, got "
+                                 "'%s'", bound);
+    if (!a->curve.axis && (a->curve.points || a->curve.budgets ||
+                           a->curve.scales))
+        return hoctl_usage_error("--points, --budgets and --scales go with "
+                                 "--curve");
+    if (a->curve.axis && a->daemon)
+        return hoctl_usage_error("--curve plans here; --daemon is for one "
+                                 "plan");
+    if (a->curve.axis && (a->out || a->svg))
+        return hoctl_usage_error("--curve prints a table: --out and --svg "
+                                 "are for one plan");
+    if (!a->tpath || (!a->bstr && !a->curve.axis)) {
         fputs(plan_usage, stderr);
         print_planners(stderr);
         return HOCTL_EXIT_USAGE;
@@ -1017,16 +1070,16 @@ static int plan_parse(int argc, char **argv, plan_args *a)
     if (ddr && ho_size_parse(ddr, &a->svg_o.ddr_limit) < 0)
         return hoctl_usage_error("--svg-ddr-limit: expected a size, got "
                                  "'%s'", ddr);
+    a->curve.po = a->po;
+    a->curve.bound = a->bound;
+    if (!a->bstr)
+        return 0;
     size_t blen = strlen(a->bstr);
     a->percent = blen > 0 && a->bstr[blen - 1] == '%';
-    char why[160];
-    if (blen == 0)
-        return hoctl_usage_error("--budget: expected a size (20GiB, "
-                                 "21474836480) or a percentage (70%%)");
-    if (!a->percent && hoctl_size_parse(a->bstr, (uint64_t)INT64_MAX,
-                                        &a->budget, why, sizeof(why)) < 0)
-        return hoctl_usage_error("--budget: %s, or a percentage (70%%)",
-                                 why);
+    /* a size is checked now, a percentage once the peak is known */
+    if (!a->percent && hoctl_budget_resolve("budget", a->bstr, 0,
+                                            &a->budget) != 0)
+        return HOCTL_EXIT_USAGE;
     return 0;
 }
 
@@ -1036,17 +1089,8 @@ static int plan_budget(plan_args *a, const plan_trace_summary *sm)
 {
     if (!a->percent)
         return 0;
-    size_t blen = strlen(a->bstr);
-    char *end;
-    double pct;
-    errno = 0;
-    pct = strtod(a->bstr, &end);
-    if (errno || end != a->bstr + blen - 1 || end == a->bstr ||
-        !(pct >= 0 && pct <= 1000))
-        return hoctl_usage_error("--budget: expected a percentage in [0, "
-                                 "1000], got '%s'", a->bstr);
-    a->budget = (uint64_t)((long double)sm->no_offload_peak * pct / 100.0L);
-    return 0;
+    return hoctl_budget_resolve("budget", a->bstr, sm->no_offload_peak,
+                                &a->budget);
 }
 
 /* A byte count that 0 means "not computed" for: null then. */
@@ -1058,19 +1102,22 @@ static json_t *opt_bytes(uint64_t v)
 /* Step 3a: the budget is below what the planner can meet: the JSON
  * document (with --json) and, always, the sentence on stderr. */
 static void plan_report_infeasible(const hoctl_globals *g, const plan_args *a,
-                                   const plan_result *res)
+                                   const plan_result *res,
+                                   const plan_bound_result *bound)
 {
-    hoctl_fmt b1, b2, b3;
+    hoctl_fmt b1, b2, b3, b4;
     if (g->json) {
         json_t *o = hoctl_json_root();
         json_object_set_new(o, "feasible", json_false());
         json_object_set_new(o, "planner", json_string(a->po.planner));
         json_object_set_new(o, "budget_bytes", hoctl_json_u64(a->budget));
         json_object_set_new(o, "min_budget", opt_bytes(res->min_budget));
+        json_object_set_new(o, "device_floor", opt_bytes(res->device_floor));
         json_object_set_new(o, "working_set_bound",
                             hoctl_json_u64(res->working_set_bound));
         json_object_set_new(o, "no_offload_peak",
                             hoctl_json_u64(res->no_offload_peak));
+        json_object_set_new(o, "bound", hoctl_bound_json(bound));
         json_object_set_new(o, "error",
                             hoctl_json_error(HOCTL_EXIT_FAILED,
                                              HO_E_INFEASIBLE, res->message));
@@ -1083,6 +1130,16 @@ static void plan_report_infeasible(const hoctl_globals *g, const plan_args *a,
             hoctl_fmt_size(res->min_budget, b2),
             (unsigned long long)res->min_budget,
             hoctl_fmt_size(res->working_set_bound, b3));
+    if (res->device_floor)
+        fprintf(stderr, "lower bound: no schedule fits below %s (%llu B) "
+                "(bytes that must be on the device at the worst op)\n",
+                hoctl_fmt_size(res->device_floor, b4),
+                (unsigned long long)res->device_floor);
+    if (bound->mode != PLAN_BOUND_OFF && bound->infeasible)
+        fprintf(stderr, "lower bound (%s): %s\n",
+                plan_bound_mode_name(bound->mode),
+                bound->note[0] ? bound->note : "no valid schedule: below "
+                                               "the memory floor");
 }
 
 /* The schedule made, judged against the budget: plan_simulate's code r
@@ -1092,6 +1149,7 @@ typedef struct plan_outcome {
     plan_result res;
     int r;
     plan_violation v;
+    plan_bound_result bound;
 } plan_outcome;
 
 /* Step 3b: the plan as JSON; the exit code of the write. */
@@ -1108,7 +1166,9 @@ static int plan_report_json(const plan_args *a, const plan_trace *t,
     json_object_set_new(o, "working_set_bound",
                         hoctl_json_u64(p->res.working_set_bound));
     json_object_set_new(o, "min_budget", opt_bytes(p->res.min_budget));
+    json_object_set_new(o, "device_floor", opt_bytes(p->res.device_floor));
     json_object_set_new(o, "metrics", metrics_json(&p->s->predicted));
+    json_object_set_new(o, "bound", hoctl_bound_json(&p->bound));
     json_object_set_new(o, "violation",
                         p->r == 0 ? json_null() : violation_json(t, &p->v));
     json_object_set_new(o, "actions", hoctl_json_u64(p->s->n_actions));
@@ -1130,9 +1190,14 @@ static void plan_report_text(const plan_args *a, const plan_trace *t,
     hoctl_field_us("compute", m->compute_us);
     hoctl_field_us("step time", m->step_time_us);
     hoctl_field_us("exposed", m->exposed_us);
+    hoctl_bound_print(&p->bound, m->exposed_us);
     hoctl_field_size("H2D", m->h2d_bytes);
     hoctl_field_size("D2H", m->d2h_bytes);
     hoctl_field_size("peak host", m->peak_host_bytes);
+    if (p->res.min_budget)
+        hoctl_field_bytes("min budget", p->res.min_budget);
+    if (p->res.device_floor)
+        hoctl_field_bytes("device floor", p->res.device_floor);
     hoctl_field("actions", "%zu", p->s->n_actions);
     hoctl_field("planning time", "%.1f ms", p->res.planning_ms);
     if (a->out)
@@ -1176,11 +1241,32 @@ int hoctl_cmd_plan(const hoctl_globals *g, int argc, char **argv)
         rc = r;
         goto out;
     }
+    if (a.curve.axis) {
+        a.curve.budget = a.budget;
+        a.curve.have_budget = a.bstr != NULL;
+        rc = hoctl_plan_curve(g, t, &sm, &a.curve);
+        goto out;
+    }
 
     memset(&p, 0, sizeof p);
-    r = plan_make(t, a.budget, &a.po, &s, &p.res);
+    if (a.daemon) {
+        bool cached = false;
+        rc = hoctl_plan_daemon(g, t, a.budget, a.po.planner, a.bound, &s,
+                               &p.res, &p.bound, &cached);
+        if (rc != 0)
+            goto out;
+        rc = HOCTL_EXIT_FAILED;
+        r = 0;
+    } else {
+        r = plan_make(t, a.budget, &a.po, &s, &p.res);
+    }
+    if (!a.daemon && (r == 0 || r == HO_E_INFEASIBLE) &&
+        (rc = hoctl_bound_compute(t, a.budget, NULL, a.bound, &p.bound)) !=
+            0)
+        goto out;
+    rc = HOCTL_EXIT_FAILED;
     if (r == HO_E_INFEASIBLE) {
-        plan_report_infeasible(g, &a, &p.res);
+        plan_report_infeasible(g, &a, &p.res, &p.bound);
         goto out;
     }
     if (r < 0) {

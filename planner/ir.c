@@ -423,9 +423,16 @@ static int check_link(const plan_link *l, char *err, size_t errlen)
 /* Remove duplicates inside each op's reads and inside its writes (first
  * occurrence kept), compacting t->refs in place.  mark: n_storages words,
  * scratch. */
-static void dedup_refs(plan_trace *t, uint32_t *mark)
+/* Drop repeated refs inside one op's reads and inside its writes, and
+ * count the accesses of each storage on the way (acc_start[s + 1]: one
+ * per op that reads or writes s, also when it does both; the total in
+ * *ret_n) -- one pass over the refs for both.  mark: n_storages words of
+ * 0xff; stamp 2i marks a read of op i, 2i + 1 a write (a storage written
+ * by op i whose mark is 2i was read by it: the same access). */
+static void dedup_refs(plan_trace *t, uint32_t *mark, uint64_t *ret_n)
 {
-    uint64_t out = 0;
+    uint64_t out = 0, n_acc = 0;
+    uint32_t *count = t->acc_start + 1;
     for (uint32_t i = 0; i < t->n_ops; i++) {
         plan_op *o = &t->ops[i];
         uint64_t in = o->first_ref;
@@ -436,11 +443,16 @@ static void dedup_refs(plan_trace *t, uint32_t *mark)
             uint32_t stamp = i * 2u + (uint32_t)w;
             for (uint32_t k = 0; k < n; k++) {
                 uint32_t s = t->refs[in + k];
-                if (mark[s] == stamp)
+                uint32_t m = mark[s];
+                if (m == stamp)
                     continue;
                 mark[s] = stamp;
                 t->refs[out++] = s;
                 kept++;
+                if (!w || m != stamp - 1) {
+                    count[s]++;
+                    n_acc++;
+                }
             }
             in += n;
             if (w)
@@ -450,6 +462,9 @@ static void dedup_refs(plan_trace *t, uint32_t *mark)
         }
     }
     t->n_refs = out;
+    for (uint32_t s = 0; s < t->n_storages; s++)
+        t->acc_start[s + 1] += t->acc_start[s];
+    *ret_n = n_acc;
 }
 
 static int check_total_bytes(const plan_trace *t, char *err, size_t errlen)
@@ -463,28 +478,6 @@ static int check_total_bytes(const plan_trace *t, char *err, size_t errlen)
                            (unsigned long long)PLAN_MAX_TOTAL_BYTES);
     }
     return 0;
-}
-
-/* acc_start[s + 1] = accesses of s (one per op even when read and
- * written), then prefix sums; the total in *ret_n.  mark: scratch. */
-static void count_accesses(plan_trace *t, uint32_t *mark, uint64_t *ret_n)
-{
-    uint64_t n_acc = 0;
-    memset(mark, 0xff, (t->n_storages ? t->n_storages : 1) * sizeof(*mark));
-    for (uint32_t i = 0; i < t->n_ops; i++) {
-        const plan_op *o = &t->ops[i];
-        const uint32_t *ref = t->refs + o->first_ref;
-        for (uint32_t k = 0; k < o->n_reads + o->n_writes; k++) {
-            if (mark[ref[k]] == i)
-                continue;
-            mark[ref[k]] = i;
-            t->acc_start[ref[k] + 1]++;
-            n_acc++;
-        }
-    }
-    for (uint32_t s = 0; s < t->n_storages; s++)
-        t->acc_start[s + 1] += t->acc_start[s];
-    *ret_n = n_acc;
 }
 
 /* Fill t->acc in op order; a write of a storage also read by the op sets
@@ -566,8 +559,7 @@ int plan_trace_finish(plan_trace *t, char *err, size_t errlen)
     if (!mark || !t->acc_start)
         goto oom;
     memset(mark, 0xff, ns * sizeof(*mark));
-    dedup_refs(t, mark);
-    count_accesses(t, mark, &n_acc);
+    dedup_refs(t, mark, &n_acc);
     t->acc = malloc((n_acc ? n_acc : 1) * sizeof(*t->acc));
     fill = calloc(ns, sizeof(*fill));
     if (!t->acc || !fill)

@@ -310,7 +310,11 @@ typedef struct plan_result {
     uint64_t no_offload_peak;
     uint64_t working_set_bound; /* largest single-op working set */
     uint64_t min_budget;        /* smallest budget this planner can meet
-                                   (hoplan; 0 when not computed) */
+                                   (hoplan fills it always, also on
+                                   success; 0 when not computed) */
+    uint64_t device_floor;      /* a sound lower bound: bytes that must be
+                                   on device at the worst op (hoplan; 0
+                                   when not computed) */
     double planning_ms;
     char message[256];          /* why, when infeasible or failing */
 } plan_result;

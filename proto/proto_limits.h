@@ -51,4 +51,20 @@
  * most 4 MiB. */
 #define HO_CTL_MAX_OPS (1u << 25)
 
+/* ---- link region (proto/links.h) ---- */
+
+/* Devices of the region: the daemon's SRV_MAX_DEVICES with room. */
+#define HO_LINKS_MAX_DEVICES 256u
+/* Hops of one route: the device's own capacity plus at most 32 links up
+ * to the root (the planner's PLAN_NODE_MAX_DEPTH) plus the root. */
+#define HO_LINKS_MAX_HOPS 34u
+/* Capacities: two per link and per device (one per direction). */
+#define HO_LINKS_MAX_CAPS 2048u
+/* Copies in flight node-wide: each engine runs one at a time, a few
+ * engines per client, tens of clients. */
+#define HO_LINKS_MAX_SLOTS 1024u
+/* The largest region: 512 routes of 568 bytes + 1024 slots of 24 bytes
+ * + the header, rounded; a client refuses a map size above it. */
+#define HO_LINKS_MAX_MAP (1u << 20)
+
 #endif

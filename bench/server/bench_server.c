@@ -4,6 +4,7 @@
  *
  *   bench_server [--socket PATH] [--repeats N] [--requests N]
  *                [--clients N] [--big SIZE] [--dir DIR]
+ *                [--upload-ops N]
  *
  * Without --socket it starts its own daemon (hyperoffloadd next to this
  * binary, or $HO_DAEMON) in a temporary directory under --dir (default
@@ -16,6 +17,11 @@
  *   - latency p50/p99 and throughput of a cheap request (Stats) and of an
  *     alloc+free pair (4 KiB), with 1 client and with --clients concurrent
  *     clients (separate connections, one thread each);
+ *   - another client's Stats p50/p99/max round trip while 4 clients each
+ *     upload a --upload-ops (default 1,000,000) op trace in PlanRequests
+ *     over and over (a planner name the daemon refuses once it has read
+ *     the trace, so each upload costs the daemon its full decode; issue
+ *     10 item 4), next to the idle figure;
  *   - DDR alloc and free rates through the daemon (64 KiB extents);
  *   - spill and fill bandwidth of one --big extent (default 256 MiB)
  *     next to a plain O_DIRECT sequential write / read of the same size in
@@ -26,6 +32,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +42,7 @@
 
 #include "bench/common/bench_util.h"
 #include "hyperoffload/client.h"
+#include "hyperoffload/runtime.h"
 
 #define MAX_CLIENTS 256
 
@@ -45,6 +53,7 @@ typedef struct opts {
     unsigned requests;
     unsigned clients;
     unsigned ddr_ops;
+    unsigned upload_ops;
     uint64_t big;
 } opts;
 
@@ -147,6 +156,114 @@ static lat_result latency(ho_client **cs, unsigned nclients, unsigned n,
     return (lat_result){bench_median(p50, repeats),
                         bench_median(p99, repeats),
                         bench_median(rate, repeats)};
+}
+
+/* ------------------------------------------------------------ uploads */
+
+#define UPLOADERS 4
+
+/* A trace of n ops over n/4 device storages of 4-64 KiB, each op reading
+ * two and writing one (through the public API). */
+static ho_trace *upload_trace(unsigned n)
+{
+    ho_link link = {1.0, 1.0, 5.0, 1};
+    ho_trace *t = NULL;
+    uint64_t nst = n / 4 > 2 ? n / 4 : 2;
+    if (ho_trace_new("upload", &link, &t) < 0)
+        bench_die("ho_trace_new failed");
+    for (uint64_t i = 0; i < nst; i++)
+        if (ho_trace_add_storage(t, i + 1, 4096 * (1 + i % 16),
+                                 HO_KIND_ACTIVATION, HO_INITIAL_DEVICE,
+                                 0) < 0)
+            bench_die("ho_trace_add_storage failed");
+    for (uint64_t k = 0; k < n; k++) {
+        uint64_t rd[2] = {1 + k % nst, 1 + (k * 7 + 3) % nst};
+        uint64_t wr = 1 + (k * 13 + 5) % nst;
+        if (ho_trace_add_op(t, "op", 10.0, rd, 2, &wr, 1) < 0)
+            bench_die("ho_trace_add_op failed");
+    }
+    return t;
+}
+
+typedef struct uploader {
+    ho_client *c;
+    const ho_trace *t;
+    atomic_int *stop;
+    unsigned done;
+    int rc;                /* the last refusal's code (expected: one) */
+} uploader;
+
+static void *upload_main(void *p)
+{
+    uploader *u = p;
+    while (!atomic_load(u->stop)) {
+        ho_plan *pl = NULL;
+        u->rc = ho_plan_request(u->c, u->t, 1ull << 30, "no-such-planner",
+                                &pl);
+        ho_plan_free(pl);
+        if (u->rc == HO_E_DISCONNECTED)
+            break;
+        u->done++;
+    }
+    return NULL;
+}
+
+/* The probe's Stats round trips (p50, p99, max in us) while UPLOADERS
+ * clients upload t; each uploader gets at least 2 uploads in (or 120 s). */
+static void upload_probe(const char *sock, ho_client *probe,
+                         const ho_trace *t, double *ret_p50,
+                         double *ret_p99, double *ret_max,
+                         unsigned *ret_uploads)
+{
+    uploader u[UPLOADERS];
+    pthread_t th[UPLOADERS];
+    atomic_int stop;
+    atomic_init(&stop, 0);
+    for (unsigned i = 0; i < UPLOADERS; i++) {
+        u[i] = (uploader){.t = t, .stop = &stop};
+        char name[32];
+        snprintf(name, sizeof(name), "bench-up-%u", i);
+        bench_check(NULL, ho_connect(sock, name, &u[i].c), "connect");
+        bench_check(u[i].c, ho_register(u[i].c, NULL, -1, 0), "register");
+    }
+    size_t cap = 1u << 20, n = 0;
+    double *lat = malloc(sizeof(double) * cap);
+    if (!lat)
+        bench_die("out of memory");
+    for (unsigned i = 0; i < UPLOADERS; i++)
+        if (pthread_create(&th[i], NULL, upload_main, &u[i]) != 0)
+            bench_die("pthread_create failed");
+    double t0 = bench_now();
+    for (;;) {
+        unsigned least = UINT32_MAX;
+        for (unsigned i = 0; i < UPLOADERS; i++)
+            if (u[i].done < least)
+                least = u[i].done;
+        if (least >= 2 || bench_now() - t0 > 120 || n == cap)
+            break;
+        double a = bench_now();
+        ho_usage us;
+        bench_check(probe, ho_stats(probe, NULL, 0, NULL, &us), "stats");
+        lat[n++] = bench_now() - a;
+    }
+    atomic_store(&stop, 1);
+    unsigned uploads = 0;
+    for (unsigned i = 0; i < UPLOADERS; i++) {
+        pthread_join(th[i], NULL);
+        uploads += u[i].done;
+        if (u[i].rc == HO_E_DISCONNECTED)
+            bench_check(u[i].c, u[i].rc, "plan request (upload)");
+        ho_close(u[i].c);
+    }
+    double mx = 0;
+    for (size_t i = 0; i < n; i++)
+        if (lat[i] > mx)
+            mx = lat[i];
+    *ret_p50 = n ? bench_percentile(lat, n, 0.50) * 1e6 : 0;
+    *ret_p99 = n ? bench_percentile(lat, n, 0.99) * 1e6 : 0;
+    *ret_max = mx * 1e6;
+    *ret_uploads = uploads;
+    free(lat);
 }
 
 /* ------------------------------------------------------------ DDR rate */
@@ -259,7 +376,8 @@ static void usage(void)
 {
     fputs("usage: bench_server [--socket PATH] [--repeats N] [--requests N]\n"
           "                    [--clients N] [--ddr-ops N] [--big SIZE] "
-          "[--dir DIR]\n",
+          "[--dir DIR]\n"
+          "                    [--upload-ops N (0: no upload figure)]\n",
           stderr);
     exit(2);
 }
@@ -280,7 +398,8 @@ static unsigned parse_count(const char *s, unsigned lo, unsigned hi)
 int main(int argc, char **argv)
 {
     opts o = {.repeats = 5, .requests = 4000, .clients = 16,
-              .ddr_ops = 2000, .big = 256ull << 20};
+              .ddr_ops = 2000, .upload_ops = 1000000,
+              .big = 256ull << 20};
     bench_set_prog("bench_server");
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -299,6 +418,8 @@ int main(int argc, char **argv)
             o.clients = parse_count(v, 2, MAX_CLIENTS);
         else if (strcmp(a, "--ddr-ops") == 0)
             o.ddr_ops = parse_count(v, 10, 1000000);
+        else if (strcmp(a, "--upload-ops") == 0)
+            o.upload_ops = parse_count(v, 0, 4000000);
         else if (strcmp(a, "--big") == 0) {
             if (ho_size_parse(v, &o.big) < 0 || o.big < (1u << 20) ||
                 o.big % 4096 || o.big > (64ull << 30)) {
@@ -376,6 +497,27 @@ int main(int argc, char **argv)
     printf("%-30s %8u %10.1f %10.1f %14.0f\n", "alloc+free pair (4 KiB)", ncl,
            aN.p50_us, aN.p99_us, aN.rate);
     fflush(stdout);
+
+    if (o.upload_ops) {
+        ho_trace *t = upload_trace(o.upload_ops);
+        ho_plan *pl = NULL; /* finishes t once, before the threads share it */
+        int prc = ho_plan_request(c, t, 1ull << 30, "no-such-planner", &pl);
+        ho_plan_free(pl);
+        if (prc == HO_E_DISCONNECTED || prc == HO_E_FRAME_TOO_LARGE)
+            bench_check(c, prc, "plan request (upload)");
+        double p50, p99, mx;
+        unsigned ups;
+        upload_probe(sock, c, t, &p50, &p99, &mx, &ups);
+        ho_trace_free(t);
+        printf("%-30s %8s %10.1f %10.1f %14s\n",
+               "stats, idle (as above)", "1", s1.p50_us, s1.p99_us, "");
+        printf("%-30s %8s %10.1f %10.1f %11.0f us\n",
+               "stats during 4 uploads", "1", p50, p99, mx);
+        printf("(%u PlanRequests of a %u-op trace from %d clients while "
+               "the probe ran; last column: its slowest round trip)\n",
+               ups, o.upload_ops, UPLOADERS);
+        fflush(stdout);
+    }
 
     double ra, rf;
     ddr_rates(c, o.ddr_ops, o.repeats, &ra, &rf);

@@ -37,6 +37,7 @@
 #define HO_CLIENT_BACKEND_H
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
@@ -148,6 +149,34 @@ typedef struct hob_ops {
 
 extern const hob_ops hob_host_ops;
 extern const hob_ops hob_cuda_ops;
+
+/* ----------------------------------------------------------- link pacing
+ * (backend_pace.c, proto/links.h): the host backend emulates the node's
+ * links.  A session on device `device` attaches the daemon's link region
+ * (fd, map_size: RegisterReply.links; node_device its device in the
+ * region; owner its session id); every copy of the host backend's engines
+ * of that device index is then paced to its weighted max-min fair share
+ * of the node's links, given every other active copy on the node.  The
+ * cuda backend leaves pacing to the hardware. */
+
+/* Map and check the region (fd stays the caller's); replaces the pacer of
+ * `device`.  0 and *ret_token (for detach; NULL when device is beyond
+ * HOB_PACE_MAX_DEVICES: not paced), or HO_E_PROTOCOL / -errno with err. */
+int hob_pace_attach(int device, int fd, uint64_t map_size,
+                    uint32_t node_device, double weight, uint64_t owner,
+                    const void **ret_token, char *err, size_t errlen);
+/* Drop the pacer of `device` when it is `token`'s (NULL: whichever),
+ * after the copies using it ended. */
+void hob_pace_detach(int device, const void *token);
+bool hob_pace_attached(int device);
+/* memcpy of n bytes paced as a copy of `device` in direction dir (a plain
+ * memcpy when no region is attached for it). */
+void hob_paced_copy(int device, hob_dir dir, void *dst, const void *src,
+                    uint64_t n);
+/* The fair rate (bytes/µs) of active slot `mine` of region h, given every
+ * active slot (NODE.md §3 rule 2's progressive filling). */
+struct ho_links_header;
+double hob_pace_rate(struct ho_links_header *h, uint32_t mine);
 
 /* CLOCK_MONOTONIC in nanoseconds: the clock of hob_times (and of the
  * replay's figures, hor_now_ns). */

@@ -52,6 +52,7 @@
 typedef struct host_state {
     uint8_t *base;
     uint64_t size;
+    int index;                  /* the device index: its link pacing */
 } host_state;
 
 typedef struct copy_desc {
@@ -61,6 +62,7 @@ typedef struct copy_desc {
     hob_engine *dep;
     uint64_t dep_ticket;
     hob_times *tm;              /* NULL: not timed */
+    hob_dir dir;
 } copy_desc;
 
 struct hob_engine {
@@ -112,7 +114,6 @@ static const char *host_unavailable(void)
 static int host_open(int index, uint64_t region_bytes, void **ret_state,
                      char *err, size_t errlen)
 {
-    (void)index;
     long page = sysconf(_SC_PAGESIZE);
     if (region_bytes == 0 || region_bytes > SIZE_MAX - (uint64_t)page)
         return ho_errf(err, errlen, HO_E_INVALID_SIZE,
@@ -136,6 +137,7 @@ static int host_open(int index, uint64_t region_bytes, void **ret_state,
     }
     st->base = p;
     st->size = size;
+    st->index = index;
     *ret_state = st;
     return 0;
 }
@@ -206,7 +208,8 @@ static void *copy_thread(void *arg)
             hob_times *tm = d->tm;
             if (tm)
                 tm->start_ns = hob_now_ns();
-            memcpy(d->dst, d->src, (size_t)d->n);
+            /* at the fair share of the node's links (backend_pace.c) */
+            hob_paced_copy(e->st->index, d->dir, d->dst, d->src, d->n);
             if (tm)
                 tm->end_ns = hob_now_ns();
             done++;
@@ -299,7 +302,6 @@ static int host_submit(hob_engine *e, hob_dir dir, void *dst,
                        uint64_t dep_ticket, hob_times *tm,
                        uint64_t *ret_ticket)
 {
-    (void)dir;
     uint64_t h = e->submitted;
     if (h - host_completed(e) >= e->depth)
         host_wait(e, h - e->depth + 1);
@@ -312,6 +314,7 @@ static int host_submit(hob_engine *e, hob_dir dir, void *dst,
                                                                  : NULL;
     d->dep_ticket = dep_ticket;
     d->tm = tm;
+    d->dir = dir;
     e->submitted = h + 1;
     atomic_store(&e->head, h + 1);
     kick(e);

@@ -239,8 +239,9 @@ static int daemon_setup(ho_replay *r)
     rc = stage_slots(r, &ss, &ssp);
     if (rc < 0)
         return rc;
-    req.trace_hash = r->p->daemon_hash ? r->p->daemon_hash
-                                       : r->p->trace_hash;
+    req.trace_hash = r->stage_hash    ? r->stage_hash
+                     : r->p->daemon_hash ? r->p->daemon_hash
+                                         : r->p->trace_hash;
     req.budget = r->p->s->budget_bytes;
     req.planner = (char *)r->p->s->planner;
     req.n_slots = r->n_slots;
@@ -255,13 +256,19 @@ static int daemon_setup(ho_replay *r)
         goto out;
     }
     const Hyperoffload__StageReply *sr = reply->stage_reply;
-    r->epoch = hoc_epoch(c);
     rc = map_region(r, sr, fds, nfds);
     if (rc < 0)
         goto out;
     x->slots = ho_ctl_slots(x->h);
     x->ms = ho_ctl_milestones(x->h);
-    x->pool = ho_pool_base(c);
+    /* The pool and the epoch it belongs to, kept for this replay. */
+    x->pool = hoc_pool_hold(c, &r->epoch);
+    x->held = x->pool != NULL;
+    if (!x->pool) {
+        rc = hor_fail(c, HO_E_DISCONNECTED, "the connection to the daemon "
+                      "was lost while the replay was being staged");
+        goto out;
+    }
     x->efd = fds[1];
     fds[1] = -1;
     x->staged_bytes = sr->staged_bytes;
@@ -324,7 +331,14 @@ int hor_ctl_init(ho_replay *r)
 
 void hor_ctl_done(ho_replay *r)
 {
-    hor_ctl *x = &r->ctl;
+    hor_ctl_release(r, &r->ctl, r->epoch);
+}
+
+void hor_ctl_release(ho_replay *r, hor_ctl *x, uint64_t epoch)
+{
+    if (x->held)
+        hoc_pool_put(r->c, epoch);
+    x->held = false;
     if (x->registered)
         r->ops->host_unregister(r->bst, x->registered);
     x->registered = NULL;

@@ -9,6 +9,8 @@
  *             with its latest version (else HO_E_BAD_SCHEDULE before the op
  *             runs), wait for in-flight H2D of reads and copies of writes;
  *   op end:   `after` actions, implicit frees after last accesses.
+ * `wait` blocks until the storage's in-flight copies are done (counted as
+ * the step's wait time, part of its exposed time).
  * Prefetch and store go to the copy engines (H2D and D2H, or one shared
  * engine when the link is not duplex); a prefetch depends on the storage's
  * pending store and a store on its pending prefetch, across engines.
@@ -439,7 +441,7 @@ int hor_diverge(ho_replay *r, const char *fmt, ...)
 
 /* ----------------------------------------------------------- actions */
 
-/* The four actions of PLANNER.md, each checked against the model's state
+/* The five actions of PLANNER.md, each checked against the model's state
  * first (a violation is HO_E_BAD_SCHEDULE for the step); a failure of the
  * copy machinery is sticky for the step (r->failed). */
 
@@ -450,6 +452,14 @@ static int act_prefetch(ho_replay *r, hor_storage *s, uint32_t op, int when)
         return bad(r, "op %u %s: prefetch of storage %llu, which is "
                    "already on device", op, when_name(when),
                    (unsigned long long)s->id);
+    if (s->lost && !s->host_valid) /* runtime_restage.c */
+        return r->failed = hor_fail(r->c, HO_E_DISCONNECTED, "op %u %s: "
+                                    "storage %llu's host copy was lost "
+                                    "with the daemon that went away (on "
+                                    "its flash or moving); write it again "
+                                    "(ho_storage_write_host) or make a new "
+                                    "replay", op, when_name(when),
+                                    (unsigned long long)s->id);
     if (!s->host_valid || s->host_version != s->version)
         return bad(r, "op %u %s: prefetch of storage %llu, whose "
                    "host copy is %s", op, when_name(when),
@@ -484,6 +494,7 @@ static int act_store(ho_replay *r, hor_storage *s, uint32_t op, int when)
         return r->failed = rc;
     s->d2h = t;
     s->host_valid = true;
+    s->lost = false;
     s->host_version = s->version;
     r->d2h_bytes += s->bytes;
     r->tot_d2h += s->bytes;
@@ -517,6 +528,28 @@ static int act_free_host(ho_replay *r, hor_storage *s, uint32_t op, int when)
     return 0;
 }
 
+/* `wait s`: the point's clock moves to the completion of every in-flight
+ * copy of s -- the replay thread blocks until they are done, so the
+ * actions after it at this point are issued then and, before an op, the op
+ * starts no earlier.  A deliberate stall: exposed time, and counted apart
+ * as the step's wait time. */
+static int act_wait(ho_replay *r, hor_storage *s)
+{
+    uint64_t e0 = r->exposed_ns;
+    int rc = wait_ticket(r, r->h2d, s->h2d);
+    if (rc == 0)
+        rc = wait_ticket(r, r->d2h, s->d2h);
+    r->wait_ns += r->exposed_ns - e0; /* the time it blocked */
+    r->waits++;
+    if (rc < 0)
+        return r->failed = rc;
+    /* What the copies held (slots, deferred releases) is free now. */
+    retire_all(r);
+    if (r->n_rel)
+        reap(r);
+    return 0;
+}
+
 /* The schedule's actions at point (op, when), in order. */
 static int run_actions(ho_replay *r, uint32_t op, int when)
 {
@@ -538,6 +571,12 @@ static int run_actions(ho_replay *r, uint32_t op, int when)
         case PLAN_ACT_FREE_HOST:
             rc = act_free_host(r, s, op, when);
             break;
+        case PLAN_ACT_WAIT:
+            rc = act_wait(r, s);
+            break;
+        default:
+            return bad(r, "op %u %s: action of unknown kind %u", op,
+                       when_name(when), (unsigned)a->kind);
         }
         if (rc < 0)
             return rc;
@@ -815,6 +854,7 @@ static int store_back(ho_replay *r, hor_storage *s)
     if (rc < 0)
         return hor_fail(r->c, rc, "storing storage %llu back to host failed",
                         (unsigned long long)s->id);
+    s->lost = false;
     return 0;
 }
 
@@ -844,8 +884,9 @@ static int normalize(ho_replay *r)
                     return rc;
                 hor_storage_drop_device(r, s);
             }
-            /* The next step starts from whatever its host copy holds. */
-            s->host_valid = true;
+            /* The next step starts from whatever its host copy holds
+             * (nothing, when it was lost: runtime_restage.c). */
+            s->host_valid = !s->lost;
             s->host_version = s->version;
             break;
         case PLAN_INIT_DEVICE:
@@ -856,11 +897,13 @@ static int normalize(ho_replay *r)
             }
             s->dev_valid = s->ptr != NULL;
             drop_host_copy(r, s);
+            s->lost = false;
             break;
         default:
             if (s->ptr)
                 hor_storage_drop_device(r, s);
             drop_host_copy(r, s);
+            s->lost = false;
             break;
         }
         s->h2d = s->d2h = 0;
@@ -903,6 +946,10 @@ HO_EXPORT int ho_step_begin(ho_replay *r)
                         "end of step %llu failed (%s)",
                         (unsigned long long)r->step,
                         ho_strerror(r->failed));
+    /* A daemon that went away: staged again first (reconnect on). */
+    int rc = hor_restage_if_due(r);
+    if (rc < 0)
+        return rc;
     /* A step boundary: the node arbiter's new plan, if it posted one
      * (a failed switch keeps the old plan; its error is recorded). */
     (void)hor_replay_switch(r);
@@ -910,7 +957,7 @@ HO_EXPORT int ho_step_begin(ho_replay *r)
         return hor_fail(r->c, r->failed, "the replay cannot continue: "
                         "switching plans failed (%s)",
                         ho_strerror(r->failed));
-    int rc = log_begin_step(r);
+    rc = log_begin_step(r);
     if (rc < 0)
         return rc;
     r->diverged = false;
@@ -919,6 +966,7 @@ HO_EXPORT int ho_step_begin(ho_replay *r)
     r->in_op = false;
     r->next_op = 0;
     r->exposed_ns = r->stall_ns = r->h2d_bytes = r->d2h_bytes = 0;
+    r->wait_ns = r->waits = 0;
     r->ops_done = 0;
     r->alloc_waits = 0;
     r->flash_in0 = atomic_load(&r->ctl.h->flash_in_bytes);
@@ -963,6 +1011,8 @@ static const ho_step_info *record_step(ho_replay *r)
     info->wall_us = (double)(hor_now_ns() - r->t0_ns) / 1e3;
     info->exposed_us = (double)r->exposed_ns / 1e3;
     info->stall_us = (double)r->stall_ns / 1e3;
+    info->wait_us = (double)r->wait_ns / 1e3;
+    info->waits = r->waits;
     info->h2d_bytes = r->h2d_bytes;
     info->d2h_bytes = r->d2h_bytes;
     info->flash_in_bytes = atomic_load(&h->flash_in_bytes) - r->flash_in0;
@@ -1005,6 +1055,11 @@ HO_EXPORT int ho_step_end(ho_replay *r, ho_step_info *ret)
     const ho_step_info *info = record_step(r);
     r->in_step = false;
     r->in_op = false;
+    /* The daemon went away during the step: staged again before the
+     * restoration, which may need host copies. */
+    int src = hor_restage_if_due(r);
+    if (rc == 0 && src < 0)
+        rc = src;
     /* Leave the state the model has at t = 0 of the next step, so that
      * the application can provide the next step's inputs now. */
     r->failed = 0;

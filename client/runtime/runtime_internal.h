@@ -192,6 +192,7 @@ typedef struct hor_ctl {
     uint32_t n_slots;
     uint32_t *busy;          /* copies in flight per slot (owned) */
     void *registered;        /* host range registered with the backend */
+    bool held;               /* pool held (hoc_pool_hold) for the replay */
     uint64_t staged_bytes;   /* sum of host copies */
     uint32_t stage_actions, milestones;
 } hor_ctl;
@@ -205,6 +206,9 @@ int hor_ctl_init(ho_replay *r);
 /* Undo hor_ctl_init (unmap, close, unregister, free).  Safe on a zeroed
  * or half set-up ctl (efd must be -1 when not opened). */
 void hor_ctl_done(ho_replay *r);
+/* hor_ctl_done for a ctl `x` of r staged at `epoch` (r->ctl, or one that
+ * re-staging replaced). */
+void hor_ctl_release(ho_replay *r, hor_ctl *x, uint64_t epoch);
 /* A copy is about to use slot i: the first one moves it DDR -> CLIENT,
  * waiting for the daemon (urgent, eventfd, futex on seq) while it is not
  * in DDR.  0 with *ret_stall_ns the time it waited (0 when the slot was
@@ -225,6 +229,20 @@ void hor_ctl_signal(hor_ctl *x);
 /* Address of slot i's host copy in this process. */
 static inline uint8_t *hor_slot_ptr(const ho_replay *r, uint32_t i);
 
+/* runtime_restage.c ----------------------------------------------------- */
+
+/* A replay staged with a daemon that went away, when the client's
+ * reconnect is on (ho_set_reconnect): between steps (no copy in flight),
+ * stage it again on the new session -- the plan asked for again (the call
+ * that reconnects), the same schedule required, a StageRequest, and every
+ * host copy the replay still needs copied over from the old pool (intact
+ * where its slot was in DDR) or from the device; one that is in neither
+ * place is marked lost (a prefetch of it fails with HO_E_DISCONNECTED
+ * naming it until it is written again).  0 when nothing was due or the
+ * replay now runs on the new session, else the code with the sentence
+ * recorded (the replay stays as it was: the next call tries again). */
+int hor_restage_if_due(ho_replay *r);
+
 /* runtime_replay.c / runtime_engine.c ----------------------------------- */
 
 /* Runtime state of one storage of the trace. */
@@ -236,11 +254,16 @@ typedef struct hor_storage {
     uint64_t version;        /* data version, bumped by every write */
     uint64_t host_version;   /* version the host copy holds */
     uint64_t h2d, d2h;       /* tickets of its latest copies, 0: none */
-    uint8_t initial;         /* plan_initial */
+    uint8_t initial;         /* plan_initial at step start: the trace's,
+                                or the schedule's home (movable ones) */
+    uint8_t trace_initial;   /* the trace's own `initial` */
     bool retained;
     bool accessed;           /* some op reads or writes it */
     bool dev_valid;          /* the device copy holds `version` */
     bool host_valid;         /* a host copy exists (maybe stale) */
+    bool lost;               /* its host copy was lost with a daemon that
+                                went away (runtime_restage.c): a prefetch
+                                fails until it is written again */
 } hor_storage;
 
 typedef struct hor_act {
@@ -302,6 +325,11 @@ struct ho_replay {
     ho_client *c;            /* borrowed, NULL for a local replay */
     uint64_t epoch;          /* c's reconnects when it was staged: after
                                 one the daemon's side of it is gone */
+    uint64_t stage_hash;     /* the plan's key on the session it is staged
+                                on when re-staged (else 0: the plan's) */
+    unsigned restages;       /* re-staged on a new session so far */
+    uint64_t restage_copied, restage_lost; /* host copies carried over and
+                                              lost by them */
     ho_device *dev;          /* borrowed */
     const ho_trace *t;       /* borrowed */
     const plan_trace *pt;
@@ -332,6 +360,7 @@ struct ho_replay {
     int failed;              /* sticky error of the step, 0 if none */
     uint64_t t0_ns;
     uint64_t exposed_ns, stall_ns, h2d_bytes, d2h_bytes, ops_done;
+    uint64_t wait_ns, waits; /* the schedule's `wait` actions */
     uint64_t alloc_waits;
     uint64_t flash_in0, flash_out0;
     /* totals published in the control region */

@@ -5,7 +5,8 @@
  * ho_replay_new checks the schedule with the planner's simulator against
  * the trace and the plan's budget (the validator's sentence names op and
  * storage), builds the per-op index the hooks use (actions by point,
- * implicit frees by op), gives every storage that the schedule stores or
+ * implicit frees by op), places every storage at its home (the schedule's
+ * for movable storages), gives every storage that the schedule stores or
  * that starts on host a host copy (slot), installs the replay with the
  * daemon (or locally), starts the copy engines and allocates the storages
  * that start on device.
@@ -44,6 +45,14 @@ static int bound_copy(ho_replay *r, plan_schedule **ret)
             return rc;
         }
     }
+    for (size_t k = 0; k < src->n_homes; k++) {
+        int rc = plan_schedule_push_home_id(s, src->homes[k].storage_id,
+                                            (plan_home)src->homes[k].home);
+        if (rc < 0) {
+            plan_schedule_free(s);
+            return rc;
+        }
+    }
     int rc = plan_schedule_bind(s, r->pt, err, sizeof(err));
     if (rc < 0) {
         plan_schedule_free(s);
@@ -74,13 +83,24 @@ static int check(ho_replay *r, const plan_schedule *s)
     return 0;
 }
 
-/* Actions by point, implicit frees by op, slots. */
+/* Actions by point, implicit frees by op, slots.  Each storage starts
+ * the step at its home: the schedule's for movable storages it places
+ * (plan_schedule_initials), else the trace's `initial`. */
 static int build_index(ho_replay *r, const plan_schedule *s)
 {
     const plan_trace *t = r->pt;
     uint64_t npts = (uint64_t)r->n_ops * 2;
     if (s->n_actions > UINT32_MAX - 1)
         return -E2BIG;
+    uint8_t *init = malloc(r->n_st ? r->n_st : 1);
+    if (!init)
+        return -ENOMEM;
+    int rc = plan_schedule_initials(t, s, init);
+    if (rc < 0) {
+        free(init);
+        return hor_fail(r->c, rc, "the schedule's homes do not fit the "
+                        "trace (a home for a storage that is not movable)");
+    }
     r->act_off = calloc(npts + 1, sizeof(*r->act_off));
     r->acts = calloc(s->n_actions ? s->n_actions : 1, sizeof(*r->acts));
     r->free_off = calloc((size_t)r->n_ops + 1, sizeof(*r->free_off));
@@ -88,8 +108,10 @@ static int build_index(ho_replay *r, const plan_schedule *s)
     r->mark = calloc(r->n_st ? r->n_st : 1, sizeof(*r->mark));
     r->st = calloc(r->n_st ? r->n_st : 1, sizeof(*r->st));
     if (!r->act_off || !r->acts || !r->free_off || !r->frees || !r->mark ||
-        !r->st)
+        !r->st) {
+        free(init);
         return -ENOMEM;
+    }
 
     for (size_t k = 0; k < s->n_actions; k++)
         r->act_off[s->actions[k].op * 2u + s->actions[k].when + 1]++;
@@ -106,16 +128,18 @@ static int build_index(ho_replay *r, const plan_schedule *s)
         hor_storage *st = &r->st[i];
         st->id = ps->id;
         st->bytes = ps->bytes;
-        st->initial = ps->initial;
+        st->initial = init[i];
+        st->trace_initial = ps->initial;
         st->retained = ps->retained;
         st->ptr = NULL;
         st->blk = HOR_NONE;
         st->slot = HOR_NONE;
         st->accessed = t->acc_start[i + 1] > t->acc_start[i];
-        st->host_valid = ps->initial == PLAN_INIT_HOST;
+        st->host_valid = init[i] == PLAN_INIT_HOST;
         if (!ps->retained && st->accessed)
             r->free_off[t->acc[t->acc_start[i + 1] - 1].op + 1]++;
     }
+    free(init);
     for (uint32_t o = 0; o < r->n_ops; o++)
         r->free_off[o + 1] += r->free_off[o];
     uint32_t *fill = calloc((size_t)r->n_ops + 1, sizeof(*fill));
@@ -129,7 +153,8 @@ static int build_index(ho_replay *r, const plan_schedule *s)
     }
     free(fill);
 
-    /* A host copy for what starts on host or is ever stored. */
+    /* A host copy for what starts on host (its home, for a movable
+     * storage) or is ever stored. */
     for (size_t k = 0; k < s->n_actions; k++)
         if (s->actions[k].kind == PLAN_ACT_STORE)
             r->st[s->actions[k].storage].slot = 0;
@@ -360,6 +385,46 @@ HO_EXPORT int ho_storage_check(ho_replay *r, uint64_t storage_id,
                     (unsigned long long)bytes, (unsigned long long)s->bytes);
 }
 
+/* Write `bytes` of content into s's host copy: from the application's
+ * memory, or (`src_dev`) from a device buffer.  A new version that the
+ * host copy holds; the caller has drained. */
+static int host_copy_put(ho_replay *r, hor_storage *s, const void *src,
+                         uint64_t bytes, bool src_dev)
+{
+    uint64_t stall = 0;
+    int rc = hor_slot_acquire(r, s->slot, &stall);
+    if (rc < 0)
+        return rc;
+    uint8_t *dst = hor_slot_ptr(r, s->slot);
+    if (src_dev)
+        rc = r->ops->copy_sync(r->bst, HOB_D2H, dst, src, bytes);
+    else
+        memcpy(dst, src, (size_t)bytes);
+    hor_slot_release(r, s->slot, rc == 0);
+    if (rc < 0)
+        return hor_fail(r->c, rc, "storage %llu: copying its content to its "
+                        "host copy failed", (unsigned long long)s->id);
+    atomic_store(&r->ctl.slots[s->slot].dropped, 0);
+    s->version++;
+    s->host_valid = true;
+    s->lost = false;
+    s->host_version = s->version;
+    return 0;
+}
+
+/* A movable storage the trace starts on device whose home is host: the
+ * buffer's content moves to its host copy (its home) and the buffer is
+ * freed -- the replay owns it once bound. */
+static int bind_home_host(ho_replay *r, hor_storage *s, void *ptr,
+                          uint32_t blk)
+{
+    int rc = host_copy_put(r, s, ptr, s->bytes, true);
+    if (rc < 0)
+        return rc;
+    hor_dev_free_block(r->dev, blk);
+    return 0;
+}
+
 HO_EXPORT int ho_storage_bind(ho_replay *r, uint64_t storage_id, void *ptr,
                               uint64_t bytes)
 {
@@ -373,7 +438,9 @@ HO_EXPORT int ho_storage_bind(ho_replay *r, uint64_t storage_id, void *ptr,
         return hor_fail(r->c, HO_E_STATE, "storage %llu: bind between "
                         "steps, not inside one",
                         (unsigned long long)storage_id);
-    if (s->initial != PLAN_INIT_DEVICE)
+    bool to_host = s->initial == PLAN_INIT_HOST &&
+                   s->trace_initial == PLAN_INIT_DEVICE;
+    if (s->initial != PLAN_INIT_DEVICE && !to_host)
         return hor_fail(r->c, HO_E_STATE, "storage %llu does not start on "
                         "device: only `initial: device` storages take a "
                         "buffer", (unsigned long long)storage_id);
@@ -393,6 +460,8 @@ HO_EXPORT int ho_storage_bind(ho_replay *r, uint64_t storage_id, void *ptr,
     rc = hor_drain(r);
     if (rc < 0)
         return rc;
+    if (to_host)
+        return bind_home_host(r, s, ptr, blk);
     if (s->ptr)
         hor_storage_drop_device(r, s);
     s->ptr = ptr;
@@ -411,28 +480,32 @@ HO_EXPORT int ho_storage_write_host(ho_replay *r, uint64_t storage_id,
         return -EINVAL;
     if ((rc = find_or_fail(r, storage_id, &s)) < 0)
         return rc;
-    if (s->initial != PLAN_INIT_HOST || s->slot == HOR_NONE)
+    /* A movable storage the trace starts on host whose home is device:
+     * the content goes to its home, the device buffer. */
+    bool to_dev = s->initial == PLAN_INIT_DEVICE &&
+                  s->trace_initial == PLAN_INIT_HOST && s->ptr;
+    if (!to_dev && (s->initial != PLAN_INIT_HOST || s->slot == HOR_NONE))
         return hor_fail(r->c, HO_E_STATE, "storage %llu does not start on "
                         "host", (unsigned long long)storage_id);
     if ((rc = check_size(r, s, bytes)) < 0)
         return rc;
-    if (r->in_step || s->ptr)
+    if (r->in_step || (s->ptr && !to_dev))
         return hor_fail(r->c, HO_E_STATE, "storage %llu: its host copy is "
                         "written between steps", (unsigned long long)
                         storage_id);
     rc = hor_drain(r);
-    if (rc < 0)
+    if (rc < 0 || (rc = hor_restage_if_due(r)) < 0)
         return rc;
-    uint64_t stall = 0;
-    rc = hor_slot_acquire(r, s->slot, &stall);
+    if (!to_dev)
+        return host_copy_put(r, s, src, bytes, false);
+    rc = r->ops->copy_sync(r->bst, HOB_H2D, s->ptr, src, bytes);
     if (rc < 0)
-        return rc;
-    memcpy(hor_slot_ptr(r, s->slot), src, (size_t)bytes);
-    hor_slot_release(r, s->slot, true);
-    atomic_store(&r->ctl.slots[s->slot].dropped, 0);
+        return hor_fail(r->c, rc, "storage %llu: writing its content to its "
+                        "home on device failed", (unsigned long long)
+                        storage_id);
     s->version++;
-    s->host_valid = true;
-    s->host_version = s->version;
+    s->dev_valid = true;
+    s->lost = false;
     return 0;
 }
 
@@ -470,6 +543,12 @@ HO_EXPORT int ho_storage_read(ho_replay *r, uint64_t storage_id, void *dst,
                             "failed", (unsigned long long)storage_id);
         return 0;
     }
+    if (!r->in_step && (rc = hor_restage_if_due(r)) < 0)
+        return rc;
+    if (s->lost)
+        return hor_fail(r->c, HO_E_DISCONNECTED, "storage %llu's host copy "
+                        "was lost with the daemon that went away",
+                        (unsigned long long)storage_id);
     uint64_t stall = 0;
     rc = hor_slot_acquire(r, s->slot, &stall);
     if (rc < 0)

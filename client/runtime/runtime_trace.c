@@ -104,7 +104,8 @@ HO_EXPORT int ho_trace_add_storage(ho_trace *t, uint64_t id, uint64_t bytes,
                         t->pt->name);
     if ((unsigned)kind >= PLAN_KIND__COUNT ||
         (unsigned)initial >= PLAN_INIT__COUNT ||
-        (flags & ~(HO_STORAGE_RETAINED | HO_STORAGE_PINNED)))
+        (flags & ~(HO_STORAGE_RETAINED | HO_STORAGE_PINNED |
+                   HO_STORAGE_MOVABLE)))
         return hor_fail(NULL, -EINVAL, "storage %llu: bad kind %d, initial "
                         "%d or flags 0x%x", (unsigned long long)id,
                         (int)kind, (int)initial, flags);
@@ -118,7 +119,8 @@ HO_EXPORT int ho_trace_add_storage(ho_trace *t, uint64_t id, uint64_t bytes,
                       .kind = (uint8_t)kind,
                       .initial = (uint8_t)initial,
                       .retained = (flags & HO_STORAGE_RETAINED) != 0,
-                      .pinned = (flags & HO_STORAGE_PINNED) != 0};
+                      .pinned = (flags & HO_STORAGE_PINNED) != 0,
+                      .movable = (flags & HO_STORAGE_MOVABLE) != 0};
     int rc = plan_trace_add_storage(t->pt, &s, NULL, err, sizeof(err));
     if (rc < 0)
         return hor_fail(NULL, rc, "storage %llu: %s", (unsigned long long)id,

@@ -466,7 +466,8 @@ static int traced_step(demo *d)
     for (uint32_t s = 0; s < t->n_storages; s++) {
         const plan_storage *ps = &t->storages[s];
         unsigned flags = (ps->retained ? HO_STORAGE_RETAINED : 0u) |
-                         (ps->pinned ? HO_STORAGE_PINNED : 0u);
+                         (ps->pinned ? HO_STORAGE_PINNED : 0u) |
+                         (ps->movable ? HO_STORAGE_MOVABLE : 0u);
         r = ho_trace_add_storage(d->ht, ps->id, ps->bytes,
                                  (ho_storage_kind)ps->kind,
                                  (ho_initial)ps->initial, flags);

@@ -118,6 +118,13 @@ int plan_exposure_bound(const plan_trace *t, uint64_t budget,
                         const plan_link *link, const plan_bound_options *opt,
                         plan_bound_result *ret, char *err, size_t errlen);
 
+/* Release what the LP solver keeps for the calling thread (GLPK's
+ * environment, created on a thread's first LP).  A thread that computed
+ * bounds calls it before it ends, or the environment is lost with the
+ * thread (the daemon's plan workers call it after each bound); harmless
+ * when there is none.  The next bound on the thread creates it again. */
+void plan_bound_thread_done(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -812,3 +812,8 @@ int bd_lp(const bd_lp_in *in, bd_lp_out *out)
     }
     return 0;
 }
+
+void plan_bound_thread_done(void)
+{
+    glp_free_env(); /* 1 (nothing done) when the thread has none */
+}

@@ -561,20 +561,27 @@ int plan_rd_op(plan_rd *r, uint64_t key, plan_trace *t, size_t i,
                const char *name, double duration_us, const uint32_t *idx,
                uint32_t n_reads, uint32_t n_writes, uint64_t *total_refs)
 {
-    char place[48], ierr[160] = "";
+    char place[48], ierr[160];
     uint64_t n = (uint64_t)n_reads + n_writes;
     int k;
 
-    plan_rd_place(place, "ops", i);
-    if (n > PLAN_MAX_OP_REFS)
+    /* The place is formatted only for an error: this runs once per op. */
+    if (n > PLAN_MAX_OP_REFS) {
+        plan_rd_place(place, "ops", i);
         return plan_rd_fail(r, key, place, NULL, "more than %u references",
                             PLAN_MAX_OP_REFS);
+    }
     *total_refs += n;
-    if (*total_refs > PLAN_MAX_REFS)
+    if (*total_refs > PLAN_MAX_REFS) {
+        plan_rd_place(place, "ops", i);
         return plan_rd_fail(r, key, place, NULL, "more than %u references "
                             "in the trace", PLAN_MAX_REFS);
+    }
+    ierr[0] = 0;
     k = plan_trace_add_op(t, name, duration_us, idx, n_reads, idx + n_reads,
                           n_writes, ierr, sizeof ierr);
+    if (k < 0)
+        plan_rd_place(place, "ops", i);
     return k < 0 ? add_failed(r, key, place, k, ierr) : 0;
 }
 

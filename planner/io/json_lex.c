@@ -394,6 +394,47 @@ static plan_jl_tok lex_number(plan_jl *x)
     return PLAN_JL_REAL;
 }
 
+const char *plan_jl_simple_number(const char *p, const char *end,
+                                  bool *ret_int, int64_t *ret_i,
+                                  double *ret_d)
+{
+    const char *q = p;
+    if (q >= end || !is_digit(*q))
+        return NULL;
+    if (*q == '0')
+        q++;
+    else
+        while (q < end && is_digit(*q))
+            q++;
+    if (q - p > 18 || (q < end && is_digit(*q)))
+        return NULL; /* long (maybe too big), or a leading zero */
+    bool real = false;
+    if (q < end && *q == '.') {
+        q++;
+        if (q >= end || !is_digit(*q))
+            return NULL;
+        while (q < end && is_digit(*q))
+            q++;
+        real = true;
+    }
+    if (q < end && (*q == 'e' || *q == 'E'))
+        return NULL;
+    if (!real) {
+        int64_t v = 0;
+        for (const char *d = p; d < q; d++)
+            v = v * 10 + (*d - '0'); /* at most 18 digits: no overflow */
+        *ret_int = true;
+        *ret_i = v;
+        *ret_d = (double)v;
+        return q;
+    }
+    /* what lex_number computes for a real when real_fast takes it */
+    if (!real_fast(p, q, ret_d))
+        return NULL;
+    *ret_int = false;
+    return q;
+}
+
 /* ------------------------------------------------------------ tokens */
 
 static plan_jl_tok literal(plan_jl *x, const char *word, size_t n,

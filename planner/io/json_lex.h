@@ -135,4 +135,16 @@ int plan_jl_expect_eof(plan_jl *x);
 const char *plan_jl_pos(const plan_jl *x);
 void plan_jl_rewind(plan_jl *x, const char *pos, uint32_t depth);
 
+/* For a reader's fast path over text of a shape it knows (the lines our
+ * own writer emits): the number at p, when it has one of the simplest
+ * forms -- an integer without sign or leading zero of at most 18 digits,
+ * or digits '.' digits with at most 15 significant digits -- with the
+ * value plan_jl_next gives it (*ret_int: an integer, *ret_i its value;
+ * *ret_d the double).  Returns the end of the number, or NULL for any
+ * other text; nothing is recorded either way, and the caller reads the
+ * value the general way then. */
+const char *plan_jl_simple_number(const char *p, const char *end,
+                                  bool *ret_int, int64_t *ret_i,
+                                  double *ret_d);
+
 #endif

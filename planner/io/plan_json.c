@@ -643,6 +643,99 @@ static int check_refs(rx *c, uint64_t key, const char *place, size_t i,
     return 1;
 }
 
+/* ---- the fast path of ops
+ * An op as our writer prints it -- {"name": "...", "duration_us": N,
+ * "reads": [ids], "writes": [ids]}, that spacing, a printable ASCII name
+ * without escapes, numbers in their simplest forms (plan_jl_simple_number)
+ * -- is read straight from the bytes, without tokens.  Anything else, and
+ * anything the format would refuse (a long name, a duration out of range,
+ * an unknown id, too many references), leaves the op to the general
+ * reader below, which then reads it from the same place and reports what
+ * it reports: the fast path only ever accepts what that reader accepts,
+ * with the same values (tests/planner/test_json_ref.c compares them on
+ * every layout). */
+
+static const char *lit(const char *p, const char *end, const char *s,
+                       size_t n)
+{
+    return (size_t)(end - p) >= n && memcmp(p, s, n) == 0 ? p + n : NULL;
+}
+
+#define LIT(p, end, s) lit(p, end, s, sizeof(s) - 1)
+
+/* "[id, id, ...]" into ids; NULL when it is not that. */
+static const char *ids_fast(const char *p, const char *end, uint64_t *ids,
+                            uint32_t *ret_n)
+{
+    uint32_t n = 0;
+    if (!(p = LIT(p, end, "[")))
+        return NULL;
+    if (p < end && *p == ']') {
+        *ret_n = 0;
+        return p + 1;
+    }
+    for (;;) {
+        bool is_int;
+        int64_t v;
+        double d;
+        p = plan_jl_simple_number(p, end, &is_int, &v, &d);
+        if (!p || !is_int || (uint64_t)v > PLAN_FMT_MAX_ID ||
+            n >= PLAN_MAX_OP_REFS)
+            return NULL;
+        ids[n++] = (uint64_t)v;
+        if (p < end && *p == ']') {
+            *ret_n = n;
+            return p + 1;
+        }
+        if (!(p = LIT(p, end, ", ")))
+            return NULL;
+    }
+}
+
+/* ops[i], whose '{' was just read: 1 when read and added here, 0 when
+ * left to the general reader (nothing consumed). */
+static int op_fast(rx *c, size_t i)
+{
+    plan_jl *x = &c->lx;
+    const char *p = x->p, *end = x->end, *name;
+    uint32_t nr, nw;
+    bool is_int;
+    int64_t iv;
+    double duration;
+
+    if (!(p = LIT(p, end, "\"name\": \"")))
+        return 0;
+    for (name = p; p < end && *p != '"'; p++)
+        if ((unsigned char)*p < 0x20 || (unsigned char)*p >= 0x7f ||
+            *p == '\\')
+            return 0;
+    size_t nlen = (size_t)(p - name);
+    if (p >= end || nlen > PLAN_FMT_MAX_NAME ||
+        !(p = LIT(p + 1, end, ", \"duration_us\": ")) ||
+        !(p = plan_jl_simple_number(p, end, &is_int, &iv, &duration)) ||
+        !plan_rd_double_ok(duration, 0.0, false, PLAN_FMT_MAX_DURATION_US) ||
+        !(p = LIT(p, end, ", \"reads\": ")) ||
+        !(p = ids_fast(p, end, c->rids, &nr)) ||
+        !(p = LIT(p, end, ", \"writes\": ")) ||
+        !(p = ids_fast(p, end, c->wids, &nw)) || !(p = LIT(p, end, "}")) ||
+        nr + nw > PLAN_MAX_OP_REFS)
+        return 0;
+    for (uint32_t j = 0; j < nr + nw; j++) {
+        uint64_t id = j < nr ? c->rids[j] : c->wids[j - nr];
+        if ((c->idx[j] = plan_trace_find(c->t, id)) == PLAN_NONE)
+            return 0;
+    }
+    char nbuf[PLAN_FMT_MAX_NAME + 1];
+    memcpy(nbuf, name, nlen);
+    nbuf[nlen] = 0;
+    /* the object's '}' read: what plan_jl_next would leave */
+    x->p = x->tok_start = p;
+    x->depth--;
+    plan_rd_op(&c->rd, RD_KEY(T_OP, i), c->t, i, nbuf, duration, c->idx, nr,
+               nw, &c->total_refs);
+    return 1;
+}
+
 static int read_op(rx *c, size_t i, plan_jl_tok t, void *ctx)
 {
     ttop *top = ctx;
@@ -659,6 +752,9 @@ static int read_op(rx *c, size_t i, plan_jl_tok t, void *ctx)
     int r;
 
     top->n_ops = i + 1;
+    if (t == PLAN_JL_LBRACE && c->rd.rc == 0 && i < PLAN_MAX_OPS &&
+        op_fast(c, i))
+        return entry_done(c);
     memset(f, 0, sizeof f);
     f[0].ids = c->rids;
     f[1].ids = c->wids;

@@ -467,13 +467,19 @@ static bool storage_msg(void *ctx, pbr r, size_t i)
         return false;
     if (!plan_rd_worth(&c->rd, key) || c->rd.rc == -ENOMEM)
         return true;
-    plan_rd_place(place, "storages", i);
-    if (plan_rd_uint(&c->rd, key, place, "id", id, 0, PLAN_FMT_MAX_ID,
-                     "a non-negative integer") < 0 ||
-        plan_rd_uint(&c->rd, key, place, "bytes", bytes, 1,
-                     PLAN_MAX_STORAGE_BYTES, "a positive integer") < 0 ||
-        check_enum(c, key, place, "kind", kind, PLAN_KIND__COUNT) < 0 ||
-        check_enum(c, key, place, "initial", initial, PLAN_INIT__COUNT) < 0)
+    bool ok = id <= PLAN_FMT_MAX_ID && bytes >= 1 &&
+              bytes <= PLAN_MAX_STORAGE_BYTES &&
+              (uint32_t)kind < PLAN_KIND__COUNT &&
+              (uint32_t)initial < PLAN_INIT__COUNT;
+    if (!ok)
+        plan_rd_place(place, "storages", i); /* only for the error */
+    if (!ok &&
+        (plan_rd_uint(&c->rd, key, place, "id", id, 0, PLAN_FMT_MAX_ID,
+                      "a non-negative integer") < 0 ||
+         plan_rd_uint(&c->rd, key, place, "bytes", bytes, 1,
+                      PLAN_MAX_STORAGE_BYTES, "a positive integer") < 0 ||
+         check_enum(c, key, place, "kind", kind, PLAN_KIND__COUNT) < 0 ||
+         check_enum(c, key, place, "initial", initial, PLAN_INIT__COUNT) < 0))
         return true;
     plan_storage s = {.id = id, .bytes = bytes, .kind = (uint8_t)kind,
                       .initial = (uint8_t)initial, .retained = retained,
@@ -500,13 +506,18 @@ static bool op_msg(void *ctx, pbr r, size_t i)
     if (!plan_rd_worth(&c->rd, key) || c->rd.rc == -ENOMEM)
         return true;
     duration += 0.0;
-    plan_rd_place(place, "ops", i);
-    if (plan_rd_name(&c->rd, key, place, "name", name.s, name.len,
-                     PLAN_FMT_MAX_NAME) < 0 ||
-        check_double(c, key, place, "duration_us", duration, 0.0, false,
-                     PLAN_FMT_MAX_DURATION_US, "a non-negative number") < 0)
-        return true;
-    if (nr > PLAN_MAX_OP_REFS || nr + nw > PLAN_MAX_OP_REFS) {
+    /* Checked first without the place, which is formatted only for an
+     * error (this runs once per op). */
+    if (name.len > PLAN_FMT_MAX_NAME || !plan_fmt_utf8_ok(name.s, name.len) ||
+        !plan_rd_double_ok(duration, 0.0, false, PLAN_FMT_MAX_DURATION_US) ||
+        nr > PLAN_MAX_OP_REFS || nr + nw > PLAN_MAX_OP_REFS) {
+        plan_rd_place(place, "ops", i);
+        if (plan_rd_name(&c->rd, key, place, "name", name.s, name.len,
+                         PLAN_FMT_MAX_NAME) < 0 ||
+            check_double(c, key, place, "duration_us", duration, 0.0, false,
+                         PLAN_FMT_MAX_DURATION_US,
+                         "a non-negative number") < 0)
+            return true;
         plan_rd_fail(&c->rd, key, place, NULL, "more than %u references",
                      PLAN_MAX_OP_REFS);
         return true;

@@ -1,14 +1,18 @@
 /* tests/daemon/test_authz.c - admin rights are looked up on every admin
  * request (daemon/authz.h): a user in the admin group gets StatusRequest
- * answered; once removed from the group (gpasswd -d), the very next
- * StatusRequest on the SAME connection is refused with HO_E_PERMISSION,
- * while its non-admin requests keep working.  Needs root to create the
- * user and group (CTest reports it skipped otherwise, exit 77). */
+ * answered; once removed from the group (gpasswd -d), or once a reload
+ * (SIGHUP) set admin_group = "" (issue 10 problem 4 as reported: the old
+ * connection of a former member then set a 4 KiB DDR quota on uid 0), the
+ * very next StatusRequest and QuotaRequest on the SAME connection are
+ * refused with HO_E_PERMISSION, while its non-admin requests keep working.
+ * Needs root to create the user and group (CTest reports it skipped
+ * otherwise, exit 77). */
 #include <check.h>
 #include <errno.h>
 #include <grp.h>
 #include <pwd.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,8 +42,9 @@ static void cleanup(void)
 
 /* The child: become `user`, ask Status, tell the parent, wait, ask again
  * on the same connection.  Exit 0 when the first is answered and the
- * second refused with HO_E_PERMISSION and Stats still answered. */
-static int child(const char *sock, int tell, int hear)
+ * second refused with HO_E_PERMISSION naming `why`, a quota on uid 0
+ * refused too, and Stats still answered. */
+static int child(const char *sock, const char *why, int tell, int hear)
 {
     struct passwd *pw = getpwnam(user);
     if (!pw)
@@ -65,8 +70,20 @@ static int child(const char *sock, int tell, int hear)
         fprintf(stderr, "second status: rc %d code %d\n", rc, code);
         return 15;
     }
-    if (!strstr(rc_error_message(r), group))
+    if (!strstr(rc_error_message(r), why)) {
+        fprintf(stderr, "second status: '%s'\n", rc_error_message(r));
         return 16;
+    }
+    ho_frame_envelope_free(r);
+    r = NULL;
+    rc = rc_quota(fd, HYPEROFFLOAD__QUOTA_OP__QUOTA_SET,
+                  HYPEROFFLOAD__QUOTA_SUBJECT_KIND__QUOTA_SUBJECT_UID, 0, "",
+                  HYPEROFFLOAD__TIER__TIER_DDR, 4096, &r);
+    code = r ? rc_error_code(r) : rc;
+    if (code != HO_E_PERMISSION) {
+        fprintf(stderr, "quota on uid 0: rc %d code %d\n", rc, code);
+        return 18;
+    }
     ho_frame_envelope_free(r);
     if (rc_stats(fd, &r) != 0 ||
         r->body_case != HYPEROFFLOAD__ENVELOPE__BODY_STATS_REPLY)
@@ -76,19 +93,26 @@ static int child(const char *sock, int tell, int hear)
     return 0;
 }
 
-START_TEST(removed_from_group_fails_next_request)
+/* A member of the admin group is served, then loses the rights on the
+ * connection it holds: by leaving the group, or by a reload that empties
+ * admin_group. */
+static void revoked(bool by_reload)
 {
     snprintf(group, sizeof(group), "hoadm%ld", (long)getpid());
     snprintf(user, sizeof(user), "houser%ld", (long)getpid());
     atexit(cleanup);
+    cleanup(); /* the other case's, in this process */
     ck_assert_int_eq(run("groupadd %s%s", group, ""), 0);
     ck_assert_int_eq(run("useradd -M -N -g nogroup -s /usr/sbin/nologin "
                          "-G %s %s", group, user), 0);
 
-    char flag[64];
-    snprintf(flag, sizeof(flag), "--admin-group=%s", group);
-    const char *args[] = {flag, "--socket-mode=0666", NULL};
-    ho_harness *h = ho_harness_start_args(args);
+    char conf[128];
+    snprintf(conf, sizeof(conf), "[server]\nadmin_group = %s\n", group);
+    const char *args[] = {"--socket-mode=0666", NULL};
+    ho_harness_opts o = {.args = args, .config_text = conf};
+    char err[4096];
+    ho_harness *h = ho_harness_start(&o, err, sizeof(err));
+    ck_assert_msg(h != NULL, "%s", err);
     ck_assert_int_eq(chmod(ho_harness_dir(h), 0711), 0);
 
     int up[2], down[2];
@@ -97,16 +121,38 @@ START_TEST(removed_from_group_fails_next_request)
     pid_t pid = fork();
     ck_assert_int_ge(pid, 0);
     if (pid == 0)
-        _exit(child(ho_harness_socket(h), up[1], down[0]));
+        _exit(child(ho_harness_socket(h),
+                    by_reload ? "needs an admin peer (uid 0);" : group,
+                    up[1], down[0]));
     char b = 0;
     ck_assert_int_eq(read(up[0], &b, 1), 1); /* first status answered */
-    ck_assert_int_eq(run("gpasswd -d %s %s >/dev/null", user, group), 0);
+    if (by_reload) {
+        ck_assert_int_eq(ho_harness_write_config(h, "[server]\n"
+                                                    "admin_group = \"\"\n"),
+                         0);
+        ck_assert_int_eq(ho_harness_sighup(h), 0);
+        ck_assert(ho_harness_wait_log(h, "configuration reloaded", 10000));
+    } else {
+        ck_assert_int_eq(run("gpasswd -d %s %s >/dev/null", user, group), 0);
+    }
     ck_assert_int_eq(write(down[1], &b, 1), 1);
     int st = 0;
     ck_assert_int_eq(waitpid(pid, &st, 0), pid);
     ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0,
                   "child status %d (see child())", st);
     ck_assert_int_eq(ho_harness_free(h), 0);
+    cleanup();
+}
+
+START_TEST(removed_from_group_fails_next_request)
+{
+    revoked(false);
+}
+END_TEST
+
+START_TEST(admin_group_emptied_by_reload_fails_next_request)
+{
+    revoked(true);
 }
 END_TEST
 
@@ -120,6 +166,7 @@ int main(void)
     TCase *tc = tcase_create("authz");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, removed_from_group_fails_next_request);
+    tcase_add_test(tc, admin_group_emptied_by_reload_fails_next_request);
     suite_add_tcase(s, tc);
     return ho_check_run(s, true);
 }

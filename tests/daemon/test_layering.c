@@ -19,7 +19,7 @@
 /* The order of daemon/state.h; "main" (main.c) is the program on top. */
 static const char *const order[] = {
     "log",      "idmap",    "quota",    "dirs",     "config",
-    "authz",    "counters", "topology", "connection", "mover",
+    "authz",    "counters", "topology", "connection", "mover",  "links",
     "sessions",
     "planning", "staging",  "arbitrate", "handlers", "admin",    "metrics",
     "dispatch", "server",   "notify",

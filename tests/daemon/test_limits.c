@@ -26,6 +26,10 @@
 #include "tests/check_main.h"
 #include "tests/harness.h"
 #include "tests/daemon/rawclient.h"
+#include "hyperoffload/client.h"
+#include "planner/gen/gen.h"
+#include "planner/io/plan_io.h"
+#include "proto/plan.pb-c.h"
 
 /* Under AddressSanitizer (the asan build: daemon and test alike) freed
  * memory sits in ASan's quarantine and shadow memory counts in the RSS,
@@ -114,6 +118,33 @@ static long long root_status_ms(const ho_harness *h)
     return ok ? now_ms() - t0 : -1;
 }
 
+/* Root's real `hoctl status` (the CLI an operator runs): its wall time in
+ * ms, or -1 when it did not exit 0. */
+static long long hoctl_status_ms(const ho_harness *h)
+{
+    const char *bd = getenv("HO_BUILD_DIR");
+    ck_assert_ptr_nonnull(bd);
+    char cmd[2 * PATH_MAX + 64];
+    snprintf(cmd, sizeof(cmd), "'%s/bin/hoctl' --socket '%s' status "
+             ">/dev/null 2>&1", bd, ho_harness_socket(h));
+    long long t0 = now_ms();
+    int st = system(cmd);
+    long long dt = now_ms() - t0;
+    return st == 0 ? dt : -1;
+}
+
+/* Done-when of issue 10: root's status request and root's `hoctl status`
+ * each answer within 1 s. */
+static void root_answers_within_1s(const ho_harness *h, const char *when)
+{
+    long long ms = root_status_ms(h);
+    ck_assert_msg(ms >= 0 && ms < 1000, "%s: root status: %lld ms", when,
+                  ms);
+    ms = hoctl_status_ms(h);
+    ck_assert_msg(ms >= 0 && ms < 1000, "%s: root `hoctl status`: %lld ms "
+                  "(-1: failed)", when, ms);
+}
+
 /* What happened to the clients of one uid (counted in a child). */
 typedef struct outcome {
     int registered;    /* Welcome + RegisterReply */
@@ -169,17 +200,48 @@ static void one_client(const char *sock, outcome *o, int *ret_fd)
         close(fd);
 }
 
-/* A low descriptor limit (soft 64, hard 160: the daemon raises the soft
- * one) and 200 clients of another uid: the daemon serves what fits, tells
- * every other client why, stays up, and root's status answers within 1 s
- * while the clients hold their sessions; once they are gone it accepts
- * again. */
-START_TEST(out_of_descriptors_refuses_with_reason_root_served)
+/* One client of uid NOBODY through the library (ho_connect,
+ * ho_register), kept open in *ret_c while registered: a refusal must come
+ * back as the daemon's code and sentence (issue 10 problem 8), not as
+ * "connection to the daemon lost". */
+static void one_lib_client(const char *sock, outcome *o, ho_client **ret_c)
 {
-    const char *wrapper = rlimit_wrapper(64, 160);
+    *ret_c = NULL;
+    ho_client *c = NULL;
+    char why[512] = "";
+    int rc = ho_connect(sock, "fds", &c);
+    if (rc < 0)
+        ho_last_error(NULL, why, sizeof(why));
+    else if ((rc = ho_register(c, NULL, -1, 0)) < 0)
+        ho_last_error(c, why, sizeof(why));
+    if (rc == 0) {
+        o->registered++;
+        *ret_c = c;
+        return;
+    }
+    if (rc == -EMFILE && strstr(why, "file descriptors"))
+        o->refused_fds++;
+    else if (*why && !strstr(why, "connection to the daemon lost") &&
+             rc != HO_E_DISCONNECTED)
+        o->other_error++;
+    else
+        o->silent++;
+    ho_close(c);
+}
+
+/* A descriptor limit (soft, hard: the daemon raises the soft one) and n
+ * clients of another uid, raw or through the library: the daemon serves
+ * what fits, tells every other client why, stays up, and root's status
+ * (and `hoctl status`) answers within 1 s while the clients hold their
+ * sessions; once they are gone it accepts again. */
+static void descriptor_attack(int soft, int hard, int n, bool lib)
+{
+    const char *wrapper = rlimit_wrapper(soft, hard);
     ho_harness *h = start_open(wrapper);
-    ck_assert(ho_harness_wait_log(h, "descriptors: soft limit raised from "
-                                     "64 to 160", 5000));
+    char raised[128];
+    snprintf(raised, sizeof(raised), "descriptors: soft limit raised from "
+             "%d to %d", soft, hard);
+    ck_assert(soft == hard || ho_harness_wait_log(h, raised, 5000));
     int report[2], go[2];
     ck_assert_int_eq(pipe(report), 0);
     ck_assert_int_eq(pipe(go), 0);
@@ -191,10 +253,15 @@ START_TEST(out_of_descriptors_refuses_with_reason_root_served)
         if (setgroups(0, NULL) != 0 || setgid(NOBODY) != 0 ||
             setuid(NOBODY) != 0)
             _exit(3);
-        static int fds[200];
+        static int fds[512];
+        static ho_client *cs[512];
         outcome o = {0};
-        for (int i = 0; i < 200; i++)
-            one_client(ho_harness_socket(h), &o, &fds[i]);
+        for (int i = 0; i < n && i < 512; i++) {
+            if (lib)
+                one_lib_client(ho_harness_socket(h), &o, &cs[i]);
+            else
+                one_client(ho_harness_socket(h), &o, &fds[i]);
+        }
         if (write(report[1], &o, sizeof(o)) != (ssize_t)sizeof(o))
             _exit(4);
         char c;
@@ -211,18 +278,23 @@ START_TEST(out_of_descriptors_refuses_with_reason_root_served)
     long long ms = root_status_ms(h);
     if (ms < 0 || ms >= 1000) {
         char *log = ho_harness_log(h);
-        size_t n = log ? strlen(log) : 0;
+        size_t len = log ? strlen(log) : 0;
         ck_abort_msg("root status: %lld ms; log: %s", ms,
-                     log ? log + (n > 3000 ? n - 3000 : 0) : "");
+                     log ? log + (len > 3000 ? len - 3000 : 0) : "");
     }
+    long long hoctl_ms = hoctl_status_ms(h);
+    ck_assert_msg(hoctl_ms >= 0 && hoctl_ms < 1000,
+                  "root `hoctl status`: %lld ms", hoctl_ms);
     ck_assert_int_eq(ho_harness_poll_exit(h), -1);
     if (getenv("HO_LIMITS_VERBOSE"))
-        fprintf(stderr, "descriptors: %d registered, %d refused for fds, %d "
-                "other errors, %d silent; root status %lld ms\n",
-                o.registered, o.refused_fds, o.other_error, o.silent, ms);
+        fprintf(stderr, "descriptors (%d/%d, %d %s clients): %d registered, "
+                "%d refused for fds, %d other errors, %d silent; root "
+                "status %lld ms, hoctl status %lld ms\n", soft, hard, n,
+                lib ? "library" : "raw", o.registered, o.refused_fds,
+                o.other_error, o.silent, ms, hoctl_ms);
     ck_assert_msg(o.registered >= 10 && o.refused_fds >= 1 &&
                       o.silent == 0 &&
-                      o.registered + o.refused_fds + o.other_error == 200,
+                      o.registered + o.refused_fds + o.other_error == n,
                   "registered %d, refused for fds %d, other errors %d, "
                   "silent %d", o.registered, o.refused_fds, o.other_error,
                   o.silent);
@@ -241,6 +313,23 @@ START_TEST(out_of_descriptors_refuses_with_reason_root_served)
     int rc = ho_harness_free(h);
     ck_assert_msg(rc == 0, "daemon exit status %d", rc);
     rm_wrapper(wrapper);
+}
+
+/* Soft 64, hard 160, 200 raw clients. */
+START_TEST(out_of_descriptors_refuses_with_reason_root_served)
+{
+    descriptor_attack(64, 160, 200, false);
+}
+END_TEST
+
+/* Issue 10 problems 7 and 8 as reported: a 256-descriptor limit and 300
+ * clients through the library (120 of 175 registered and the rest got
+ * timeouts or resets, nothing logged, root's hoctl failed): every
+ * ho_connect / ho_register that is refused returns the daemon's code and
+ * sentence, and root's `hoctl status` answers. */
+START_TEST(out_of_descriptors_library_clients_told_why)
+{
+    descriptor_attack(256, 256, 300, true);
 }
 END_TEST
 
@@ -372,8 +461,7 @@ START_TEST(slowloris_bounded_and_timed_out)
     long long rss0 = proc_kb(dpid, "VmRSS:");
     int fds[N];
     flood(h, fds, N, junk, sent_each + 4, 300, 0);
-    long long ms = root_status_ms(h);
-    ck_assert_msg(ms >= 0 && ms < 1000, "root status: %lld ms", ms);
+    root_answers_within_1s(h, "slowloris");
     /* Trickle a byte a peer every 200 ms: only read_timeout ends it. */
     for (int k = 0; k < 5; k++) {
         for (int i = 0; i < N; i++)
@@ -381,8 +469,7 @@ START_TEST(slowloris_bounded_and_timed_out)
         struct timespec ts = {0, 200 * 1000000L};
         nanosleep(&ts, NULL);
     }
-    ms = root_status_ms(h);
-    ck_assert_msg(ms >= 0 && ms < 1000, "root status: %lld ms", ms);
+    root_answers_within_1s(h, "slowloris, trickling");
     int capped = 0, timed_out = 0;
     for (int i = 0; i < N; i++) {
         char msg[512] = "";
@@ -430,8 +517,7 @@ START_TEST(slow_readers_bounded_in_total)
     long long rss0 = proc_kb(dpid, "VmRSS:");
     int fds[N];
     flood(h, fds, N, many, len, 500, 4096);
-    long long ms = root_status_ms(h);
-    ck_assert_msg(ms >= 0 && ms < 1000, "root status: %lld ms", ms);
+    root_answers_within_1s(h, "slow readers");
     ck_assert(ho_harness_wait_log(h, "above max_output", 5000));
     long long peak = proc_kb(dpid, "VmHWM:");
     ck_assert_msg(!RSS_MEANINGFUL || peak - rss0 < 40 * 1024,
@@ -450,7 +536,7 @@ START_TEST(slow_readers_bounded_in_total)
         close(fds[i]);
     }
     ck_assert_int_eq(dropped, N);
-    ms = root_status_ms(h);
+    long long ms = root_status_ms(h);
     ck_assert_msg(ms >= 0 && ms < 1000, "root status: %lld ms", ms);
     /* The sweep (every second) hands the freed heap back. */
     long long rss1 = proc_kb(dpid, "VmRSS:");
@@ -467,6 +553,196 @@ START_TEST(slow_readers_bounded_in_total)
                   "RSS %lld kB before, %lld kB "
                   "after the readers left", rss0, rss1);
     free(many);
+    int st = ho_harness_free(h);
+    ck_assert_msg(st == 0, "daemon exit status %d", st);
+}
+END_TEST
+
+/* A random trace of n ops as a PlanRequest body, and in *ret_budget a
+ * budget it fits without offload (planning is quick). */
+static Hyperoffload__Trace *plan_trace_pb(uint64_t seed, uint32_t n,
+                                          uint64_t *ret_budget)
+{
+    plan_gen_random_cfg cfg;
+    memset(&cfg, 0, sizeof(cfg));
+    cfg.seed = seed;
+    cfg.n_ops = n;
+    cfg.n_storages = n / 4;
+    cfg.max_refs_per_op = 3;
+    cfg.min_bytes = 4096;
+    cfg.max_bytes = 64 << 10;
+    cfg.p_initial_device = 0.2;
+    cfg.p_initial_host = 0.1;
+    cfg.p_retained = 0.2;
+    char err[256];
+    plan_trace *t = NULL;
+    ck_assert_msg(plan_gen_random(&cfg, &t, err, sizeof(err)) == 0, "%s",
+                  err);
+    plan_trace_summary sm;
+    ck_assert_int_eq(plan_trace_summarize(t, &sm), 0);
+    *ret_budget = sm.no_offload_peak;
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    ck_assert_int_eq(plan_trace_to_pb(t, &buf, &len), 0);
+    Hyperoffload__Trace *pb = hyperoffload__trace__unpack(NULL, len, buf);
+    ck_assert_ptr_nonnull(pb);
+    free(buf);
+    plan_trace_free(t);
+    return pb;
+}
+
+/* Retained plans (issue 10 problem 2: 8 sessions each keeping a 35 MB
+ * trace took the daemon to 1,114 MB, 711 MB after they closed): 8
+ * sessions plan 96 different 10,000-op traces (12 each) and keep them,
+ * with retained_per_session 4M, retained_total 8M and plan_cache_bytes
+ * 8M.  The daemon keeps at most retained_total (its metric), its peak RSS
+ * grows by less than retained_total + plan_cache_bytes + 40 MiB for the
+ * one request being decoded and planned (measured: +32 MB; with the
+ * three at 1G the same run keeps 100 MB of plans and grows by 86 MB),
+ * root's status and `hoctl status` answer within 1 s while the sessions
+ * hold their plans, and the RSS comes back down once they closed (the
+ * sweep trims the heap once the plans kept shrank, server.c). */
+START_TEST(retained_plans_bounded_in_rss)
+{
+    static const char *const args[] = {"--retained-per-session=4M",
+                                       "--retained-total=8M",
+                                       "--plan-cache-bytes=8M",
+                                       "--max-frame=64M", NULL};
+    ho_harness *h = ho_harness_start_args(args);
+    pid_t dpid = ho_harness_pid(h);
+    enum { SESSIONS = 8, PLANS = 12 };
+    static Hyperoffload__Trace *tr[SESSIONS * PLANS];
+    static uint64_t budget[SESSIONS * PLANS];
+    for (int i = 0; i < SESSIONS * PLANS; i++)
+        tr[i] = plan_trace_pb(1000 + (uint64_t)i, 10000, &budget[i]);
+    int fds[SESSIONS];
+    for (int k = 0; k < SESSIONS; k++) {
+        fds[k] = rc_open(ho_harness_socket(h));
+        ck_assert_int_ge(fds[k], 0);
+        Hyperoffload__Envelope *r = NULL;
+        ck_assert_int_eq(rc_register(fds[k], "", 0, 64u << 20, &r, NULL), 0);
+        ck_assert_int_eq(r->body_case,
+                         HYPEROFFLOAD__ENVELOPE__BODY_REGISTER_REPLY);
+        ho_frame_envelope_free(r);
+    }
+    reset_peak(dpid);
+    long long rss0 = proc_kb(dpid, "VmRSS:");
+    for (int i = 0; i < SESSIONS * PLANS; i++) {
+        Hyperoffload__PlanRequest pr = HYPEROFFLOAD__PLAN_REQUEST__INIT;
+        pr.trace = tr[i];
+        pr.planner = "";
+        pr.budget = budget[i];
+        Hyperoffload__Envelope env = HYPEROFFLOAD__ENVELOPE__INIT;
+        env.body_case = HYPEROFFLOAD__ENVELOPE__BODY_PLAN_REQUEST;
+        env.plan_request = &pr;
+        Hyperoffload__Envelope *r = NULL;
+        ck_assert_int_eq(rc_call(fds[i % SESSIONS], &env, &r, NULL), 0);
+        ck_assert_msg(r->body_case == HYPEROFFLOAD__ENVELOPE__BODY_PLAN_REPLY,
+                      "plan %d: %s", i, rc_error_message(r));
+        ho_frame_envelope_free(r);
+    }
+    root_answers_within_1s(h, "retained plans");
+    long long kept = rc_metric(fds[0], "hyperoffload_retained_plan_bytes");
+    long long evicted = rc_metric(fds[0], "hyperoffload_retained_plan_"
+                                          "evictions_total");
+    long long peak = proc_kb(dpid, "VmHWM:");
+    for (int k = 0; k < SESSIONS; k++)
+        close(fds[k]);
+    long long rss1 = proc_kb(dpid, "VmRSS:");
+    for (int i = 0; RSS_MEANINGFUL && i < 40 && rss1 - rss0 >= 16 * 1024;
+         i++) {
+        struct timespec ts = {0, 100 * 1000000L};
+        nanosleep(&ts, NULL);
+        rss1 = proc_kb(dpid, "VmRSS:");
+    }
+    if (getenv("HO_LIMITS_VERBOSE"))
+        fprintf(stderr, "retained plans: %lld bytes kept, %lld evicted; RSS "
+                "%lld kB, peak %lld kB, after close %lld kB\n", kept,
+                evicted, rss0, peak, rss1);
+    ck_assert_int_le(kept, 8 << 20);
+    ck_assert_int_gt(evicted, 0);
+    ck_assert_msg(!RSS_MEANINGFUL || peak - rss0 < (8 + 8 + 40) * 1024,
+                  "RSS %lld kB, peak %lld kB (retained_total 8M, "
+                  "plan_cache_bytes 8M)", rss0, peak);
+    ck_assert_msg(!RSS_MEANINGFUL || rss1 - rss0 < 16 * 1024,
+                  "RSS %lld kB before, %lld kB after the sessions closed",
+                  rss0, rss1);
+    for (int i = 0; i < SESSIONS * PLANS; i++)
+        hyperoffload__trace__free_unpacked(tr[i], NULL);
+    int st = ho_harness_free(h);
+    ck_assert_msg(st == 0, "daemon exit status %d", st);
+}
+END_TEST
+
+static void slot_child(const ho_harness *h, uid_t uid, int n, int want_ok,
+                       const char *want, int report, int go);
+
+/* Slot exhaustion (issue 10 problem 3: 1,024 silent connections of one
+ * uid and root's `hoctl status` exited 69): three non-admin uids open
+ * silent connections (Hello, then nothing) until refused, with
+ * max_connections 256, max_connections_per_uid 100 and the default admin
+ * reserve (16); every refusal names its limit; while they hold every
+ * non-admin slot root's status and `hoctl status` answer within 1 s, and
+ * the daemon's peak RSS grows by less than 256 KiB per connection
+ * (max_connections x 256K: the buffers of a connection that sends nothing
+ * start small). */
+START_TEST(slot_exhaustion_bounded_root_served)
+{
+    static const char *const args[] = {"--socket-mode=0666",
+                                       "--max-connections=256",
+                                       "--max-connections-per-uid=100",
+                                       "--idle-timeout=600", NULL};
+    ho_harness_opts o = {.args = args};
+    char err[4096];
+    ho_harness *h = ho_harness_start(&o, err, sizeof(err));
+    ck_assert_msg(h != NULL, "%s", err);
+    ck_assert_int_eq(chmod(ho_harness_dir(h), 0755), 0);
+    pid_t dpid = ho_harness_pid(h);
+    reset_peak(dpid);
+    long long rss0 = proc_kb(dpid, "VmRSS:");
+    /* 100 + 100 + 40 = 240 = 256 - 16 kept for admins. */
+    static const struct {
+        uid_t uid;
+        int n, ok;
+        const char *want;
+    } kids[] = {{65534, 101, 100, "max_connections_per_uid"},
+                {65533, 100, 100, NULL},
+                {65532, 41, 40, "kept for admins"}};
+    pid_t pids[3];
+    int go[2];
+    ck_assert_int_eq(pipe(go), 0);
+    for (int k = 0; k < 3; k++) {
+        int report[2];
+        ck_assert_int_eq(pipe(report), 0);
+        pids[k] = fork();
+        ck_assert_int_ge(pids[k], 0);
+        if (pids[k] == 0) {
+            close(go[1]);
+            slot_child(h, kids[k].uid, kids[k].n, kids[k].ok, kids[k].want,
+                       report[1], go[0]);
+        }
+        close(report[1]);
+        char c = 0;
+        ck_assert_int_eq(read(report[0], &c, 1), 1);
+        ck_assert_msg(c == 'y', "uid %u: not as expected",
+                      (unsigned)kids[k].uid);
+        close(report[0]);
+    }
+    root_answers_within_1s(h, "slot exhaustion");
+    long long peak = proc_kb(dpid, "VmHWM:");
+    if (getenv("HO_LIMITS_VERBOSE"))
+        fprintf(stderr, "slot exhaustion: 240 connections held; RSS %lld "
+                "kB, peak %lld kB\n", rss0, peak);
+    ck_assert_msg(!RSS_MEANINGFUL || peak - rss0 < 256 * 256,
+                  "RSS %lld kB, peak %lld kB (256 connections)", rss0,
+                  peak);
+    close(go[1]);
+    close(go[0]);
+    for (int k = 0; k < 3; k++) {
+        int st;
+        ck_assert_int_eq(waitpid(pids[k], &st, 0), pids[k]);
+        ck_assert_int_eq(WEXITSTATUS(st), 0);
+    }
     int st = ho_harness_free(h);
     ck_assert_msg(st == 0, "daemon exit status %d", st);
 }
@@ -609,8 +885,11 @@ static Suite *suite(void)
     TCase *t = tcase_create("limits");
     tcase_set_timeout(t, 120);
     tcase_add_test(t, out_of_descriptors_refuses_with_reason_root_served);
+    tcase_add_test(t, out_of_descriptors_library_clients_told_why);
     tcase_add_test(t, slowloris_bounded_and_timed_out);
     tcase_add_test(t, slow_readers_bounded_in_total);
+    tcase_add_test(t, retained_plans_bounded_in_rss);
+    tcase_add_test(t, slot_exhaustion_bounded_root_served);
     tcase_add_test(t, silent_peers_timed_out);
     tcase_add_test(t, connection_slots_per_uid_and_for_admins);
     suite_add_tcase(s, t);

@@ -12,6 +12,7 @@
 
 #include "tests/harness.h"
 #include "planner/plan.h"
+#include "planner/bound/bound.h"
 #include "planner/io/plan_io.h"
 #include "planner/gen/gen.h"
 #include "proto/plan.pb-c.h"
@@ -61,17 +62,25 @@ static plan_trace *make_trace(uint64_t seed, Hyperoffload__Trace **ret_msg)
     return t;
 }
 
-static int plan_call(int fd, Hyperoffload__Trace *trace, const char *planner,
-                     uint64_t budget, Hyperoffload__Envelope **ret)
+static int plan_call_bound(int fd, Hyperoffload__Trace *trace,
+                           const char *planner, uint64_t budget,
+                           const char *bound, Hyperoffload__Envelope **ret)
 {
     Hyperoffload__Envelope env = HYPEROFFLOAD__ENVELOPE__INIT;
     Hyperoffload__PlanRequest pr = HYPEROFFLOAD__PLAN_REQUEST__INIT;
     pr.trace = trace;
     pr.planner = (char *)(planner ? planner : "");
     pr.budget = budget;
+    pr.bound = (char *)(bound ? bound : "");
     env.body_case = HYPEROFFLOAD__ENVELOPE__BODY_PLAN_REQUEST;
     env.plan_request = &pr;
     return rc_call(fd, &env, ret, NULL);
+}
+
+static int plan_call(int fd, Hyperoffload__Trace *trace, const char *planner,
+                     uint64_t budget, Hyperoffload__Envelope **ret)
+{
+    return plan_call_bound(fd, trace, planner, budget, NULL, ret);
 }
 
 static int open_registered(uint64_t budget)
@@ -187,6 +196,84 @@ START_TEST(infeasible_budget_names_the_smallest)
 }
 END_TEST
 
+/* PlanRequest.bound: off gives no bound; fast and full give the one the
+ * library computes for the same trace and budget (closed form part equal,
+ * the LP part within its time limit no higher than an unlimited run),
+ * never above the plan's exposure; the mode is part of the cache key; the
+ * reply carries min_budget and device_floor as the planner gave them. */
+START_TEST(plan_with_bound)
+{
+    Hyperoffload__Trace *msg = NULL;
+    plan_trace *t = make_trace(5, &msg);
+    plan_trace_summary sm;
+    ck_assert_int_eq(plan_trace_summarize(t, &sm), 0);
+    uint64_t budget = sm.no_offload_peak * 8 / 10;
+    plan_schedule *local = NULL;
+    plan_result res;
+    int lrc = plan_make(t, budget, NULL, &local, &res);
+    if (lrc == HO_E_INFEASIBLE && res.min_budget) {
+        budget = res.min_budget;
+        lrc = plan_make(t, budget, NULL, &local, &res);
+    }
+    ck_assert_msg(lrc == 0, "the test needs a feasible budget: %s",
+                  res.message);
+    int fd = open_registered(512 * MiB);
+    Hyperoffload__Envelope *r = NULL;
+    const char *modes[4] = {"", "fast", "full", "fast"};
+    for (int k = 0; k < 4; k++) {
+        ck_assert_int_eq(plan_call_bound(fd, msg, "hoplan", budget, modes[k],
+                                         &r), 0);
+        ck_assert_msg(r->body_case == HYPEROFFLOAD__ENVELOPE__BODY_PLAN_REPLY,
+                      "%s", rc_error_message(r));
+        const Hyperoffload__PlanReply *pr = r->plan_reply;
+        /* fast again: from the cache; full was not answered by fast's */
+        ck_assert(pr->cached == (k == 3));
+        assert_same_schedule(pr, local);
+        ck_assert_uint_eq(pr->min_budget, res.min_budget);
+        ck_assert_uint_eq(pr->device_floor, res.device_floor);
+        if (k == 0) {
+            ck_assert_ptr_null(pr->bound);
+            ho_frame_envelope_free(r);
+            continue;
+        }
+        ck_assert_ptr_nonnull(pr->bound);
+        const Hyperoffload__PlanBound *b = pr->bound;
+        ck_assert_str_eq(b->mode, modes[k]);
+        ck_assert(!b->infeasible);
+        plan_bound_options o = {k == 2 ? PLAN_BOUND_FULL : PLAN_BOUND_FAST,
+                                60000, 0, 0, 0, 0};
+        plan_bound_result lb;
+        char err[256];
+        ck_assert_int_eq(plan_exposure_bound(t, budget, NULL, &o, &lb, err,
+                                             sizeof(err)), 0);
+        ck_assert_double_eq_tol(b->closed_form_us, lb.closed_form_us,
+                                1e-9 * (1 + lb.closed_form_us));
+        ck_assert(b->exposed_lower_bound_us <=
+                  lb.bound_us + 1e-9 * (1 + lb.bound_us));
+        ck_assert(b->exposed_lower_bound_us >= b->closed_form_us);
+        ck_assert(b->exposed_lower_bound_us <=
+                  local->predicted.exposed_us * (1 + 1e-9) + 1e-9);
+        ck_assert_uint_eq(b->time_limit_ms, k == 2 ? 20000 : 300);
+        ck_assert(b->source && b->source[0]);
+        ck_assert(strcmp(b->lp_status, "not run") == 0 ||
+                  b->checkpoints > 0);
+        ck_assert(b->bound_ms >= 0);
+        ho_frame_envelope_free(r);
+    }
+    /* An unknown mode is refused before planning. */
+    ck_assert_int_eq(plan_call_bound(fd, msg, "hoplan", budget, "exact", &r),
+                     0);
+    ck_assert_int_eq(rc_error_code(r), -EINVAL);
+    ck_assert_msg(strstr(rc_error_message(r), "bound 'exact' is unknown"),
+                  "%s", rc_error_message(r));
+    ho_frame_envelope_free(r);
+    plan_schedule_free(local);
+    close(fd);
+    plan_trace_free(t);
+    hyperoffload__trace__free_unpacked(msg, NULL);
+}
+END_TEST
+
 START_TEST(bad_requests)
 {
     Hyperoffload__Trace *msg = NULL;
@@ -242,6 +329,7 @@ static Suite *suite(void)
     tcase_add_test(t, plan_matches_local_planner_and_is_cached);
     tcase_add_test(t, infeasible_budget_names_the_smallest);
     tcase_add_test(t, bad_requests);
+    tcase_add_test(t, plan_with_bound);
     suite_add_tcase(s, t);
     return s;
 }

@@ -14,6 +14,7 @@
 #include "daemon/config.h"
 #include "daemon/topology.h"
 #include "hyperoffload/errors.h"
+#include "tests/check_main.h"
 
 static char tmpdir[PATH_MAX];
 
@@ -376,9 +377,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-    SRunner *r = srunner_create(suite());
-    srunner_run_all(r, CK_NORMAL);
-    int failed = srunner_ntests_failed(r);
-    srunner_free(r);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return ho_check_run(suite(), false);
 }

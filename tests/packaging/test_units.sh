@@ -17,6 +17,19 @@ cp "$src/systemd/hyperoffloadd.socket" "$dir/"
 mkdir -p "$dir/hyperoffload"
 "$build/bin/hyperoffloadd" --check-config --config "$src/systemd/hyperoffloadd.conf"
 
+# Issue 10 problems 4 and 7, as shipped: the admin group is not the
+# socket's group (else every socket user would be an admin), sysusers
+# creates it, and the service sets its descriptor limit.
+sockgroup=$(sed -n 's/^SocketGroup=//p' "$src/systemd/hyperoffloadd.socket")
+admingroup=$(sed -n 's/^admin_group *= *//p' "$src/systemd/hyperoffloadd.conf")
+[ -n "$admingroup" ] && [ "$admingroup" != "$sockgroup" ] || {
+  echo "shipped admin_group '$admingroup' is the socket group '$sockgroup'"; exit 1; }
+grep -q "^g $admingroup " "$src/systemd/hyperoffload.sysusers" || {
+  echo "sysusers does not create group $admingroup"; exit 1; }
+grep -q '^LimitNOFILE=[0-9]' "$src/systemd/hyperoffloadd.service.in" || {
+  echo "the service sets no LimitNOFILE="; exit 1; }
+echo "groups: socket $sockgroup, admin $admingroup"
+
 "$analyze" verify --man=no "$dir/hyperoffloadd.service" "$dir/hyperoffloadd.socket"
 echo "verify: OK"
 out=$("$analyze" security --offline=yes --threshold=20 "$dir/hyperoffloadd.service" 2>&1) || {

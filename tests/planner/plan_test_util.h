@@ -166,6 +166,47 @@ static inline double tu_frand(void)
     return (double)(tu_rand() >> 11) * (1.0 / 9007199254740992.0);
 }
 
+/* The shape of a random trace (tu_random_trace): ops 3 + [0, ops_span),
+ * storages 2 + [0, storages_span), refs per op 2 + [0, refs_span), and
+ * each probability drawn uniformly in [0, max). */
+typedef struct tu_shape {
+    unsigned ops_span, storages_span, refs_span;
+    double p_device_max, p_host_max, p_retained_max, p_pinned_max;
+    double p_movable; /* fixed, not drawn */
+} tu_shape;
+
+/* A random trace of that shape with a random link (duplex or not, 0.02-1
+ * GB/s each way, latency 0-20 us) and durations (0 for one op in five,
+ * else 0-500 us).  The draws come in one fixed order. */
+static inline plan_trace *tu_random_trace(const tu_shape *sh)
+{
+    plan_gen_random_cfg c;
+    memset(&c, 0, sizeof c);
+    c.seed = tu_rand();
+    c.n_ops = 3 + (uint32_t)(tu_rand() % sh->ops_span);
+    c.n_storages = 2 + (uint32_t)(tu_rand() % sh->storages_span);
+    c.max_refs_per_op = 2 + (uint32_t)(tu_rand() % sh->refs_span);
+    while ((c.n_storages + c.n_ops - 1) / c.n_ops > c.max_refs_per_op)
+        c.max_refs_per_op++;
+    c.min_bytes = 1 + tu_rand() % 1000;
+    c.max_bytes = c.min_bytes + tu_rand() % 100000;
+    c.p_initial_device = tu_frand() * sh->p_device_max;
+    c.p_initial_host = tu_frand() * sh->p_host_max;
+    c.p_retained = tu_frand() * sh->p_retained_max;
+    c.p_pinned = tu_frand() * sh->p_pinned_max;
+    c.p_movable = sh->p_movable;
+    plan_trace *t = NULL;
+    int r = plan_gen_random(&c, &t, tu_err, sizeof tu_err);
+    ck_assert_msg(r == 0, "gen: %s", tu_err);
+    t->link.duplex = tu_rand() & 1;
+    t->link.h2d_gbps = 0.02 + tu_frand();
+    t->link.d2h_gbps = 0.02 + tu_frand();
+    t->link.latency_us = tu_frand() * 20;
+    for (uint32_t i = 0; i < t->n_ops; i++)
+        t->ops[i].duration_us = tu_rand() % 5 == 0 ? 0 : tu_frand() * 500;
+    return t;
+}
+
 /* Iterations: `base`, scaled by HO_PLANNER_ITERS (a factor, e.g. 10) and
  * cut under valgrind. */
 static inline unsigned tu_iters(unsigned base)

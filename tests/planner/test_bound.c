@@ -14,33 +14,13 @@
 #include "tests/planner/plan_test_util.h"
 
 #include "planner/bound/bound.h"
+#include "planner/curve.h"
 
 /* tiny: at most 18 ops and 7 storages (the oracle's size) */
 static plan_trace *random_trace_sized(double p_movable, bool tiny)
 {
-    plan_gen_random_cfg c;
-    memset(&c, 0, sizeof c);
-    c.seed = tu_rand();
-    c.n_ops = 3 + (uint32_t)(tu_rand() % (tiny ? 16 : 60));
-    c.n_storages = 2 + (uint32_t)(tu_rand() % (tiny ? 6 : 24));
-    c.max_refs_per_op = 2 + (uint32_t)(tu_rand() % 4);
-    while ((c.n_storages + c.n_ops - 1) / c.n_ops > c.max_refs_per_op)
-        c.max_refs_per_op++;
-    c.min_bytes = 1 + tu_rand() % 1000;
-    c.max_bytes = c.min_bytes + tu_rand() % 100000;
-    c.p_initial_device = tu_frand() * 0.5;
-    c.p_initial_host = tu_frand() * 0.4;
-    c.p_retained = tu_frand() * 0.6;
-    c.p_pinned = tu_frand() * 0.2;
-    plan_trace *t = NULL;
-    int r = plan_gen_random(&c, &t, tu_err, sizeof tu_err);
-    ck_assert_msg(r == 0, "gen: %s", tu_err);
-    t->link.duplex = tu_rand() & 1;
-    t->link.h2d_gbps = 0.02 + tu_frand();
-    t->link.d2h_gbps = 0.02 + tu_frand();
-    t->link.latency_us = tu_frand() * 20;
-    for (uint32_t i = 0; i < t->n_ops; i++)
-        t->ops[i].duration_us = tu_rand() % 5 == 0 ? 0 : tu_frand() * 500;
+    tu_shape sh = {tiny ? 16 : 60, tiny ? 6 : 24, 4, 0.5, 0.4, 0.6, 0.2, 0};
+    plan_trace *t = tu_random_trace(&sh);
     for (uint32_t s = 0; s < t->n_storages; s++) {
         plan_storage *st = &t->storages[s];
         if (st->retained && st->initial != PLAN_INIT_NONE &&
@@ -336,6 +316,59 @@ START_TEST(test_planners_never_beat_it)
 }
 END_TEST
 
+/* Every point of hoplan's and seed-greedy's curves (planner/curve.h),
+ * along budgets and along link bandwidths: the schedule kept at a point is
+ * valid there, and does not beat the bound at that point's budget and
+ * link. */
+START_TEST(test_curves_never_beat_it)
+{
+    unsigned n = tu_iters(80), checked = 0;
+    tu_rng = 0x5eed0005ull;
+    const double scales[3] = {0.25, 0.5, 1.0};
+    for (unsigned it = 0; it < n; it++) {
+        plan_trace *t = random_trace(0.3);
+        plan_trace_summary sm;
+        ck_assert_int_eq(plan_trace_summarize(t, &sm), 0);
+        uint64_t b[4];
+        for (int k = 0; k < 4; k++)
+            b[k] = sm.max_op_working_set +
+                   (sm.no_offload_peak - sm.max_op_working_set) *
+                       (uint64_t)k / 4;
+        plan_options o = {it & 1 ? "seed-greedy" : "hoplan", 0, 0, 0};
+        plan_curve *c[2] = {NULL, NULL};
+        ck_assert_msg(plan_curve_budgets(t, b, 4, &o, &c[0], tu_err,
+                                         sizeof tu_err) == 0, "%s", tu_err);
+        ck_assert_msg(plan_curve_bandwidths(t, b[1], scales, 3, &o, &c[1],
+                                            tu_err, sizeof tu_err) == 0,
+                      "%s", tu_err);
+        for (int a = 0; a < 2; a++)
+            for (uint32_t k = 0; k < c[a]->n_points; k++) {
+                const plan_curve_point *p = &c[a]->points[k];
+                if (p->rc != 0)
+                    continue;
+                plan_trace view = *t;
+                view.link = p->link;
+                plan_metrics m;
+                ck_assert(sim_ok(&view, p->s, p->budget, &m));
+                plan_bound_options bo = {PLAN_BOUND_FAST, 60000, 0, 0, 0, 0};
+                plan_bound_result br;
+                ck_assert_int_eq(plan_exposure_bound(t, p->budget, &p->link,
+                                                     &bo, &br, tu_err,
+                                                     sizeof tu_err), 0);
+                ck_assert(!br.infeasible);
+                assert_not_beaten(&view, p->budget, br.bound_us, &m,
+                                  a ? "bandwidth curve" : "budget curve");
+                checked++;
+            }
+        plan_curve_free(c[0]);
+        plan_curve_free(c[1]);
+        plan_trace_free(t);
+    }
+    printf("test_bound: %u curve points checked\n", checked);
+    ck_assert_uint_gt(checked, n);
+}
+END_TEST
+
 /* The solver stopped after a few iterations: still sound. */
 START_TEST(test_limit_path)
 {
@@ -538,6 +571,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_infeasible_and_off);
     tcase_add_test(tc, test_random_schedules);
     tcase_add_test(tc, test_planners_never_beat_it);
+    tcase_add_test(tc, test_curves_never_beat_it);
     tcase_add_test(tc, test_limit_path);
     tcase_add_test(tc, test_monotone);
     suite_add_tcase(s, tc);

@@ -14,32 +14,9 @@
 
 static plan_trace *random_trace(unsigned it)
 {
-    plan_gen_random_cfg c;
-    memset(&c, 0, sizeof c);
-    c.seed = tu_rand();
-    c.n_ops = 3 + (uint32_t)(tu_rand() % 80);
-    c.n_storages = 2 + (uint32_t)(tu_rand() % 30);
-    c.max_refs_per_op = 2 + (uint32_t)(tu_rand() % 5);
-    while ((c.n_storages + c.n_ops - 1) / c.n_ops > c.max_refs_per_op)
-        c.max_refs_per_op++;
-    c.min_bytes = 1 + tu_rand() % 1000;
-    c.max_bytes = c.min_bytes + tu_rand() % 100000;
-    c.p_initial_device = tu_frand() * 0.4;
-    c.p_initial_host = tu_frand() * 0.4;
-    c.p_retained = tu_frand() * 0.5;
-    c.p_pinned = tu_frand() * 0.2;
     /* movable marks change nothing for planners that set no homes */
-    c.p_movable = it % 2 ? 0.5 : 0.0;
-    plan_trace *t = NULL;
-    int r = plan_gen_random(&c, &t, tu_err, sizeof tu_err);
-    ck_assert_msg(r == 0, "gen %u: %s", it, tu_err);
-    t->link.duplex = tu_rand() & 1;
-    t->link.h2d_gbps = 0.02 + tu_frand();
-    t->link.d2h_gbps = 0.02 + tu_frand();
-    t->link.latency_us = tu_frand() * 20;
-    for (uint32_t i = 0; i < t->n_ops; i++)
-        t->ops[i].duration_us = tu_rand() % 5 == 0 ? 0 : tu_frand() * 500;
-    return t;
+    tu_shape sh = {80, 30, 5, 0.4, 0.4, 0.5, 0.2, it % 2 ? 0.5 : 0.0};
+    return tu_random_trace(&sh);
 }
 
 static bool same_actions(const plan_schedule *a, const plan_schedule *b)

@@ -279,6 +279,26 @@ class CliSchemaTest(unittest.TestCase):
         self.assertFalse(doc["feasible"])
         self.assertGreater(doc["min_budget"], 4096)
         self.assertEqual(doc["error"]["cause"], "HO_E_INFEASIBLE")
+        doc = self.run_json("plan", "plan", "--trace", self.trace,
+                            "--budget", "80%", "--bound", "full",
+                            daemon=False)
+        self.assertEqual(doc["bound"]["mode"], "full")
+        doc = self.run_json("plan", "plan", "--trace", self.trace,
+                            "--budget", "80%", "--bound", "off",
+                            daemon=False)
+        self.assertIsNone(doc["bound"])
+        doc = self.run_json("plan", "plan", "--trace", self.trace,
+                            "--curve", "budget", "--points", "3",
+                            daemon=False)
+        self.assertEqual(len(doc["points"]), 3)
+        doc = self.run_json("plan", "plan", "--trace", self.trace,
+                            "--curve", "bandwidth", "--budget", "80%",
+                            "--scales", "0.5,1", "--bound", "off",
+                            daemon=False)
+        self.assertEqual(doc["axis"], "bandwidth")
+        doc = self.run_json("plan", "plan", "--trace", self.trace,
+                            "--budget", "80%", "--daemon")
+        self.assertEqual(doc["bound"]["mode"], "fast")
 
     def test_schedule_check(self):
         doc = self.run_json("schedule_check", "schedule", "check", "--trace",

@@ -8,6 +8,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hotest  # noqa: E402
+import ref_validator  # noqa: E402
 
 LLAMA7B_PARAMS = 6738415616
 
@@ -184,6 +185,239 @@ class HoctlPlanTest(unittest.TestCase):
         p = hotest.hoctl("schedule", "check", "--trace", self.train,
                          "--schedule", path, expect=(1,))
         self.assertIn("unknown storage id 123456789", p.stderr)
+
+    def test_bound_never_beaten(self):
+        """On small random traces, every planner's valid schedule, judged
+        by the independent validator, exposes at least the printed lower
+        bound (fast and full) at its budget."""
+        planners = ("hoplan", "none", "seed-greedy", "ms-distance",
+                    "reactive-lru", "oracle")
+        small = hotest.UNDER_VALGRIND
+        seeds = (1,) if small else (1, 2, 3, 4, 5, 6)
+        checked = positive = 0
+        for seed in seeds:
+            tr = self.s.path("r%d.json" % seed)
+            hotest.hoctl("trace", "gen", "random", "--seed", seed, "--ops",
+                         "14", "--storages", "6", "--max-refs", "3",
+                         "--min-bytes", "1000", "--max-bytes", "100000",
+                         "--p-device", "0.3", "--p-host", "0.3",
+                         "--p-retained", "0.4", "--out", tr)
+            trace = hotest.load(tr)
+            for pct in ("65%",) if small else ("45%", "65%", "85%"):
+                for mode in ("full",) if small else ("fast", "full"):
+                    for planner in planners:
+                        out = self.s.path("rs.json")
+                        if os.path.exists(out):
+                            os.unlink(out)
+                        rc, res = hotest.hoctl_json(
+                            "plan", "--trace", tr, "--budget", pct,
+                            "--planner", planner, "--bound", mode, "--out",
+                            out, expect=(0, 1))
+                        b = res["bound"]
+                        self.assertEqual(b["mode"], mode)
+                        if not res["feasible"] or not os.path.exists(out):
+                            continue
+                        ref = ref_validator.simulate(trace,
+                                                     hotest.load(out))
+                        if not ref["valid"]:
+                            continue
+                        self.assertFalse(b["infeasible"], (seed, pct))
+                        lb = b["exposed_lower_bound_us"]
+                        exp = ref["metrics"]["exposed_us"]
+                        self.assertLessEqual(
+                            lb, exp * (1 + 1e-9) + 1e-6,
+                            "%s at %s (seed %d, %s) exposes %r < bound %r"
+                            % (planner, pct, seed, mode, exp, lb))
+                        self.assertGreaterEqual(lb, b["closed_form_us"]
+                                                - 1e-9)
+                        checked += 1
+                        positive += lb > 0
+        self.assertGreater(checked, 2 if small else 20)
+        if not small:
+            self.assertGreater(positive, 0)
+
+    def test_bound_output(self):
+        budget = self.feasible(self.train, "60%")
+        p = hotest.hoctl("plan", "--trace", self.train, "--budget", budget)
+        lines = p.stdout.splitlines()
+        exposed = [i for i, l in enumerate(lines) if l.startswith("exposed ")]
+        self.assertEqual(len(exposed), 2, p.stdout)  # exposed, exposed/bound
+        self.assertTrue(lines[exposed[0] + 1].startswith("bound "), p.stdout)
+        self.assertRegex(lines[exposed[0] + 1],
+                         r"\((closed form|lp|lp \(limit\)), fast: \d+ "
+                         r"checkpoints, ~\d+ ops/segment, limit 300 ms; ")
+        self.assertIn("exposed / bound", p.stdout)
+        _, res = hotest.hoctl_json("plan", "--trace", self.train, "--budget",
+                                   budget)
+        b = res["bound"]
+        self.assertEqual(b["mode"], "fast")  # the default
+        self.assertEqual(b["time_limit_ms"], 300)
+        self.assertLessEqual(b["exposed_lower_bound_us"],
+                             res["metrics"]["exposed_us"] * (1 + 1e-9))
+        self.assertIn("device_floor", res)
+        _, res = hotest.hoctl_json("plan", "--trace", self.train, "--budget",
+                                   budget, "--bound", "off")
+        self.assertIsNone(res["bound"])
+        p = hotest.hoctl("plan", "--trace", self.train, "--budget", budget,
+                         "--bound", "off")
+        self.assertNotIn("bound", p.stdout)
+        _, res = hotest.hoctl_json("plan", "--trace", self.train, "--budget",
+                                   budget, "--bound", "full")
+        self.assertEqual(res["bound"]["time_limit_ms"], 20000)
+        hotest.hoctl("plan", "--trace", self.train, "--budget", budget,
+                     "--bound", "exact", expect=(2,))
+
+    def test_curve_budget(self):
+        _, res = hotest.hoctl_json("plan", "--trace", self.train, "--curve",
+                                   "budget", "--budgets", "90%,50%,70%,30%",
+                                   "--bound", "off")
+        self.assertEqual(res["axis"], "budget")
+        self.assertTrue(res["monotone"])
+        pts = res["points"]
+        peak = res["no_offload_peak"]
+        self.assertEqual([p["budget_bytes"] for p in pts],
+                         [peak * k // 100 for k in (90, 50, 70, 30)])
+        feas = sorted((p for p in pts if p["feasible"]),
+                      key=lambda p: p["budget_bytes"])
+        self.assertTrue(feas)
+        for a, b in zip(feas, feas[1:]):
+            self.assertLessEqual(b["exposed_us"], a["exposed_us"])
+        for p in feas:
+            self.assertLessEqual(p["peak_device_bytes"], p["budget_bytes"])
+            # hoplan alone at the point is never better than the curve
+            rc, one = hotest.hoctl_json("plan", "--trace", self.train,
+                                        "--budget", p["budget_bytes"],
+                                        "--bound", "off", expect=(0, 1))
+            if rc == 0:
+                self.assertLessEqual(p["exposed_us"],
+                                     one["metrics"]["exposed_us"])
+        _, res = hotest.hoctl_json("plan", "--trace", self.train, "--curve",
+                                   "budget", "--points", "4")
+        self.assertEqual([p["budget_bytes"] for p in res["points"]],
+                         [peak * k // 4 for k in (1, 2, 3, 4)])
+        for p in res["points"]:
+            if p["feasible"]:
+                self.assertLessEqual(p["bound"]["exposed_lower_bound_us"],
+                                     p["exposed_us"] * (1 + 1e-9) + 1e-6)
+        p = hotest.hoctl("plan", "--trace", self.train, "--curve", "budget",
+                         "--points", "3", "--bound", "off")
+        self.assertIn("EXPOSED", p.stdout)
+        self.assertIn("budget curve of hoplan: 3 points", p.stdout)
+
+    def test_curve_bandwidth(self):
+        budget = self.feasible(self.train, "60%")
+        _, res = hotest.hoctl_json("plan", "--trace", self.train, "--curve",
+                                   "bandwidth", "--budget", budget,
+                                   "--scales", "100%,0.25,50%",
+                                   "--bound", "off")
+        self.assertEqual(res["axis"], "bandwidth")
+        pts = res["points"]
+        self.assertEqual([p["scale"] for p in pts], [1.0, 0.25, 0.5])
+        link = hotest.load(self.train)["link"]
+        for p in pts:
+            self.assertAlmostEqual(p["h2d_gbps"], link["h2d_gbps"] *
+                                   p["scale"])
+        byscale = sorted(pts, key=lambda p: p["scale"])
+        if res["monotone"]:
+            for a, b in zip(byscale, byscale[1:]):
+                if a["feasible"]:
+                    self.assertTrue(b["feasible"])
+                    self.assertLessEqual(b["exposed_us"], a["exposed_us"])
+
+    def test_gen_train_movable(self):
+        path = self.s.path("mov.json")
+        hotest.hoctl("trace", "gen", "train", "--layers", "2", "--hidden",
+                     "256", "--heads", "4", "--ffn", "704", "--vocab", "500",
+                     "--seq", "256", "--params", "movable", "--optimizer",
+                     "movable", "--out", path)
+        doc = hotest.load(path)
+        kinds = {}
+        for st in doc["storages"]:
+            kinds.setdefault(st["kind"], set()).add(
+                (st["initial"], st.get("movable", False)))
+        self.assertEqual(kinds["param"], {("device", True)})
+        self.assertEqual(kinds["optimizer"], {("device", True)})
+        self.assertNotIn(True, {m for _, m in kinds["activation"]})
+        # the bound sees below the state's size: a budget under the
+        # parameters + optimizer state is not ruled out when movable
+        rc, res = hotest.hoctl_json("plan", "--trace", path, "--budget",
+                                    "30%", expect=(0, 1))
+        self.assertFalse(res["bound"]["infeasible"], res["bound"])
+        # the same trace with the state fixed on the device: provably not
+        fixed = self.s.path("fixed.json")
+        hotest.hoctl("trace", "gen", "train", "--layers", "2", "--hidden",
+                     "256", "--heads", "4", "--ffn", "704", "--vocab", "500",
+                     "--seq", "256", "--out", fixed)
+        rc, res = hotest.hoctl_json("plan", "--trace", fixed, "--budget",
+                                    "30%", expect=(1,))
+        self.assertTrue(res["bound"]["infeasible"], res["bound"])
+        self.assertIsNone(res["bound"]["exposed_lower_bound_us"])
+        self.assertGreater(res["bound"]["floor_bytes"], res["budget_bytes"])
+        hotest.hoctl("trace", "gen", "train", "--layers", "2", "--hidden",
+                     "256", "--heads", "4", "--ffn", "704", "--vocab", "500",
+                     "--params", "elsewhere", expect=(2,))
+
+    def test_plan_via_daemon(self):
+        """`hoctl plan --daemon` asks hyperoffloadd (PlanRequest with the
+        bound mode): the same schedule figures, min_budget, device_floor
+        and closed-form bound as planning here; off gives no bound; an
+        infeasible budget is the daemon's sentence; no daemon exits 69."""
+        budget = self.feasible(self.train, "60%")
+        d = hotest.Daemon(self.s, name="plan")
+        try:
+            _, local = hotest.hoctl_json("plan", "--trace", self.train,
+                                         "--budget", budget)
+            for mode in ("fast", "off", "fast"):
+                _, res = hotest.hoctl_json("--socket", d.sock, "plan",
+                                           "--trace", self.train, "--budget",
+                                           budget, "--bound", mode,
+                                           "--daemon")
+                self.assertTrue(res["valid"], res)
+                self.assertEqual(res["metrics"], local["metrics"])
+                self.assertEqual(res["min_budget"], local["min_budget"])
+                self.assertEqual(res["device_floor"], local["device_floor"])
+                if mode == "off":
+                    self.assertIsNone(res["bound"])
+                    continue
+                b, lb = res["bound"], local["bound"]
+                self.assertEqual(b["mode"], "fast")
+                self.assertEqual(b["time_limit_ms"], 300)
+                self.assertAlmostEqual(b["closed_form_us"],
+                                       lb["closed_form_us"])
+                self.assertLessEqual(b["exposed_lower_bound_us"],
+                                     res["metrics"]["exposed_us"]
+                                     * (1 + 1e-9) + 1e-6)
+            p = hotest.hoctl("--socket", d.sock, "plan", "--trace",
+                             self.train, "--budget", budget, "--daemon")
+            self.assertIn("bound ", p.stdout)
+            self.assertIn("exposed / bound", p.stdout)
+            # infeasible: the daemon's own sentence, exit 1
+            p = hotest.hoctl("--socket", d.sock, "plan", "--trace",
+                             self.train, "--budget", "1000", "--daemon",
+                             expect=(1,))
+            self.assertIn("smallest feasible budget is", p.stderr)
+            hotest.hoctl("plan", "--trace", self.train, "--curve", "budget",
+                         "--daemon", expect=(2,))
+        finally:
+            self.assertEqual(d.stop(), 0)
+        hotest.hoctl("--socket", self.s.path("none.sock"), "plan", "--trace",
+                     self.train, "--budget", budget, "--daemon",
+                     expect=(69,))
+
+    def test_curve_usage(self):
+        for args in (["--curve", "time"],
+                     ["--curve", "bandwidth"],  # needs --budget
+                     ["--curve", "budget", "--budget", "50%"],
+                     ["--curve", "budget", "--points", "0"],
+                     ["--curve", "budget", "--points", "3", "--budgets",
+                      "50%"],
+                     ["--curve", "budget", "--budgets", "50%,,70%"],
+                     ["--curve", "budget", "--scales", "0.5"],
+                     ["--curve", "bandwidth", "--budget", "1G",
+                      "--scales", "0"],
+                     ["--curve", "budget", "--out", self.s.path("c.json")],
+                     ["--budget", "50%", "--points", "3"]):
+            hotest.hoctl("plan", "--trace", self.train, *args, expect=(2,))
 
     def test_exit_codes(self):
         hotest.hoctl("trace", expect=(2,))

@@ -202,31 +202,9 @@ END_TEST
  * control region when it is late); the data survives the round trips.
  * The host-resident storages are inputs read once per step, one after the
  * other; an accumulator on device is written by every op. */
-/* A trace of n host storages of `bytes` read one per op into a retained
- * device accumulator: a DDR limit of half of them makes the daemon stage
- * host copies to flash.  *ret_pt is the planner's copy. */
 static ho_trace *staged_trace(unsigned n, uint64_t bytes, plan_trace **ret_pt)
 {
-    ho_link link = {1.0, 1.0, 5.0, 1};
-    ho_trace *t = NULL;
-    ck_assert_int_eq(ho_trace_new("staged", &link, &t), 0);
-    for (unsigned i = 0; i < n; i++)
-        ck_assert_int_eq(ho_trace_add_storage(t, 100 + i, bytes,
-                                              HO_KIND_OTHER, HO_INITIAL_HOST,
-                                              0), 0);
-    ck_assert_int_eq(ho_trace_add_storage(t, 99, 4096, HO_KIND_GRAD,
-                                          HO_INITIAL_DEVICE,
-                                          HO_STORAGE_RETAINED), 0);
-    for (unsigned k = 0; k < n; k++) {
-        uint64_t rd[2] = {100 + k, 99}, wr = 99;
-        ck_assert_int_eq(ho_trace_add_op(t, "accumulate", 200.0, rd, 2, &wr,
-                                         1), 0);
-    }
-    char path[600], err[256];
-    snprintf(path, sizeof path, "%s/staged.json", dir);
-    ck_assert_int_eq(ho_trace_save(t, path), 0);
-    ck_assert_int_eq(plan_trace_read_json(path, ret_pt, err, sizeof err), 0);
-    return t;
+    return rt_staged_trace(dir, n, bytes, false, ret_pt);
 }
 
 /* Plan t on c's session, replay `steps` steps staged to flash (every read

@@ -197,7 +197,8 @@ HO_EXPORT const char *ho_last_error(ho_client *c, char *buf, size_t len);
  * after the first failed one, doubling up to max_wait_ms; then the
  * handshake and, for a registered client, ho_register with the same job,
  * device and budget: a NEW, empty session, whose pool is mapped at a new
- * address (ho_pool_base changes; the old range reads as zeros).  The call
+ * address (ho_pool_base changes; the old range reads as zeros once no
+ * replay staged on it still needs it, see below).  The call
  * itself is then sent again when it means the same on the new session
  * (alloc, stats, plan, admin requests) and returns its result; one that
  * needed the old session (free, spill or fill of an extent, a replay, a
@@ -206,8 +207,10 @@ HO_EXPORT const char *ho_last_error(ho_client *c, char *buf, size_t len);
  * every attempt fails the call returns HO_E_DISCONNECTED and the next
  * call tries again.  A reconnect runs while no other request is in
  * flight on the client; calls of other threads during it return
- * HO_E_DISCONNECTED.  Installed replays (hyperoffload/runtime.h) are not
- * staged again: their calls fail and the replay must be created anew. */
+ * HO_E_DISCONNECTED.  Installed replays (hyperoffload/runtime.h) are
+ * staged again on the new session at their next step
+ * (ho_replay_restages): the old pool stays mapped, intact, until each of
+ * them has carried its host copies over or was freed. */
 HO_EXPORT void ho_set_reconnect(ho_client *c, unsigned max_attempts,
                                 unsigned max_wait_ms);
 /* Reconnects done so far on this client (ho_set_reconnect). */

@@ -15,7 +15,8 @@
  *   5. runs every later step through the per-op hooks (ho_step_begin,
  *      ho_op_begin/ho_op_end or the batched ho_ops_run, ho_step_end): the
  *      hooks execute the schedule's actions -- prefetch (H2D from the pool),
- *      store (D2H into the pool), free_device, free_host -- with copies on
+ *      store (D2H into the pool), free_device, free_host, wait (a
+ *      deliberate stall until a storage's copies are done) -- with copies on
  *      the backend's copy engines, waiting only where the execution model
  *      (docs/execution-model.md) waits.
  *
@@ -125,6 +126,8 @@ typedef enum ho_initial {
 
 #define HO_STORAGE_RETAINED 1u
 #define HO_STORAGE_PINNED 2u
+#define HO_STORAGE_MOVABLE 4u /* retained, initial device or host: the plan
+                                 may choose its home between steps */
 
 typedef struct ho_link {
     double h2d_gbps, d2h_gbps, latency_us;
@@ -213,6 +216,9 @@ typedef struct ho_step_info {
     uint64_t flash_out_bytes;     /* spilled to flash by the daemon */
     uint64_t peak_device_bytes;   /* measured on the backend */
     uint64_t ddr_bytes, flash_bytes; /* host copies' residency at the end */
+    double wait_us;               /* part of exposed_us: the schedule's
+                                     `wait` actions (deliberate stalls) */
+    uint64_t waits;               /* `wait` actions executed */
 } ho_step_info;
 
 /* Create a replay of plan `p` for trace `t` on device `dev`, for the
@@ -237,7 +243,9 @@ HO_EXPORT ho_replay *ho_replay_free(ho_replay *r);
 
 /* Hand a device buffer (from ho_device_alloc, `bytes` = the storage's
  * size) to the replay for storage `id`, before the first step: for
- * `initial: device` storages whose content the application provides.
+ * `initial: device` storages whose content the application provides.  A
+ * movable one whose home in the schedule is host is moved there: the
+ * buffer's content goes to its host copy and the buffer is freed.
  * HO_E_DIVERGED for a size that differs from the trace.  Between steps
  * only (HO_E_STATE inside one, or for a storage that does not start on
  * device); the buffer it replaces is freed. */
@@ -254,7 +262,8 @@ HO_EXPORT int ho_storage_check(ho_replay *r, uint64_t storage_id,
  * Valid until the next hook call. */
 HO_EXPORT void *ho_storage_ptr(ho_replay *r, uint64_t storage_id);
 /* Write initial content of an `initial: host` storage into its host copy
- * (before the first step; fills from flash as needed). */
+ * (between steps; fills from flash as needed).  A movable one whose home
+ * in the schedule is device is written to its device buffer instead. */
 HO_EXPORT int ho_storage_write_host(ho_replay *r, uint64_t storage_id,
                                     const void *src, uint64_t bytes);
 /* Read a storage's current content wherever it lives (checks, tests). */
@@ -296,6 +305,25 @@ HO_EXPORT int ho_step_end(ho_replay *r, ho_step_info *ret);
 #define HO_STEP_HISTORY 1024
 HO_EXPORT int ho_step_stats(const ho_replay *r, uint64_t step,
                             ho_step_info *ret);
+
+/* Re-staging after a reconnect (ho_set_reconnect on the replay's client):
+ * when the daemon went away under a replay, the next ho_step_begin (or
+ * ho_storage_write_host / ho_storage_read between steps, or the end of a
+ * step the loss broke) stages it again on the new session: the plan is
+ * asked for again (it must come out the same, else HO_E_DISCONNECTED
+ * saying so), and every host copy the replay still needs is carried over
+ * -- from the old session's pool where it was in DDR, else from its
+ * device copy.  A host copy in neither place (it was on the old daemon's
+ * flash or moving) is lost: a prefetch of it fails with HO_E_DISCONNECTED
+ * naming the storage until it is written again (ho_storage_write_host, or
+ * a store of new content).  Every wait is bounded by the reconnect's
+ * attempts; a failed re-staging leaves the replay as it was, and the next
+ * call tries again.  Returns how many times r was re-staged; *ret_copied
+ * and *ret_lost (each may be NULL) the host copies carried over and lost
+ * in all. */
+HO_EXPORT unsigned ho_replay_restages(const ho_replay *r,
+                                      uint64_t *ret_copied,
+                                      uint64_t *ret_lost);
 
 /* ------------------------------------------------------------- copy log */
 
