@@ -97,6 +97,9 @@
  * overshoot once the deadlines are absolute. */
 #define HOB_PACE_MAX_DEVICES 256u
 #define HOB_PACE_CHUNK (256u * 1024u)
+/* The end of a paced wait that is spun rather than slept: about a
+ * sleep's overshoot. */
+#define HOB_PACE_SPIN_NS 60000u
 /* Largest engine depth a backend accepts (a sanity bound: the runtime
  * asks for HOR_ENGINE_DEPTH): host, a ring of 48-byte descriptors;
  * cuda, one event per entry (events are a scarcer resource). */
