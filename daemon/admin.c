@@ -127,6 +127,8 @@ void srv_handle_status(srv_daemon *d, srv_conn *c, uint64_t rid)
     sr.socket_path = d->socket_path;
     sr.config_path = d->cfg.config_path ? d->cfg.config_path : "";
     sr.state_dir = d->cfg.state_dir;
+    sr.ddr_reserved = srv_stage_ddr_reserved(d);
+    sr.ddr_quota_reserved = srv_quota_tier_sum(d->quota, SRV_TIER_DDR);
     srv_conn_reply(c, rid, HYPEROFFLOAD__ENVELOPE__BODY_STATUS_REPLY, &sr,
                    NULL, 0);
     free(tiers);
@@ -289,17 +291,77 @@ static int entry_from_request(const Hyperoffload__QuotaEntry *in,
     return 0;
 }
 
+/* A DDR quota is a reservation (docs/admin.md, Quotas): e's limit must
+ * fit in the pool beside the other DDR quotas (old: e's limit now, 0 when
+ * none).  0, or HO_E_TIER_FULL with the figures. */
+static int ddr_quota_fits(srv_daemon *d, const srv_quota_entry *e,
+                          uint64_t old, const char *who, char *err,
+                          size_t errlen)
+{
+    char a[32], b[32], c[32], f[32];
+    uint64_t cap = d->cfg.ddr_capacity;
+    uint64_t others = srv_quota_tier_sum(d->quota, SRV_TIER_DDR) - old;
+    if (e->limit <= cap && others <= cap - e->limit)
+        return 0;
+    d->counters.quota_refusals[SRV_TIER_DDR]++;
+    return ho_errf(err, errlen, HO_E_TIER_FULL, "a DDR quota of %s for %s "
+                   "cannot be honoured: DDR quotas are reservations, and "
+                   "the DDR pool of %s has %s left beside the %s the other "
+                   "DDR quotas reserve (hoctl quota list)",
+                   ho_size_format(e->limit, a, sizeof(a)), who,
+                   ho_size_format(cap, b, sizeof(b)),
+                   ho_size_format(others < cap ? cap - others : 0, f,
+                                  sizeof(f)),
+                   ho_size_format(others, c, sizeof(c)));
+}
+
+/* Re-split the host-copy reservations after e was set (from `old`, 0:
+ * none); when the sessions that stage no longer get their minimums, put
+ * the quota back and refuse (HO_E_TIER_FULL or HO_E_QUOTA). */
+static int ddr_quota_resplit(srv_daemon *d, const srv_quota_entry *e,
+                             uint64_t old, const char *who, char *err,
+                             size_t errlen)
+{
+    char why[SRV_ERR_MAX], undo[SRV_ERR_MAX];
+    int rc = srv_stage_rebalance(d, why, sizeof(why));
+    if (rc == 0)
+        return 0;
+    srv_quota_entry back = *e;
+    back.limit = old;
+    int r2 = old ? srv_quota_set(d->quota, &back, undo, sizeof(undo))
+                 : srv_quota_clear(d->quota, e->kind, e->uid, e->job,
+                                   e->tier, undo, sizeof(undo));
+    if (r2 < 0)
+        srv_err("quota for %s could not be put back: %s", who, undo);
+    d->counters.quota_refusals[SRV_TIER_DDR]++;
+    return ho_errf(err, errlen, rc, "a DDR quota of %" PRIu64 " bytes for "
+                   "%s cannot be honoured with the sessions staging host "
+                   "copies now: %s", e->limit, who, why);
+}
+
 /* SET e (limit in e->limit), tell the sessions concerned.  0 or the code
  * with err. */
 static int quota_set(srv_daemon *d, srv_conn *c, const srv_quota_entry *e,
                      const char *who, char *err, size_t errlen)
 {
     char a[32], what[SRV_JOB_MAX + 128];
+    uint64_t old = srv_quota_limit(d->quota, e->kind, e->uid, e->job,
+                                   e->tier);
+    if (e->tier == SRV_TIER_DDR && e->limit > 0) {
+        int rc = ddr_quota_fits(d, e, old, who, err, errlen);
+        if (rc < 0)
+            return rc;
+    }
     int rc = srv_quota_set(d->quota, e, err, errlen);
     if (rc < 0) {
         if (rc != HO_E_INVALID_SIZE && rc != -EINVAL && rc != -E2BIG)
             srv_err("quota set for %s failed: %s", who, err);
         return rc;
+    }
+    if (e->tier == SRV_TIER_DDR) {
+        rc = ddr_quota_resplit(d, e, old, who, err, errlen);
+        if (rc < 0)
+            return rc;
     }
     srv_notice("quota: %s %s limit set to %s by uid %u", who,
                srv_tier_name(e->tier), ho_size_format(e->limit, a, 32),
@@ -322,6 +384,10 @@ static int quota_clear(srv_daemon *d, srv_conn *c, const srv_quota_entry *e,
         srv_err("quota clear for %s failed: %s", who, err);
         return rc;
     }
+    if (rc == 1 && e->tier == SRV_TIER_DDR &&
+        srv_stage_rebalance(d, err, errlen) < 0)
+        srv_warn("quota of %s cleared; DDR reservations not re-split: %s",
+                 who, err);
     if (rc == 1) {
         srv_notice("quota: %s %s limit cleared by uid %u", who,
                    srv_tier_name(e->tier), (unsigned)c->uid);

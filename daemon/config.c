@@ -176,6 +176,11 @@ static const cfg_row rows[] = {
              RESTART, "back arenas with 2 MiB huge pages (MFD_HUGETLB)"),
     SIZE_ROW("ddr", "alignment", "ddr-alignment", ddr_alignment, 4 * KiB, GiB,
              "4K", RESTART, "extent alignment, a power of two"),
+    U32_ROW("ddr", "stage_wait", "ddr-stage-wait", stage_wait_s, 1, 3600,
+            "30", RELOAD,
+            "seconds a client's copy may wait for a host copy to come into "
+            "DDR before the daemon fails the wait, naming what it waited "
+            "for"),
     PATHLIST_ROW("flash", "paths", "flash-paths", flash_paths, n_flash, 1,
                  SRV_MAX_FLASH, HO_LOCAL_DIR "/flash0", RESTART,
                  "comma-separated flash files, one preallocated file each"),

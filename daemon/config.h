@@ -97,6 +97,7 @@ typedef struct srv_config {
     bool ddr_lock;
     bool ddr_hugepages;
     uint64_t ddr_alignment;
+    uint32_t stage_wait_s;        /* a client's wait for a host copy */
     /* [flash] */
     uint32_t n_flash;
     char *flash_paths[SRV_MAX_FLASH]; /* owned */

@@ -69,6 +69,10 @@ typedef struct srv_counters {
                                       cache_bytes */
     uint64_t retained_evictions; /* session plans dropped (staging.c):
                                     retained_per_session / _total */
+    uint64_t ddr_limit_changes;  /* installed replays' DDR limits changed
+                                    by the reservation ledger (staging.c) */
+    uint64_t stage_wait_failures; /* client waits for a host copy given
+                                     up after [ddr] stage_wait */
     uint64_t plans_ok;           /* plans made by a worker: a schedule */
     uint64_t plans_failed;       /* ... an error (HO_E_INFEASIBLE etc.) */
     uint64_t textfile_writes, textfile_failures;

@@ -377,6 +377,16 @@ static int open_state(srv_daemon *d, char *err, size_t errlen)
     if (rc < 0)
         return rc;
     srv_info("quotas: %zu entries from %s", srv_quota_count(d->quota), path);
+    uint64_t ddr_q = srv_quota_tier_sum(d->quota, SRV_TIER_DDR);
+    if (ddr_q > d->cfg.ddr_capacity) {
+        char a[32], b[32];
+        srv_warn("quotas: the DDR quotas in %s reserve %s, more than the "
+                 "DDR pool of %s: they cannot all be honoured; sessions "
+                 "outside them get no unreserved DDR for host copies until "
+                 "they are lowered (hoctl quota set / clear)", path,
+                 ho_size_format(ddr_q, a, sizeof(a)),
+                 ho_size_format(d->cfg.ddr_capacity, b, sizeof(b)));
+    }
     return 0;
 }
 

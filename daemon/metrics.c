@@ -587,6 +587,18 @@ static void event_metrics(srv_daemon *d, mbuf *b)
           "Plans sessions kept that were dropped or not kept "
           "(retained_per_session or retained_total).",
           k->retained_evictions);
+    one_u(b, P "ddr_reserved_bytes", "gauge",
+          "Bytes of the DDR pool reserved now: DDR quotas' limits plus the "
+          "host-copy limits granted to sessions outside every DDR quota.",
+          srv_stage_ddr_reserved(d));
+    one_u(b, P "ddr_limit_changes_total", "counter",
+          "Host-copy DDR limits of installed replays changed by the "
+          "reservation ledger (a session came, went, or was re-split).",
+          k->ddr_limit_changes);
+    one_u(b, P "stage_wait_failures_total", "counter",
+          "Client waits for a host copy the daemon gave up on after [ddr] "
+          "stage_wait (the client's copy fails, naming the resource).",
+          k->stage_wait_failures);
     family(b, P "plans_total", "counter",
            "Plans made on worker threads, by result.");
     su(b, P "plans_total", L1("result", "ok"), k->plans_ok);

@@ -85,6 +85,16 @@ uint64_t srv_quota_limit(const srv_quota *q, srv_subject_kind kind,
     return i < 0 ? 0 : q->entries[i].limit;
 }
 
+uint64_t srv_quota_tier_sum(const srv_quota *q, srv_tier tier)
+{
+    uint64_t sum = 0;
+    for (size_t i = 0; i < q->n; i++)
+        if (q->entries[i].tier == tier) /* saturating: limits are u64 */
+            sum = sum + q->entries[i].limit < sum
+                      ? UINT64_MAX : sum + q->entries[i].limit;
+    return sum;
+}
+
 size_t srv_quota_count(const srv_quota *q) { return q->n; }
 const char *srv_quota_path(const srv_quota *q) { return q->path; }
 

@@ -73,6 +73,10 @@ int srv_quota_clear(srv_quota *q, srv_subject_kind kind, uint32_t uid,
 uint64_t srv_quota_limit(const srv_quota *q, srv_subject_kind kind,
                          uint32_t uid, const char *job, srv_tier tier);
 
+/* The sum of the limits set on `tier` (every subject): on DDR what the
+ * quotas reserve of the pool (docs/admin.md, Quotas). */
+uint64_t srv_quota_tier_sum(const srv_quota *q, srv_tier tier);
+
 /* Entries in insertion order (index < srv_quota_count). */
 size_t srv_quota_count(const srv_quota *q);
 const srv_quota_entry *srv_quota_at(const srv_quota *q, size_t i);

@@ -115,6 +115,14 @@ struct srv_session {
                                     session holds one reference
                                     (staging.c) */
     bool stage_pending;          /* a StageRequest is being planned */
+    /* Its DDR reservation for host copies (staging.c's ledger): taken
+     * from its quota's reservation or the unreserved pool, split fairly
+     * among the sessions that stage (docs/runtime.md). */
+    uint64_t ddr_need;           /* bytes of its host copies; 0: none */
+    uint64_t ddr_min;            /* the least limit it can run with */
+    uint64_t ddr_limit;          /* granted (reserved) now */
+    uint64_t ddr_pin;            /* srv_stage_set_ddr_limit; 0: fair */
+    double flash_share;          /* srv_stage_set_flash_share; 0: equal */
     srv_session *prev, *next;    /* d->sessions */
 };
 

@@ -122,6 +122,21 @@ struct srv_stage {
     uint32_t moves;          /* in flight */
     uint32_t victim_at;      /* round-robin start of the victim scan */
     bool warned_flash;       /* logged that flash is full */
+    char flash_why[160];     /* the last refusal of a flash range */
+    uint64_t need, min_limit; /* its DDR reservation's ask (s->ddr_need,
+                                 s->ddr_min while installed) */
+    /* the client's wait for its urgent slot ([ddr] stage_wait) */
+    uint32_t wait_slot;      /* UINT32_MAX: none */
+    uint64_t wait_since_ms;  /* uv_now when the wait began */
+    bool wait_failed;        /* reported in the region */
+    /* re-planning for a new limit (or flash share) */
+    srv_plan_memo *memo;     /* reference: the plan's trace and schedule */
+    bool replanning;         /* a staging plan is being made */
+    bool replan_again;       /* the limit changed again meanwhile */
+    uint64_t planned_limit;  /* the limit st->plan was made for (0: none:
+                                everything fitted) */
+    int blocked_rc;          /* why the urgent slot did not come in */
+    char blocked[384];       /*   last time (a sentence) */
     /* statistics */
     uint64_t signals, urgents, fills, spills, writes, drops;
     uv_poll_t poll;
@@ -283,6 +298,7 @@ static srv_stage *stage_free(srv_stage *st)
     if (st->efd >= 0)
         close(st->efd);
     plan_staging_free(st->plan);
+    memo_unref(st->memo);
     HO_FREE_ALL(st->slots, st->work, st);
     return NULL;
 }
@@ -384,6 +400,14 @@ void srv_stage_session_gone(srv_daemon *d, srv_session *s)
         s->stage = NULL;
         stage_detach(st);
     }
+    if (s->ddr_need) {
+        /* Its reservation goes back to the others. */
+        char err[SRV_ERR_MAX];
+        s->ddr_need = s->ddr_min = s->ddr_limit = 0;
+        if (srv_stage_rebalance(d, err, sizeof(err)) < 0)
+            srv_warn("session %" PRIu64 " left; DDR reservations not "
+                     "re-split: %s", s->id, err);
+    }
     srv_plan_memo *m = d->memos;
     while (m) {
         srv_plan_memo *next = m->next;
@@ -462,6 +486,10 @@ static int flash_get(srv_stage *st, stage_slot *sl)
     if (rc == 0)
         rc = srv_flash_alloc(d, x, err, sizeof(err));
     if (rc < 0) {
+        const char *why = rc == HO_E_UNSUPPORTED ? "no flash tier" : err;
+        size_t wl = strnlen(why, sizeof(st->flash_why) - 1);
+        memcpy(st->flash_why, why, wl);
+        st->flash_why[wl] = '\0';
         if (!st->warned_flash)
             srv_log_s(SRV_LOG_WARNING, st->session_id, STAGE_JOB(st), rc,
                       "session %" PRIu64 ": cannot stage a host copy of %"
@@ -471,6 +499,7 @@ static int flash_get(srv_stage *st, stage_slot *sl)
         return rc;
     }
     st->s->usage.flash += x->len;
+    st->flash_why[0] = '\0';
     sl->flash_valid = false;
     return 0;
 }
@@ -513,6 +542,7 @@ static void work_push(srv_stage *st, uint32_t k)
 }
 
 static void stage_process(srv_stage *st);
+static void replan_check(srv_stage *st);
 
 /* The flash copy of slot k now holds version ver. */
 static void flash_written(srv_stage *st, stage_slot *sl, uint64_t ver)
@@ -764,15 +794,49 @@ static uint64_t quota_shortfall(srv_stage *st, uint64_t more)
     return worst;
 }
 
+/* Why the urgent slot waits (the sentence a failed wait reports). */
+static void blocked(srv_stage *st, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void blocked(srv_stage *st, int rc, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(st->blocked, sizeof(st->blocked), fmt, ap);
+    va_end(ap);
+    st->blocked_rc = rc;
+}
+
+/* The urgent slot k does not fit under the session's DDR limit even
+ * after make_room: say what holds the room. */
+static void blocked_by_limit(srv_stage *st, const srv_extent *x)
+{
+    char a[32], b[32], c[32], e[32];
+    bool flash = st->flash_why[0] != '\0';
+    blocked(st, flash && strstr(st->flash_why, "quota") ? HO_E_QUOTA
+                                                        : HO_E_TIER_FULL,
+            "its %s do not fit in the session's DDR reservation of %s: %s "
+            "of host copies are in DDR, %s of them on their way out; %s%s",
+            ho_size_format(x->len, a, sizeof(a)),
+            ho_size_format(st->ddr_limit, b, sizeof(b)),
+            ho_size_format(st->charged, c, sizeof(c)),
+            ho_size_format(st->leaving, e, sizeof(e)),
+            flash ? "the others cannot be spilled to flash: "
+                  : "the others are in use by the client's copies",
+            flash ? st->flash_why : "");
+}
+
 /* Bring slot k into DDR.  1 done or started, 0 must wait. */
 static int bring_in(srv_stage *st, uint32_t k, bool urgent)
 {
     stage_slot *sl = &st->slots[k];
     srv_extent *x = sl->x;
     ho_ctl_slot *cs = ctl_slot(st, k);
+    char a[32], b[32], c[32];
     if (st->charged + x->len > st->ddr_limit) {
-        if (urgent)
+        if (urgent) {
             make_room(st, k, st->charged + x->len - st->ddr_limit);
+            blocked_by_limit(st, x);
+        }
         return 0;
     }
     /* Other sessions of the uid or job may have taken quota since the
@@ -780,8 +844,13 @@ static int bring_in(srv_stage *st, uint32_t k, bool urgent)
      * out are still charged, so they count as made room.) */
     uint64_t short_by = quota_shortfall(st, x->len);
     if (short_by) {
-        if (urgent)
+        if (urgent) {
             make_room(st, k, short_by);
+            blocked(st, HO_E_QUOTA, "bringing its %s in would exceed the "
+                    "DDR quota of the session's uid or job by %s",
+                    ho_size_format(x->len, a, sizeof(a)),
+                    ho_size_format(short_by, b, sizeof(b)));
+        }
         return 0;
     }
     /* Read the flash copy unless the plan said the next store overwrites
@@ -790,14 +859,28 @@ static int bring_in(srv_stage *st, uint32_t k, bool urgent)
                 (urgent || !sl->noread ||
                  atomic_load_explicit(&cs->version, memory_order_acquire) !=
                      sl->alloc_ver);
-    if (read && st->moves >= SRV_STAGE_MOVES_MAX)
+    if (read && st->moves >= SRV_STAGE_MOVES_MAX) {
+        if (urgent)
+            blocked(st, HO_E_BUSY, "the session's %u flash moves in flight "
+                    "did not finish", st->moves);
         return 0;
+    }
     int rc = tier_arena_restore_unlocked(x->arena->arena, x->off, x->len);
     if (rc < 0) {
         if (rc != HO_E_TIER_FULL)
             srv_log_s(SRV_LOG_ERR, st->session_id, STAGE_JOB(st), rc,
                       "session %" PRIu64 ": cannot charge host copy %u: %s",
                       st->session_id, k, ho_strerror(rc));
+        if (urgent) {
+            tier_ddr_stats ps;
+            tier_ddr_stats_get(st->d->ddr, &ps);
+            blocked(st, rc, "the DDR pool had no room for its %s (%s free "
+                    "of %s) although the session's reservation did: other "
+                    "sessions did not give back DDR above their "
+                    "reservations", ho_size_format(x->len, a, sizeof(a)),
+                    ho_size_format(ps.capacity - ps.used, b, sizeof(b)),
+                    ho_size_format(ps.capacity, c, sizeof(c)));
+        }
         return 0;   /* the pool is full: retried on the timer */
     }
     if (read) {
@@ -1002,6 +1085,12 @@ static void lookahead(srv_stage *st)
     }
 }
 
+/* Over the DDR limit (it was lowered): start evictions towards it. */
+static bool over_limit(const srv_stage *st)
+{
+    return st->charged > st->ddr_limit + st->leaving;
+}
+
 static void on_timer(uv_timer_t *t);
 
 static void timer_update(srv_stage *st)
@@ -1010,7 +1099,7 @@ static void timer_update(srv_stage *st)
     /* Work that waits, or the step's final events, which no milestone of
      * this step announces (the client goes idle, or to op 0 of the next
      * step, which is a milestone). */
-    bool want = st->n_work > 0 ||
+    bool want = st->n_work > 0 || over_limit(st) ||
                 (p && st->cur_ev < p->n_events &&
                  p->events[st->cur_ev].pos + 1 >= 2 * st->n_ops);
     if (want && !st->timer_on && st->handles_open == 2) {
@@ -1023,6 +1112,59 @@ static void timer_update(srv_stage *st)
     }
 }
 
+/* Publish in the region that the wait for slot u failed (st->blocked
+ * says why), log it and count it. */
+static void wait_give_up(srv_stage *st, uint32_t u, uint64_t waited_ms)
+{
+    ho_ctl_header *h = st->hdr;
+    const stage_slot *sl = &st->slots[u];
+    int rc = st->blocked_rc < 0 ? st->blocked_rc : HO_E_TIER_FULL;
+    if (!st->blocked[0])
+        blocked(st, rc, "the daemon could not bring it in");
+    snprintf(h->wait_why, sizeof(h->wait_why), "the daemon gave up after "
+             "%.1f s ([ddr] stage_wait): %s", (double)waited_ms / 1e3,
+             st->blocked);
+    atomic_store(&h->wait_slot, u + 1);
+    atomic_store_explicit(&h->wait_error, rc, memory_order_release);
+    st->wait_failed = true;
+    st->d->counters.stage_wait_failures++;
+    srv_log_s(SRV_LOG_ERR, st->session_id, STAGE_JOB(st), rc,
+              "session %" PRIu64 ": the client's wait for host copy %u "
+              "(storage %" PRIu64 ") failed after %.1f s: %s",
+              st->session_id, u, sl->storage_id, (double)waited_ms / 1e3,
+              st->blocked);
+    wake(st);
+}
+
+/* Bound the client's wait for its urgent slot u (UINT32_MAX: none). */
+static void wait_check(srv_stage *st, uint32_t u)
+{
+    ho_ctl_header *h = st->hdr;
+    uint64_t now = uv_now(&st->d->loop);
+    if (u != st->wait_slot) {
+        if (st->wait_failed) {
+            atomic_store(&h->wait_error, 0);
+            atomic_store(&h->wait_slot, 0);
+        }
+        st->wait_slot = u;
+        st->wait_since_ms = now;
+        st->wait_failed = false;
+        st->blocked[0] = '\0';
+        st->blocked_rc = 0;
+        return;
+    }
+    if (u == UINT32_MAX || st->wait_failed)
+        return;
+    const srv_extent *x = st->slots[u].x;
+    if (!x || x->state == SRV_EXT_DDR) {
+        st->wait_since_ms = now;   /* in DDR: the client's turn */
+        return;
+    }
+    uint64_t bound = (uint64_t)st->d->cfg.stage_wait_s * 1000;
+    if (now - st->wait_since_ms > bound)
+        wait_give_up(st, u, now - st->wait_since_ms);
+}
+
 static void stage_process(srv_stage *st)
 {
     if (!st->s)
@@ -1030,10 +1172,13 @@ static void stage_process(srv_stage *st)
     advance(st);
     lookahead(st);
     uint32_t u = urgent_slot(st);
+    if (over_limit(st))
+        make_room(st, u, st->charged - st->ddr_limit);
     if (u != UINT32_MAX) {
         work_push(st, u);
         reconcile(st, u, u);
     }
+    wait_check(st, u);
     /* Evictions first: they make the room fills need. */
     for (int pass = 0; pass < 2; pass++) {
         uint32_t n = st->n_work, keep = 0;
@@ -1285,24 +1430,286 @@ static void publish_slots(srv_stage *st)
     publish_residency(st);
 }
 
-/* The DDR the session may hold in host copies: quotas of uid and job and
- * the pool's free space, counting the replaced replay's copies as free. */
-static uint64_t daemon_ddr_limit(srv_daemon *d, srv_session *s)
+/* ------------------------------------------------------------ DDR ledger */
+
+/* DDR reservations (docs/runtime.md, "DDR reservations").  The pool is
+ * split into reservations that never add up to more than [ddr] capacity:
+ * each DDR quota reserves its limit for its subject, and the rest (less
+ * what sessions outside every DDR quota hold in plain extents) is the
+ * unreserved pool.  A session that stages host copies gets a limit out
+ * of its quotas' reservations, or out of the unreserved pool when it has
+ * none: every member first its minimum (a limit pinned by
+ * srv_stage_set_ddr_limit, else its largest host copy), then what is
+ * left by max-min fairness on what each still needs.  Its replay keeps
+ * its host copies within the limit (staging the rest on flash), so no
+ * session waits on memory another one holds. */
+
+typedef struct ddr_ask {
+    srv_session *s;
+    uint64_t need, min, pin;
+    uint64_t lim;            /* result: the smallest share of its groups */
+} ddr_ask;
+
+/* DDR the session holds outside its replay (plain extents). */
+static uint64_t plain_ddr(const srv_session *s)
 {
-    uint64_t old = s->stage ? s->stage->charged : 0;
-    tier_ddr_stats st;
-    tier_ddr_stats_get(d->ddr, &st);
-    uint64_t lim = st.capacity - st.used + old;
-    srv_quota_use uses[2];
-    int n = srv_quota_uses(d, s->uid, s->job, SRV_TIER_DDR, uses);
-    for (int k = 0; k < n; k++) {
-        uint64_t q = uses[k].limit;
-        uint64_t used = uses[k].used > old ? uses[k].used - old : 0;
-        uint64_t room = q > used ? q - used : 0;
-        if (room < lim)
-            lim = room;
+    uint64_t staged = s->stage ? s->stage->charged : 0;
+    return s->usage.ddr > staged ? s->usage.ddr - staged : 0;
+}
+
+static bool quota_covers(const srv_quota_entry *e, const srv_session *s)
+{
+    return e->kind == SRV_SUBJECT_UID ? e->uid == s->uid
+                                      : s->job[0] && strcmp(e->job, s->job)
+                                                         == 0;
+}
+
+static bool has_ddr_quota(const srv_daemon *d, const srv_session *s)
+{
+    for (size_t i = 0; i < srv_quota_count(d->quota); i++) {
+        const srv_quota_entry *e = srv_quota_at(d->quota, i);
+        if (e->tier == SRV_TIER_DDR && quota_covers(e, s))
+            return true;
     }
-    return lim;
+    return false;
+}
+
+static uint64_t sat_add(uint64_t a, uint64_t b)
+{
+    return a + b < a ? UINT64_MAX : a + b;
+}
+
+/* Split `pool` among the asks in[0..n) (indices into a): minimums (or
+ * pins) first, the rest water-filled on need - min.  share[i] for in[i].
+ * false when the minimums alone exceed the pool (*ret_base says by how
+ * much they add up). */
+static bool ddr_split(uint64_t pool, const ddr_ask *a, const uint32_t *in,
+                      uint32_t n, uint64_t *share, uint64_t *ret_base)
+{
+    uint64_t base = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        const ddr_ask *q = &a[in[i]];
+        uint64_t v = q->min;
+        if (q->pin)
+            v = q->pin < q->min ? q->min : q->pin > q->need ? q->need
+                                                            : q->pin;
+        share[i] = v;
+        base = sat_add(base, v);
+    }
+    *ret_base = base;
+    if (base > pool)
+        return false;
+    uint64_t rest = pool - base;
+    for (;;) {
+        uint32_t left = 0;
+        for (uint32_t i = 0; i < n; i++)
+            left += !a[in[i]].pin && share[i] < a[in[i]].need;
+        if (!left || rest < left)
+            break;
+        uint64_t fair = rest / left, given = 0;
+        for (uint32_t i = 0; i < n; i++) {
+            const ddr_ask *q = &a[in[i]];
+            if (q->pin || share[i] >= q->need)
+                continue;
+            uint64_t g = q->need - share[i] < fair ? q->need - share[i]
+                                                   : fair;
+            share[i] += g;
+            given += g;
+        }
+        rest -= given;
+    }
+    return true;
+}
+
+/* One group's split: the members of a[0..n) that `in_group` says, over
+ * `pool`; each member's lim lowered to its share.  0, or `code` with the
+ * sentence naming the group when its minimums do not fit. */
+static int ddr_group(ddr_ask *a, uint32_t n, const bool *member,
+                     uint64_t pool, uint32_t *in, uint64_t *share, int code,
+                     const char *group, char *err, size_t errlen)
+{
+    uint32_t m = 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (member[i])
+            in[m++] = i;
+    if (!m)
+        return 0;
+    uint64_t base;
+    if (!ddr_split(pool, a, in, m, share, &base)) {
+        char x[32], y[32];
+        return ho_errf(err, errlen, code, "%s has %s for host copies; the "
+                       "%u session%s staging from it need%s at least %s "
+                       "together (each its largest host copy, or the limit "
+                       "set for it)", group,
+                       ho_size_format(pool, x, sizeof(x)), m,
+                       m == 1 ? "" : "s", m == 1 ? "s" : "",
+                       ho_size_format(base, y, sizeof(y)));
+    }
+    for (uint32_t i = 0; i < m; i++)
+        if (share[i] < a[in[i]].lim)
+            a[in[i]].lim = share[i];
+    return 0;
+}
+
+/* The limits of every session with a DDR ask, into a[].lim. */
+static int ddr_compute(srv_daemon *d, ddr_ask *a, uint32_t n, bool *member,
+                       uint32_t *in, uint64_t *share, char *err,
+                       size_t errlen)
+{
+    char g[320], x[32], y[32], z[32], w[32];
+    uint64_t cap = d->cfg.ddr_capacity;
+    uint64_t qsum = srv_quota_tier_sum(d->quota, SRV_TIER_DDR);
+    uint64_t plain = 0;
+    for (srv_session *s = d->sessions; s; s = s->next)
+        if (!has_ddr_quota(d, s))
+            plain += plain_ddr(s);
+    uint64_t used = sat_add(qsum, plain);
+    uint64_t unres = cap > used ? cap - used : 0;
+    for (uint32_t i = 0; i < n; i++) {
+        a[i].lim = a[i].need;
+        member[i] = !has_ddr_quota(d, a[i].s);
+    }
+    snprintf(g, sizeof(g), "the unreserved DDR pool (%s of %s, less %s "
+             "reserved by DDR quotas and %s in plain extents)",
+             ho_size_format(unres, x, sizeof(x)),
+             ho_size_format(cap, y, sizeof(y)),
+             ho_size_format(qsum, z, sizeof(z)),
+             ho_size_format(plain, w, sizeof(w)));
+    int rc = ddr_group(a, n, member, unres, in, share, HO_E_TIER_FULL, g,
+                       err, errlen);
+    for (size_t qi = 0; rc == 0 && qi < srv_quota_count(d->quota); qi++) {
+        const srv_quota_entry *e = srv_quota_at(d->quota, qi);
+        if (e->tier != SRV_TIER_DDR)
+            continue;
+        uint64_t held = 0;
+        for (srv_session *s = d->sessions; s; s = s->next)
+            if (quota_covers(e, s))
+                held += plain_ddr(s);
+        for (uint32_t i = 0; i < n; i++)
+            member[i] = quota_covers(e, a[i].s);
+        char who[SRV_JOB_MAX + 16];
+        srv_quota_subject_name(e->kind, e->uid, e->job, who, sizeof(who));
+        snprintf(g, sizeof(g), "the DDR quota of %s (%s, less %s in plain "
+                 "extents)", who, ho_size_format(e->limit, x, sizeof(x)),
+                 ho_size_format(held, y, sizeof(y)));
+        rc = ddr_group(a, n, member, e->limit > held ? e->limit - held : 0,
+                       in, share, HO_E_QUOTA, g, err, errlen);
+    }
+    return rc;
+}
+
+/* Give the installed replay a new limit: lowered, it starts evicting
+ * towards it (and keeps at it on the timer); raised, fills may use it. */
+static void stage_apply_limit(srv_stage *st, uint64_t lim)
+{
+    if (lim == st->ddr_limit)
+        return;
+    char a[32], b[32];
+    srv_info("session %" PRIu64 ": DDR limit of its host copies %s -> %s "
+             "(reservations re-split)", st->session_id,
+             ho_size_format(st->ddr_limit, a, sizeof(a)),
+             ho_size_format(lim, b, sizeof(b)));
+    st->ddr_limit = lim;
+    st->d->counters.ddr_limit_changes++;
+    stage_process(st);
+    replan_check(st);
+}
+
+int srv_stage_rebalance(srv_daemon *d, char *err, size_t errlen)
+{
+    uint32_t n = 0;
+    for (srv_session *s = d->sessions; s; s = s->next)
+        n += s->ddr_need > 0;
+    if (n == 0) {
+        d->ddr_granted = 0;
+        return 0;
+    }
+    ddr_ask *a = ho_calloc(n, sizeof(*a));
+    bool *member = ho_calloc(n, sizeof(*member));
+    uint32_t *in = ho_calloc(n, sizeof(*in));
+    uint64_t *share = ho_calloc(n, sizeof(*share));
+    int rc = 0;
+    if (!a || !member || !in || !share) {
+        rc = ho_errf(err, errlen, -ENOMEM, "out of memory");
+        goto out;
+    }
+    uint32_t i = 0;
+    for (srv_session *s = d->sessions; s; s = s->next)
+        if (s->ddr_need > 0)
+            a[i++] = (ddr_ask){.s = s, .need = s->ddr_need,
+                               .min = s->ddr_min, .pin = s->ddr_pin};
+    rc = ddr_compute(d, a, n, member, in, share, err, errlen);
+    if (rc < 0)
+        goto out;
+    d->ddr_granted = 0;
+    for (i = 0; i < n; i++) {
+        a[i].s->ddr_limit = a[i].lim;
+        d->ddr_granted += a[i].lim;
+    }
+    /* Lowered limits first: their evictions make the room others grow
+     * into. */
+    for (int grow = 0; grow < 2; grow++)
+        for (i = 0; i < n; i++) {
+            srv_stage *st = a[i].s->stage;
+            if (st && (a[i].lim > st->ddr_limit) == (grow == 1))
+                stage_apply_limit(st, a[i].lim);
+        }
+out:
+    HO_FREE_ALL(a, member, in, share);
+    return rc;
+}
+
+uint64_t srv_stage_ddr_reserved(const srv_daemon *d)
+{
+    uint64_t r = srv_quota_tier_sum(d->quota, SRV_TIER_DDR);
+    for (const srv_session *s = d->sessions; s; s = s->next)
+        if (s->ddr_need > 0 && !has_ddr_quota(d, s))
+            r = sat_add(r, s->ddr_limit);
+    return r;
+}
+
+int srv_stage_set_ddr_limit(srv_daemon *d, srv_session *s, uint64_t limit,
+                            char *err, size_t errlen)
+{
+    uint64_t old = s->ddr_pin;
+    s->ddr_pin = limit;
+    int rc = srv_stage_rebalance(d, err, errlen);
+    if (rc < 0)
+        s->ddr_pin = old;   /* nothing was applied */
+    return rc;
+}
+
+/* The session's share of the flash bandwidth for its next staging plan:
+ * the one set for it, else an equal share among the sessions that stage
+ * through flash (a reservation below what their host copies take),
+ * counting s. */
+static double flash_share(srv_daemon *d, const srv_session *s)
+{
+    if (s->flash_share > 0)
+        return s->flash_share;
+    uint32_t n = 1;
+    for (const srv_session *o = d->sessions; o; o = o->next)
+        n += o != s && o->ddr_need > o->ddr_limit;
+    return 1.0 / n;
+}
+
+void srv_stage_set_flash_share(srv_session *s, double share)
+{
+    s->flash_share = share > 0 && share <= 1 ? share : 0;
+}
+
+/* The session's ask back to what its installed replay asked (none
+ * without one), after a StageRequest that did not install. */
+static void ask_restore(srv_daemon *d, srv_session *s)
+{
+    char err[SRV_ERR_MAX];
+    s->ddr_need = s->stage ? s->stage->need : 0;
+    s->ddr_min = s->stage ? s->stage->min_limit : 0;
+    if (!s->ddr_need)
+        s->ddr_limit = 0;
+    if (srv_stage_rebalance(d, err, sizeof(err)) < 0)
+        srv_warn("session %" PRIu64 ": DDR reservations not re-split: %s",
+                 s->id, err);
 }
 
 static void free_new_slots(srv_daemon *d, srv_session *s, srv_stage *st)
@@ -1321,10 +1728,22 @@ static int alloc_slots(srv_daemon *d, srv_session *s, srv_stage *st,
                        char *err, size_t errlen)
 {
     st->charged = 0;
+    uint64_t align = d->cfg.ddr_alignment;
     for (uint32_t i = 0; i < st->n_slots; i++) {
-        bool in = st->plan ? st->plan->start_in_ddr[i] != 0 : true;
+        bool want = st->plan ? st->plan->start_in_ddr[i] != 0 : true;
+        /* Charged at once only within the limit (a plan made for a larger
+         * one, before the reservations were re-split) and while the pool
+         * has room (others may still be evicting down to theirs); the
+         * rest comes in when its turn comes. */
+        uint64_t len = (st->slots[i].bytes + align - 1) & ~(align - 1);
+        bool in = want && st->charged + len <= st->ddr_limit;
         int rc = srv_extent_alloc_staged(d, s, st->slots[i].bytes, in,
                                          &st->slots[i].x, err, errlen);
+        if (rc == HO_E_TIER_FULL && in) {
+            in = false;
+            rc = srv_extent_alloc_staged(d, s, st->slots[i].bytes, false,
+                                         &st->slots[i].x, err, errlen);
+        }
         if (rc < 0) {
             free_new_slots(d, s, st);
             st->charged = 0;
@@ -1332,7 +1751,9 @@ static int alloc_slots(srv_daemon *d, srv_session *s, srv_stage *st,
         }
         if (in)
             st->charged += st->slots[i].x->len;
-        st->slots[i].target_in = in;
+        st->slots[i].target_in = want;
+        if (want && !in)
+            work_push(st, i);
         st->slots[i].keep = true;
     }
     return 0;
@@ -1394,6 +1815,9 @@ static srv_stage *stage_new(srv_daemon *d, srv_session *s, stage_slot *slots,
     st->plan = plan;
     st->staged_bytes = total;
     st->ddr_limit = limit;
+    st->need = s->ddr_need;
+    st->min_limit = s->ddr_min;
+    st->wait_slot = UINT32_MAX;
     return st;
 }
 
@@ -1452,15 +1876,19 @@ static int stage_watch(srv_daemon *d, srv_stage *st, char *err,
  * previous one, and reply.  Takes ownership of slots and plan in every
  * case. */
 static int install(srv_daemon *d, srv_conn *c, uint64_t rid,
-                   stage_slot *slots, uint32_t n_slots, uint32_t n_ops,
+                   srv_plan_memo *m, stage_slot *slots, uint32_t n_slots,
                    uint64_t total, uint64_t limit, plan_staging *plan,
-                   char *err, size_t errlen)
+                   uint64_t planned_limit, char *err, size_t errlen)
 {
     srv_session *s = c->session;
     char a[32], b[32];
-    srv_stage *st = stage_new(d, s, slots, n_slots, n_ops, total, limit, plan);
+    srv_stage *st = stage_new(d, s, slots, n_slots, m->trace->n_ops, total,
+                              limit, plan);
     if (!st)
         return ho_errf(err, errlen, -ENOMEM, "out of memory");
+    st->memo = m;
+    m->refs++;
+    st->planned_limit = plan ? planned_limit : 0;
     int rc = stage_open(st, err, errlen);
     if (rc == 0)
         rc = stage_take_slots(d, s, st, err, errlen);
@@ -1473,11 +1901,14 @@ static int install(srv_daemon *d, srv_conn *c, uint64_t rid,
     if (rc < 0) {
         st->s = NULL;
         stage_free(st);
+        ask_restore(d, s);
         return rc;
     }
     stage_remove(d, s);      /* the previous replay, if any */
     s->stage = st;
     publish_slots(st);
+    timer_update(st);        /* copies that wait for room to come in */
+    replan_check(st);        /* the limit changed while it was planned */
     srv_info("session %" PRIu64 ": replay installed: %u host copies, %s, "
              "DDR limit %s, %u staging actions and %u milestones per step",
              s->id, st->n_slots, ho_size_format(total, a, sizeof(a)),
@@ -1560,11 +1991,14 @@ static void job_after(uv_work_t *req, int status)
         srv_count_admission(&d->counters, SRV_ADMIT_STAGE, j->rc);
         srv_reply_error(c, j->rid, j->rc, "%s", j->err[0] ? j->err
                                                          : ho_strerror(j->rc));
+        ask_restore(d, c->session);
     } else {
+        /* The reservation now: it may have been re-split while the plan
+         * was made (the plan's limit was what it was then). */
         char err[SRV_ERR_MAX];
-        int rc = install(d, c, j->rid, j->slots, j->n_slots,
-                         j->memo->trace->n_ops, j->total, j->in.ddr_limit,
-                         j->plan, err, sizeof(err));
+        int rc = install(d, c, j->rid, j->memo, j->slots, j->n_slots,
+                         j->total, c->session->ddr_limit, j->plan,
+                         j->in.ddr_limit, err, sizeof(err));
         j->slots = NULL;
         j->plan = NULL;
         if (rc < 0)
@@ -1614,6 +2048,174 @@ static int stage_memo(srv_daemon *d, srv_session *s,
     return 0;
 }
 
+/* The slots' storages and aligned sizes, the staging planner's arrays. */
+static void slot_arrays(const srv_daemon *d, const stage_slot *slots,
+                        uint32_t n, uint32_t *storage, uint64_t *bytes)
+{
+    uint64_t align = d->cfg.ddr_alignment;
+    for (uint32_t i = 0; i < n; i++) {
+        storage[i] = slots[i].storage;
+        bytes[i] = (slots[i].bytes + align - 1) & ~(align - 1);
+    }
+}
+
+/* The staging planner's input: memo m's trace and schedule, the slots'
+ * arrays, the limit, the session's share of the flash bandwidth. */
+static void staging_input(srv_daemon *d, const srv_session *s,
+                          const srv_plan_memo *m, const uint32_t *storage,
+                          const uint64_t *bytes, uint32_t n, uint64_t limit,
+                          plan_staging_input *in)
+{
+    double share = flash_share(d, s);
+    in->trace = m->trace;
+    in->sched = m->sched;
+    in->slot_storage = storage;
+    in->slot_bytes = bytes;
+    in->n_slots = n;
+    in->ddr_limit = limit;
+    in->flash_read_gbps = d->flash_read_gbps * share;
+    in->flash_write_gbps = d->flash_write_gbps * share;
+    in->flash_latency_us = SRV_STAGE_FLASH_LATENCY_US;
+}
+
+/* ------------------------------------------------------------ re-plan */
+
+/* A staging plan made again for an installed replay whose DDR limit
+ * changed: made on a worker, swapped in on the loop (swap_plan). */
+typedef struct replan_job {
+    uv_work_t req;
+    srv_stage *st;           /* reference */
+    plan_staging_input in;
+    uint32_t *slot_storage;  /* owned */
+    uint64_t *slot_bytes;    /* owned */
+    plan_staging *plan;      /* result, owned until swapped in */
+    uint64_t min_limit;
+    int rc;
+    char err[512];
+} replan_job;
+
+/* Replace the replay's plan (NULL: every copy in DDR) made for `limit`:
+ * the slots' targets restart from the new plan's step start and the
+ * cursor from the start of the client's current step, so the events due
+ * so far are applied again (each only sets a target). */
+static void swap_plan(srv_stage *st, plan_staging *plan, uint64_t limit)
+{
+    char a[32];
+    plan_staging_free(st->plan);
+    st->plan = plan;
+    st->planned_limit = plan ? limit : 0;
+    for (uint32_t i = 0; i < st->n_slots; i++) {
+        stage_slot *sl = &st->slots[i];
+        sl->target_in = plan ? plan->start_in_ddr[i] != 0 : true;
+        sl->noread = false;
+        sl->want_write = false;
+        sl->keep = true;
+        sl->forced_out = false;
+        work_push(st, i);
+    }
+    st->cur_step = atomic_load_explicit(&st->hdr->step, memory_order_acquire);
+    st->cur_ev = 0;
+    size_t words = ((size_t)st->n_ops + 63) / 64;
+    if (plan)
+        memcpy(ctl_milestones(st), plan->milestones, words * 8);
+    else
+        memset(ctl_milestones(st), 0, words * 8);
+    srv_info("session %" PRIu64 ": staging re-planned for its DDR limit of "
+             "%s: %u staging actions and %u milestones per step",
+             st->session_id, ho_size_format(st->ddr_limit, a, sizeof(a)),
+             plan ? plan->n_actions : 0, plan ? plan->n_milestones : 0);
+    stage_process(st);
+}
+
+static void replan_work(uv_work_t *req)
+{
+    replan_job *j = req->data;
+    j->rc = plan_staging_make(&j->in, &j->plan, &j->min_limit, j->err,
+                              sizeof(j->err));
+}
+
+static void replan_after(uv_work_t *req, int status)
+{
+    replan_job *j = req->data;
+    srv_stage *st = j->st;
+    srv_daemon *d = st->d;
+    char a[32], err[SRV_ERR_MAX];
+    if (status < 0 && j->rc == 0)
+        j->rc = status;
+    st->replanning = false;
+    if (st->s && j->rc == 0 && j->in.ddr_limit == st->ddr_limit) {
+        swap_plan(st, j->plan, j->in.ddr_limit);
+        j->plan = NULL;
+    } else if (st->s && j->rc < 0) {
+        srv_log_s(SRV_LOG_WARNING, st->session_id, STAGE_JOB(st), j->rc,
+                  "session %" PRIu64 ": no staging plan for its DDR limit of "
+                  "%s (%s); it keeps its plan, and copies beyond the limit "
+                  "are evicted as the client needs room", st->session_id,
+                  ho_size_format(j->in.ddr_limit, a, sizeof(a)), j->err);
+        if (j->rc == HO_E_INFEASIBLE && j->min_limit > st->min_limit) {
+            /* It needs more than its minimum said: ask for that. */
+            st->min_limit = st->s->ddr_min = j->min_limit;
+            if (srv_stage_rebalance(d, err, sizeof(err)) < 0)
+                srv_warn("session %" PRIu64 ": DDR reservations not "
+                         "re-split: %s", st->session_id, err);
+        }
+    }
+    if (st->s && (st->replan_again ||
+                  (j->rc == 0 && j->in.ddr_limit != st->ddr_limit))) {
+        st->replan_again = false;
+        replan_check(st);
+    }
+    plan_staging_free(j->plan);
+    HO_FREE_ALL(j->slot_storage, j->slot_bytes, j);
+    stage_unref(st);
+    srv_work_end(d);
+}
+
+/* Make the replay's staging plan match its DDR limit: none when every
+ * copy fits, else one made for the limit (on a worker; once more when
+ * the limit changes while it is made). */
+static void replan_check(srv_stage *st)
+{
+    srv_daemon *d = st->d;
+    if (!st->s || !st->memo || d->n_flash == 0 || d->draining)
+        return;
+    bool fits = st->staged_bytes <= st->ddr_limit;
+    if ((fits ? 0 : st->ddr_limit) == st->planned_limit)
+        return;
+    if (st->replanning) {
+        st->replan_again = true;
+        return;
+    }
+    if (fits) {
+        swap_plan(st, NULL, 0);
+        return;
+    }
+    replan_job *j = calloc(1, sizeof(*j));
+    if (j) {
+        j->slot_storage = ho_calloc(st->n_slots, sizeof(uint32_t));
+        j->slot_bytes = ho_calloc(st->n_slots, sizeof(uint64_t));
+    }
+    if (!j || !j->slot_storage || !j->slot_bytes) {
+        if (j)
+            HO_FREE_ALL(j->slot_storage, j->slot_bytes, j);
+        srv_warn("session %" PRIu64 ": out of memory re-planning its "
+                 "staging", st->session_id);
+        return;
+    }
+    slot_arrays(d, st->slots, st->n_slots, j->slot_storage, j->slot_bytes);
+    staging_input(d, st->s, st->memo, j->slot_storage, j->slot_bytes,
+                  st->n_slots, st->ddr_limit, &j->in);
+    j->st = st;
+    j->req.data = j;
+    if (uv_queue_work(&d->loop, &j->req, replan_work, replan_after) < 0) {
+        HO_FREE_ALL(j->slot_storage, j->slot_bytes, j);
+        return;
+    }
+    st->refs++;
+    st->replanning = true;
+    srv_work_begin(d);
+}
+
 /* A staging-plan job for the request's slots (it takes slots and a memo
  * reference).  NULL when out of memory (slots freed). */
 static stage_job *stage_job_new(srv_daemon *d, srv_conn *c, uint64_t rid,
@@ -1630,11 +2232,7 @@ static stage_job *stage_job_new(srv_daemon *d, srv_conn *c, uint64_t rid,
         free(slots);
         return NULL;
     }
-    uint64_t align = d->cfg.ddr_alignment;
-    for (uint32_t i = 0; i < n; i++) {
-        j->slot_storage[i] = slots[i].storage;
-        j->slot_bytes[i] = (slots[i].bytes + align - 1) & ~(align - 1);
-    }
+    slot_arrays(d, slots, n, j->slot_storage, j->slot_bytes);
     j->d = d;
     j->conn_id = c->id;
     j->session_id = c->session->id;
@@ -1644,15 +2242,8 @@ static stage_job *stage_job_new(srv_daemon *d, srv_conn *c, uint64_t rid,
     j->slots = slots;
     j->n_slots = n;
     j->total = total;
-    j->in.trace = m->trace;
-    j->in.sched = m->sched;
-    j->in.slot_storage = j->slot_storage;
-    j->in.slot_bytes = j->slot_bytes;
-    j->in.n_slots = n;
-    j->in.ddr_limit = limit;
-    j->in.flash_read_gbps = d->flash_read_gbps;
-    j->in.flash_write_gbps = d->flash_write_gbps;
-    j->in.flash_latency_us = SRV_STAGE_FLASH_LATENCY_US;
+    staging_input(d, c->session, m, j->slot_storage, j->slot_bytes, n, limit,
+                  &j->in);
     j->req.data = j;
     return j;
 }
@@ -1673,21 +2264,44 @@ void srv_handle_stage(srv_daemon *d, srv_conn *c, uint64_t rid,
         srv_reply_error(c, rid, rc, "%s", err);
         return;
     }
-    uint64_t limit = daemon_ddr_limit(d, s);
-    if (req->ddr_limit && req->ddr_limit < limit)
-        limit = req->ddr_limit;
+    /* The reservation: what the copies take (or the client's own lower
+     * limit), at least the largest copy (all of them without flash). */
     uint32_t n = (uint32_t)req->n_slots;
+    uint64_t need = total, least = 0, align = d->cfg.ddr_alignment;
+    if (req->ddr_limit && req->ddr_limit < need)
+        need = req->ddr_limit;
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t len = (slots[i].bytes + align - 1) & ~(align - 1);
+        if (len > least)
+            least = len;
+    }
+    if (!d->n_flash || least > need)
+        least = need;
+    s->ddr_need = need ? need : 1;
+    s->ddr_min = least;
+    rc = srv_stage_rebalance(d, err, sizeof(err));
+    if (rc < 0) {
+        free(slots);
+        ask_restore(d, s);
+        srv_count_admission(&d->counters, SRV_ADMIT_STAGE, rc);
+        srv_reply_error(c, rid, rc, "the host copies (%s) cannot be given "
+                        "a DDR reservation: %s",
+                        ho_size_format(total, a, sizeof(a)), err);
+        return;
+    }
+    uint64_t limit = s->ddr_limit;
 
     /* Everything fits: every host copy lives in DDR, nothing to plan. */
     if (total <= limit) {
-        rc = install(d, c, rid, slots, n, m->trace->n_ops, total, limit,
-                     NULL, err, sizeof(err));
+        rc = install(d, c, rid, m, slots, n, total, limit, NULL, 0, err,
+                     sizeof(err));
         if (rc < 0)
             srv_reply_error(c, rid, rc, "%s", err);
         return;
     }
     if (d->n_flash == 0) {
         free(slots);
+        ask_restore(d, s);
         srv_count_admission(&d->counters, SRV_ADMIT_STAGE, HO_E_UNSUPPORTED);
         srv_reply_error(c, rid, HO_E_UNSUPPORTED, "the host copies take %s, "
                         "above the %s the session may hold in DDR, and no "
@@ -1699,12 +2313,14 @@ void srv_handle_stage(srv_daemon *d, srv_conn *c, uint64_t rid,
     /* Plan the staging on a worker (it runs the planner). */
     stage_job *j = stage_job_new(d, c, rid, m, slots, n, total, limit);
     if (!j) {
+        ask_restore(d, s);
         srv_reply_error(c, rid, -ENOMEM, "out of memory");
         return;
     }
     rc = uv_queue_work(&d->loop, &j->req, job_work, job_after);
     if (rc < 0) {
         job_free(j);
+        ask_restore(d, s);
         srv_reply_error(c, rid, HO_E_INTERNAL, "cannot queue the staging "
                         "plan: %s", uv_strerror(rc));
         return;
@@ -1738,6 +2354,7 @@ static void stage_info(const srv_stage *st,
      * anything there). */
     ret_info->host_copies_ddr = st->charged;
     ret_info->host_copies_flash = st->on_flash;
+    ret_info->ddr_limit = st->ddr_limit;
     ret_info->peak_device_bytes = atomic_load_explicit(&h->peak_device_bytes,
                                                  memory_order_relaxed);
 }

@@ -72,6 +72,29 @@ bool srv_stage_runtime_info(srv_session *s,
  * wake the replay: the node arbiter has a new plan for it
  * (daemon/arbitrate.h).  false when the session has no replay. */
 bool srv_stage_post_plan_epoch(srv_session *s, uint64_t epoch);
+/* DDR reservations (docs/runtime.md).  Re-split the host-copy limits of
+ * every session that stages (s->ddr_need > 0) over the DDR quotas'
+ * reservations and the unreserved pool, and apply them: lowered limits
+ * first (those replays start evicting towards theirs), then raised ones.
+ * Called when a session stages or leaves and after a DDR quota changes.
+ * On failure (the members' minimums no longer fit: HO_E_TIER_FULL for
+ * the unreserved pool, HO_E_QUOTA for a quota's reservation, with the
+ * sentence) nothing changes. */
+int srv_stage_rebalance(srv_daemon *d, char *err, size_t errlen);
+/* Pin the session's host-copy DDR limit to `limit` bytes (0: back to the
+ * fair share) and re-split: the arbiter's way to hand out DDR limits.  A
+ * pin is kept within [its minimum, what its copies take].  Errors as
+ * srv_stage_rebalance (the pin is dropped again then). */
+int srv_stage_set_ddr_limit(srv_daemon *d, srv_session *s, uint64_t limit,
+                            char *err, size_t errlen);
+/* The session's share (0 < share <= 1; anything else: back to the equal
+ * share) of the flash bandwidth its next staging plan is made for.  By
+ * default each session that stages through flash gets an equal share. */
+void srv_stage_set_flash_share(srv_session *s, double share);
+/* Bytes of the pool reserved now: the DDR quotas' limits plus the limits
+ * granted to sessions outside every DDR quota (<= [ddr] capacity unless
+ * persisted quotas alone exceed it). */
+uint64_t srv_stage_ddr_reserved(const srv_daemon *d);
 
 /* The shared regions of a session's replay (metrics). */
 typedef struct srv_stage_sizes {

@@ -175,6 +175,10 @@ struct srv_daemon {
     srv_plan_memo *memos, *memos_tail;
     uint64_t memo_bytes;
     uint32_t n_memos;
+    /* DDR reservations (staging.c): the sum of the sessions' granted
+     * host-copy limits (s->ddr_limit); with the DDR quotas' limits it
+     * never exceeds [ddr] capacity */
+    uint64_t ddr_granted;
 
     /* worker jobs (mover.c counts them) */
     uint32_t works_in_flight;    /* moves + plans on worker threads */

@@ -280,6 +280,10 @@ static int status_json(const Hyperoffload__StatusReply *s,
     json_object_set_new(o, "state_dir", hoctl_json_str(s->state_dir));
     json_object_set_new(o, "clients", hoctl_json_u64(s->clients));
     json_object_set_new(o, "connections", hoctl_json_u64(s->connections));
+    json_object_set_new(o, "ddr_reserved_bytes",
+                        hoctl_json_u64(s->ddr_reserved));
+    json_object_set_new(o, "ddr_quota_reserved_bytes",
+                        hoctl_json_u64(s->ddr_quota_reserved));
     json_object_set_new(o, "tiers", hoctl_sheet_json(tiers, tv));
     json_object_set_new(o, "devices", devices_json(dv, gr));
     return hoctl_json_emit(o);
@@ -300,7 +304,11 @@ static void status_text(const Hyperoffload__StatusReply *s,
     printf("socket  %s\n", nonempty(s->socket_path) ? s->socket_path : "-");
     printf("config  %s\n", nonempty(s->config_path) ? s->config_path
                                                     : "(embedded default)");
-    printf("state   %s\n\n", nonempty(s->state_dir) ? s->state_dir : "-");
+    printf("state   %s\n", nonempty(s->state_dir) ? s->state_dir : "-");
+    hoctl_fmt r1, r2;
+    printf("ddr     %s reserved (%s by DDR quotas, the rest host-copy "
+           "limits)\n\n", hoctl_fmt_size(s->ddr_reserved, r1),
+           hoctl_fmt_size(s->ddr_quota_reserved, r2));
     hoctl_sheet_table(tiers, tv);
     if (dv->nrows == 0) {
         puts("\nno devices configured");
@@ -390,7 +398,7 @@ static const hoctl_col client_cols[CC_N] = {
 enum {
     RC_ID, RC_STEPS, RC_PROGRESS, RC_OP, RC_OPS, RC_H2D, RC_D2H, RC_TO_FLASH,
     RC_FROM_FLASH, RC_STALL, RC_EXPOSED, RC_COPIES_DDR, RC_COPIES_FLASH,
-    RC_PEAK, RC_N
+    RC_PEAK, RC_DDR_LIMIT, RC_N
 };
 static const hoctl_col replay_cols[RC_N] = {
     [RC_ID] = {"ID", "session_id", HOCTL_T_INT, false},
@@ -409,6 +417,7 @@ static const hoctl_col replay_cols[RC_N] = {
     [RC_COPIES_FLASH] = {"COPIES_FLASH", "host_copies_flash_bytes",
                          HOCTL_T_BYTES, true},
     [RC_PEAK] = {"PEAK", "peak_device_bytes", HOCTL_T_BYTES, false},
+    [RC_DDR_LIMIT] = {"DDR_LIMIT", "ddr_limit_bytes", HOCTL_T_BYTES, false},
 };
 
 /* Node arbitration: what the daemon's arbiter granted each session of the
@@ -523,6 +532,7 @@ static void clients_sheets(const Hyperoffload__ClientsReply *r,
         hoctl_set_u64(rs, RC_COPIES_DDR, rt->host_copies_ddr);
         hoctl_set_u64(rs, RC_COPIES_FLASH, rt->host_copies_flash);
         hoctl_set_u64(rs, RC_PEAK, rt->peak_device_bytes);
+        hoctl_set_u64(rs, RC_DDR_LIMIT, rt->ddr_limit);
     }
 }
 

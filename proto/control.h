@@ -31,6 +31,7 @@
 #define HO_CTL_MAGIC 0x31304c5443304f48ull /* "HO0CTL01" little-endian */
 #define HO_CTL_VERSION 1u
 #define HO_CTL_IDLE UINT32_MAX   /* header.op between steps */
+#define HO_CTL_WHY_MAX 512u      /* header.wait_why, with its NUL */
 
 /* Residency of a staged host copy. */
 enum ho_slot_state {
@@ -88,6 +89,13 @@ typedef struct ho_ctl_header {
      * arbitration, daemon/arbitrate.h): the replay fetches it
      * (PlanFetchRequest) and switches at its next step boundary; 0: none. */
     _Atomic uint64_t plan_epoch;
+    /* A wait the daemon gave up on ([ddr] stage_wait): wait_why (a NUL-
+     * terminated sentence naming what the slot waited for) and wait_slot
+     * (slot + 1) are written first, then wait_error (an HO_E_* code,
+     * release order); cleared when the client no longer waits. */
+    _Atomic uint32_t wait_slot;
+    _Atomic int32_t wait_error;
+    char wait_why[HO_CTL_WHY_MAX];
 } ho_ctl_header;
 
 static inline ho_ctl_slot *ho_ctl_slots(ho_ctl_header *h)

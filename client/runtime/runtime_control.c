@@ -414,6 +414,21 @@ int hor_slot_acquire(ho_replay *r, uint32_t i, uint64_t *ret_stall_ns)
                             "back from flash", (unsigned long long)
                             sl->storage_id, i);
         }
+        int32_t gave_up = atomic_load_explicit(&x->h->wait_error,
+                                               memory_order_acquire);
+        if (gave_up < 0 && atomic_load(&x->h->wait_slot) == i + 1) {
+            /* The daemon's bound ([ddr] stage_wait) ran out: it says
+             * what the copy waited for. */
+            char why[HO_CTL_WHY_MAX];
+            memcpy(why, x->h->wait_why, sizeof(why));
+            why[sizeof(why) - 1] = '\0';
+            x->busy[i]--;
+            uint32_t u = i + 1;
+            atomic_compare_exchange_strong(&x->h->urgent, &u, 0);
+            return hor_fail(r->c, gave_up, "host copy of storage %llu (slot "
+                            "%u) did not come into DDR: %s",
+                            (unsigned long long)sl->storage_id, i, why);
+        }
         if (want == HO_SLOT_CLIENT || t - t0 > HOR_URGENT_GIVE_UP_NS) {
             x->busy[i]--;
             uint32_t u = i + 1;
@@ -424,7 +439,9 @@ int hor_slot_acquire(ho_replay *r, uint32_t i, uint64_t *ret_stall_ns)
                             want == HO_SLOT_CLIENT
                                 ? "is marked in use by another client copy"
                                 : "was not brought back to DDR by the "
-                                  "daemon within 120 s");
+                                  "daemon within 120 s, and the daemon "
+                                  "reported no reason (it should give up "
+                                  "first, after [ddr] stage_wait)");
         }
         atomic_store(&x->h->urgent, i + 1);
         hor_ctl_signal(x);

@@ -18,6 +18,19 @@
  *                       with verified data.
  *   tight_ddr           one client whose DDR limit keeps most of its host
  *                       copies on flash: every byte still verifies.
+ *   two_jobs_small_pool two jobs, no quotas, a DDR pool smaller than their
+ *                       host copies: the daemon splits it into
+ *                       reservations (the limits never add up to more than
+ *                       the pool, sampled through hoctl all along), both
+ *                       stage to flash and verify their data, no wait
+ *                       runs into its bound.
+ *   quota_overcommit    DDR quotas are reservations: one that does not fit
+ *                       beside the others is refused; persisted ones that
+ *                       no longer fit are reported at start.
+ *   wait_bounded        a client whose host copies cannot make room (its
+ *                       job's flash quota is spent) fails after [ddr]
+ *                       stage_wait with a sentence naming the flash quota,
+ *                       not after the library's two minutes.
  *
  * Under valgrind (HO_UNDER_VALGRIND=1) the clients run under valgrind too
  * (exit status 99 on an error), with the same models and steps (a step of
@@ -127,8 +140,10 @@ static pid_t start_client(ho_harness *h, int device, const char *steps,
     argv[n++] = JOB;
     argv[n++] = "--steps";
     argv[n++] = steps;
-    argv[n++] = "--ddr-limit";
-    argv[n++] = ddr_limit;
+    if (ddr_limit) {         /* NULL: the daemon's reservation decides */
+        argv[n++] = "--ddr-limit";
+        argv[n++] = ddr_limit;
+    }
     for (; *model && n < 60; model++)
         argv[n++] = *model;
     for (; extra && *extra && n < 78; extra++)
@@ -470,6 +485,203 @@ START_TEST(test_tight_ddr)
 }
 END_TEST
 
+/* One sample of the DDR reservations: the sum of the replays' host-copy
+ * limits (hoctl clients), how many replays have one, and the reserved
+ * bytes hoctl status reports.  0, or -1 when hoctl failed. */
+static int ddr_limits(const char *sock, uint64_t *ret_sum, int *ret_n,
+                      uint64_t *ret_reserved)
+{
+    const char *args[] = {"--socket", sock, "--json", "clients", NULL};
+    char *out = NULL;
+    json_error_t e;
+    json_t *j = NULL, *st;
+    int rc = -1;
+
+    *ret_sum = 0;
+    *ret_n = 0;
+    if (it_hoctl(&out, args) == 0 && (j = json_loads(out, 0, &e))) {
+        json_t *cl = json_object_get(j, "clients"), *c;
+        size_t i;
+        json_array_foreach(cl, i, c) {
+            json_t *lim = json_object_get(json_object_get(c, "runtime"),
+                                          "ddr_limit_bytes");
+            if (json_is_integer(lim) && json_integer_value(lim) > 0) {
+                *ret_sum += (uint64_t)json_integer_value(lim);
+                (*ret_n)++;
+            }
+        }
+        rc = 0;
+    }
+    json_decref(j);
+    free(out);
+    st = it_status(sock);
+    if (!st)
+        return -1;
+    *ret_reserved = (uint64_t)json_integer_value(
+        json_object_get(st, "ddr_reserved_bytes"));
+    json_decref(st);
+    return rc;
+}
+
+#define SMALL_POOL (40ull << 20) /* below two SMALL clients' ~60 MiB */
+
+START_TEST(test_two_jobs_small_pool)
+{
+    const char *args[] = {"--ddr-capacity=40M", NULL};
+    ho_harness *h = ho_harness_start_args(args);
+    const char *sock = ho_harness_socket(h);
+    const char *job0[] = {"--job", "pool-a", NULL};
+    const char *job1[] = {"--job", "pool-b", NULL};
+    int both = 0, samples = 0, st0 = -1, st1 = -1;
+    pid_t p0, p1;
+    result r0, r1;
+    char *log;
+
+    p0 = start_client(h, 0, "3", SMALL, NULL, job0);
+    p1 = start_client(h, 1, "3", SMALL, NULL, job1);
+    while (st0 < 0 || st1 < 0) {
+        uint64_t sum, reserved;
+        int n, ws;
+        if (st0 < 0 && waitpid(p0, &ws, WNOHANG) == p0)
+            st0 = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
+        if (st1 < 0 && waitpid(p1, &ws, WNOHANG) == p1)
+            st1 = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
+        if (ddr_limits(sock, &sum, &n, &reserved) == 0) {
+            samples++;
+            ck_assert_msg(sum <= SMALL_POOL && reserved <= SMALL_POOL,
+                          "the replays' DDR limits add up to %" PRIu64
+                          " bytes (%d replays), %" PRIu64 " reserved: "
+                          "more than the %llu-byte pool", sum, n, reserved,
+                          SMALL_POOL);
+            both += n == 2;
+        }
+        sleep_ms(50);
+    }
+    r0 = client_result(h, 0, st0);
+    r1 = client_result(h, 1, st1);
+    check_offloaded(&r0, 4);
+    check_offloaded(&r1, 4);
+    /* both ran at once, and the pool did not hold both jobs' copies */
+    ck_assert_int_gt(samples, 0);
+    ck_assert_int_gt(both, 0);
+    ck_assert_uint_gt(r0.flash_out + r1.flash_out, 0);
+    log = ho_harness_log(h);
+    ck_assert_ptr_null(strstr(log, "failed after"));
+    ck_assert_ptr_nonnull(strstr(log, "(reservations re-split)"));
+    free(log);
+
+    ck_assert_int_eq(it_wait_used(sock, 0, 0, 10000, NULL, NULL), 1);
+    ck_assert_int_eq(ho_harness_stop(h), 0);
+    ho_harness_free(h);
+}
+END_TEST
+
+/* hoctl quota set ... --tier ddr SIZE on the daemon: its exit status,
+ * stdout and stderr into *ret_msg (malloc'ed). */
+static int ddr_quota_set(const char *sock, const char *job,
+                         const char *size, char **ret_msg)
+{
+    const char *args[] = {"--socket", sock, "quota", "set", "--job", job,
+                          "--tier", "ddr", size, NULL};
+    char *out = NULL, *err = NULL;
+    int rc = it_hoctl_as(-1, &out, &err, args);
+    size_t n = (out ? strlen(out) : 0) + (err ? strlen(err) : 0) + 1;
+    *ret_msg = calloc(1, n);
+    ck_assert_ptr_nonnull(*ret_msg);
+    snprintf(*ret_msg, n, "%s%s", out ? out : "", err ? err : "");
+    free(out);
+    free(err);
+    return rc;
+}
+
+START_TEST(test_quota_overcommit)
+{
+    const char *args[] = {"--ddr-capacity=64M", NULL};
+    ho_harness *h = ho_harness_start_args(args);
+    const char *sock = ho_harness_socket(h);
+    char err[1024] = "", *msg, path[4096];
+    json_t *st;
+    FILE *f;
+
+    ck_assert_int_eq(ddr_quota_set(sock, "job-a", "60M", &msg), 0);
+    free(msg);
+    /* 60M more does not fit beside job-a's 60M in 64M: refused */
+    ck_assert_int_ne(ddr_quota_set(sock, "job-b", "60M", &msg), 0);
+    ck_assert_msg(strstr(msg, "cannot be honoured") &&
+                  strstr(msg, "4.0 MiB left"), "%s", msg);
+    free(msg);
+    /* what is left fits; then the pool is fully reserved */
+    ck_assert_int_eq(ddr_quota_set(sock, "job-b", "4M", &msg), 0);
+    free(msg);
+    ck_assert_int_ne(ddr_quota_set(sock, "job-c", "4K", &msg), 0);
+    free(msg);
+    /* raising job-a's own quota counts its old limit as free */
+    ck_assert_int_eq(ddr_quota_set(sock, "job-b", "2M", &msg), 0);
+    free(msg);
+    ck_assert_int_eq(ddr_quota_set(sock, "job-a", "62M", &msg), 0);
+    free(msg);
+    st = it_status(sock);
+    ck_assert_ptr_nonnull(st);
+    ck_assert_int_eq(json_integer_value(json_object_get(
+                         st, "ddr_quota_reserved_bytes")), 64ll << 20);
+    ck_assert_int_eq(json_integer_value(json_object_get(
+                         st, "ddr_reserved_bytes")), 64ll << 20);
+    json_decref(st);
+
+    /* persisted quotas that no longer fit (edited by hand) are reported
+     * at start */
+    ck_assert_int_eq(ho_harness_stop(h), 0);
+    snprintf(path, sizeof path, "%s/quotas", ho_harness_state_dir(h));
+    f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "job job-a ddr 62914560\njob job-b ddr 62914560\n");
+    fclose(f);
+    ck_assert_msg(ho_harness_restart(h, err, sizeof err) == 0, "%s", err);
+    ck_assert_int_eq(ho_harness_wait_log(h, "cannot all be honoured", 5000),
+                     1);
+    ck_assert_int_eq(ho_harness_stop(h), 0);
+    ho_harness_free(h);
+}
+END_TEST
+
+START_TEST(test_wait_bounded)
+{
+    const char *args[] = {"--ddr-stage-wait=2", NULL};
+    ho_harness *h = ho_harness_start_args(args);
+    const char *sock = ho_harness_socket(h);
+    const char *qargs[] = {"--socket", sock, "quota", "set", "--job", JOB,
+                           "--tier", "flash", "1M", NULL};
+    struct timespec t0, t1;
+    char *log;
+    double s;
+    pid_t p0;
+    int rc;
+
+    ck_assert_int_eq(it_hoctl(NULL, qargs), 0);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    p0 = start_client(h, 0, "2", TINY, "4M", NULL);
+    rc = wait_exit(p0);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    s = (double)(t1.tv_sec - t0.tv_sec) +
+        (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    log = client_log(h, 0);
+    ck_assert_msg(rc != 0, "the client did not fail:\n%s", log);
+    ck_assert_msg(strstr(log, "did not come into DDR: the daemon gave up "
+                              "after") &&
+                  strstr(log, "HO_E_QUOTA") &&
+                  strstr(log, "flash quota of job " JOB),
+                  "the client's failure does not name the flash quota:\n%s",
+                  log);
+    /* the daemon's bound, well before the library's 120 s */
+    ck_assert_msg(s < (vg() ? 110.0 : 60.0), "the client failed after "
+                  "%.1f s", s);
+    free(log);
+    ck_assert_int_eq(it_wait_used(sock, 0, 0, 10000, NULL, NULL), 1);
+    ck_assert_int_eq(ho_harness_stop(h), 0);
+    ho_harness_free(h);
+}
+END_TEST
+
 static Suite *e2e_suite(void)
 {
     Suite *s = suite_create("e2e");
@@ -480,6 +692,12 @@ static Suite *e2e_suite(void)
     tcase_add_test(tc, test_daemon_crash);
     tcase_add_test(tc, test_daemon_stop);
     tcase_add_test(tc, test_tight_ddr);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("reservations");
+    tcase_set_timeout(tc, vg() ? 3000 : 300);
+    tcase_add_test(tc, test_two_jobs_small_pool);
+    tcase_add_test(tc, test_quota_overcommit);
+    tcase_add_test(tc, test_wait_bounded);
     suite_add_tcase(s, tc);
     return s;
 }
