@@ -520,10 +520,21 @@ static void measure_from_now(srv_daemon *d, arb_entry *e)
     e->m_exposed0 = ri.exposed_us;
 }
 
+/* The grant holds from now on: the DDR limit goes to the reservations
+ * (srv_stage_set_ddr_limit: lowered limits are applied before raised
+ * ones there too), the measurement restarts. */
 static void grant_now(srv_daemon *d, arb_entry *e)
 {
     e->granted = e->target;
     measure_from_now(d, e);
+    if (!e->granted.ddr_limit)
+        return;
+    char err[SRV_ERR_MAX];
+    if (srv_stage_set_ddr_limit(d, e->s, e->granted.ddr_limit, err,
+                                sizeof(err)) < 0)
+        srv_warn("session %" PRIu64 ": the arbiter's DDR limit of %" PRIu64
+                 " bytes is not applied: %s", e->session_id,
+                 e->granted.ddr_limit, err);
 }
 
 /* Tell e its target (event + control region). */
