@@ -380,7 +380,7 @@ struct ho_replay {
 
 /* runtime_replay.c: between steps, when the daemon posted a newer plan
  * epoch in the control region: fetch the arbiter's plan, carry every
- * retained storage's data over to a replay of it, confirm (PlanSwitched).
+ * storage's data over to a replay of it, confirm (PlanSwitched).
  * 0 when there was nothing to do or the switch is done; a negative code
  * when it failed (the replay then runs on as it was when it could keep
  * its old plan, and the error is recorded). */

@@ -684,6 +684,9 @@ int hor_replay_switch(ho_replay *r)
     n->tot_exposed = r->tot_exposed;
     n->tot_stall = r->tot_stall;
     n->tot_ops = r->tot_ops;
+    n->restages = r->restages;
+    n->restage_copied = r->restage_copied;
+    n->restage_lost = r->restage_lost;
     ho_step_info *hist = n->hist;
     n->hist = r->hist;
     n->n_hist = r->n_hist;
