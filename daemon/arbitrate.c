@@ -54,6 +54,7 @@ typedef struct arb_entry {
     uint8_t *trace_pb;           /* owned; NULL: not in the workload */
     size_t trace_len;
     uint64_t hash, budget;
+    uint32_t n_ops;              /* of the trace */
     char planner[SRV_PLANNER_NAME_MAX];
     arb_grant granted, target;
     bool has_target, notified;
@@ -122,6 +123,7 @@ struct srv_arbiter {
     arb_entry *head;
     plan_arb_cache *cache;       /* used by the running job only */
     bool running, dirty;
+    bool too_large;              /* the last re-plan was skipped (logged) */
     uint64_t epoch;              /* arbitrations applied */
     arb_job *q_head, *q_tail;
     uint32_t queued;
@@ -268,19 +270,27 @@ static void job_name(char *buf, size_t len, const srv_session *s)
 }
 
 /* A job of `kind` over the current workload (and room for a newcomer). */
-static arb_job *job_new(srv_arbiter *a, arb_kind kind, char *err,
-                        size_t errlen)
+static int job_new(srv_arbiter *a, arb_kind kind, arb_job **ret, char *err,
+                   size_t errlen)
 {
     uint32_t n = 0;
-    for (arb_entry *e = a->head; e; e = e->next)
+    uint64_t ops = 0;
+    for (arb_entry *e = a->head; e; e = e->next) {
         n += e->trace_pb != NULL;
+        ops += e->trace_pb ? e->n_ops : 0;
+    }
+    if (ops > SRV_ARB_MAX_OPS) {
+        return ho_errf(err, errlen, HO_E_TOO_LARGE, "the node workload has %u "
+                "sessions with %" PRIu64 " ops in all, above the %u one "
+                "arbitration plans (SRV_ARB_MAX_OPS)", n, ops,
+                SRV_ARB_MAX_OPS);
+    }
     arb_job *j = calloc(1, sizeof(*j));
     if (j)
         j->c = calloc(n + 1, sizeof(job_client));
     if (!j || !j->c) {
         free(j);
-        ho_errf(err, errlen, -ENOMEM, "out of memory");
-        return NULL;
+        return ho_errf(err, errlen, -ENOMEM, "out of memory");
     }
     j->a = a;
     j->kind = kind;
@@ -305,7 +315,7 @@ static arb_job *job_new(srv_arbiter *a, arb_kind kind, char *err,
         if (rc == -ENOMEM)
             ho_errf(err, errlen, rc, "out of memory");
         job_free(j);
-        return NULL;
+        return rc;
     }
     /* sync groups: sessions of one job that registered as sync ranks */
     for (uint32_t i = 0; i < j->n; i++) {
@@ -322,7 +332,8 @@ static arb_job *job_new(srv_arbiter *a, arb_kind kind, char *err,
         if (j->c[i].sync == PLAN_NONE)
             j->c[i].sync = i;
     }
-    return j;
+    *ret = j;
+    return 0;
 }
 
 /* Parse the job's traces (worker). */
@@ -794,11 +805,13 @@ static void pump(srv_arbiter *a)
     } else if (a->dirty) {
         a->dirty = false;
         char err[SRV_ERR_MAX];
-        j = job_new(a, ARB_REPLAN, err, sizeof(err));
-        if (!j) {
-            srv_warn("arbiter: cannot start a re-plan: %s", err);
+        if (job_new(a, ARB_REPLAN, &j, err, sizeof(err)) < 0) {
+            if (!a->too_large)
+                srv_warn("arbiter: no re-plan: %s", err);
+            a->too_large = true;
             return;
         }
+        a->too_large = false;
         if (j->n == 0) {
             job_free(j);
             return;
@@ -853,6 +866,7 @@ void srv_arb_plan_answered(srv_daemon *d, srv_session *s,
             e->trace_len = len;
             e->hash = hash;
             e->budget = budget;
+            e->n_ops = trace->n_ops;
             snprintf(e->planner, sizeof(e->planner), "%s", planner);
             if (!e->granted.epoch) {
                 e->granted.budget = budget;
@@ -1035,14 +1049,18 @@ static int queue_admit(srv_daemon *d, srv_conn *c, uint64_t rid,
     if (!pb)
         return ho_errf(err, errlen, -ENOMEM, "out of memory");
     hyperoffload__trace__pack(trace, pb);
-    arb_job *j = job_new(a, kind, err, errlen);
-    int rc = j ? job_add(j, 0, name && *name ? name : "newcomer", device,
-                         budget, weight, max_slowdown, pb, len)
-               : -ENOMEM;
+    arb_job *j = NULL;
+    int rc = job_new(a, kind, &j, err, errlen);
+    if (rc == 0) {
+        rc = job_add(j, 0, name && *name ? name : "newcomer", device, budget,
+                     weight, max_slowdown, pb, len);
+        if (rc < 0)
+            ho_errf(err, errlen, rc, "out of memory");
+    }
     free(pb);
     if (rc < 0) {
         job_free(j);
-        return j ? ho_errf(err, errlen, rc, "out of memory") : rc;
+        return rc;
     }
     j->has_new = true;
     j->conn_id = c->id;
