@@ -54,6 +54,7 @@ typedef struct arb_entry {
     uint8_t *trace_pb;           /* owned; NULL: not in the workload */
     size_t trace_len;
     uint64_t hash, budget;
+    uint32_t n_ops;              /* of the trace */
     char planner[SRV_PLANNER_NAME_MAX];
     arb_grant granted, target;
     bool has_target, notified;
@@ -104,6 +105,7 @@ typedef struct arb_job {
     size_t reg_len;
     srv_arb_admitted_fn *done;
     const plan_node *node;       /* the daemon's (topology.h) */
+    plan_node *planned;          /* worker: the node as arbitrated (owned) */
     uint32_t n;                  /* clients (with the newcomer last) */
     job_client *c;               /* owned */
     bool has_new;
@@ -121,6 +123,7 @@ struct srv_arbiter {
     arb_entry *head;
     plan_arb_cache *cache;       /* used by the running job only */
     bool running, dirty;
+    bool too_large;              /* the last re-plan was skipped (logged) */
     uint64_t epoch;              /* arbitrations applied */
     arb_job *q_head, *q_tail;
     uint32_t queued;
@@ -199,6 +202,7 @@ static arb_job *job_free(arb_job *j)
     }
     free(j->c);
     free(j->reg_pb);
+    plan_node_free(j->planned);
     free(j);
     return NULL;
 }
@@ -266,19 +270,27 @@ static void job_name(char *buf, size_t len, const srv_session *s)
 }
 
 /* A job of `kind` over the current workload (and room for a newcomer). */
-static arb_job *job_new(srv_arbiter *a, arb_kind kind, char *err,
-                        size_t errlen)
+static int job_new(srv_arbiter *a, arb_kind kind, arb_job **ret, char *err,
+                   size_t errlen)
 {
     uint32_t n = 0;
-    for (arb_entry *e = a->head; e; e = e->next)
+    uint64_t ops = 0;
+    for (arb_entry *e = a->head; e; e = e->next) {
         n += e->trace_pb != NULL;
+        ops += e->trace_pb ? e->n_ops : 0;
+    }
+    if (ops > SRV_ARB_MAX_OPS) {
+        return ho_errf(err, errlen, HO_E_TOO_LARGE, "the node workload has %u "
+                "sessions with %" PRIu64 " ops in all, above the %u one "
+                "arbitration plans (SRV_ARB_MAX_OPS)", n, ops,
+                SRV_ARB_MAX_OPS);
+    }
     arb_job *j = calloc(1, sizeof(*j));
     if (j)
         j->c = calloc(n + 1, sizeof(job_client));
     if (!j || !j->c) {
         free(j);
-        ho_errf(err, errlen, -ENOMEM, "out of memory");
-        return NULL;
+        return ho_errf(err, errlen, -ENOMEM, "out of memory");
     }
     j->a = a;
     j->kind = kind;
@@ -303,7 +315,7 @@ static arb_job *job_new(srv_arbiter *a, arb_kind kind, char *err,
         if (rc == -ENOMEM)
             ho_errf(err, errlen, rc, "out of memory");
         job_free(j);
-        return NULL;
+        return rc;
     }
     /* sync groups: sessions of one job that registered as sync ranks */
     for (uint32_t i = 0; i < j->n; i++) {
@@ -320,7 +332,8 @@ static arb_job *job_new(srv_arbiter *a, arb_kind kind, char *err,
         if (j->c[i].sync == PLAN_NONE)
             j->c[i].sync = i;
     }
-    return j;
+    *ret = j;
+    return 0;
 }
 
 /* Parse the job's traces (worker). */
@@ -339,6 +352,55 @@ static int parse_traces(arb_job *j)
     return 0;
 }
 
+/* The node the job arbitrates on (worker): the daemon's, with each
+ * device's figures no wider than the widest trace link of its clients
+ * (and their latency): a client is never planned for more bandwidth than
+ * its own trace's link, so a client alone gets the plan it asked for. */
+static int plan_node_of(arb_job *j)
+{
+    const plan_node *src = j->node;
+    plan_node *n = plan_node_new();
+    if (!n)
+        return ho_errf(j->err, sizeof(j->err), -ENOMEM, "out of memory");
+    int rc = 0;
+    for (uint32_t i = 0; rc == 0 && i < src->n_links; i++) {
+        const plan_node_link *l = &src->links[i];
+        rc = plan_node_add_link(n, l->name, l->parent_name, l->h2d_gbps,
+                                l->d2h_gbps, l->duplex, j->err,
+                                sizeof(j->err));
+    }
+    for (uint32_t i = 0; rc == 0 && i < src->n_devices; i++) {
+        plan_node_device dv = src->devices[i];
+        double h2d = 0, d2h = 0, lat = -1;
+        for (uint32_t k = 0; k < j->n; k++) {
+            if (j->c[k].device != dv.id)
+                continue;
+            const plan_link *tl = &j->c[k].t->link;
+            h2d = fmax(h2d, tl->h2d_gbps);
+            d2h = fmax(d2h, tl->d2h_gbps);
+            lat = fmax(lat, tl->latency_us);
+        }
+        if (h2d > 0 && h2d < dv.h2d_gbps)
+            dv.h2d_gbps = h2d;
+        if (d2h > 0 && d2h < dv.d2h_gbps)
+            dv.d2h_gbps = d2h;
+        if (lat >= 0)
+            dv.latency_us = lat;
+        rc = plan_node_add_device(n, &dv, j->err, sizeof(j->err));
+    }
+    n->ddr_bytes = src->ddr_bytes;
+    n->has_flash = src->has_flash;
+    n->flash = src->flash;
+    if (rc == 0)
+        rc = plan_node_finish(n, j->err, sizeof(j->err));
+    if (rc < 0) {
+        plan_node_free(n);
+        return rc;
+    }
+    j->planned = n;
+    return 0;
+}
+
 /* Arbitrate clients [0, n) of the job; *ret the result. */
 static int arbitrate(arb_job *j, uint32_t n, plan_arb_result **ret)
 {
@@ -349,12 +411,12 @@ static int arbitrate(arb_job *j, uint32_t n, plan_arb_result **ret)
         uint32_t sync = j->c[i].sync;
         ac[i] = (plan_arb_client){
             .name = j->c[i].name, .trace = j->c[i].t,
-            .device = plan_node_device_index(j->node, j->c[i].device),
+            .device = plan_node_device_index(j->planned, j->c[i].device),
             .has_budget = true, .budget_bytes = j->c[i].budget,
             .weight = j->c[i].weight, .sync = sync < n ? sync : PLAN_NONE};
     }
     plan_arb_opts o = {.cache = j->a->cache, .points = SRV_ARB_POINTS};
-    int rc = plan_node_arbitrate(j->node, ac, n, PLAN_ARB_ARBITER, &o, ret,
+    int rc = plan_node_arbitrate(j->planned, ac, n, PLAN_ARB_ARBITER, &o, ret,
                                  j->err, sizeof(j->err));
     free(ac);
     return rc;
@@ -365,6 +427,8 @@ static void arb_work(uv_work_t *req)
     arb_job *j = req->data;
     double t0 = now_ms();
     j->rc = parse_traces(j);
+    if (j->rc == 0)
+        j->rc = plan_node_of(j);
     plan_arb_result *before = NULL, *after = NULL;
     uint32_t n_old = j->has_new ? j->n - 1 : j->n;
     if (j->rc == 0 && j->has_new && n_old > 0) {
@@ -467,10 +531,21 @@ static void measure_from_now(srv_daemon *d, arb_entry *e)
     e->m_exposed0 = ri.exposed_us;
 }
 
+/* The grant holds from now on: the DDR limit goes to the reservations
+ * (srv_stage_set_ddr_limit: lowered limits are applied before raised
+ * ones there too), the measurement restarts. */
 static void grant_now(srv_daemon *d, arb_entry *e)
 {
     e->granted = e->target;
     measure_from_now(d, e);
+    if (!e->granted.ddr_limit)
+        return;
+    char err[SRV_ERR_MAX];
+    if (srv_stage_set_ddr_limit(d, e->s, e->granted.ddr_limit, err,
+                                sizeof(err)) < 0)
+        srv_warn("session %" PRIu64 ": the arbiter's DDR limit of %" PRIu64
+                 " bytes is not applied: %s", e->session_id,
+                 e->granted.ddr_limit, err);
 }
 
 /* Tell e its target (event + control region). */
@@ -564,6 +639,18 @@ static void apply_replan(srv_arbiter *a, arb_job *j)
         e->has_target = true;
         e->notified = false;
         e->has_deferred = false;
+        if (j->n == 1) {
+            /* Alone: nothing to arbitrate.  It keeps the plan it runs
+             * (its own, or the last one it switched to, planned for no
+             * more than it has now); the prediction is the judge's. */
+            e->target.h2d_gbps = e->granted.h2d_gbps;
+            e->target.d2h_gbps = e->granted.d2h_gbps;
+            e->target.ddr_limit = e->granted.epoch ? e->granted.ddr_limit
+                                                   : t.ddr_limit;
+            e->granted = e->target;
+            e->notified = true;
+            continue;
+        }
         if (!differs(e)) {
             /* same grant: only the prediction moves */
             e->granted.pred = t.pred;
@@ -718,11 +805,13 @@ static void pump(srv_arbiter *a)
     } else if (a->dirty) {
         a->dirty = false;
         char err[SRV_ERR_MAX];
-        j = job_new(a, ARB_REPLAN, err, sizeof(err));
-        if (!j) {
-            srv_warn("arbiter: cannot start a re-plan: %s", err);
+        if (job_new(a, ARB_REPLAN, &j, err, sizeof(err)) < 0) {
+            if (!a->too_large)
+                srv_warn("arbiter: no re-plan: %s", err);
+            a->too_large = true;
             return;
         }
+        a->too_large = false;
         if (j->n == 0) {
             job_free(j);
             return;
@@ -777,6 +866,7 @@ void srv_arb_plan_answered(srv_daemon *d, srv_session *s,
             e->trace_len = len;
             e->hash = hash;
             e->budget = budget;
+            e->n_ops = trace->n_ops;
             snprintf(e->planner, sizeof(e->planner), "%s", planner);
             if (!e->granted.epoch) {
                 e->granted.budget = budget;
@@ -859,12 +949,8 @@ void srv_handle_plan_fetch(srv_daemon *d, srv_conn *c, uint64_t rid,
                         "plan from the node arbiter", s->id);
         return;
     }
-    if (req->epoch && req->epoch != e->target.epoch) {
-        srv_reply_error(c, rid, HO_E_NO_PLAN, "epoch %" PRIu64 " is gone; "
-                        "the latest plan of session %" PRIu64 " is of epoch %"
-                        PRIu64, req->epoch, s->id, e->target.epoch);
-        return;
-    }
+    /* An older epoch asked for (a re-plan came meanwhile): the latest,
+     * once it is told; the reply's grant names its epoch. */
     if (!e->notified) {
         srv_reply_error(c, rid, HO_E_BUSY, "the plan of epoch %" PRIu64
                         " waits for other sessions to shrink first",
@@ -913,13 +999,21 @@ void srv_handle_plan_switched(srv_daemon *d, srv_conn *c, uint64_t rid,
 {
     srv_session *s = c->session;
     arb_entry *e = d->arbiter ? entry_of(d->arbiter, s->id) : NULL;
-    if (!e || !e->has_target || req->epoch != e->target.epoch) {
+    if (!e || !e->has_target || !req->epoch ||
+        req->epoch > e->target.epoch) {
         srv_reply_error(c, rid, HO_E_STATE, "session %" PRIu64 " has no "
                         "plan of epoch %" PRIu64 " to switch to", s->id,
                         req->epoch);
         return;
     }
-    e->switched_epoch = req->epoch;
+    if (req->epoch > e->switched_epoch)
+        e->switched_epoch = req->epoch;
+    if (req->epoch != e->target.epoch) {
+        /* a superseded plan: it runs that one now; the latest follows at
+         * its next step boundary */
+        srv_reply_ok(c, rid);
+        return;
+    }
     if (e->granted.epoch != e->target.epoch)
         grant_now(d, e);
     srv_reply_ok(c, rid);
@@ -955,14 +1049,18 @@ static int queue_admit(srv_daemon *d, srv_conn *c, uint64_t rid,
     if (!pb)
         return ho_errf(err, errlen, -ENOMEM, "out of memory");
     hyperoffload__trace__pack(trace, pb);
-    arb_job *j = job_new(a, kind, err, errlen);
-    int rc = j ? job_add(j, 0, name && *name ? name : "newcomer", device,
-                         budget, weight, max_slowdown, pb, len)
-               : -ENOMEM;
+    arb_job *j = NULL;
+    int rc = job_new(a, kind, &j, err, errlen);
+    if (rc == 0) {
+        rc = job_add(j, 0, name && *name ? name : "newcomer", device, budget,
+                     weight, max_slowdown, pb, len);
+        if (rc < 0)
+            ho_errf(err, errlen, rc, "out of memory");
+    }
     free(pb);
     if (rc < 0) {
         job_free(j);
-        return j ? ho_errf(err, errlen, rc, "out of memory") : rc;
+        return rc;
     }
     j->has_new = true;
     j->conn_id = c->id;

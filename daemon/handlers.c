@@ -24,9 +24,6 @@ static void do_register(srv_daemon *d, srv_conn *c, uint64_t rid,
     srv_session *s = NULL;
     if (rc < 0)
         snprintf(err, sizeof(err), "admission refused: %s", why);
-    else if (c->session)
-        rc = ho_errf(err, sizeof(err), HO_E_ALREADY, "the connection "
-                     "registered while its admission was predicted");
     else
         rc = srv_session_register(d, c, req, &s, err, sizeof(err));
     if (rc == 0)

@@ -186,6 +186,12 @@
 /* Plans waiting for a worker, all sessions: bounds the queue's memory
  * (each holds its trace). */
 #define SRV_PLAN_QUEUE 256
+/* Ops of all the traces one node arbitration (daemon/arbitrate.c) plans
+ * and judges together: its worker holds every trace, the candidates'
+ * schedules and the judge's state at once (tens of MB at this size), so a
+ * larger node workload is not re-planned (logged) and admission queries
+ * over it are refused (HO_E_TOO_LARGE). */
+#define SRV_ARB_MAX_OPS 65536u
 
 /* ------------------------------------------------------------ replays */
 

@@ -163,10 +163,11 @@ struct ho_plan {
     ho_plan_info info;
 };
 
-/* The node arbiter's plan for this session (PlanFetchRequest of `epoch`,
- * docs/node.md): a new plan bound to t and the DDR limit granted with it
- * (0: none).  Codes as ho_plan_request. */
-int hor_plan_fetch(ho_client *c, const ho_trace *t, uint64_t epoch,
+/* The node arbiter's plan for this session (PlanFetchRequest of
+ * *io_epoch, docs/node.md): a new plan bound to t, the DDR limit granted
+ * with it (0: none) and in *io_epoch the epoch it is of (the latest, when
+ * a re-plan came meanwhile).  Codes as ho_plan_request. */
+int hor_plan_fetch(ho_client *c, const ho_trace *t, uint64_t *io_epoch,
                    ho_plan **ret, uint64_t *ret_ddr_limit);
 /* Tell the daemon the replay switched to the plan of `epoch`. */
 int hor_plan_switched(ho_client *c, uint64_t epoch);
@@ -379,7 +380,7 @@ struct ho_replay {
 
 /* runtime_replay.c: between steps, when the daemon posted a newer plan
  * epoch in the control region: fetch the arbiter's plan, carry every
- * retained storage's data over to a replay of it, confirm (PlanSwitched).
+ * storage's data over to a replay of it, confirm (PlanSwitched).
  * 0 when there was nothing to do or the switch is done; a negative code
  * when it failed (the replay then runs on as it was when it could keep
  * its old plan, and the error is recorded). */

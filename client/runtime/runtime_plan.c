@@ -94,9 +94,10 @@ HO_EXPORT int ho_plan_request(ho_client *c, const ho_trace *t,
     return rc;
 }
 
-int hor_plan_fetch(ho_client *c, const ho_trace *t, uint64_t epoch,
+int hor_plan_fetch(ho_client *c, const ho_trace *t, uint64_t *io_epoch,
                    ho_plan **ret, uint64_t *ret_ddr_limit)
 {
+    uint64_t epoch = *io_epoch;
     Hyperoffload__PlanFetchRequest req = HYPEROFFLOAD__PLAN_FETCH_REQUEST__INIT;
     Hyperoffload__Envelope *reply = NULL;
     req.epoch = epoch;
@@ -109,6 +110,8 @@ int hor_plan_fetch(ho_client *c, const ho_trace *t, uint64_t epoch,
     }
     const Hyperoffload__PlanReply *pr = reply->plan_reply;
     *ret_ddr_limit = pr && pr->grant ? pr->grant->ddr_limit : 0;
+    if (pr && pr->grant && pr->grant->epoch)
+        *io_epoch = pr->grant->epoch;
     rc = plan_from_reply(c, t, pr, ret);
     ho_frame_envelope_free(reply);
     return rc;

@@ -560,10 +560,8 @@ HO_EXPORT int ho_storage_read(ho_replay *r, uint64_t storage_id, void *dst,
 
 /* ----------------------------------------------------------- re-plan */
 
-/* The data of every retained storage that holds some, and of every
- * storage that starts on host whose host copy is current (the inputs the
- * application wrote for the next step), copied out of r (heap buffers,
- * n_st entries, NULL where none). */
+/* The data of every storage that holds some, copied out of r
+ * (heap buffers, n_st entries, NULL where none). */
 static int save_data(ho_replay *r, void ***ret)
 {
     void **buf = calloc(r->n_st ? r->n_st : 1, sizeof(*buf));
@@ -573,9 +571,9 @@ static int save_data(ho_replay *r, void ***ret)
         hor_storage *s = &r->st[i];
         bool on_dev = s->ptr && s->dev_valid;
         bool on_host = s->host_valid && s->host_version == s->version;
-        bool input = s->initial == PLAN_INIT_HOST && on_host;
-        if ((!s->retained && !input) || (!on_dev && !on_host))
-            continue;
+        if (!on_dev && !on_host)
+            continue; /* (inputs the application wrote for the next
+                         step count too) */
         buf[i] = malloc(s->bytes ? s->bytes : 1);
         int rc = buf[i] ? ho_storage_read(r, s->id, buf[i], s->bytes)
                         : -ENOMEM;
@@ -631,10 +629,11 @@ int hor_replay_switch(ho_replay *r)
         return 0;
     ho_plan *np = NULL;
     uint64_t ddr = 0;
-    int rc = hor_plan_fetch(r->c, r->t, epoch, &np, &ddr);
+    uint64_t posted = epoch;
+    int rc = hor_plan_fetch(r->c, r->t, &epoch, &np, &ddr);
     if (rc == HO_E_BUSY)
         return 0; /* it waits for others to shrink: next boundary */
-    r->plan_epoch = epoch; /* acted on, whatever comes of it */
+    r->plan_epoch = posted; /* acted on, whatever comes of it */
     if (rc < 0)
         return rc;
     void **saved = NULL;
@@ -685,13 +684,16 @@ int hor_replay_switch(ho_replay *r)
     n->tot_exposed = r->tot_exposed;
     n->tot_stall = r->tot_stall;
     n->tot_ops = r->tot_ops;
+    n->restages = r->restages;
+    n->restage_copied = r->restage_copied;
+    n->restage_lost = r->restage_lost;
     ho_step_info *hist = n->hist;
     n->hist = r->hist;
     n->n_hist = r->n_hist;
     r->hist = hist;
     r->n_hist = 0;
     n->own_plan = np;
-    n->plan_epoch = epoch;
+    n->plan_epoch = posted;
     n->switches = r->switches + 1;
     n->restages = r->restages; /* runtime_restage.c */
     n->restage_copied = r->restage_copied;

@@ -158,6 +158,7 @@ static int restage(ho_replay *r)
     if (rc < 0)
         return rc; /* staged anew; the copy that failed is named */
     r->restages++;
+    r->plan_epoch = 0; /* the new daemon counts its arbitrations anew */
     r->restage_copied += copied;
     r->restage_lost += lost;
     return 0;
