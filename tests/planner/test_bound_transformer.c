@@ -73,6 +73,7 @@ static void one(const char *label, const plan_trace *t, uint64_t budget,
     }
     double b[3] = {0, 0, 0}, ms[3] = {0, 0, 0};
     plan_bound_result r[3];
+    memset(r, 0, sizeof r); /* r[2] stays empty when full is skipped */
     for (int md = PLAN_BOUND_FAST; md <= PLAN_BOUND_FULL; md++) {
         plan_bound_options o = {(plan_bound_mode)md, 0, 0, 0, 0, 0};
         /* full with a 4 s limit here, and none under the sanitizers or
@@ -97,6 +98,8 @@ static void one(const char *label, const plan_trace *t, uint64_t budget,
                           plan_bound_mode_name((plan_bound_mode)md),
                           b[md] / 1e3);
     }
+    if (!r[2].source)
+        r[2].source = "not run";
     printf("%-34s %-5s hoplan %9.1f ms  best %9.1f ms  bound fast %8.1f ms "
            "(%s, %u ck, %.0f ms)  full %8.1f ms (%s, %u ck, %.0f ms)  "
            "hoplan/full %.2f  best/full %.2f\n",
