@@ -125,6 +125,8 @@ struct srv_arbiter {
     bool running, dirty;
     bool too_large;              /* the last re-plan was skipped (logged) */
     uint64_t epoch;              /* arbitrations applied */
+    uint64_t trace_bytes;        /* sum of the entries' trace_pb lengths,
+                                    bounded by [planning] retained_total */
     arb_job *q_head, *q_tail;
     uint32_t queued;
 };
@@ -172,6 +174,7 @@ static void entry_free(srv_arbiter *a, arb_entry *e)
         a->head = e->next;
     if (e->next)
         e->next->prev = e->prev;
+    a->trace_bytes -= e->trace_pb ? e->trace_len : 0;
     free(e->trace_pb);
     free(e->sched_pb);
     free(e);
@@ -860,7 +863,19 @@ void srv_arb_plan_answered(srv_daemon *d, srv_session *s,
                                 !e->trace_pb)) {
         uint8_t *pb = NULL;
         size_t len = 0;
-        if (plan_trace_to_pb(trace, &pb, &len) == 0) {
+        uint64_t held = e->trace_pb ? e->trace_len : 0;
+        if (plan_trace_to_pb(trace, &pb, &len) == 0 &&
+            (len > d->cfg.retained_per_session ||
+             a->trace_bytes - held + len > d->cfg.retained_total)) {
+            /* The node workload's traces are bounded like the plans kept
+             * for StageRequest: this one stays out of the arbitration. */
+            srv_warn("session %" PRIu64 ": its trace (%zu bytes) is not "
+                     "kept for the node workload: [planning] "
+                     "retained_per_session / retained_total reached",
+                     s->id, len);
+            free(pb);
+        } else if (pb) {
+            a->trace_bytes = a->trace_bytes - held + len;
             free(e->trace_pb);
             e->trace_pb = pb;
             e->trace_len = len;

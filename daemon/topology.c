@@ -371,7 +371,7 @@ int srv_topology_new(const srv_config *c, srv_topology **ret, char *err,
     } else {
         bool sysfs = strcmp(c->node_discover, "no") != 0;
         if (sysfs) {
-            char why[384] = "";
+            char why[sizeof(t->note)] = "";
             rc = srv_topology_discover(c, c->sysfs_root, c->n_devices,
                                        &t->node, why, sizeof(why));
             if (rc == 0) {
