@@ -692,6 +692,10 @@ int hor_replay_switch(ho_replay *r)
     n->n_hist = r->n_hist;
     r->hist = hist;
     r->n_hist = 0;
+    /* the copy log (on or off, and the last step's records) stays */
+    hor_copylog log = n->log;
+    n->log = r->log;
+    r->log = log;
     n->own_plan = np;
     n->plan_epoch = posted;
     n->switches = r->switches + 1;
