@@ -23,6 +23,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -1298,6 +1299,8 @@ static int consider(pbest *pb, plan_schedule *s)
     snprintf(s->planner, sizeof(s->planner), "hoplan");
     int r = plan_simulate(pb->t, s, &mt, &v, NULL);
     pb->n_judged++;
+    if (getenv("HP_DEBUG"))
+        fprintf(stderr, "cand %u: r=%d exposed %.1f ms moved %.1f GB budget %llu\n", pb->n_judged, r, mt.exposed_us/1000, (mt.h2d_bytes+mt.d2h_bytes)/1e9, (unsigned long long)s->budget_bytes);
     if (r == -ENOMEM) {
         plan_schedule_free(s);
         return r;
@@ -1354,6 +1357,68 @@ static void homes_by_benefit(const plan_trace *t, const double *P,
             cost += plan_copy_us(&t->link, 1, sto->bytes);
         init[s] = idle >= cost ? PLAN_INIT_HOST : sto->initial;
     }
+}
+
+typedef struct hf_key {
+    double slack;
+    uint32_t s;
+} hf_key;
+
+static int hf_cmp(const void *a, const void *b)
+{
+    const hf_key *x = a, *y = b;
+    if (x->slack != y->slack)
+        return x->slack > y->slack ? -1 : 1;
+    return x->s < y->s ? -1 : x->s > y->s;
+}
+
+/* Homes that fit: the trace's initials, with movable data that starts on
+ * the device moved to the host -- the largest idle slack across the step
+ * boundary first (data the step never touches before all), the same
+ * benefit rule as homes_by_benefit -- until what is on device at t = 0
+ * leaves `target` bytes or less.  0 or -ENOMEM. */
+static int homes_fit(const plan_trace *t, const double *P, uint64_t target,
+                     uint8_t *init)
+{
+    const uint32_t n = t->n_ops;
+    uint64_t p0 = 0;
+    uint32_t nk = 0;
+    hf_key *k = malloc((t->n_storages ? t->n_storages : 1) * sizeof(*k));
+    if (!k)
+        return -ENOMEM;
+    for (uint32_t s = 0; s < t->n_storages; s++) {
+        const plan_storage *sto = &t->storages[s];
+        init[s] = sto->initial;
+        uint32_t a0 = t->acc_start[s], a1 = t->acc_start[s + 1];
+        if (sto->initial != PLAN_INIT_DEVICE || (a0 == a1 && !sto->retained))
+            continue;
+        p0 += sto->bytes;
+        if (!sto->movable)
+            continue;
+        double slack = 1e300;
+        if (a0 != a1) {
+            uint32_t f = t->acc[a0].op, l = t->acc[a1 - 1].op;
+            bool written = false;
+            for (uint32_t q = a0; q < a1 && !written; q++)
+                written = (t->acc[q].flags & PLAN_ACC_WRITE) != 0;
+            double cost = 0;
+            if (t->acc[a0].flags & PLAN_ACC_READ)
+                cost += plan_copy_us(&t->link, 0, sto->bytes);
+            if (written)
+                cost += plan_copy_us(&t->link, 1, sto->bytes);
+            /* per byte: which bytes leave first */
+            slack = ((P[n] - P[l + 1]) + P[f] - cost) /
+                    (double)(sto->bytes ? sto->bytes : 1);
+        }
+        k[nk++] = (hf_key){slack, s};
+    }
+    qsort(k, nk, sizeof(*k), hf_cmp);
+    for (uint32_t q = 0; q < nk && p0 > target; q++) {
+        init[k[q].s] = PLAN_INIT_HOST;
+        p0 -= t->storages[k[q].s].bytes;
+    }
+    free(k);
+    return 0;
 }
 
 /* The smallest budget the constructive plan meets (all movable data on
@@ -1445,6 +1510,7 @@ int plan_hoplan(const plan_trace *t, uint64_t budget,
     plan_result scratch;
     plan_schedule *none = NULL, *floor_plan = NULL;
     uint8_t *init0 = NULL, *init_host = NULL, *init_rule = NULL;
+    uint8_t *init_fit = NULL;
     double *P = NULL;
     pbest pb = {.t = t, .budget = budget};
     uint64_t floor = 0, none_peak = 0, min_budget = 0, p0 = 0;
@@ -1464,8 +1530,9 @@ int plan_hoplan(const plan_trace *t, uint64_t budget,
     init0 = malloc(ns);
     init_host = malloc(ns);
     init_rule = malloc(ns);
+    init_fit = malloc(4 * (size_t)ns);
     P = malloc(((size_t)n + 1) * sizeof(*P));
-    if (!init0 || !init_host || !init_rule || !P)
+    if (!init0 || !init_host || !init_rule || !init_fit || !P)
         goto out;
     P[0] = 0;
     for (uint32_t i = 0; i < n; i++)
@@ -1529,14 +1596,94 @@ int plan_hoplan(const plan_trace *t, uint64_t budget,
         {.lookahead = true, .eager_store = true, .eager_prefetch = true,
          .reserve = maxws},
         {.jit = true},
+        {.lookahead = true, .clean_first = true},
+        {.lookahead = true, .eager_store = true, .clean_first = true},
+        {.lookahead = true, .eager_prefetch = true, .reserve = maxws,
+         .clean_first = true},
+        {.lookahead = true, .defer_busy = true},
+        {.lookahead = true, .eager_store = true, .defer_busy = true},
+        {.lookahead = true, .clean_first = true, .defer_busy = true},
+        {.lookahead = true, .eager_store = true, .clean_first = true,
+         .defer_busy = true},
     };
-    const uint8_t *homes[3] = {init0, init_host, init_rule};
+    /* homes: the trace's, all on the host, by benefit, and the fitted
+     * ones (room for one and two of the largest working sets, half the
+     * budget); duplicates are skipped */
+    const uint8_t *homes[7] = {init0, init_host, init_rule, NULL, NULL, NULL,
+                              NULL};
     int n_homes = !any_movable ? 1 : n > HP_BIG_OPS ? 2 : 3;
+    if (any_movable) {
+        /* what the step adds on top of its start, without offload */
+        uint64_t start0 = 0;
+        for (uint32_t q = 0; q < t->n_storages; q++) {
+            const plan_storage *sto = &t->storages[q];
+            if (sto->initial == PLAN_INIT_DEVICE &&
+                (sto->retained || t->acc_start[q] != t->acc_start[q + 1]))
+                start0 += sto->bytes;
+        }
+        uint64_t grow = none_peak > start0 ? none_peak - start0 : 0;
+        if (grow < maxws)
+            grow = maxws;
+        const uint64_t targets[4] = {
+            budget > grow ? budget - grow : 0,
+            budget > maxws ? budget - maxws : 0,
+            budget > 2 * maxws ? budget - 2 * maxws : 0, budget / 2};
+        for (int q = 0; q < (n > HP_BIG_OPS ? 1 : 4); q++) {
+            uint8_t *h = init_fit + (size_t)q * ns;
+            if ((r = homes_fit(t, P, targets[q], h)) < 0)
+                goto out;
+            bool dup = false;
+            for (int e = 0; e < n_homes && !dup; e++)
+                dup = memcmp(homes[e], h, ns) == 0;
+            if (!dup)
+                homes[n_homes++] = h;
+        }
+    }
     int n_var = n > HP_BIG_OPS ? 1 : (int)(sizeof variants / sizeof *variants);
     for (int h = 0; h < n_homes; h++)
-        for (int v = 0; v < n_var; v++)
+        for (int v = 0; v < n_var; v++) {
+            if (getenv("HP_DEBUG"))
+                fprintf(stderr, "home %d variant %d: ", h, v);
             if ((r = consider_fs(&pb, homes[h], budget, &variants[v])) < 0)
                 goto out;
+        }
+    /* store hints: a pass records which writes its evictions had to
+     * store; the next stores them right after the write, so that the
+     * copy-outs run from the start instead of when memory is short */
+    {
+        size_t na = (size_t)t->acc_start[t->n_storages] + t->n_storages;
+        uint32_t *hint = calloc(na ? na : 1, sizeof(*hint));
+        if (!hint) {
+            r = -ENOMEM;
+            goto out;
+        }
+        for (int h = 0; h < n_homes && r >= 0; h++) {
+            memset(hint, 0, (na ? na : 1) * sizeof(*hint));
+            for (int pass = 0; pass < (n > HP_BIG_OPS ? 2 : 3) && r >= 0;
+                 pass++) {
+                hp_fs_opts ho[4] = {
+                    {.lookahead = true, .defer_busy = true},
+                    {.lookahead = true},
+                    {.lookahead = true, .defer_busy = true,
+                     .clean_first = true},
+                    {.lookahead = true, .eager_prefetch = true,
+                     .reserve = maxws},
+                };
+                int nh = pass == 0 ? 1 : n > HP_BIG_OPS ? 1 : 4;
+                for (int v = 0; v < nh && r >= 0; v++) {
+                    ho[v].store_hint = pass ? hint : NULL;
+                    ho[v].record_hint = v == 0 ? hint : NULL;
+                    if (getenv("HP_DEBUG"))
+                        fprintf(stderr, "hint home %d pass %d v %d: ", h,
+                                pass, v);
+                    r = consider_fs(&pb, homes[h], budget, &ho[v]);
+                }
+            }
+        }
+        free(hint);
+        if (r < 0)
+            goto out;
+    }
     if (n <= HP_BIG_OPS) {
         /* Monotone in the budget along a ladder: a plan met at a smaller
          * budget is met at this one, so the forward planner also runs at
@@ -1614,6 +1761,6 @@ out:
     plan_schedule_free(pb.s);
     plan_schedule_free(none);
     plan_schedule_free(floor_plan);
-    HO_FREE_ALL(init0, init_host, init_rule, P);
+    HO_FREE_ALL(init0, init_host, init_rule, init_fit, P);
     return r;
 }

@@ -31,6 +31,7 @@
 #include "planner/hoplan_impl.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -71,6 +72,7 @@ PLAN_GROWING_HEAP_DEFINE(fs_mheap, fs_key, miss_less)
 typedef struct fs_st {
     double h2d_end, d2h_end, host_ready;
     uint32_t nx;     /* index in t->acc of its next access */
+    uint32_t wacc;   /* index in t->acc of its last write, or PLAN_NONE */
     bool on_dev, has_host, host_cur;
 } fs_st;
 
@@ -93,6 +95,7 @@ typedef struct fs {
     fs_key *stash;    /* fs_room's victims set aside */
     size_t cap_stash;
     uint32_t fail_op;
+    uint32_t n_evict_stores; /* record_hint's sequence */
 } fs;
 
 static inline double fs_done(const fs_st *x)
@@ -128,11 +131,15 @@ static uint32_t fs_next_read(const fs *x, uint32_t s)
 static uint64_t fs_vkey(const fs *x, uint32_t s)
 {
     uint32_t op = fs_next_op(x, s);
-    if (op == PLAN_NONE)
-        return x->n;
-    if (!(x->t->acc[x->st[s].nx].flags & PLAN_ACC_READ))
-        return (uint64_t)2 * x->n + op;
-    return op;
+    if (op != PLAN_NONE && !(x->t->acc[x->st[s].nx].flags & PLAN_ACC_READ))
+        return (uint64_t)4 * x->n + op;
+    uint64_t k = op == PLAN_NONE ? x->n : op;
+    /* clean_first: data whose host copy is current (its eviction needs
+     * no store) and that need not be back by step end goes before the
+     * rest, furthest next use first within each class */
+    if (x->o->clean_first && x->st[s].host_cur && !fs_need_end(x, s))
+        k += (uint64_t)2 * x->n;
+    return k;
 }
 
 static int fs_push_victim(fs *x, uint32_t s)
@@ -197,7 +204,10 @@ static int fs_store(fs *x, uint32_t op, plan_when w, uint32_t s, double t)
     ss->host_ready = ss->d2h_end;
     ss->has_host = true;
     ss->host_cur = true;
-    return fs_act(x, op, w, PLAN_ACT_STORE, s);
+    int r = fs_act(x, op, w, PLAN_ACT_STORE, s);
+    if (r == 0 && x->o->clean_first && ss->on_dev)
+        r = fs_push_victim(x, s);
+    return r;
 }
 
 /* Evict s at (op, w), time t: a store when its data is needed later and
@@ -206,9 +216,17 @@ static int fs_evict(fs *x, uint32_t op, plan_when w, uint32_t s, double t)
 {
     int r;
     uint32_t rd = fs_next_read(x, s);
-    if (rd != PLAN_NONE && !x->st[s].host_cur &&
-        (r = fs_store(x, op, w, s, t)) < 0)
-        return r;
+    if (rd != PLAN_NONE && !x->st[s].host_cur) {
+        if ((r = fs_store(x, op, w, s, t)) < 0)
+            return r;
+        if (x->o->record_hint) {
+            uint32_t at = x->st[s].wacc != PLAN_NONE
+                              ? x->st[s].wacc
+                              : x->t->acc_start[x->t->n_storages] + s;
+            if (!x->o->record_hint[at])
+                x->o->record_hint[at] = ++x->n_evict_stores;
+        }
+    }
     if ((r = fs_act(x, op, w, PLAN_ACT_FREE_DEVICE, s)) < 0 ||
         (r = fs_release(x, s, t)) < 0)
         return r;
@@ -256,7 +274,8 @@ static int fs_room(fs *x, uint32_t op, uint64_t need, uint32_t limit,
                 r = 1; /* every other one is used sooner */
                 break;
             }
-            /* rewritten before `limit`: set aside, keep looking */
+            /* rewritten before `limit`, or clean but used before it:
+             * set aside, keep looking */
             fs_vheap_pop(&x->vic);
             if ((r = plan_reserve((void **)&x->stash, &x->cap_stash, n_stash,
                                   sizeof(*x->stash))) < 0)
@@ -313,6 +332,11 @@ static int fs_lookahead(fs *x, uint32_t i, double c, double start_i)
             st0 = x->eng[e];
         if (x->st[s].host_ready > st0)
             st0 = x->st[s].host_ready;
+        /* an engine busy through op i starts the copy no sooner for an
+         * issue now than for one at the next boundary: issuing now would
+         * only hold the memory longer */
+        if (x->o->defer_busy && x->eng[e] >= next_b)
+            break;
         double late = st0 + plan_copy_us(&t->link, 0, t->storages[s].bytes);
         bool due = late > need_at * (1 - 1e-12);
         bool eager = false;
@@ -346,6 +370,7 @@ static int fs_start(fs *x)
         fs_st *ss = &x->st[s];
         bool accessed = t->acc_start[s] != t->acc_start[s + 1];
         ss->nx = t->acc_start[s];
+        ss->wacc = PLAN_NONE;
         if (x->init[s] == PLAN_INIT_DEVICE && (accessed || sto->retained)) {
             ss->on_dev = true;
             x->dev += sto->bytes;
@@ -360,6 +385,47 @@ static int fs_start(fs *x)
         }
     }
     return 0;
+}
+
+typedef struct fs_seq {
+    uint32_t seq, s;
+} fs_seq;
+
+static int seq_cmp(const void *a, const void *b)
+{
+    const fs_seq *x = a, *y = b;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* store_hint's t = 0 part: the data on device at step start that an
+ * earlier pass had to store on eviction is stored before op 0, in the
+ * order of those evictions. */
+static int fs_initial_stores(fs *x)
+{
+    const plan_trace *t = x->t;
+    if (!x->o->store_hint || t->n_ops == 0)
+        return 0;
+    const uint32_t *h = x->o->store_hint + t->acc_start[t->n_storages];
+    uint32_t m = 0;
+    for (uint32_t s = 0; s < t->n_storages; s++)
+        m += h[s] && x->st[s].on_dev && !x->st[s].host_cur &&
+             fs_next_read(x, s) != PLAN_NONE;
+    if (m == 0)
+        return 0;
+    fs_seq *v = malloc(m * sizeof(*v));
+    if (!v)
+        return -ENOMEM;
+    m = 0;
+    for (uint32_t s = 0; s < t->n_storages; s++)
+        if (h[s] && x->st[s].on_dev && !x->st[s].host_cur &&
+            fs_next_read(x, s) != PLAN_NONE)
+            v[m++] = (fs_seq){h[s], s};
+    qsort(v, m, sizeof(*v), seq_cmp);
+    int r = 0;
+    for (uint32_t q = 0; q < m && r == 0; q++)
+        r = fs_store(x, 0, PLAN_BEFORE, v[q].s, 0);
+    free(v);
+    return r;
 }
 
 /* The end of the step, at the after point of the last op: make the
@@ -423,6 +489,8 @@ static int fs_after(fs *x, uint32_t i, double *now)
         fs_st *ss = &x->st[s];
         if (ss->nx >= t->acc_start[s + 1] || t->acc[ss->nx].op != i)
             continue; /* already advanced (read and written) */
+        if (t->acc[ss->nx].flags & PLAN_ACC_WRITE)
+            ss->wacc = ss->nx;
         ss->nx++;
         const plan_storage *sto = &t->storages[s];
         uint32_t no = fs_next_op(x, s);
@@ -443,6 +511,13 @@ static int fs_after(fs *x, uint32_t i, double *now)
             if ((r = fs_evict(x, i, PLAN_AFTER, s, *now)) < 0)
                 return r;
             continue;
+        }
+        if (x->o->store_hint && ss->wacc != PLAN_NONE &&
+            x->o->store_hint[ss->wacc] && !ss->host_cur &&
+            no != PLAN_NONE && fs_next_read(x, s) != PLAN_NONE) {
+            /* stored by the eviction of an earlier pass: store now */
+            if ((r = fs_store(x, i, PLAN_AFTER, s, *now)) < 0)
+                return r;
         }
         if (x->o->eager_store && !ss->host_cur && no != PLAN_NONE &&
             no > i + 1 && fs_next_read(x, s) != PLAN_NONE) {
@@ -508,6 +583,10 @@ static int fs_op(fs *x, uint32_t i, double *now)
     }
     if (x->o->lookahead && (r = fs_lookahead(x, i, c, start)) < 0)
         return r;
+    if (getenv("HP_DEBUG3") && i % 50 == 0)
+        fprintf(stderr, "  op %u %s: now %.0f ms, d2h engine free at %.0f ms, h2d %.0f ms, dev %.1f GB pend %.1f\n", i, plan_op_name(t, i), *now / 1000, x->eng[1] / 1000, x->eng[0] / 1000, x->dev / 1e9, x->pend / 1e9);
+    if (getenv("HP_DEBUG2") && (c - *now > 1000 || start - c > 1000))
+        fprintf(stderr, "op %u %s: room-wait %.1f ms, read-wait %.1f ms dev %.1f GB\n", i, plan_op_name(t, i), (c - *now)/1000, (start - c)/1000, x->dev/1e9);
     *now = start + o->duration_us;
     for (uint32_t k = o->n_reads; k < nr; k++)
         x->st[refs[k]].host_cur = false;
@@ -547,7 +626,7 @@ int hp_fs_plan(const plan_trace *t, const uint8_t *init, uint64_t budget,
                                             ? PLAN_HOME_HOST
                                             : PLAN_HOME_DEVICE)) < 0)
             goto out;
-    if ((r = fs_start(&x)) < 0)
+    if ((r = fs_start(&x)) < 0 || (r = fs_initial_stores(&x)) < 0)
         goto out;
     if (x.dev > budget) {
         r = HO_E_INFEASIBLE; /* nothing can leave before t = 0 */
@@ -555,9 +634,13 @@ int hp_fs_plan(const plan_trace *t, const uint8_t *init, uint64_t budget,
         goto out;
     }
     double now = 0;
+    if (getenv("HP_DEBUG2"))
+        fprintf(stderr, "RUN jit=%d la=%d es=%d ep=%d B=%llu\n", o->jit, o->lookahead, o->eager_store, o->eager_prefetch, (unsigned long long)budget);
     for (uint32_t i = 0; i < t->n_ops; i++)
         if ((r = fs_op(&x, i, &now)) < 0)
             goto out;
+    if (getenv("HP_DEBUG2"))
+        fprintf(stderr, "END fs exposed %.1f ms\n", (now - x.P[t->n_ops]) / 1000);
     *ret_schedule = x.s;
     x.s = NULL;
     r = 0;

@@ -154,6 +154,18 @@ typedef struct hp_fs_opts {
     bool eager_store;    /* store written data while the engine idles */
     bool eager_prefetch; /* prefetch early while memory is plentiful */
     uint64_t reserve;    /* eager_prefetch leaves this much free */
+    bool clean_first;    /* evict clean data (no store needed) first */
+    bool defer_busy;     /* no prefetch ahead while the engine is busy
+                            through the op */
+    const uint32_t *store_hint; /* per access of t->acc, then per storage
+                                   (may be NULL): nonzero where an earlier
+                                   pass stored on eviction the data of
+                                   that write (or, at n_acc + s, s's data
+                                   at t = 0); it is stored right after the
+                                   write (before op 0, in the order of
+                                   the earlier evictions) */
+    uint32_t *record_hint;      /* the same, recorded (may be NULL): the
+                                   eviction's sequence number + 1 */
 } hp_fs_opts;
 
 /* Plan `t` under the effective initials `init` (movable storages whose
