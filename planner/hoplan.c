@@ -1299,8 +1299,6 @@ static int consider(pbest *pb, plan_schedule *s)
     snprintf(s->planner, sizeof(s->planner), "hoplan");
     int r = plan_simulate(pb->t, s, &mt, &v, NULL);
     pb->n_judged++;
-    if (getenv("HP_DEBUG"))
-        fprintf(stderr, "cand %u: r=%d exposed %.1f ms moved %.1f GB budget %llu\n", pb->n_judged, r, mt.exposed_us/1000, (mt.h2d_bytes+mt.d2h_bytes)/1e9, (unsigned long long)s->budget_bytes);
     if (r == -ENOMEM) {
         plan_schedule_free(s);
         return r;
@@ -1642,8 +1640,6 @@ int plan_hoplan(const plan_trace *t, uint64_t budget,
     int n_var = n > HP_BIG_OPS ? 1 : (int)(sizeof variants / sizeof *variants);
     for (int h = 0; h < n_homes; h++)
         for (int v = 0; v < n_var; v++) {
-            if (getenv("HP_DEBUG"))
-                fprintf(stderr, "home %d variant %d: ", h, v);
             if ((r = consider_fs(&pb, homes[h], budget, &variants[v])) < 0)
                 goto out;
         }
@@ -1673,9 +1669,6 @@ int plan_hoplan(const plan_trace *t, uint64_t budget,
                 for (int v = 0; v < nh && r >= 0; v++) {
                     ho[v].store_hint = pass ? hint : NULL;
                     ho[v].record_hint = v == 0 ? hint : NULL;
-                    if (getenv("HP_DEBUG"))
-                        fprintf(stderr, "hint home %d pass %d v %d: ", h,
-                                pass, v);
                     r = consider_fs(&pb, homes[h], budget, &ho[v]);
                 }
             }

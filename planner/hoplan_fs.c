@@ -31,7 +31,6 @@
 #include "planner/hoplan_impl.h"
 
 #include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -583,10 +582,6 @@ static int fs_op(fs *x, uint32_t i, double *now)
     }
     if (x->o->lookahead && (r = fs_lookahead(x, i, c, start)) < 0)
         return r;
-    if (getenv("HP_DEBUG3") && i % 50 == 0)
-        fprintf(stderr, "  op %u %s: now %.0f ms, d2h engine free at %.0f ms, h2d %.0f ms, dev %.1f GB pend %.1f\n", i, plan_op_name(t, i), *now / 1000, x->eng[1] / 1000, x->eng[0] / 1000, x->dev / 1e9, x->pend / 1e9);
-    if (getenv("HP_DEBUG2") && (c - *now > 1000 || start - c > 1000))
-        fprintf(stderr, "op %u %s: room-wait %.1f ms, read-wait %.1f ms dev %.1f GB\n", i, plan_op_name(t, i), (c - *now)/1000, (start - c)/1000, x->dev/1e9);
     *now = start + o->duration_us;
     for (uint32_t k = o->n_reads; k < nr; k++)
         x->st[refs[k]].host_cur = false;
@@ -634,13 +629,9 @@ int hp_fs_plan(const plan_trace *t, const uint8_t *init, uint64_t budget,
         goto out;
     }
     double now = 0;
-    if (getenv("HP_DEBUG2"))
-        fprintf(stderr, "RUN jit=%d la=%d es=%d ep=%d B=%llu\n", o->jit, o->lookahead, o->eager_store, o->eager_prefetch, (unsigned long long)budget);
     for (uint32_t i = 0; i < t->n_ops; i++)
         if ((r = fs_op(&x, i, &now)) < 0)
             goto out;
-    if (getenv("HP_DEBUG2"))
-        fprintf(stderr, "END fs exposed %.1f ms\n", (now - x.P[t->n_ops]) / 1000);
     *ret_schedule = x.s;
     x.s = NULL;
     r = 0;
