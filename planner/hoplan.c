@@ -1267,7 +1267,7 @@ out:
 
 #define HP_BIG_OPS 200000u   /* above: only the linear-time passes */
 #define HP_SMALL_OPS 50000u  /* up to: the baselines too */
-#define HP_LADDER 32u        /* rungs of the budget ladder */
+#define HP_LADDER 16u        /* rungs of the budget ladder */
 
 typedef struct pbest {
     const plan_trace *t;
@@ -1314,6 +1314,19 @@ static int consider(pbest *pb, plan_schedule *s)
 }
 
 /* The forward planner under `init`, judged.  0 or -ENOMEM. */
+static int consider_fs_on(pbest *pb, const plan_trace *pt,
+                          const uint8_t *init, uint64_t budget,
+                          const hp_fs_opts *o)
+{
+    plan_schedule *s = NULL;
+    int r = hp_fs_plan(pt, init, budget, o, &s, NULL);
+    if (r == HO_E_INFEASIBLE)
+        return 0;
+    if (r < 0)
+        return r;
+    return consider(pb, s);
+}
+
 static int consider_fs(pbest *pb, const uint8_t *init, uint64_t budget,
                        const hp_fs_opts *o)
 {
@@ -1355,6 +1368,50 @@ static void homes_by_benefit(const plan_trace *t, const double *P,
             cost += plan_copy_us(&t->link, 1, sto->bytes);
         init[s] = idle >= cost ? PLAN_INIT_HOST : sto->initial;
     }
+}
+
+/* The forward planner under the homes `home`, planned on `pt` (the trace,
+ * or it with a slower link) for `budget` and judged by pb: at level 2
+ * every variant; then (every level) the store-hint passes: a first pass records which writes its
+ * evictions had to store, the next ones store those right after the
+ * write (and the data on device at t = 0 before op 0), so that copy-outs
+ * run from the start instead of when memory is short (level 2: three
+ * passes of four variants, level 1: two of two, level 0 -- the largest
+ * traces -- two of one).  `hint`: scratch of na entries.
+ * 0 or -ENOMEM. */
+static int fs_homes_plan(pbest *pb, const plan_trace *pt, const uint8_t *home,
+                     uint64_t budget, uint64_t maxws, int level,
+                     uint32_t *hint, size_t na)
+{
+    const hp_fs_opts variants[] = {
+        {.lookahead = true},
+        {.lookahead = true, .defer_busy = true},
+        {.lookahead = true, .eager_store = true},
+        {.lookahead = true, .eager_prefetch = true, .reserve = maxws},
+        {.jit = true},
+        {.lookahead = true, .clean_first = true, .defer_busy = true},
+    };
+    int n_var = level == 2 ? (int)(sizeof variants / sizeof *variants) : 0;
+    int r = 0;
+    for (int v = 0; v < n_var && r >= 0; v++)
+        r = consider_fs_on(pb, pt, home, budget, &variants[v]);
+    memset(hint, 0, (na ? na : 1) * sizeof(*hint));
+    int passes = level == 2 ? 3 : 2;
+    for (int pass = 0; pass < passes && r >= 0; pass++) {
+        hp_fs_opts ho[4] = {
+            {.lookahead = true, .defer_busy = true},
+            {.lookahead = true, .eager_prefetch = true, .reserve = maxws},
+            {.lookahead = true},
+            {.lookahead = true, .defer_busy = true, .clean_first = true},
+        };
+        int nh = pass == 0 ? 1 : level == 2 ? 4 : level == 1 ? 2 : 1;
+        for (int v = 0; v < nh && r >= 0; v++) {
+            ho[v].store_hint = pass ? hint : NULL;
+            ho[v].record_hint = v == 0 ? hint : NULL;
+            r = consider_fs_on(pb, pt, home, budget, &ho[v]);
+        }
+    }
+    return r;
 }
 
 typedef struct hf_key {
@@ -1587,23 +1644,6 @@ int plan_hoplan(const plan_trace *t, uint64_t budget,
         }
         free(mark);
     }
-    const hp_fs_opts variants[] = {
-        {.lookahead = true},
-        {.lookahead = true, .eager_store = true},
-        {.lookahead = true, .eager_prefetch = true, .reserve = maxws},
-        {.lookahead = true, .eager_store = true, .eager_prefetch = true,
-         .reserve = maxws},
-        {.jit = true},
-        {.lookahead = true, .clean_first = true},
-        {.lookahead = true, .eager_store = true, .clean_first = true},
-        {.lookahead = true, .eager_prefetch = true, .reserve = maxws,
-         .clean_first = true},
-        {.lookahead = true, .defer_busy = true},
-        {.lookahead = true, .eager_store = true, .defer_busy = true},
-        {.lookahead = true, .clean_first = true, .defer_busy = true},
-        {.lookahead = true, .eager_store = true, .clean_first = true,
-         .defer_busy = true},
-    };
     /* homes: the trace's, all on the host, by benefit, and the fitted
      * ones (room for one and two of the largest working sets, half the
      * budget); duplicates are skipped */
@@ -1637,78 +1677,46 @@ int plan_hoplan(const plan_trace *t, uint64_t budget,
                 homes[n_homes++] = h;
         }
     }
-    int n_var = n > HP_BIG_OPS ? 1 : (int)(sizeof variants / sizeof *variants);
-    for (int h = 0; h < n_homes; h++)
-        for (int v = 0; v < n_var; v++) {
-            if ((r = consider_fs(&pb, homes[h], budget, &variants[v])) < 0)
-                goto out;
-        }
-    /* store hints: a pass records which writes its evictions had to
-     * store; the next stores them right after the write, so that the
-     * copy-outs run from the start instead of when memory is short */
+    /* each choice of homes at the budget; then, for monotonicity, the
+     * best of them at the rungs of a fixed ladder (min_budget to the
+     * `none` peak, in HP_LADDER steps) below the budget -- a plan met at
+     * a smaller budget is met at this one -- and for a slower link (1/2,
+     * 1/4), judged on this one */
     {
         size_t na = (size_t)t->acc_start[t->n_storages] + t->n_storages;
         uint32_t *hint = calloc(na ? na : 1, sizeof(*hint));
+        int level = n > HP_BIG_OPS ? 0 : 2, best_h = 0;
         if (!hint) {
             r = -ENOMEM;
             goto out;
         }
         for (int h = 0; h < n_homes && r >= 0; h++) {
-            memset(hint, 0, (na ? na : 1) * sizeof(*hint));
-            for (int pass = 0; pass < (n > HP_BIG_OPS ? 2 : 3) && r >= 0;
-                 pass++) {
-                hp_fs_opts ho[4] = {
-                    {.lookahead = true, .defer_busy = true},
-                    {.lookahead = true},
-                    {.lookahead = true, .defer_busy = true,
-                     .clean_first = true},
-                    {.lookahead = true, .eager_prefetch = true,
-                     .reserve = maxws},
-                };
-                int nh = pass == 0 ? 1 : n > HP_BIG_OPS ? 1 : 4;
-                for (int v = 0; v < nh && r >= 0; v++) {
-                    ho[v].store_hint = pass ? hint : NULL;
-                    ho[v].record_hint = v == 0 ? hint : NULL;
-                    r = consider_fs(&pb, homes[h], budget, &ho[v]);
-                }
+            const plan_schedule *before = pb.s;
+            r = fs_homes_plan(&pb, t, homes[h], budget, maxws, level, hint, na);
+            if (pb.s != before)
+                best_h = h;
+        }
+        if (n <= HP_BIG_OPS && r >= 0) {
+            uint64_t lo = min_budget, hi = none_peak > lo ? none_peak : lo;
+            for (uint32_t k = 0; k <= HP_LADDER && r >= 0; k++) {
+                uint64_t rung =
+                    lo + (uint64_t)((double)(hi - lo) * k / HP_LADDER);
+                if (rung >= budget)
+                    break;
+                r = fs_homes_plan(&pb, t, homes[best_h], rung, maxws, 1, hint,
+                              na);
+            }
+            plan_trace slow = *t;
+            for (int k = 1; k <= 2 && r >= 0; k++) {
+                slow.link.h2d_gbps = t->link.h2d_gbps / (1 << k);
+                slow.link.d2h_gbps = t->link.d2h_gbps / (1 << k);
+                r = fs_homes_plan(&pb, &slow, homes[best_h], budget, maxws, 1,
+                              hint, na);
             }
         }
         free(hint);
         if (r < 0)
             goto out;
-    }
-    if (n <= HP_BIG_OPS) {
-        /* Monotone in the budget along a ladder: a plan met at a smaller
-         * budget is met at this one, so the forward planner also runs at
-         * every rung of a fixed ladder (min_budget to the `none` peak, in
-         * HP_LADDER steps) below the budget; and in the bandwidth: plans
-         * made for a slower link (1/2, 1/4) are judged on this one. */
-        uint64_t lo = min_budget, hi = none_peak > lo ? none_peak : lo;
-        for (uint32_t k = 0; k <= HP_LADDER; k++) {
-            uint64_t rung = lo + (uint64_t)((double)(hi - lo) * k / HP_LADDER);
-            if (rung >= budget)
-                break;
-            for (int h = 0; h < n_homes; h++)
-                for (int v = 0; v < 2; v++)
-                    if ((r = consider_fs(&pb, homes[h], rung,
-                                         &variants[v])) < 0)
-                        goto out;
-        }
-        plan_trace slow = *t;
-        for (int k = 1; k <= 2; k++) {
-            slow.link.h2d_gbps = t->link.h2d_gbps / (1 << k);
-            slow.link.d2h_gbps = t->link.d2h_gbps / (1 << k);
-            for (int h = 0; h < n_homes; h++)
-                for (int v = 0; v < 2; v++) {
-                    plan_schedule *s = NULL;
-                    r = hp_fs_plan(&slow, homes[h], budget, &variants[v], &s,
-                                   NULL);
-                    if (r < 0 && r != HO_E_INFEASIBLE)
-                        goto out;
-                    if (r == 0 && (r = consider(&pb, s)) < 0)
-                        goto out;
-                }
-        }
     }
 
     /* the gap selection, and the baselines */
