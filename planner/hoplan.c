@@ -1275,6 +1275,7 @@ typedef struct pbest {
     plan_schedule *s;   /* owned */
     plan_metrics m;
     int n_judged;
+    unsigned n_kept;    /* times a better schedule was kept */
 } pbest;
 
 static bool metrics_better(const plan_metrics *a, const plan_metrics *b)
@@ -1305,8 +1306,11 @@ static int consider(pbest *pb, plan_schedule *s)
     }
     if (r == 0 && (!pb->s || metrics_better(&mt, &pb->m))) {
         plan_schedule_free(pb->s);
+        s->has_predicted = true;
+        s->predicted = mt;
         pb->s = s;
         pb->m = mt;
+        pb->n_kept++;
         return 0;
     }
     plan_schedule_free(s);
@@ -1396,6 +1400,46 @@ static int fs_homes_plan(pbest *pb, const plan_trace *pt, const uint8_t *home,
     for (int v = 0; v < n_var && r >= 0; v++)
         r = consider_fs_on(pb, pt, home, budget, &variants[v]);
     memset(hint, 0, (na ? na : 1) * sizeof(*hint));
+    if (level == 0) {
+        /* the largest traces: the two passes by the forward planner's own
+         * step time (it follows the judge's model), the better judged
+         * first and the other only if that one does not fit */
+        hp_fs_opts o0 = {.lookahead = true, .defer_busy = true};
+        plan_schedule *s0 = NULL, *s1 = NULL;
+        double e0 = 0, e1 = 0;
+        o0.record_hint = hint;
+        o0.ret_step_us = &e0;
+        r = hp_fs_plan(pt, home, budget, &o0, &s0, NULL);
+        if (r == 0) {
+            hp_fs_opts o1 = {.lookahead = true, .defer_busy = true};
+            o1.store_hint = hint;
+            o1.ret_step_us = &e1;
+            r = hp_fs_plan(pt, home, budget, &o1, &s1, NULL);
+            if (r == HO_E_INFEASIBLE)
+                r = 0;
+        }
+        if (r == HO_E_INFEASIBLE)
+            r = 0;
+        if (r < 0) {
+            plan_schedule_free(s0);
+            plan_schedule_free(s1);
+            return r;
+        }
+        if (s1 && e1 < e0) {
+            plan_schedule *x = s0;
+            s0 = s1;
+            s1 = x;
+        }
+        unsigned kept = pb->n_kept;
+        if (s0 && (r = consider(pb, s0)) < 0) {
+            plan_schedule_free(s1);
+            return r;
+        }
+        if (pb->n_kept == kept && s1)
+            return consider(pb, s1);
+        plan_schedule_free(s1);
+        return 0;
+    }
     int passes = level == 2 ? 3 : 2;
     for (int pass = 0; pass < passes && r >= 0; pass++) {
         hp_fs_opts ho[4] = {
@@ -1691,9 +1735,10 @@ int plan_hoplan(const plan_trace *t, uint64_t budget,
             goto out;
         }
         for (int h = 0; h < n_homes && r >= 0; h++) {
-            const plan_schedule *before = pb.s;
-            r = fs_homes_plan(&pb, t, homes[h], budget, maxws, level, hint, na);
-            if (pb.s != before)
+            unsigned kept = pb.n_kept;
+            r = fs_homes_plan(&pb, t, homes[h], budget, maxws, level, hint,
+                              na);
+            if (pb.n_kept != kept)
                 best_h = h;
         }
         if (n <= HP_BIG_OPS && r >= 0) {

@@ -632,6 +632,8 @@ int hp_fs_plan(const plan_trace *t, const uint8_t *init, uint64_t budget,
     for (uint32_t i = 0; i < t->n_ops; i++)
         if ((r = fs_op(&x, i, &now)) < 0)
             goto out;
+    if (o->ret_step_us)
+        *o->ret_step_us = now;
     *ret_schedule = x.s;
     x.s = NULL;
     r = 0;

@@ -166,6 +166,8 @@ typedef struct hp_fs_opts {
                                    the earlier evictions) */
     uint32_t *record_hint;      /* the same, recorded (may be NULL): the
                                    eviction's sequence number + 1 */
+    double *ret_step_us;        /* (may be NULL) the planner's own step
+                                   time for the plan: the judge's model */
 } hp_fs_opts;
 
 /* Plan `t` under the effective initials `init` (movable storages whose
