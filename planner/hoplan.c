@@ -23,6 +23,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -1226,14 +1227,14 @@ static int try_budget(const hp_model *m, uint64_t budget, attempt *a)
             break; /* cannot happen: not fitting means some overshoot */
     }
     /* Fallbacks: nothing optional; every candidate over an over-budget
-     * boundary (the step stalls and stretches, giving the stores time);
-     * every candidate. */
+     * boundary (the step stalls and stretches, giving the stores time).
+     * No "take every candidate": the forward planner degrades better. */
     current_levels(&h); /* corrections included */
-    for (int fb = 0; fb < 3; fb++) {
+    for (int fb = 0; fb < 2; fb++) {
         memset(h.sel, 0, m->n_gaps ? m->n_gaps : 1);
         for (uint32_t c = 0; fb > 0 && c < m->n_cand; c++) {
             const hp_gap *gp = &m->gaps[m->cand[c]];
-            bool useful = fb == 2;
+            bool useful = false;
             for (uint32_t i = gp->a; i < gp->z && !useful; i++)
                 useful = h.lv[i] > (int64_t)budget;
             h.sel[m->cand[c]] = useful;
@@ -1255,9 +1256,314 @@ out:
     return r;
 }
 
-/* The `none` schedule renamed, valid for budgets at or above its peak. */
-static int none_fallback(const plan_trace *t, uint64_t budget,
-                         plan_schedule **ret_schedule, uint64_t *ret_peak)
+/* ------------------------------------------------------------ portfolio
+ * hoplan judges several plans with plan_simulate and returns the best
+ * that fits (least exposed time, then fewest bytes moved): the gap
+ * selection above (traces up to HP_BIG_OPS ops), the forward planner of
+ * hoplan_fs.c in a few variants and under a few choices of homes, the
+ * constructive just-in-time plan at the smallest budget it meets (so
+ * every budget at or above min_budget succeeds), and the baselines
+ * (small traces), which keeps hoplan never worse than any of them. */
+
+#define HP_BIG_OPS 200000u   /* above: only the linear-time passes */
+#define HP_SMALL_OPS 50000u  /* up to: the baselines too */
+#define HP_LADDER 16u        /* rungs of the budget ladder */
+
+typedef struct pbest {
+    const plan_trace *t;
+    uint64_t budget;
+    plan_schedule *s;   /* owned */
+    plan_metrics m;
+    int n_judged;
+    unsigned n_kept;    /* times a better schedule was kept */
+} pbest;
+
+static bool metrics_better(const plan_metrics *a, const plan_metrics *b)
+{
+    double tol = 1e-9 * (b->step_time_us > 1 ? b->step_time_us : 1);
+    if (a->exposed_us < b->exposed_us - tol)
+        return true;
+    if (a->exposed_us > b->exposed_us + tol)
+        return false;
+    return a->h2d_bytes + a->d2h_bytes < b->h2d_bytes + b->d2h_bytes;
+}
+
+/* Judge s (owned, taken) for pb->budget; keep it if it fits and is the
+ * best so far.  0 or -ENOMEM. */
+static int consider(pbest *pb, plan_schedule *s)
+{
+    plan_metrics mt;
+    plan_violation v;
+    if (!s)
+        return 0;
+    s->budget_bytes = pb->budget;
+    snprintf(s->planner, sizeof(s->planner), "hoplan");
+    int r = plan_simulate(pb->t, s, &mt, &v, NULL);
+    pb->n_judged++;
+    if (r == -ENOMEM) {
+        plan_schedule_free(s);
+        return r;
+    }
+    if (r == 0 && (!pb->s || metrics_better(&mt, &pb->m))) {
+        plan_schedule_free(pb->s);
+        s->has_predicted = true;
+        s->predicted = mt;
+        pb->s = s;
+        pb->m = mt;
+        pb->n_kept++;
+        return 0;
+    }
+    plan_schedule_free(s);
+    return 0;
+}
+
+/* The forward planner under `init`, judged.  0 or -ENOMEM. */
+static int consider_fs_on(pbest *pb, const plan_trace *pt,
+                          const uint8_t *init, uint64_t budget,
+                          const hp_fs_opts *o)
+{
+    plan_schedule *s = NULL;
+    int r = hp_fs_plan(pt, init, budget, o, &s, NULL);
+    if (r == HO_E_INFEASIBLE)
+        return 0;
+    if (r < 0)
+        return r;
+    return consider(pb, s);
+}
+
+static int consider_fs(pbest *pb, const uint8_t *init, uint64_t budget,
+                       const hp_fs_opts *o)
+{
+    plan_schedule *s = NULL;
+    int r = hp_fs_plan(pb->t, init, budget, o, &s, NULL);
+    if (r == HO_E_INFEASIBLE)
+        return 0;
+    if (r < 0)
+        return r;
+    return consider(pb, s);
+}
+
+/* Homes by benefit: a movable storage lives on the host when the time
+ * it is idle across the step boundary (after its last access, before
+ * its first) hides its copies (the prefetch before its first read, the
+ * store after its last write); one the step never touches, always. */
+static void homes_by_benefit(const plan_trace *t, const double *P,
+                             uint8_t *init)
+{
+    const uint32_t n = t->n_ops;
+    for (uint32_t s = 0; s < t->n_storages; s++) {
+        const plan_storage *sto = &t->storages[s];
+        if (!sto->movable)
+            continue;
+        uint32_t a0 = t->acc_start[s], a1 = t->acc_start[s + 1];
+        if (a0 == a1) {
+            init[s] = PLAN_INIT_HOST;
+            continue;
+        }
+        uint32_t f = t->acc[a0].op, l = t->acc[a1 - 1].op;
+        bool written = false;
+        for (uint32_t k = a0; k < a1 && !written; k++)
+            written = (t->acc[k].flags & PLAN_ACC_WRITE) != 0;
+        double idle = (P[n] - P[l + 1]) + P[f];
+        double cost = 0;
+        if (t->acc[a0].flags & PLAN_ACC_READ)
+            cost += plan_copy_us(&t->link, 0, sto->bytes);
+        if (written)
+            cost += plan_copy_us(&t->link, 1, sto->bytes);
+        init[s] = idle >= cost ? PLAN_INIT_HOST : sto->initial;
+    }
+}
+
+/* The forward planner under the homes `home`, planned on `pt` (the trace,
+ * or it with a slower link) for `budget` and judged by pb: at level 2
+ * every variant; then (every level) the store-hint passes: a first pass records which writes its
+ * evictions had to store, the next ones store those right after the
+ * write (and the data on device at t = 0 before op 0), so that copy-outs
+ * run from the start instead of when memory is short (level 2: three
+ * passes of four variants, level 1: two of two, level 0 -- the largest
+ * traces -- two of one).  `hint`: scratch of na entries.
+ * 0 or -ENOMEM. */
+static int fs_homes_plan(pbest *pb, const plan_trace *pt, const uint8_t *home,
+                     uint64_t budget, uint64_t maxws, int level,
+                     uint32_t *hint, size_t na)
+{
+    const hp_fs_opts variants[] = {
+        {.lookahead = true},
+        {.lookahead = true, .defer_busy = true},
+        {.lookahead = true, .eager_store = true},
+        {.lookahead = true, .eager_prefetch = true, .reserve = maxws},
+        {.jit = true},
+        {.lookahead = true, .clean_first = true, .defer_busy = true},
+    };
+    int n_var = level == 2 ? (int)(sizeof variants / sizeof *variants) : 0;
+    int r = 0;
+    for (int v = 0; v < n_var && r >= 0; v++)
+        r = consider_fs_on(pb, pt, home, budget, &variants[v]);
+    memset(hint, 0, (na ? na : 1) * sizeof(*hint));
+    if (level == 0) {
+        /* the largest traces: the two passes by the forward planner's own
+         * step time (it follows the judge's model), the better judged
+         * first and the other only if that one does not fit */
+        hp_fs_opts o0 = {.lookahead = true, .defer_busy = true};
+        plan_schedule *s0 = NULL, *s1 = NULL;
+        double e0 = 0, e1 = 0;
+        o0.record_hint = hint;
+        o0.ret_step_us = &e0;
+        r = hp_fs_plan(pt, home, budget, &o0, &s0, NULL);
+        if (r == 0) {
+            hp_fs_opts o1 = {.lookahead = true, .defer_busy = true};
+            o1.store_hint = hint;
+            o1.ret_step_us = &e1;
+            r = hp_fs_plan(pt, home, budget, &o1, &s1, NULL);
+            if (r == HO_E_INFEASIBLE)
+                r = 0;
+        }
+        if (r == HO_E_INFEASIBLE)
+            r = 0;
+        if (r < 0) {
+            plan_schedule_free(s0);
+            plan_schedule_free(s1);
+            return r;
+        }
+        if (s1 && e1 < e0) {
+            plan_schedule *x = s0;
+            s0 = s1;
+            s1 = x;
+        }
+        unsigned kept = pb->n_kept;
+        if (s0 && (r = consider(pb, s0)) < 0) {
+            plan_schedule_free(s1);
+            return r;
+        }
+        if (pb->n_kept == kept && s1)
+            return consider(pb, s1);
+        plan_schedule_free(s1);
+        return 0;
+    }
+    int passes = level == 2 ? 3 : 2;
+    for (int pass = 0; pass < passes && r >= 0; pass++) {
+        hp_fs_opts ho[4] = {
+            {.lookahead = true, .defer_busy = true},
+            {.lookahead = true, .eager_prefetch = true, .reserve = maxws},
+            {.lookahead = true},
+            {.lookahead = true, .defer_busy = true, .clean_first = true},
+        };
+        int nh = pass == 0 ? 1 : level == 2 ? 4 : level == 1 ? 2 : 1;
+        for (int v = 0; v < nh && r >= 0; v++) {
+            ho[v].store_hint = pass ? hint : NULL;
+            ho[v].record_hint = v == 0 ? hint : NULL;
+            r = consider_fs_on(pb, pt, home, budget, &ho[v]);
+        }
+    }
+    return r;
+}
+
+typedef struct hf_key {
+    double slack;
+    uint32_t s;
+} hf_key;
+
+static int hf_cmp(const void *a, const void *b)
+{
+    const hf_key *x = a, *y = b;
+    if (x->slack != y->slack)
+        return x->slack > y->slack ? -1 : 1;
+    return x->s < y->s ? -1 : x->s > y->s;
+}
+
+/* Homes that fit: the trace's initials, with movable data that starts on
+ * the device moved to the host -- the largest idle slack across the step
+ * boundary first (data the step never touches before all), the same
+ * benefit rule as homes_by_benefit -- until what is on device at t = 0
+ * leaves `target` bytes or less.  0 or -ENOMEM. */
+static int homes_fit(const plan_trace *t, const double *P, uint64_t target,
+                     uint8_t *init)
+{
+    const uint32_t n = t->n_ops;
+    uint64_t p0 = 0;
+    uint32_t nk = 0;
+    hf_key *k = malloc((t->n_storages ? t->n_storages : 1) * sizeof(*k));
+    if (!k)
+        return -ENOMEM;
+    for (uint32_t s = 0; s < t->n_storages; s++) {
+        const plan_storage *sto = &t->storages[s];
+        init[s] = sto->initial;
+        uint32_t a0 = t->acc_start[s], a1 = t->acc_start[s + 1];
+        if (sto->initial != PLAN_INIT_DEVICE || (a0 == a1 && !sto->retained))
+            continue;
+        p0 += sto->bytes;
+        if (!sto->movable)
+            continue;
+        double slack = 1e300;
+        if (a0 != a1) {
+            uint32_t f = t->acc[a0].op, l = t->acc[a1 - 1].op;
+            bool written = false;
+            for (uint32_t q = a0; q < a1 && !written; q++)
+                written = (t->acc[q].flags & PLAN_ACC_WRITE) != 0;
+            double cost = 0;
+            if (t->acc[a0].flags & PLAN_ACC_READ)
+                cost += plan_copy_us(&t->link, 0, sto->bytes);
+            if (written)
+                cost += plan_copy_us(&t->link, 1, sto->bytes);
+            /* per byte: which bytes leave first */
+            slack = ((P[n] - P[l + 1]) + P[f] - cost) /
+                    (double)(sto->bytes ? sto->bytes : 1);
+        }
+        k[nk++] = (hf_key){slack, s};
+    }
+    qsort(k, nk, sizeof(*k), hf_cmp);
+    for (uint32_t q = 0; q < nk && p0 > target; q++) {
+        init[k[q].s] = PLAN_INIT_HOST;
+        p0 -= t->storages[k[q].s].bytes;
+    }
+    free(k);
+    return 0;
+}
+
+/* The smallest budget the constructive plan meets (all movable data on
+ * the host): the floor itself when it is met there (it always should
+ * be), else a binary search up to the `none` peak (a plan met at a
+ * budget is met at every larger one, so the search is sound).  The
+ * schedule met there in *ret_schedule.  0, HO_E_INFEASIBLE, -ENOMEM. */
+static int min_budget_search(const plan_trace *t, const uint8_t *init_host,
+                             uint64_t floor, uint64_t none_peak,
+                             uint64_t *ret_min, plan_schedule **ret_schedule)
+{
+    static const hp_fs_opts jit = {.jit = true};
+    pbest pb = {.t = t};
+    uint64_t lo = floor, hi = none_peak > floor ? none_peak : floor;
+    int r;
+    /* probe the floor, then (if needed) search (lo - 1, hi] */
+    for (int probe = 0; probe < 70; probe++) {
+        uint64_t mid = probe == 0 ? lo : lo + (hi - lo) / 2;
+        pb.budget = mid;
+        if ((r = consider_fs(&pb, init_host, mid, &jit)) < 0)
+            goto fail;
+        if (pb.s) {
+            hi = mid;
+            plan_schedule_free(*ret_schedule);
+            *ret_schedule = pb.s;
+            pb.s = NULL;
+            if (probe == 0)
+                break;
+        } else {
+            lo = mid + 1;
+        }
+        if (lo >= hi)
+            break;
+    }
+    if (!*ret_schedule)
+        return HO_E_INFEASIBLE;
+    *ret_min = hi;
+    return 0;
+fail:
+    plan_schedule_free(pb.s);
+    return r;
+}
+
+/* The `none` schedule, judged without a budget: its peak. */
+static int none_peak_of(const plan_trace *t, plan_schedule **ret_none,
+                        uint64_t *ret_peak)
 {
     plan_schedule *s = NULL;
     plan_metrics mt;
@@ -1265,119 +1571,242 @@ static int none_fallback(const plan_trace *t, uint64_t budget,
     int r = plan_none(t, UINT64_MAX, &s);
     if (r < 0)
         return r;
-    r = plan_simulate(t, s, &mt, &v, NULL);
-    if (r < 0) {
+    if (plan_simulate(t, s, &mt, &v, NULL) < 0) {
         plan_schedule_free(s);
         return HO_E_INTERNAL;
     }
-    snprintf(s->planner, sizeof(s->planner), "hoplan");
-    s->budget_bytes = budget;
     *ret_peak = mt.peak_device_bytes;
-    *ret_schedule = s;
+    *ret_none = s;
     return 0;
 }
 
-int plan_hoplan(const plan_trace *t, uint64_t budget, plan_schedule **ret_schedule,
-                plan_result *result)
+static void infeasible_message(const plan_trace *t, uint64_t budget,
+                               uint64_t floor, uint32_t floor_op, uint64_t p0,
+                               uint64_t min_budget, plan_result *res)
 {
-    hp_model m;
-    attempt a;
-    plan_schedule *none = NULL;
-    plan_result scratch_result;
-    uint64_t none_peak = 0;
+    char where[160];
+    if (floor_op == PLAN_NONE || budget < p0)
+        snprintf(where, sizeof where, "at step start (%llu bytes of "
+                 "initial: device data that is not movable)",
+                 (unsigned long long)p0);
+    else if (floor_op >= t->n_ops)
+        snprintf(where, sizeof where, "at step end (retained data that is "
+                 "not movable)");
+    else
+        snprintf(where, sizeof where, "at op %u '%s' (its reads, writes and "
+                 "the pinned data live across it)", floor_op,
+                 plan_op_name(t, floor_op));
+    ho_errf(res->message, sizeof(res->message), HO_E_INFEASIBLE,
+            "budget %llu is infeasible: lower bound (any schedule) %llu "
+            "bytes %s; smallest budget hoplan meets %llu",
+            (unsigned long long)budget, (unsigned long long)floor, where,
+            (unsigned long long)min_budget);
+}
+
+int plan_hoplan(const plan_trace *t, uint64_t budget,
+                plan_schedule **ret_schedule, plan_result *result)
+{
+    plan_result scratch;
+    plan_schedule *none = NULL, *floor_plan = NULL;
+    uint8_t *init0 = NULL, *init_host = NULL, *init_rule = NULL;
+    uint8_t *init_fit = NULL;
+    double *P = NULL;
+    pbest pb = {.t = t, .budget = budget};
+    uint64_t floor = 0, none_peak = 0, min_budget = 0, p0 = 0;
+    uint32_t floor_op = PLAN_NONE;
+    const uint32_t ns = t->n_storages ? t->n_storages : 1, n = t->n_ops;
+    bool any_movable = false;
     int r;
 
     if (!result)
-        result = &scratch_result;
-    r = hp_model_init(&m, t);
-    if (r < 0)
-        return r;
-    result->no_offload_peak = m.none_peak;
-    r = try_budget(&m, budget, &a);
-    if (r == 0) {
-        *ret_schedule = a.sched;
+        result = &scratch;
+    if ((r = hp_device_floor(t, &floor, &floor_op, &p0)) < 0 ||
+        (r = none_peak_of(t, &none, &none_peak)) < 0)
         goto out;
+    result->no_offload_peak = none_peak;
+    result->device_floor = floor;
+    r = -ENOMEM;
+    init0 = malloc(ns);
+    init_host = malloc(ns);
+    init_rule = malloc(ns);
+    init_fit = malloc(4 * (size_t)ns);
+    P = malloc(((size_t)n + 1) * sizeof(*P));
+    if (!init0 || !init_host || !init_rule || !init_fit || !P)
+        goto out;
+    P[0] = 0;
+    for (uint32_t i = 0; i < n; i++)
+        P[i + 1] = P[i] + t->ops[i].duration_us;
+    for (uint32_t s = 0; s < t->n_storages; s++) {
+        const plan_storage *sto = &t->storages[s];
+        init0[s] = sto->initial;
+        init_host[s] = sto->movable ? PLAN_INIT_HOST : sto->initial;
+        any_movable |= sto->movable;
     }
-    if (r != HO_E_INFEASIBLE)
-        goto out;
-    r = none_fallback(t, budget, &none, &none_peak);
-    if (r < 0)
-        goto out;
-    if (budget >= none_peak) {
-        *ret_schedule = none;
-        none = NULL;
-        r = 0;
-        goto out;
-    }
-    uint32_t fail_op = a.fail_op;
+    memcpy(init_rule, init0, ns);
+    homes_by_benefit(t, P, init_rule);
 
-    /* The smallest budget hoplan meets: binary search between the lower
-     * bound (infeasible below) and the `none` peak (always met), to a
-     * resolution of 1/1024 of the answer. */
-    /* From the bound whatever the request, so that the answer does not
-     * depend on the budget asked for. */
-    uint64_t lo = m.lb, hi = none_peak;
-    plan_schedule *best = NULL; /* the schedule met at hi, if a probe's */
-    if (lo > hi)
-        lo = hi;
-    lo--; /* invariant: lo infeasible, hi met */
-    for (int probe = 0; probe < 64 && hi - lo > 1 && hi - lo > (hi >> 10);
-         probe++) {
-        uint64_t mid = lo + (hi - lo) / 2;
-        attempt pa;
-        int pr = try_budget(&m, mid, &pa);
-        if (pr == 0) {
-            hi = mid;
-            plan_schedule_free(best);
-            best = pa.sched;
-        } else if (pr == HO_E_INFEASIBLE) {
-            lo = mid;
-        } else {
-            plan_schedule_free(best);
-            r = pr;
+    /* feasibility: the constructive plan, and the smallest budget */
+    r = min_budget_search(t, init_host, floor, none_peak, &min_budget,
+                          &floor_plan);
+    if (r == HO_E_INFEASIBLE) {
+        min_budget = none_peak; /* `none` always meets its own peak */
+        r = 0;
+    }
+    if (r < 0)
+        goto out;
+    result->min_budget = min_budget;
+    if (budget < floor) {
+        r = HO_E_INFEASIBLE; /* no schedule at all: a sound bound */
+        infeasible_message(t, budget, floor, floor_op, p0, min_budget, result);
+        goto out;
+    }
+    if (budget >= none_peak) {
+        r = consider(&pb, none);
+        none = NULL;
+        if (r < 0)
+            goto out;
+    }
+    if (floor_plan && (r = consider(&pb, floor_plan)) < 0) {
+        floor_plan = NULL;
+        goto out;
+    }
+    floor_plan = NULL;
+
+    /* the forward planner, in its variants, under each choice of homes */
+    uint64_t maxws = 0;
+    {
+        uint32_t *mark = malloc(ns * sizeof(*mark));
+        if (!mark) {
+            r = -ENOMEM;
             goto out;
         }
+        memset(mark, 0xff, ns * sizeof(*mark));
+        for (uint32_t i = 0; i < n; i++) {
+            uint64_t w = plan_op_working_set(t, i, mark);
+            if (w > maxws)
+                maxws = w;
+        }
+        free(mark);
     }
-    if (best && hi <= budget) {
-        /* a tighter budget worked where this one did not (the heuristic
-         * is not monotonic): its schedule fits this budget too */
-        *ret_schedule = best;
-        r = 0;
+    /* homes: the trace's, all on the host, by benefit, and the fitted
+     * ones (room for one and two of the largest working sets, half the
+     * budget); duplicates are skipped */
+    const uint8_t *homes[7] = {init0, init_host, init_rule, NULL, NULL, NULL,
+                              NULL};
+    int n_homes = !any_movable ? 1 : n > HP_BIG_OPS ? 2 : 3;
+    if (any_movable) {
+        /* what the step adds on top of its start, without offload */
+        uint64_t start0 = 0;
+        for (uint32_t q = 0; q < t->n_storages; q++) {
+            const plan_storage *sto = &t->storages[q];
+            if (sto->initial == PLAN_INIT_DEVICE &&
+                (sto->retained || t->acc_start[q] != t->acc_start[q + 1]))
+                start0 += sto->bytes;
+        }
+        uint64_t grow = none_peak > start0 ? none_peak - start0 : 0;
+        if (grow < maxws)
+            grow = maxws;
+        const uint64_t targets[4] = {
+            budget > grow ? budget - grow : 0,
+            budget > maxws ? budget - maxws : 0,
+            budget > 2 * maxws ? budget - 2 * maxws : 0, budget / 2};
+        for (int q = 0; q < (n > HP_BIG_OPS ? 1 : 4); q++) {
+            uint8_t *h = init_fit + (size_t)q * ns;
+            if ((r = homes_fit(t, P, targets[q], h)) < 0)
+                goto out;
+            bool dup = false;
+            for (int e = 0; e < n_homes && !dup; e++)
+                dup = memcmp(homes[e], h, ns) == 0;
+            if (!dup)
+                homes[n_homes++] = h;
+        }
+    }
+    /* each choice of homes at the budget; then, for monotonicity, the
+     * best of them at the rungs of a fixed ladder (min_budget to the
+     * `none` peak, in HP_LADDER steps) below the budget -- a plan met at
+     * a smaller budget is met at this one -- and for a slower link (1/2,
+     * 1/4), judged on this one */
+    {
+        size_t na = (size_t)t->acc_start[t->n_storages] + t->n_storages;
+        uint32_t *hint = calloc(na ? na : 1, sizeof(*hint));
+        int level = n > HP_BIG_OPS ? 0 : 2, best_h = 0;
+        if (!hint) {
+            r = -ENOMEM;
+            goto out;
+        }
+        for (int h = 0; h < n_homes && r >= 0; h++) {
+            unsigned kept = pb.n_kept;
+            r = fs_homes_plan(&pb, t, homes[h], budget, maxws, level, hint,
+                              na);
+            if (pb.n_kept != kept)
+                best_h = h;
+        }
+        if (n <= HP_BIG_OPS && r >= 0) {
+            uint64_t lo = min_budget, hi = none_peak > lo ? none_peak : lo;
+            for (uint32_t k = 0; k <= HP_LADDER && r >= 0; k++) {
+                uint64_t rung =
+                    lo + (uint64_t)((double)(hi - lo) * k / HP_LADDER);
+                if (rung >= budget)
+                    break;
+                r = fs_homes_plan(&pb, t, homes[best_h], rung, maxws, 1, hint,
+                              na);
+            }
+            plan_trace slow = *t;
+            for (int k = 1; k <= 2 && r >= 0; k++) {
+                slow.link.h2d_gbps = t->link.h2d_gbps / (1 << k);
+                slow.link.d2h_gbps = t->link.d2h_gbps / (1 << k);
+                r = fs_homes_plan(&pb, &slow, homes[best_h], budget, maxws, 1,
+                              hint, na);
+            }
+        }
+        free(hint);
+        if (r < 0)
+            goto out;
+    }
+
+    /* the gap selection, and the baselines */
+    if (n <= HP_BIG_OPS) {
+        hp_model m;
+        attempt a;
+        if ((r = hp_model_init(&m, t)) < 0)
+            goto out;
+        r = try_budget(&m, budget, &a);
+        hp_model_done(&m);
+        if (r == 0 && (r = consider(&pb, a.sched)) < 0)
+            goto out;
+        if (r < 0 && r != HO_E_INFEASIBLE)
+            goto out;
+    }
+    if (n <= HP_SMALL_OPS) {
+        static const plan_options bo = {NULL, 100, 100, 50};
+        plan_schedule *s = NULL;
+        if ((r = plan_seed_greedy(t, budget, &s)) < 0 ||
+            (r = consider(&pb, s)) < 0)
+            goto out;
+        s = NULL;
+        if ((r = plan_ms_distance(t, budget, &bo, &s)) < 0 ||
+            (r = consider(&pb, s)) < 0)
+            goto out;
+        s = NULL;
+        if ((r = plan_reactive_lru(t, budget, &s)) < 0 ||
+            (r = consider(&pb, s)) < 0)
+            goto out;
+    }
+    if (!pb.s) {
+        /* cannot happen at or above min_budget: the floor plan fits */
+        r = HO_E_INFEASIBLE;
+        infeasible_message(t, budget, floor, floor_op, p0, min_budget, result);
         goto out;
     }
-    plan_schedule_free(best);
-    result->min_budget = hi;
-    r = HO_E_INFEASIBLE;
-    if (budget < m.p0)
-        ho_errf(result->message, sizeof(result->message), r,
-                  "budget %llu is below the %llu bytes on device at step "
-                  "start (initial: device storages); the smallest budget "
-                  "hoplan meets is %llu",
-                  (unsigned long long)budget, (unsigned long long)m.p0,
-                  (unsigned long long)hi);
-    else if (budget < m.lb)
-        ho_errf(result->message, sizeof(result->message), r,
-                  "budget %llu is below the %llu bytes op %u '%s' needs at "
-                  "once (its reads and writes, pinned data and data just "
-                  "written being copied out); the smallest budget hoplan "
-                  "meets is %llu",
-                  (unsigned long long)budget, (unsigned long long)m.lb,
-                  m.lb_op, plan_op_name(t, m.lb_op), (unsigned long long)hi);
-    else if (fail_op != PLAN_NONE)
-        ho_errf(result->message, sizeof(result->message), r,
-                  "no schedule found within %llu bytes: still over budget "
-                  "before op %u '%s' with every useful gap taken or its "
-                  "transfers unable to complete in time; the smallest "
-                  "budget hoplan meets is %llu",
-                  (unsigned long long)budget, fail_op,
-                  plan_op_name(t, fail_op), (unsigned long long)hi);
-    else
-        ho_errf(result->message, sizeof(result->message), r,
-                  "no schedule found within %llu bytes; the smallest budget "
-                  "hoplan meets is %llu",
-                  (unsigned long long)budget, (unsigned long long)hi);
+    if (budget < result->min_budget)
+        result->min_budget = budget; /* met here after all */
+    *ret_schedule = pb.s;
+    pb.s = NULL;
+    r = 0;
 out:
+    plan_schedule_free(pb.s);
     plan_schedule_free(none);
-    hp_model_done(&m);
+    plan_schedule_free(floor_plan);
+    HO_FREE_ALL(init0, init_host, init_rule, init_fit, P);
     return r;
 }

@@ -145,6 +145,48 @@ void hp_place_done(hp_place *p);
 int hp_place_loop(const hp_model *m, const uint8_t *sel, uint64_t budget,
                   const char *planner, hp_place *p);
 
+/* ------------------------------------------------------------------ forward
+ * The forward-simulation planner (hoplan_fs.c). */
+typedef struct hp_fs_opts {
+    bool jit;            /* evict after every use, no lookahead: the
+                            constructive feasibility plan */
+    bool lookahead;      /* prefetch due reads ahead of their op */
+    bool eager_store;    /* store written data while the engine idles */
+    bool eager_prefetch; /* prefetch early while memory is plentiful */
+    uint64_t reserve;    /* eager_prefetch leaves this much free */
+    bool clean_first;    /* evict clean data (no store needed) first */
+    bool defer_busy;     /* no prefetch ahead while the engine is busy
+                            through the op */
+    const uint32_t *store_hint; /* per access of t->acc, then per storage
+                                   (may be NULL): nonzero where an earlier
+                                   pass stored on eviction the data of
+                                   that write (or, at n_acc + s, s's data
+                                   at t = 0); it is stored right after the
+                                   write (before op 0, in the order of
+                                   the earlier evictions) */
+    uint32_t *record_hint;      /* the same, recorded (may be NULL): the
+                                   eviction's sequence number + 1 */
+    double *ret_step_us;        /* (may be NULL) the planner's own step
+                                   time for the plan: the judge's model */
+} hp_fs_opts;
+
+/* Plan `t` under the effective initials `init` (movable storages whose
+ * init differs from the trace get a home entry) for `budget`.  0 and a
+ * new schedule (bound, sorted, not yet judged), HO_E_INFEASIBLE with
+ * *ret_fail_op (may be NULL) where memory could not be made, -ENOMEM. */
+int hp_fs_plan(const plan_trace *t, const uint8_t *init, uint64_t budget,
+               const hp_fs_opts *o, plan_schedule **ret_schedule,
+               uint32_t *ret_fail_op);
+
+/* A sound lower bound on the peak of any schedule of t: the largest of
+ * the non-movable `initial: device` data at t = 0, the non-movable
+ * retained data at step end, and per op its working set plus the pinned
+ * data live across it.  *ret_op: the op (n_ops: step end, PLAN_NONE:
+ * step start); *ret_p0 (may be NULL): the first of those (the data on
+ * device at t = 0 whatever the schedule).  0 or -ENOMEM. */
+int hp_device_floor(const plan_trace *t, uint64_t *ret_floor,
+                    uint32_t *ret_op, uint64_t *ret_p0);
+
 /* ------------------------------------------------------------------ trees
  * hp_maxtree: range add, range max, "last index > threshold" search. */
 typedef struct hp_maxtree {

@@ -311,10 +311,10 @@ typedef struct plan_result {
     uint64_t working_set_bound; /* largest single-op working set */
     uint64_t min_budget;        /* smallest budget this planner can meet
                                    (hoplan fills it always, also on
-                                   success; 0 when not computed) */
-    uint64_t device_floor;      /* a sound lower bound: bytes that must be
-                                   on device at the worst op (hoplan; 0
-                                   when not computed) */
+                                   success; 0 from the others) */
+    uint64_t device_floor;      /* hoplan: a sound lower bound on the peak
+                                   of any schedule (what must be on device
+                                   at the worst op, step start or end) */
     double planning_ms;
     char message[256];          /* why, when infeasible or failing */
 } plan_result;

@@ -873,8 +873,14 @@ static int normalize(ho_replay *r)
     int rc = hor_drain(r);
     if (rc < 0)
         return rc;
-    for (uint32_t i = 0; i < r->n_st; i++) {
-        hor_storage *s = &r->st[i];
+    /* Two passes: every release first, then the allocations of the
+     * device-initial storages, so that the device never holds both the
+     * last step's leftovers and the next step's start (the model's t = 0
+     * is the state after every release). */
+    for (uint32_t k = 0; k < 2 * r->n_st; k++) {
+        hor_storage *s = &r->st[k % r->n_st];
+        if ((s->initial == PLAN_INIT_DEVICE) != (k >= r->n_st))
+            continue;
         switch (s->initial) {
         case PLAN_INIT_HOST:
             if (s->ptr) {

@@ -58,7 +58,7 @@ END_TEST
 
 START_TEST(test_hoplan_vs_oracle)
 {
-    unsigned iters = tu_iters(300), compared = 0, optimal = 0;
+    unsigned iters = tu_iters(300), compared = 0, optimal = 0, beats = 0;
     double dist = 0, worst = 0;
     for (unsigned it = 0; it < iters; it++) {
         plan_gen_random_cfg c;
@@ -98,24 +98,23 @@ START_TEST(test_hoplan_vs_oracle)
             plan_violation v;
             ck_assert(tu_valid(t, h, &m, &v));
             ck_assert_uint_le(m.peak_device_bytes, budget);
-            /* hoplan's schedule is in the oracle's space */
-            ck_assert_msg(r2 != HO_E_INFEASIBLE,
-                          "trace %u: oracle infeasible, hoplan fits", it);
         }
+        /* hoplan judges the gap selection's own plan among others (with
+         * waits, outside the oracle's space): it fits wherever the
+         * oracle does, and may beat it */
+        if (r2 == 0)
+            ck_assert_msg(r1 == 0, "trace %u: oracle fits, hoplan does not",
+                          it);
         if (r1 == 0 && r2 == 0) {
             const plan_metrics *a = &h->predicted, *b = &o->predicted;
             ck_assert_uint_le(b->peak_device_bytes, budget);
-            ck_assert_msg(b->exposed_us <= a->exposed_us ||
-                              tu_close(a->exposed_us, b->exposed_us),
-                          "trace %u: hoplan %.3f better than oracle %.3f", it,
-                          a->exposed_us, b->exposed_us);
-            if (tu_close(a->exposed_us, b->exposed_us))
-                ck_assert_uint_le(b->h2d_bytes + b->d2h_bytes,
-                                  a->h2d_bytes + a->d2h_bytes);
             double d = a->exposed_us - b->exposed_us;
+            if (tu_close(a->exposed_us, b->exposed_us))
+                d = 0;
             dist += d;
             worst = d > worst ? d : worst;
-            optimal += tu_close(a->exposed_us, b->exposed_us);
+            optimal += d <= 0;
+            beats += d < 0;
             compared++;
         }
         plan_schedule_free(h);
@@ -123,9 +122,11 @@ START_TEST(test_hoplan_vs_oracle)
         plan_trace_free(t);
     }
     ck_assert_uint_gt(compared, iters / 4);
-    printf("oracle: %u traces compared, hoplan optimal in %u, mean distance "
-           "%.3f us, worst %.3f us\n",
-           compared, optimal, compared ? dist / compared : 0, worst);
+    printf("oracle: %u traces compared, hoplan at least as good in %u "
+           "(better in %u), mean distance %.3f us, worst %.3f us\n",
+           compared, optimal, beats, compared ? dist / compared : 0, worst);
+    /* measured: at least as good in about 95% of the traces */
+    ck_assert_uint_ge(optimal * 10, compared * 8);
 }
 END_TEST
 

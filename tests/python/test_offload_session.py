@@ -321,8 +321,10 @@ class OffloadSessionTest(unittest.TestCase):
                 self.assertIsNone(st["diverged"])
                 self.assertGreater(st["store_skipped"], 0, st)
                 self.assertIn("HO_E_TIER_FULL", st["pool_error"])
-                # what could not be stored was not freed
-                self.assertEqual(st["free_stale"], st["store_skipped"], st)
+                # what could not be stored was not freed (a plan may also
+                # store what the session does not free: parameters)
+                self.assertGreater(st["free_stale"], 0, st)
+                self.assertLessEqual(st["free_stale"], st["store_skipped"], st)
                 self.assertGreater(st["frees"], 0, st)
                 self.assertEqual(st["on_demand"] + st["prefetches"],
                                  st["frees"], st)

@@ -1,0 +1,714 @@
+/*
+ * planner/hoplan_fs.c - hoplan's forward-simulation planner and its
+ * feasibility proof (docs/planner.md §3.5).
+ *
+ * One pass over the ops that keeps the state of the judge (PLANNER.md §3)
+ * exactly: residency, host-copy versions, the completion of every copy,
+ * the engines' FIFO queues and the device releases still pending.  At
+ * each boundary it
+ *   1. makes room for the op's missing reads and new writes by evicting
+ *      the resident storage used furthest in the future (Belady; data
+ *      whose next access only writes it first: it costs no copy), a store
+ *      first where the host copy is stale, and inserts `wait`s when the
+ *      memory must be back before the allocation (a deliberate stall);
+ *   2. prefetches the missing reads (exposed: the op waits for them);
+ *   3. looks ahead: the next storage to be read that is off the device is
+ *      prefetched at the last boundary from which it still completes in
+ *      time on the FIFO engine, if memory allows (evicting only data used
+ *      later than it, and never waiting for that).
+ * After an op, optionally ("eager") the data it wrote is stored at once
+ * when the copy engine is idle, so that a later eviction frees memory
+ * without a stall.  In "jit" mode every storage is evicted right after
+ * each use (unless the next op uses it) and nothing is prefetched ahead:
+ * the constructive plan that proves a budget feasible.
+ *
+ * Every budget at or above hp_device_floor() is met (the op's own data,
+ * the pinned data live across it, and nothing else need be on device once
+ * the waits have drained the releases); plan_simulate confirms each plan.
+ *
+ * Ownership: the schedule is the caller's; everything else is freed here.
+ */
+#include "planner/hoplan_impl.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hyperoffload/errors.h"
+#include "proto/mem.h"
+
+typedef struct fs_rel {
+    double t;
+    uint64_t bytes;
+    uint32_t storage;
+} fs_rel;
+
+static bool rel_less(const fs_rel *a, const fs_rel *b)
+{
+    return a->t < b->t || (a->t == b->t && a->storage < b->storage);
+}
+PLAN_GROWING_HEAP_DEFINE(fs_rheap, fs_rel, rel_less)
+
+typedef struct fs_key {
+    uint64_t key;
+    uint32_t storage;
+} fs_key;
+
+/* victims: the largest key first */
+static bool vic_less(const fs_key *a, const fs_key *b)
+{
+    return a->key > b->key || (a->key == b->key && a->storage < b->storage);
+}
+PLAN_GROWING_HEAP_DEFINE(fs_vheap, fs_key, vic_less)
+
+/* misses: the earliest next read first */
+static bool miss_less(const fs_key *a, const fs_key *b)
+{
+    return a->key < b->key || (a->key == b->key && a->storage < b->storage);
+}
+PLAN_GROWING_HEAP_DEFINE(fs_mheap, fs_key, miss_less)
+
+typedef struct fs_st {
+    double h2d_end, d2h_end, host_ready;
+    uint32_t nx;     /* index in t->acc of its next access */
+    uint32_t wacc;   /* index in t->acc of its last write, or PLAN_NONE */
+    bool on_dev, has_host, host_cur;
+} fs_st;
+
+typedef struct fs {
+    const plan_trace *t;
+    const uint8_t *init;
+    const hp_fs_opts *o;
+    uint64_t B;
+    uint32_t n;
+    plan_schedule *s;
+    fs_st *st;
+    double *P;        /* n + 1 prefix sums of durations */
+    uint32_t *mark;
+    fs_rheap rel;
+    fs_vheap vic;
+    fs_mheap miss;
+    uint64_t dev;     /* allocated now (releases <= clock applied) */
+    uint64_t pend;    /* bytes of the releases still pending */
+    double eng[2];
+    fs_key *stash;    /* fs_room's victims set aside */
+    size_t cap_stash;
+    uint32_t fail_op;
+    uint32_t n_evict_stores; /* record_hint's sequence */
+} fs;
+
+static inline double fs_done(const fs_st *x)
+{
+    return x->h2d_end > x->d2h_end ? x->h2d_end : x->d2h_end;
+}
+
+static inline uint32_t fs_next_op(const fs *x, uint32_t s)
+{
+    uint32_t k = x->st[s].nx;
+    return k < x->t->acc_start[s + 1] ? x->t->acc[k].op : PLAN_NONE;
+}
+
+/* Needed on device at step end. */
+static inline bool fs_need_end(const fs *x, uint32_t s)
+{
+    return x->t->storages[s].retained && x->init[s] != PLAN_INIT_HOST;
+}
+
+/* The op by which s must be back on device with its data (n: step end),
+ * PLAN_NONE when it never must (next access writes only, or none). */
+static uint32_t fs_next_read(const fs *x, uint32_t s)
+{
+    uint32_t k = x->st[s].nx;
+    if (k < x->t->acc_start[s + 1])
+        return (x->t->acc[k].flags & PLAN_ACC_READ) ? x->t->acc[k].op
+                                                     : PLAN_NONE;
+    return fs_need_end(x, s) ? x->n : PLAN_NONE;
+}
+
+/* Eviction key: data whose next access only writes it first (no copy
+ * either way), then the furthest next use. */
+static uint64_t fs_vkey(const fs *x, uint32_t s)
+{
+    uint32_t op = fs_next_op(x, s);
+    if (op != PLAN_NONE && !(x->t->acc[x->st[s].nx].flags & PLAN_ACC_READ))
+        return (uint64_t)4 * x->n + op;
+    uint64_t k = op == PLAN_NONE ? x->n : op;
+    /* clean_first: data whose host copy is current (its eviction needs
+     * no store) and that need not be back by step end goes before the
+     * rest, furthest next use first within each class */
+    if (x->o->clean_first && x->st[s].host_cur && !fs_need_end(x, s))
+        k += (uint64_t)2 * x->n;
+    return k;
+}
+
+static int fs_push_victim(fs *x, uint32_t s)
+{
+    const plan_storage *sto = &x->t->storages[s];
+    uint32_t k = x->st[s].nx;
+    /* pinned data is never freed before its last access (the judge
+     * refuses it even before the first) */
+    if (sto->pinned && k < x->t->acc_start[s + 1])
+        return 0;
+    if (fs_next_op(x, s) == PLAN_NONE && !fs_need_end(x, s))
+        return 0;
+    return fs_vheap_push(&x->vic, (fs_key){fs_vkey(x, s), s});
+}
+
+static void fs_flush(fs *x, double t)
+{
+    while (x->rel.n > 0 && x->rel.v[0].t <= t) {
+        fs_rel r = fs_rheap_pop(&x->rel);
+        x->dev -= r.bytes;
+        x->pend -= r.bytes;
+    }
+}
+
+static int fs_release(fs *x, uint32_t s, double t)
+{
+    double d = fs_done(&x->st[s]);
+    uint64_t b = x->t->storages[s].bytes;
+    x->st[s].on_dev = false;
+    if (d <= t) {
+        x->dev -= b;
+        return 0;
+    }
+    x->pend += b;
+    return fs_rheap_push(&x->rel, (fs_rel){d, b, s});
+}
+
+static double fs_copy(fs *x, int d2h, uint32_t s, double t, double dep)
+{
+    const plan_trace *tr = x->t;
+    int e = tr->link.duplex ? d2h : 0;
+    double start = t;
+    if (x->eng[e] > start)
+        start = x->eng[e];
+    if (dep > start)
+        start = dep;
+    double end = start + plan_copy_us(&tr->link, d2h, tr->storages[s].bytes);
+    x->eng[e] = end;
+    return end;
+}
+
+static int fs_act(fs *x, uint32_t op, plan_when w, plan_act_kind k,
+                  uint32_t s)
+{
+    return plan_schedule_push(x->s, x->t, op, w, k, s);
+}
+
+static int fs_store(fs *x, uint32_t op, plan_when w, uint32_t s, double t)
+{
+    fs_st *ss = &x->st[s];
+    ss->d2h_end = fs_copy(x, 1, s, t, ss->h2d_end);
+    ss->host_ready = ss->d2h_end;
+    ss->has_host = true;
+    ss->host_cur = true;
+    int r = fs_act(x, op, w, PLAN_ACT_STORE, s);
+    if (r == 0 && x->o->clean_first && ss->on_dev)
+        r = fs_push_victim(x, s);
+    return r;
+}
+
+/* Evict s at (op, w), time t: a store when its data is needed later and
+ * the host copy is stale, then the free. */
+static int fs_evict(fs *x, uint32_t op, plan_when w, uint32_t s, double t)
+{
+    int r;
+    uint32_t rd = fs_next_read(x, s);
+    if (rd != PLAN_NONE && !x->st[s].host_cur) {
+        if ((r = fs_store(x, op, w, s, t)) < 0)
+            return r;
+        if (x->o->record_hint) {
+            uint32_t at = x->st[s].wacc != PLAN_NONE
+                              ? x->st[s].wacc
+                              : x->t->acc_start[x->t->n_storages] + s;
+            if (!x->o->record_hint[at])
+                x->o->record_hint[at] = ++x->n_evict_stores;
+        }
+    }
+    if ((r = fs_act(x, op, w, PLAN_ACT_FREE_DEVICE, s)) < 0 ||
+        (r = fs_release(x, s, t)) < 0)
+        return r;
+    if (rd != PLAN_NONE)
+        r = fs_mheap_push(&x->miss, (fs_key){rd, s});
+    return r;
+}
+
+static int fs_prefetch(fs *x, uint32_t op, plan_when w, uint32_t s, double t)
+{
+    fs_st *ss = &x->st[s];
+    ss->on_dev = true;
+    x->dev += x->t->storages[s].bytes;
+    ss->h2d_end = fs_copy(x, 0, s, t, ss->host_ready);
+    int r = fs_act(x, op, w, PLAN_ACT_PREFETCH, s);
+    if (r == 0)
+        r = fs_push_victim(x, s);
+    return r;
+}
+
+/* Evict until `need` more bytes fit once the pending releases are back,
+ * taking only data next used after op `limit`; then, with allow_wait,
+ * wait (clock *c) until they fit now.  1 when they do not fit (nothing
+ * left to evict, or not yet and no waiting), 0 when they fit. */
+static int fs_room(fs *x, uint32_t op, uint64_t need, uint32_t limit,
+                   bool allow_wait, double *c)
+{
+    int r = 0;
+    size_t n_stash = 0;
+    fs_flush(x, *c);
+    while (x->dev - x->pend + need > x->B) {
+        if (x->vic.n == 0) {
+            r = 1;
+            break;
+        }
+        fs_key k = x->vic.v[0];
+        uint32_t s = k.storage;
+        if (!x->st[s].on_dev || fs_vkey(x, s) != k.key) {
+            fs_vheap_pop(&x->vic); /* stale */
+            continue;
+        }
+        uint32_t no = fs_next_op(x, s);
+        if (no != PLAN_NONE && no <= limit) {
+            if (k.key < (uint64_t)2 * x->n) {
+                r = 1; /* every other one is used sooner */
+                break;
+            }
+            /* rewritten before `limit`, or clean but used before it:
+             * set aside, keep looking */
+            fs_vheap_pop(&x->vic);
+            if ((r = plan_reserve((void **)&x->stash, &x->cap_stash, n_stash,
+                                  sizeof(*x->stash))) < 0)
+                break;
+            x->stash[n_stash++] = k;
+            continue;
+        }
+        fs_vheap_pop(&x->vic);
+        if ((r = fs_evict(x, op, PLAN_BEFORE, s, *c)) < 0)
+            break;
+    }
+    for (size_t q = 0; q < n_stash; q++) {
+        int r2 = fs_vheap_push(&x->vic, x->stash[q]);
+        if (r2 < 0)
+            return r2;
+    }
+    if (r != 0)
+        return r;
+    if (x->dev + need <= x->B)
+        return 0;
+    if (!allow_wait)
+        return 1;
+    while (x->dev + need > x->B) {
+        uint32_t s = x->rel.v[0].storage; /* pend > 0 here */
+        double d = fs_done(&x->st[s]);
+        if ((r = fs_act(x, op, PLAN_BEFORE, PLAN_ACT_WAIT, s)) < 0)
+            return r;
+        if (d > *c)
+            *c = d;
+        fs_flush(x, *c);
+    }
+    return 0;
+}
+
+/* Prefetch ahead at boundary i (clock c, op i starting at start_i) what
+ * is due: the next read off the device that would be late if issued at
+ * the next boundary. */
+static int fs_lookahead(fs *x, uint32_t i, double c, double start_i)
+{
+    const plan_trace *t = x->t;
+    double next_b = start_i + t->ops[i].duration_us;
+    while (x->miss.n > 0) {
+        fs_key k = x->miss.v[0];
+        uint32_t s = k.storage;
+        if (x->st[s].on_dev || fs_next_read(x, s) != k.key || k.key <= i) {
+            fs_mheap_pop(&x->miss);
+            continue;
+        }
+        uint32_t j = (uint32_t)k.key;
+        double need_at = start_i + (x->P[j] - x->P[i]);
+        int e = 0;
+        double st0 = next_b;
+        if (x->eng[e] > st0)
+            st0 = x->eng[e];
+        if (x->st[s].host_ready > st0)
+            st0 = x->st[s].host_ready;
+        /* an engine busy through op i starts the copy no sooner for an
+         * issue now than for one at the next boundary: issuing now would
+         * only hold the memory longer */
+        if (x->o->defer_busy && x->eng[e] >= next_b)
+            break;
+        double late = st0 + plan_copy_us(&t->link, 0, t->storages[s].bytes);
+        bool due = late > need_at * (1 - 1e-12);
+        bool eager = false;
+        if (!due && x->o->eager_prefetch) {
+            /* the engine would idle through op i: use it if memory is
+             * plentiful (a reserve of the largest op working set) */
+            eager = x->eng[e] <= next_b &&
+                    x->dev + t->storages[s].bytes + x->o->reserve <=
+                        x->B;
+        }
+        if (!due && !eager)
+            break;
+        int r = fs_room(x, i, t->storages[s].bytes, j, false, &c);
+        if (r < 0)
+            return r;
+        if (r > 0)
+            break;
+        fs_mheap_pop(&x->miss);
+        if ((r = fs_prefetch(x, i, PLAN_BEFORE, s, c)) < 0)
+            return r;
+    }
+    return 0;
+}
+
+static int fs_start(fs *x)
+{
+    const plan_trace *t = x->t;
+    int r;
+    for (uint32_t s = 0; s < t->n_storages; s++) {
+        const plan_storage *sto = &t->storages[s];
+        fs_st *ss = &x->st[s];
+        bool accessed = t->acc_start[s] != t->acc_start[s + 1];
+        ss->nx = t->acc_start[s];
+        ss->wacc = PLAN_NONE;
+        if (x->init[s] == PLAN_INIT_DEVICE && (accessed || sto->retained)) {
+            ss->on_dev = true;
+            x->dev += sto->bytes;
+            if ((r = fs_push_victim(x, s)) < 0)
+                return r;
+        } else if (x->init[s] == PLAN_INIT_HOST) {
+            ss->has_host = ss->host_cur = true;
+            uint32_t rd = fs_next_read(x, s);
+            if (rd != PLAN_NONE &&
+                (r = fs_mheap_push(&x->miss, (fs_key){rd, s})) < 0)
+                return r;
+        }
+    }
+    return 0;
+}
+
+typedef struct fs_seq {
+    uint32_t seq, s;
+} fs_seq;
+
+static int seq_cmp(const void *a, const void *b)
+{
+    const fs_seq *x = a, *y = b;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* store_hint's t = 0 part: the data on device at step start that an
+ * earlier pass had to store on eviction is stored before op 0, in the
+ * order of those evictions. */
+static int fs_initial_stores(fs *x)
+{
+    const plan_trace *t = x->t;
+    if (!x->o->store_hint || t->n_ops == 0)
+        return 0;
+    const uint32_t *h = x->o->store_hint + t->acc_start[t->n_storages];
+    uint32_t m = 0;
+    for (uint32_t s = 0; s < t->n_storages; s++)
+        m += h[s] && x->st[s].on_dev && !x->st[s].host_cur &&
+             fs_next_read(x, s) != PLAN_NONE;
+    if (m == 0)
+        return 0;
+    fs_seq *v = malloc(m * sizeof(*v));
+    if (!v)
+        return -ENOMEM;
+    m = 0;
+    for (uint32_t s = 0; s < t->n_storages; s++)
+        if (h[s] && x->st[s].on_dev && !x->st[s].host_cur &&
+            fs_next_read(x, s) != PLAN_NONE)
+            v[m++] = (fs_seq){h[s], s};
+    qsort(v, m, sizeof(*v), seq_cmp);
+    int r = 0;
+    for (uint32_t q = 0; q < m && r == 0; q++)
+        r = fs_store(x, 0, PLAN_BEFORE, v[q].s, 0);
+    free(v);
+    return r;
+}
+
+/* The end of the step, at the after point of the last op: make the
+ * retained data resident again (or host-only for host homes). */
+static int fs_end(fs *x, double *now)
+{
+    const plan_trace *t = x->t;
+    const uint32_t last = x->n - 1;
+    const plan_op *o = &t->ops[last];
+    const uint32_t *refs = t->refs + o->first_ref;
+    bool any = false;
+    int r;
+    for (uint32_t s = 0; s < t->n_storages && !any; s++)
+        any = fs_need_end(x, s) && !x->st[s].on_dev;
+    if (!any)
+        return 0;
+    /* the last op's temporaries go first */
+    for (uint32_t k = 0; k < o->n_reads + o->n_writes; k++) {
+        uint32_t s = refs[k];
+        if (x->st[s].on_dev && !t->storages[s].retained) {
+            if ((r = fs_act(x, last, PLAN_AFTER, PLAN_ACT_FREE_DEVICE, s)) < 0 ||
+                (r = fs_release(x, s, *now)) < 0)
+                return r;
+        }
+    }
+    for (uint32_t s = 0; s < t->n_storages; s++) {
+        if (!fs_need_end(x, s) || x->st[s].on_dev)
+            continue;
+        uint64_t b = t->storages[s].bytes;
+        fs_flush(x, *now);
+        while (x->dev + b > x->B && x->rel.n > 0) {
+            uint32_t w = x->rel.v[0].storage;
+            double d = fs_done(&x->st[w]);
+            if ((r = fs_act(x, last, PLAN_AFTER, PLAN_ACT_WAIT, w)) < 0)
+                return r;
+            if (d > *now)
+                *now = d;
+            fs_flush(x, *now);
+        }
+        if (x->dev + b > x->B) {
+            x->fail_op = last;
+            return HO_E_INFEASIBLE;
+        }
+        if ((r = fs_prefetch(x, last, PLAN_AFTER, s, *now)) < 0)
+            return r;
+    }
+    return 0;
+}
+
+/* After op i (clock *now): advance the accessed storages, evict (jit),
+ * store eagerly, release what the judge frees implicitly. */
+static int fs_after(fs *x, uint32_t i, double *now)
+{
+    const plan_trace *t = x->t;
+    const plan_op *o = &t->ops[i];
+    const uint32_t *refs = t->refs + o->first_ref;
+    const uint32_t nr = o->n_reads + o->n_writes;
+    int r;
+    for (uint32_t k = 0; k < nr; k++) {
+        uint32_t s = refs[k];
+        fs_st *ss = &x->st[s];
+        if (ss->nx >= t->acc_start[s + 1] || t->acc[ss->nx].op != i)
+            continue; /* already advanced (read and written) */
+        if (t->acc[ss->nx].flags & PLAN_ACC_WRITE)
+            ss->wacc = ss->nx;
+        ss->nx++;
+        const plan_storage *sto = &t->storages[s];
+        uint32_t no = fs_next_op(x, s);
+        if (no == PLAN_NONE && !sto->retained)
+            continue; /* freed by the judge below */
+        if (no == PLAN_NONE && x->init[s] == PLAN_INIT_HOST) {
+            /* host home: current host copy, off the device */
+            if (!ss->host_cur && (r = fs_store(x, i, PLAN_AFTER, s, *now)) < 0)
+                return r;
+            if ((r = fs_act(x, i, PLAN_AFTER, PLAN_ACT_FREE_DEVICE, s)) < 0 ||
+                (r = fs_release(x, s, *now)) < 0)
+                return r;
+            continue;
+        }
+        bool pinned_live = sto->pinned && no != PLAN_NONE;
+        if (x->o->jit && !pinned_live && no != i + 1 &&
+            !(no == PLAN_NONE && i + 1 == x->n)) {
+            if ((r = fs_evict(x, i, PLAN_AFTER, s, *now)) < 0)
+                return r;
+            continue;
+        }
+        if (x->o->store_hint && ss->wacc != PLAN_NONE &&
+            x->o->store_hint[ss->wacc] && !ss->host_cur &&
+            no != PLAN_NONE && fs_next_read(x, s) != PLAN_NONE) {
+            /* stored by the eviction of an earlier pass: store now */
+            if ((r = fs_store(x, i, PLAN_AFTER, s, *now)) < 0)
+                return r;
+        }
+        if (x->o->eager_store && !ss->host_cur && no != PLAN_NONE &&
+            no > i + 1 && fs_next_read(x, s) != PLAN_NONE) {
+            int e = t->link.duplex ? 1 : 0;
+            if (x->eng[e] <= *now &&
+                (r = fs_store(x, i, PLAN_AFTER, s, *now)) < 0)
+                return r;
+        }
+        if ((r = fs_push_victim(x, s)) < 0)
+            return r;
+    }
+    if (i + 1 == x->n && (r = fs_end(x, now)) < 0)
+        return r;
+    for (uint32_t k = 0; k < nr; k++) {
+        uint32_t s = refs[k];
+        if (x->st[s].on_dev && !t->storages[s].retained &&
+            plan_last_access(t, s) == i && (r = fs_release(x, s, *now)) < 0)
+            return r;
+    }
+    return 0;
+}
+
+static int fs_op(fs *x, uint32_t i, double *now)
+{
+    const plan_trace *t = x->t;
+    const plan_op *o = &t->ops[i];
+    const uint32_t *refs = t->refs + o->first_ref;
+    const uint32_t nr = o->n_reads + o->n_writes;
+    double c = *now;
+    uint64_t need = 0;
+    int r;
+
+    for (uint32_t k = 0; k < nr; k++) {
+        uint32_t s = refs[k];
+        if (x->mark[s] == i)
+            continue;
+        x->mark[s] = i;
+        if (!x->st[s].on_dev)
+            need += t->storages[s].bytes;
+    }
+    if ((r = fs_room(x, i, need, i, true, &c)) != 0) {
+        x->fail_op = i;
+        return r < 0 ? r : HO_E_INFEASIBLE;
+    }
+    for (uint32_t k = 0; k < o->n_reads; k++)
+        if (!x->st[refs[k]].on_dev &&
+            (r = fs_prefetch(x, i, PLAN_BEFORE, refs[k], c)) < 0)
+            return r;
+    double start = c;
+    for (uint32_t k = 0; k < nr; k++) {
+        fs_st *ss = &x->st[refs[k]];
+        if (k < o->n_reads) {
+            if (ss->h2d_end > start)
+                start = ss->h2d_end;
+        } else {
+            if (fs_done(ss) > start)
+                start = fs_done(ss);
+            if (!ss->on_dev) {
+                ss->on_dev = true;
+                x->dev += t->storages[refs[k]].bytes;
+            }
+        }
+    }
+    if (x->o->lookahead && (r = fs_lookahead(x, i, c, start)) < 0)
+        return r;
+    *now = start + o->duration_us;
+    for (uint32_t k = o->n_reads; k < nr; k++)
+        x->st[refs[k]].host_cur = false;
+    return fs_after(x, i, now);
+}
+
+int hp_fs_plan(const plan_trace *t, const uint8_t *init, uint64_t budget,
+               const hp_fs_opts *o, plan_schedule **ret_schedule,
+               uint32_t *ret_fail_op)
+{
+    fs x;
+    int r = -ENOMEM;
+    const uint32_t ns = t->n_storages ? t->n_storages : 1;
+
+    memset(&x, 0, sizeof(x));
+    x.t = t;
+    x.init = init;
+    x.o = o;
+    x.B = budget;
+    x.n = t->n_ops;
+    x.fail_op = PLAN_NONE;
+    x.s = plan_schedule_new("hoplan", budget);
+    x.st = calloc(ns, sizeof(*x.st));
+    x.P = malloc(((size_t)t->n_ops + 1) * sizeof(*x.P));
+    x.mark = malloc(ns * sizeof(*x.mark));
+    if (!x.s || !x.st || !x.P || !x.mark)
+        goto out;
+    memset(x.mark, 0xff, ns * sizeof(*x.mark));
+    x.P[0] = 0;
+    for (uint32_t i = 0; i < t->n_ops; i++)
+        x.P[i + 1] = x.P[i] + t->ops[i].duration_us;
+    for (uint32_t s = 0; s < t->n_storages; s++)
+        if (t->storages[s].movable &&
+            init[s] != t->storages[s].initial &&
+            (r = plan_schedule_set_home(x.s, t, s,
+                                        init[s] == PLAN_INIT_HOST
+                                            ? PLAN_HOME_HOST
+                                            : PLAN_HOME_DEVICE)) < 0)
+            goto out;
+    if ((r = fs_start(&x)) < 0 || (r = fs_initial_stores(&x)) < 0)
+        goto out;
+    if (x.dev > budget) {
+        r = HO_E_INFEASIBLE; /* nothing can leave before t = 0 */
+        x.fail_op = 0;
+        goto out;
+    }
+    double now = 0;
+    for (uint32_t i = 0; i < t->n_ops; i++)
+        if ((r = fs_op(&x, i, &now)) < 0)
+            goto out;
+    if (o->ret_step_us)
+        *o->ret_step_us = now;
+    *ret_schedule = x.s;
+    x.s = NULL;
+    r = 0;
+out:
+    if (ret_fail_op)
+        *ret_fail_op = x.fail_op;
+    plan_schedule_free(x.s);
+    HO_FREE_ALL(x.st, x.P, x.mark, x.rel.v, x.vic.v, x.miss.v, x.stash);
+    return r;
+}
+
+int hp_device_floor(const plan_trace *t, uint64_t *ret_floor,
+                    uint32_t *ret_op, uint64_t *ret_p0)
+{
+    const uint32_t n = t->n_ops, ns = t->n_storages ? t->n_storages : 1;
+    int64_t *pin = calloc((size_t)n + 1, sizeof(*pin));
+    uint32_t *mark = malloc(ns * sizeof(*mark));
+    uint64_t p0 = 0, end = 0, best = 0;
+    uint32_t best_op = PLAN_NONE;
+    if (!pin || !mark) {
+        HO_FREE_ALL(pin, mark);
+        return -ENOMEM;
+    }
+    memset(mark, 0xff, ns * sizeof(*mark));
+    for (uint32_t s = 0; s < t->n_storages; s++) {
+        const plan_storage *sto = &t->storages[s];
+        bool accessed = t->acc_start[s] != t->acc_start[s + 1];
+        /* movable data can live on the host: only the rest is forced */
+        if (!sto->movable && sto->initial == PLAN_INIT_DEVICE &&
+            (accessed || sto->retained))
+            p0 += sto->bytes;
+        if (sto->retained && !sto->movable && sto->initial != PLAN_INIT_HOST)
+            end += sto->bytes;
+        if (sto->pinned && accessed) {
+            /* live on device over [first access, or 0 when on device at
+             * t = 0, last access]: never freed before its last access */
+            uint32_t from = !sto->movable && sto->initial == PLAN_INIT_DEVICE
+                                ? 0
+                                : plan_first_access(t, s);
+            pin[from] += (int64_t)sto->bytes;
+            pin[plan_last_access(t, s) + 1] -= (int64_t)sto->bytes;
+        }
+    }
+    best = p0;
+    int64_t live = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        live += pin[i];
+        uint64_t ws = plan_op_working_set(t, i, mark);
+        /* the pinned storages op i uses are in both: count them once */
+        const plan_op *o = &t->ops[i];
+        const uint32_t *refs = t->refs + o->first_ref;
+        uint64_t dup = 0;
+        for (uint32_t k = 0; k < o->n_reads + o->n_writes; k++) {
+            uint32_t s = refs[k];
+            if (t->storages[s].pinned && mark[s] == i) {
+                dup += t->storages[s].bytes;
+                mark[s] = PLAN_NONE;
+            }
+        }
+        uint64_t need = ws + (uint64_t)live - dup;
+        if (need > best) {
+            best = need;
+            best_op = i;
+        }
+    }
+    if (end > best) {
+        best = end;
+        best_op = n; /* step end */
+    }
+    free(pin);
+    free(mark);
+    *ret_floor = best;
+    if (ret_p0)
+        *ret_p0 = p0;
+    if (ret_op)
+        *ret_op = best_op;
+    return 0;
+}
