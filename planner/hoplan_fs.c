@@ -95,6 +95,8 @@ typedef struct fs {
     size_t cap_stash;
     uint32_t fail_op;
     uint32_t n_evict_stores; /* record_hint's sequence */
+    fs_rel *fl;       /* releases applied since the last allocation */
+    size_t n_fl, cap_fl;
 } fs;
 
 static inline double fs_done(const fs_st *x)
@@ -154,13 +156,40 @@ static int fs_push_victim(fs *x, uint32_t s)
     return fs_vheap_push(&x->vic, (fs_key){fs_vkey(x, s), s});
 }
 
-static void fs_flush(fs *x, double t)
+/* Apply the releases due by t.  Each is remembered until the next
+ * allocation, which waits for it (fs_guard).  0 or -ENOMEM. */
+static int fs_flush(fs *x, double t)
 {
     while (x->rel.n > 0 && x->rel.v[0].t <= t) {
         fs_rel r = fs_rheap_pop(&x->rel);
         x->dev -= r.bytes;
         x->pend -= r.bytes;
+        if (plan_reserve((void **)&x->fl, &x->cap_fl, x->n_fl,
+                         sizeof(*x->fl)) < 0)
+            return -ENOMEM;
+        x->fl[x->n_fl++] = r;
     }
+    return 0;
+}
+
+/* Before an allocation at (op, w): a `wait` on every storage whose
+ * pending release made room since the last allocation.  At the planned
+ * rates each is a no-op (the copy is done); at other rates -- a share of
+ * a node's link, faster or slower -- it keeps the allocation after the
+ * release it relies on, so that the plan stays within its budget
+ * whatever the link does (NODE.md §3 judges it at the rates contention
+ * gives).  A storage copied again since is skipped: its wait would wait
+ * for the new copy. */
+static int fs_guard(fs *x, uint32_t op, plan_when w)
+{
+    int r = 0;
+    for (size_t k = 0; k < x->n_fl && r == 0; k++) {
+        uint32_t s = x->fl[k].storage;
+        if (!x->st[s].on_dev && fs_done(&x->st[s]) == x->fl[k].t)
+            r = plan_schedule_push(x->s, x->t, op, w, PLAN_ACT_WAIT, s);
+    }
+    x->n_fl = 0;
+    return r;
 }
 
 static int fs_release(fs *x, uint32_t s, double t)
@@ -237,6 +266,9 @@ static int fs_evict(fs *x, uint32_t op, plan_when w, uint32_t s, double t)
 static int fs_prefetch(fs *x, uint32_t op, plan_when w, uint32_t s, double t)
 {
     fs_st *ss = &x->st[s];
+    int r0 = fs_guard(x, op, w);
+    if (r0 < 0)
+        return r0;
     ss->on_dev = true;
     x->dev += x->t->storages[s].bytes;
     ss->h2d_end = fs_copy(x, 0, s, t, ss->host_ready);
@@ -255,7 +287,8 @@ static int fs_room(fs *x, uint32_t op, uint64_t need, uint32_t limit,
 {
     int r = 0;
     size_t n_stash = 0;
-    fs_flush(x, *c);
+    if ((r = fs_flush(x, *c)) < 0)
+        return r;
     while (x->dev - x->pend + need > x->B) {
         if (x->vic.n == 0) {
             r = 1;
@@ -304,7 +337,8 @@ static int fs_room(fs *x, uint32_t op, uint64_t need, uint32_t limit,
             return r;
         if (d > *c)
             *c = d;
-        fs_flush(x, *c);
+        if ((r = fs_flush(x, *c)) < 0)
+            return r;
     }
     return 0;
 }
@@ -454,7 +488,8 @@ static int fs_end(fs *x, double *now)
         if (!fs_need_end(x, s) || x->st[s].on_dev)
             continue;
         uint64_t b = t->storages[s].bytes;
-        fs_flush(x, *now);
+        if ((r = fs_flush(x, *now)) < 0)
+            return r;
         while (x->dev + b > x->B && x->rel.n > 0) {
             uint32_t w = x->rel.v[0].storage;
             double d = fs_done(&x->st[w]);
@@ -462,7 +497,8 @@ static int fs_end(fs *x, double *now)
                 return r;
             if (d > *now)
                 *now = d;
-            fs_flush(x, *now);
+            if ((r = fs_flush(x, *now)) < 0)
+                return r;
         }
         if (x->dev + b > x->B) {
             x->fail_op = last;
@@ -565,6 +601,12 @@ static int fs_op(fs *x, uint32_t i, double *now)
         if (!x->st[refs[k]].on_dev &&
             (r = fs_prefetch(x, i, PLAN_BEFORE, refs[k], c)) < 0)
             return r;
+    for (uint32_t k = o->n_reads; k < nr; k++)
+        if (!x->st[refs[k]].on_dev) {
+            if ((r = fs_guard(x, i, PLAN_BEFORE)) < 0)
+                return r;
+            break;
+        }
     double start = c;
     for (uint32_t k = 0; k < nr; k++) {
         fs_st *ss = &x->st[refs[k]];
@@ -641,7 +683,8 @@ out:
     if (ret_fail_op)
         *ret_fail_op = x.fail_op;
     plan_schedule_free(x.s);
-    HO_FREE_ALL(x.st, x.P, x.mark, x.rel.v, x.vic.v, x.miss.v, x.stash);
+    HO_FREE_ALL(x.st, x.P, x.mark, x.rel.v, x.vic.v, x.miss.v, x.stash,
+                x.fl);
     return r;
 }
 

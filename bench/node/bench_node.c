@@ -31,6 +31,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "planner/bound/bound.h"
 #include "planner/gen/gen.h"
 #include "planner/node/node.h"
 #include "planner/node/node_arbiter.h"
@@ -88,6 +89,28 @@ static plan_trace *decode(const char *model, double link)
     plan_trace *t = NULL;
     if (plan_gen_decode(&c, &t, err, sizeof err) < 0)
         die("decode trace");
+    return t;
+}
+
+/* The issue's case: a 7B-class training step (LLaMA-2-7B, seq 4096, 4
+ * micro-batches of 1, 910b figures) with parameters and optimizer state
+ * movable. */
+static plan_trace *train7b(double link)
+{
+    plan_gen_train_cfg c;
+    memset(&c, 0, sizeof c);
+    c.model = *plan_model_find("llama2-7b");
+    c.device = *plan_device_find("910b");
+    c.device.link_gbps = link;
+    c.seq = 4096;
+    c.micro_batch = 1;
+    c.n_micro = 4;
+    c.dtype_bytes = 2;
+    c.params_movable = c.optimizer_movable = true;
+    c.optimizer_step = true;
+    plan_trace *t = NULL;
+    if (plan_gen_train(&c, &t, err, sizeof err) < 0)
+        die("train trace");
     return t;
 }
 
@@ -184,6 +207,42 @@ static double unshared_exposure(const scenario *s)
     return sum;
 }
 
+/* The yardstick for "30% below independent": the sum over the clients
+ * of the lower bound on exposed time (planner/bound, fast mode) at the
+ * client's budget with the link it would get from an equal share of
+ * every link on its path (capacity / clients crossing it, never above
+ * its device's figures).  For the identical sync ranks of these
+ * scenarios no plan can do better than that share gives; when 70% of
+ * independent lies below it, the links' capacity, not the plans, sets
+ * the exposure.  NAN when a bound fails. */
+static double equal_share_bound(const scenario *s)
+{
+    double sum = 0;
+    for (uint32_t i = 0; i < s->n; i++) {
+        const plan_node_device *d = &s->node->devices[s->c[i].device];
+        plan_link l = s->c[i].trace->link;
+        l.h2d_gbps = d->h2d_gbps;
+        l.d2h_gbps = d->d2h_gbps;
+        l.latency_us = d->latency_us;
+        l.duplex = d->duplex;
+        for (uint32_t k = d->parent; k != PLAN_NONE;
+             k = s->node->links[k].parent) {
+            double n = crossing(s, k);
+            if (s->node->links[k].h2d_gbps / n < l.h2d_gbps)
+                l.h2d_gbps = s->node->links[k].h2d_gbps / n;
+            if (s->node->links[k].d2h_gbps / n < l.d2h_gbps)
+                l.d2h_gbps = s->node->links[k].d2h_gbps / n;
+        }
+        plan_bound_result b;
+        if (plan_exposure_bound(s->c[i].trace, s->c[i].budget_bytes, &l,
+                                NULL, &b, err, sizeof err) < 0 ||
+            b.infeasible)
+            return NAN;
+        sum += s->c[i].weight * b.bound_us;
+    }
+    return sum;
+}
+
 static void row(const char *label, const plan_arb_outcome *o)
 {
     if (!o->tried) {
@@ -252,6 +311,13 @@ static int run(scenario *s)
                                 ind->weighted_exposed_us > 0
                             ? 1 - wide / ind->weighted_exposed_us : 0;
     bool binds = shared && contention > 0.05;
+    double yard = binds ? equal_share_bound(s) : NAN;
+    /* 30% below independent would be under what an equal share of the
+     * links allows: the criterion cannot apply */
+    bool capped = binds && isfinite(yard) &&
+                  0.7 * ind->weighted_exposed_us < yard;
+    if (capped)
+        binds = false;
     bool gain30 = binds && got <= 0.7 * ind->weighted_exposed_us;
     done_when.scenarios++;
     done_when.no_wait += no_wait;
@@ -262,15 +328,23 @@ static int run(scenario *s)
            no_wait ? "yes" : "NO", not_worse ? "yes" : "NO");
     if (!shared)
         printf("30%% below independent: n/a (no link shared)\n");
+    else if (capped)
+        printf("30%% below independent: n/a (sharing costs independent "
+               "%.1f%%, but the lower bound at an equal share of the links "
+               "is %.1f ms, above 70%% of independent: %.1f ms; the arbiter "
+               "is %.1f%% below independent)\n", 100 * contention,
+               yard / 1e3, 0.7 * ind->weighted_exposed_us / 1e3,
+               100 * (1 - got / ind->weighted_exposed_us));
     else if (!binds)
         printf("30%% below independent: n/a (a link is shared; clients "
                "alone are %.1f%% better, bandwidth does not bind)\n",
                100 * contention);
     else
         printf("30%% below independent %s (sharing costs independent "
-               "%.1f%%; the arbiter is %.1f%% below it)\n",
+               "%.1f%%; the arbiter is %.1f%% below it; lower bound at an "
+               "equal share of the links %.1f ms)\n",
                gain30 ? "yes" : "NO", 100 * contention,
-               100 * (1 - got / ind->weighted_exposed_us));
+               100 * (1 - got / ind->weighted_exposed_us), yard / 1e3);
     int bad = !no_wait || !not_worse || ddr > s->node->ddr_bytes;
     plan_arb_result_free(r);
     return bad;
@@ -312,6 +386,25 @@ int main(void)
         s1b.c[i] = (plan_arb_client){"rank", rank_d, i, true,
                                      peak(rank_d) * 95 / 100, 1.0, 0};
     bad |= run(&s1b);
+
+    /* 1c. two 7B-class ranks of one sync job under one switch with the
+     * bandwidth of one device link, each at 70% of its peak: planned for
+     * the whole link, their frees wait on copies the shared link slows */
+    plan_trace *r7 = train7b(28);
+    scenario s1c = {.name = "two 7B-class ranks at 70% of their peak, one "
+                            "switch of one device link (28 GB/s)"};
+    s1c.node = plan_node_new();
+    link(s1c.node, "host", NULL, 64);
+    link(s1c.node, "sw0", "host", 28);
+    for (uint32_t k = 0; k < 2; k++)
+        dev(s1c.node, k, "sw0", 96 * GiB, 28);
+    s1c.node->ddr_bytes = 1024 * GiB;
+    finish(s1c.node);
+    for (uint32_t i = 0; i < 2; i++)
+        s1c.c[i] = (plan_arb_client){"rank", r7, i, true,
+                                     peak(r7) * 70 / 100, 1.0, 0};
+    s1c.n = 2;
+    bad |= run(&s1c);
 
     /* 2. a training rank and a decode client of weight 4 on one switch */
     plan_trace *tr = train("qwen2.5-0.5b", 1024, 2, true, 28);
@@ -402,11 +495,13 @@ int main(void)
     plan_arb_cache_free(cache);
     plan_node_free(n16);
     plan_node_free(s1.node);
+    plan_node_free(s1c.node);
     plan_node_free(s2.node);
     plan_node_free(s3.node);
     plan_node_free(s4.node);
     plan_trace_free(rank);
     plan_trace_free(rank_d);
+    plan_trace_free(r7);
     plan_trace_free(tr);
     plan_trace_free(dc);
     plan_trace_free(small);
