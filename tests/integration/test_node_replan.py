@@ -149,11 +149,57 @@ def test_admission(s):
             got = c["arb"]["predicted_exposed_us"]
             want = row["after_exposed_us"]
             assert abs(got - want) <= 0.01 * max(want, 1.0), (row, c)
+        judge_admitted(d, s, pred, b.pid)
         for p in (a, b):
             p.send_signal(signal.SIGTERM)
             finish(p)
     finally:
         assert d.stop() == 0
+
+
+def judge_admitted(d, s, pred, new_pid):
+    """The workload the daemon planned once the newcomer joined, exported
+    (hoctl node workload) and run by the node judge (hoctl node check)
+    and by the independent checker (tests/python/node_checker.py): each
+    client's step time and exposure are the admission's prediction
+    within 1%."""
+    out = s.path("planned")
+    w = json.loads(hotest.hoctl("--socket", d.sock, "node", "workload",
+                                "--out", out, "--json").stdout)
+    assert len(w["clients"]) == 2, w
+    with open(w["workload"]) as f:
+        doc = json.load(f)
+    assert doc["format"] == "hyperoffload-workload", doc
+    for c in doc["clients"]:
+        for k in ("budget_bytes", "planned_h2d_gbps", "planned_d2h_gbps",
+                  "ddr_limit_bytes", "predicted", "schedule"):
+            assert k in c, (k, c)
+    new_sid = [c for c in clients(d) if c["pid"] == new_pid][0]["session_id"]
+    # node check exits 1 when the workload's predicted figures (the
+    # daemon's) differ from its judge's by more than 0.1%
+    judged = json.loads(hotest.hoctl("--json", "node", "check", "--node",
+                                     w["node"], "--workload", w["workload"])
+                        .stdout)
+    assert judged["valid"] and all(c["predicted_matches"]
+                                   for c in judged["clients"]), judged
+    chk = subprocess.run(
+        ["/usr/bin/python3", os.path.join(hotest.SOURCE_DIR, "tests",
+                                          "python", "node_checker.py"),
+         w["node"], w["workload"]], stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, universal_newlines=True, timeout=600)
+    assert chk.returncode == 0, chk.stderr
+    indep = json.loads(chk.stdout)
+    for row in pred["clients"]:
+        sid = row["session_id"] or new_sid
+        i = [k for k, c in enumerate(w["clients"])
+             if c["session_id"] == sid]
+        assert len(i) == 1, (row, w)
+        i = i[0]
+        for fig in (judged["clients"][i], indep["clients"][i]):
+            got, want = fig["step_time_us"], row["after_step_us"]
+            assert abs(got - want) <= 0.01 * want, (row, fig)
+            got, want = fig["exposed_us"], row["after_exposed_us"]
+            assert abs(got - want) <= 0.01 * max(want, 1.0), (row, fig)
 
 
 def sample(d, stop, bad, seen):
