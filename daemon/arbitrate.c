@@ -958,6 +958,8 @@ void srv_arb_session_registered(srv_daemon *d, srv_session *s,
     e->weight = weight > 0 ? weight : 1.0;
     e->max_slowdown = max_slowdown > 0 ? max_slowdown : 0;
     e->sync = sync;
+    /* its flash share follows the same weight (staging.h) */
+    srv_stage_set_flash_weight(d, s, e->weight);
 }
 
 bool srv_arb_client_info(srv_daemon *d, srv_session *s,

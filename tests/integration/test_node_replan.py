@@ -20,6 +20,13 @@ processes (tests/python/hotest.py TINY model), hoctl.
   killed           a client SIGKILLed while the others re-plan: the others
                    finish with their data verified, the daemon reclaims
                    the session and re-plans the rest.
+  flash_shares     two clients of weights 1 and 3 on a DDR pool smaller
+                   than their host copies, both staging through flash at
+                   once: each one's flash share is weight x (host copies
+                   - DDR limit) over the sum (docs/runtime.md "Flash
+                   bandwidth"), its staging plan is made for it (within
+                   the re-plan slack), and the one left alone is
+                   re-planned for the whole flash bandwidth.
 """
 
 import json
@@ -278,11 +285,68 @@ def test_killed(s):
     assert "arbiter: epoch" in log, log
 
 
+def replays(d):
+    return {c["session_id"]: c for c in clients(d)
+            if c.get("runtime") and c.get("arb")}
+
+
+def test_flash_shares(s):
+    # 2 x 6.4 MiB of host copies on an 8 MiB pool: 4 MiB limits each
+    d = hotest.Daemon(s, "fs", ddr="8M", extra=NODE)
+    try:
+        a = start_client(d, s, 0, 60, "--weight", "1")
+        b = start_client(d, s, 1, 30, "--weight", "3")
+
+        def staging():
+            cs = replays(d)
+            if len(cs) != 2:
+                return None
+            for c in cs.values():
+                rt = c["runtime"]
+                if not (rt["flash_share"] > 0 and rt["flash_in_bytes"] > 0
+                        and abs(rt["flash_planned_share"] -
+                                rt["flash_share"]) <=
+                        0.1 * rt["flash_share"]):
+                    return None
+            return cs
+        cs = wait_for(staging, "both clients staging through flash")
+        demand = {sid: c["arb"]["weight"] *
+                  (c["runtime"]["host_copies_bytes"] -
+                   c["runtime"]["ddr_limit_bytes"])
+                  for sid, c in cs.items()}
+        assert all(v > 0 for v in demand.values()), cs
+        total = sum(demand.values())
+        for sid, c in cs.items():
+            want = demand[sid] / total
+            assert abs(c["runtime"]["flash_share"] - want) <= 1e-9, (want, c)
+        by_pid = {c["pid"]: c for c in cs.values()}
+        wa = by_pid[a.pid]["runtime"]["flash_share"]
+        wb = by_pid[b.pid]["runtime"]["flash_share"]
+        assert wb > 2 * wa, (wa, wb)   # weight 3 against 1
+        rc, text = finish(b)
+        assert rc == 0 and "verified=1" in text, text
+
+        def alone():
+            c = [x for x in replays(d).values() if x["pid"] == a.pid]
+            rt = c[0]["runtime"] if c else None
+            return rt if rt and rt["flash_share"] == 1.0 and \
+                rt["flash_planned_share"] == 1.0 else None
+        wait_for(alone, "client 0 re-planned for the whole flash bandwidth")
+        rc, text = finish(a)
+        assert rc == 0 and "verified=1" in text and "flash_in=0" not in \
+            text, text
+    finally:
+        log = d.text()
+        assert d.stop() == 0
+    assert "of the flash bandwidth" in log, log
+
+
 def main():
     if not os.path.exists(DEMO):
         print("ho-demo-client not built")
         return 1
-    for test in (test_admission, test_join_leave, test_killed):
+    for test in (test_admission, test_join_leave, test_killed,
+                 test_flash_shares):
         s = hotest.Scratch("node-replan-")
         try:
             test(s)
