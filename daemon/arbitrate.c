@@ -1241,11 +1241,15 @@ void srv_arb_workload_release(Hyperoffload__NodeReply *nr)
 {
     if (!nr)
         return;
-    free(nr->workload_json);
-    free(nr->planned_node_json);
+    /* unset strings are protobuf-c's static empty string */
+    if (nr->workload_json != protobuf_c_empty_string)
+        free(nr->workload_json);
+    if (nr->planned_node_json != protobuf_c_empty_string)
+        free(nr->planned_node_json);
     free(nr->file_names);
     free(nr->file_data);
-    nr->workload_json = nr->planned_node_json = NULL;
+    nr->workload_json = nr->planned_node_json =
+        (char *)protobuf_c_empty_string;
     nr->file_names = NULL;
     nr->file_data = NULL;
     nr->n_file_names = nr->n_file_data = 0;
@@ -1284,12 +1288,16 @@ int srv_arb_workload(srv_daemon *d, Hyperoffload__NodeReply *nr, char *err,
                                                 j->c[i].sched_pb};
     }
     nr->n_file_names = nr->n_file_data = nf;
-    nr->workload_json = json_of(NULL, w);
-    nr->planned_node_json = json_of(j->planned, NULL);
-    nr->workload_epoch = a->last_epoch;
+    char *wj = json_of(NULL, w), *nj = json_of(j->planned, NULL);
     plan_workload_free(w);
-    if (!nr->workload_json || !nr->planned_node_json)
+    if (!wj || !nj) {
+        free(wj);
+        free(nj);
         return ho_errf(err, errlen, -ENOMEM, "out of memory");
+    }
+    nr->workload_json = wj;
+    nr->planned_node_json = nj;
+    nr->workload_epoch = a->last_epoch;
     size_t size = hyperoffload__node_reply__get_packed_size(nr);
     if (size + 64 > d->cfg.max_frame) {
         char x[32], y[32];
