@@ -20,6 +20,13 @@ processes (tests/python/hotest.py TINY model), hoctl.
   killed           a client SIGKILLed while the others re-plan: the others
                    finish with their data verified, the daemon reclaims
                    the session and re-plans the rest.
+  killed_pending   the same where it matters most: a client stopped
+                   (SIGSTOP) before it confirms a shrinking grant holds
+                   back a newcomer's growing one (its DDR limit stays
+                   deferred, the stopped client's grant pending); SIGKILLed
+                   there, it is dropped, the others are re-planned, the
+                   newcomer gets its DDR limit, nothing stays pending, and
+                   both survivors verify their data.
   flash_shares     two clients of weights 1 and 3 on a DDR pool smaller
                    than their host copies, both staging through flash at
                    once: each one's flash share is weight x (host copies
@@ -285,6 +292,62 @@ def test_killed(s):
     assert "arbiter: epoch" in log, log
 
 
+def by_pid(d):
+    return {c["pid"]: c for c in clients(d) if c.get("arb")}
+
+
+def test_killed_pending(s):
+    d = hotest.Daemon(s, "kp", ddr="256M", extra=NODE)
+    try:
+        a = start_client(d, s, 0, 200)
+        b = start_client(d, s, 1, 400)
+
+        def settled():
+            g = by_pid(d)
+            return all(p.pid in g and not g[p.pid]["arb"]["pending"] and
+                       g[p.pid]["arb"]["switched_epoch"] > 0
+                       for p in (a, b))
+        wait_for(settled, "a and b switched to their shared grants")
+        b.send_signal(signal.SIGSTOP)   # it cannot confirm a shrink now
+        c = start_client(d, s, 2, 60)
+
+        def held_back():
+            g = by_pid(d)
+            if c.pid not in g or b.pid not in g:
+                return None
+            return g if g[b.pid]["arb"]["pending"] else None
+        g = wait_for(held_back, "b's shrink pending after c joined")
+        # c's DDR limit (a raise from none) waits for b's confirmation
+        for _ in range(10):
+            g = by_pid(d)
+            assert g[b.pid]["arb"]["pending"], g
+            assert g[c.pid]["arb"]["ddr_limit_bytes"] == 0, g
+            time.sleep(0.05)
+        epoch = max(x["arb"]["epoch"] for x in g.values())
+        b_sid = g[b.pid]["session_id"]
+        b.send_signal(signal.SIGKILL)
+        finish(b)
+
+        def replanned():
+            g = by_pid(d)
+            if b.pid in g or not all(p.pid in g for p in (a, c)):
+                return None
+            if any(g[p.pid]["arb"]["pending"] or
+                   g[p.pid]["arb"]["epoch"] <= epoch for p in (a, c)):
+                return None
+            return g if g[c.pid]["arb"]["ddr_limit_bytes"] > 0 else None
+        g = wait_for(replanned, "a and c re-planned without b")
+        assert sum(x["arb"]["ddr_limit_bytes"] for x in g.values()) <= DDR
+        for p in (a, c):
+            rc, text = finish(p)
+            assert rc == 0 and "verified=1" in text, text
+    finally:
+        log = d.text()
+        assert d.stop() == 0
+    assert [l for l in log.splitlines()
+            if "session %d (" % b_sid in l and "dropped" in l], log
+
+
 def replays(d):
     return {c["session_id"]: c for c in clients(d)
             if c.get("runtime") and c.get("arb")}
@@ -346,7 +409,7 @@ def main():
         print("ho-demo-client not built")
         return 1
     for test in (test_admission, test_join_leave, test_killed,
-                 test_flash_shares):
+                 test_killed_pending, test_flash_shares):
         s = hotest.Scratch("node-replan-")
         try:
             test(s)
