@@ -208,18 +208,26 @@ static const char node_usage[] =
 
 /* `node show` of the daemon's node: its JSON as sent (--json), or read
  * back and printed as a tree with where it came from. */
-static int node_show_daemon(const hoctl_globals *g)
+int hoctl_node_request(const hoctl_globals *g, bool workload,
+                       Hyperoffload__Envelope **ret_reply)
 {
     ho_client *c = NULL;
-    Hyperoffload__Envelope *reply = NULL;
     Hyperoffload__NodeRequest req = HYPEROFFLOAD__NODE_REQUEST__INIT;
+    req.workload = workload;
     HOC_ENVELOPE(env, NODE_REQUEST, node_request, &req);
     int rc = hoctl_open_client(g, &c);
     if (rc)
         return rc;
     rc = hoctl_request(c, &env, HYPEROFFLOAD__ENVELOPE__BODY_NODE_REPLY,
-                       &reply);
+                       ret_reply);
     ho_close(c);
+    return rc;
+}
+
+static int node_show_daemon(const hoctl_globals *g)
+{
+    Hyperoffload__Envelope *reply = NULL;
+    int rc = hoctl_node_request(g, false, &reply);
     if (rc)
         return rc;
     const Hyperoffload__NodeReply *nr = reply->node_reply;

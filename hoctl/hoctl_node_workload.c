@@ -28,7 +28,7 @@
 #include <jansson.h>
 
 #include "hoctl/hoctl.h"
-#include "hoctl/hoctl_daemon.h"
+#include "hoctl/hoctl_node.h"
 #include "hoctl/hoctl_node_workload.h"
 #include "hoctl/output.h"
 #include "hyperoffload/errors.h"
@@ -194,17 +194,8 @@ int hoctl_cmd_node_workload(const hoctl_globals *g, int argc, char **argv)
         return hoctl_usage_error("node workload: --out DIR is required");
     }
 
-    ho_client *c = NULL;
     Hyperoffload__Envelope *reply = NULL;
-    Hyperoffload__NodeRequest req = HYPEROFFLOAD__NODE_REQUEST__INIT;
-    req.workload = true;
-    HOC_ENVELOPE(env, NODE_REQUEST, node_request, &req);
-    int rc = hoctl_open_client(g, &c);
-    if (rc)
-        return rc;
-    rc = hoctl_request(c, &env, HYPEROFFLOAD__ENVELOPE__BODY_NODE_REPLY,
-                       &reply);
-    ho_close(c);
+    int rc = hoctl_node_request(g, true, &reply);
     if (rc)
         return rc;
     const Hyperoffload__NodeReply *nr = reply->node_reply;
