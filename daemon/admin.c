@@ -437,8 +437,17 @@ void srv_handle_quota(srv_daemon *d, srv_conn *c, uint64_t rid,
     reply_entries(c, rid, &ptr, 1);
 }
 
-void srv_handle_node(srv_daemon *d, srv_conn *c, uint64_t rid)
+void srv_handle_node(srv_daemon *d, srv_conn *c, uint64_t rid,
+                     const Hyperoffload__NodeRequest *req)
 {
+    /* the workload carries every session's trace: admin peers only */
+    if (req->workload && !srv_authz_is_admin(&d->authz, c->uid, c->gid)) {
+        srv_reply_error(c, rid, HO_E_PERMISSION, "NodeRequest with "
+                        "workload (every session's trace and schedule) "
+                        "needs an admin peer; uid %u is not one",
+                        (unsigned)c->uid);
+        return;
+    }
     const plan_node *n = srv_topology_node(d->topology);
     char *json = NULL;
     size_t len = 0;
@@ -459,7 +468,13 @@ void srv_handle_node(srv_daemon *d, srv_conn *c, uint64_t rid)
         srv_topology_source_of(d->topology));
     nr.note = (char *)srv_topology_note(d->topology);
     nr.pacing = d->links != NULL;
-    srv_conn_reply(c, rid, HYPEROFFLOAD__ENVELOPE__BODY_NODE_REPLY, &nr, NULL,
-                   0);
+    char err[SRV_ERR_MAX];
+    int rc = req->workload ? srv_arb_workload(d, &nr, err, sizeof(err)) : 0;
+    if (rc < 0)
+        srv_reply_error(c, rid, rc, "%s", err);
+    else
+        srv_conn_reply(c, rid, HYPEROFFLOAD__ENVELOPE__BODY_NODE_REPLY, &nr,
+                       NULL, 0);
+    srv_arb_workload_release(&nr);
     free(json);
 }

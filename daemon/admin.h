@@ -16,7 +16,9 @@ void srv_handle_clients(srv_daemon *d, srv_conn *c, uint64_t rid);
 void srv_handle_quota(srv_daemon *d, srv_conn *c, uint64_t rid,
                       const Hyperoffload__QuotaRequest *req);
 /* NodeRequest (any peer): the node description (topology.h) as NODE.md
- * §1's JSON. */
-void srv_handle_node(srv_daemon *d, srv_conn *c, uint64_t rid);
+ * §1's JSON; with `workload` (admin peers only) also the workload the
+ * arbiter last planned (srv_arb_workload). */
+void srv_handle_node(srv_daemon *d, srv_conn *c, uint64_t rid,
+                     const Hyperoffload__NodeRequest *req);
 
 #endif

@@ -84,6 +84,7 @@ typedef struct job_client {
     uint64_t budget;
     double weight, max_slowdown;
     uint32_t sync;               /* group, PLAN_NONE */
+    char job[SRV_JOB_MAX + 1];   /* its session's job, "" */
     uint8_t *trace_pb;           /* owned copy */
     size_t trace_len;
     plan_trace *t;               /* worker: parsed */
@@ -129,6 +130,10 @@ struct srv_arbiter {
                                     bounded by [planning] retained_total */
     arb_job *q_head, *q_tail;
     uint32_t queued;
+    /* the last applied re-plan (its planned node, clients, traces and
+     * schedules), exported by srv_arb_workload; NULL before the first */
+    arb_job *last;
+    uint64_t last_epoch;
 };
 
 static double now_ms(void)
@@ -221,6 +226,7 @@ srv_arbiter *srv_arb_free(srv_arbiter *a)
         a->q_head = j->next;
         job_free(j);
     }
+    job_free(a->last);
     plan_arb_cache_free(a->cache);
     free(a);
     return NULL;
@@ -309,6 +315,9 @@ static int job_new(srv_arbiter *a, arb_kind kind, arb_job **ret, char *err,
         job_name(nm, sizeof(nm), e->s);
         rc = job_add(j, e->session_id, nm, e->s->device, e->budget,
                      e->weight, e->max_slowdown, e->trace_pb, e->trace_len);
+        if (rc == 0)
+            snprintf(j->c[j->n - 1].job, sizeof(j->c[0].job), "%s",
+                     e->s->job);
         if (rc == 0 && e->granted.epoch) {
             j->c[j->n - 1].before_valid = true;
             j->c[j->n - 1].before = e->granted.pred;
@@ -634,10 +643,17 @@ static void apply_replan(srv_arbiter *a, arb_job *j)
                        .ddr_limit = c->out.ddr_limit_bytes,
                        .pred = c->out.predicted, .epoch = epoch};
         e->compute_us = c->compute_us;
+        uint8_t *pb = malloc(c->sched_len ? c->sched_len : 1);
+        if (!pb) {
+            srv_warn("session %" PRIu64 ": out of memory keeping the "
+                     "arbiter's schedule; it keeps its grant",
+                     c->session_id);
+            continue;
+        }
+        memcpy(pb, c->sched_pb, c->sched_len);
         free(e->sched_pb);
-        e->sched_pb = c->sched_pb;
+        e->sched_pb = pb;
         e->sched_len = c->sched_len;
-        c->sched_pb = NULL;
         e->target = t;
         e->has_target = true;
         e->notified = false;
@@ -666,7 +682,24 @@ static void apply_replan(srv_arbiter *a, arb_job *j)
     srv_info("arbiter: epoch %" PRIu64 ": %u sessions, %u grants change "
              "(%s, %.1f ms, weighted exposed %.1f ms)", epoch, j->n, changed,
              plan_arb_strategy_name(j->chosen), j->ms, j->wexp_after / 1e3);
+    a->last_epoch = epoch;
     release(a);
+}
+
+/* Keep the applied re-plan j as the last one (srv_arb_workload); its
+ * parsed traces go (the packed ones stay).  true when kept. */
+static bool keep_last(srv_arbiter *a, arb_job *j)
+{
+    if (j->kind != ARB_REPLAN || j->rc < 0 || j->n == 0 || !j->planned)
+        return false;
+    for (uint32_t i = 0; i < j->n; i++) {
+        if (!j->c[i].sched_pb)
+            return false;
+        j->c[i].t = plan_trace_free(j->c[i].t);
+    }
+    job_free(a->last);
+    a->last = j;
+    return true;
 }
 
 /* ------------------------------------------------------------ admission */
@@ -838,7 +871,8 @@ static void arb_after(uv_work_t *req, int status)
         apply_replan(a, j);
     else
         answer_admit(a, j);
-    job_free(j);
+    if (!keep_last(a, j))
+        job_free(j);
     pump(a);
     if (counted)
         srv_work_end(a->d);
@@ -924,6 +958,8 @@ void srv_arb_session_registered(srv_daemon *d, srv_session *s,
     e->weight = weight > 0 ? weight : 1.0;
     e->max_slowdown = max_slowdown > 0 ? max_slowdown : 0;
     e->sync = sync;
+    /* its flash share follows the same weight (staging.h) */
+    srv_stage_set_flash_weight(d, s, e->weight);
 }
 
 bool srv_arb_client_info(srv_daemon *d, srv_session *s,
@@ -1126,5 +1162,150 @@ int srv_arb_admit_register(srv_daemon *d, srv_conn *c, uint64_t rid,
     j->reg_len = len;
     j->done = done;
     pump(d->arbiter);
+    return 0;
+}
+
+/* ------------------------------------------------------------ export */
+
+/* A file stem for client i: its index and the name's safe characters. */
+static void file_stem(char *buf, size_t len, uint32_t i, const char *name)
+{
+    int k = snprintf(buf, len, "%u-", i);
+    for (const char *p = name; *p && k >= 0 && (size_t)k + 1 < len; p++)
+        buf[k++] = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+                           (*p >= '0' && *p <= '9') || *p == '-' ||
+                           *p == '_' || *p == '.'
+                       ? *p
+                       : '_';
+    if (k >= 0 && (size_t)k < len)
+        buf[k] = 0;
+}
+
+static char *json_of(const plan_node *n, const plan_workload *w)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&buf, &len);
+    if (!m)
+        return NULL;
+    int rc = n ? plan_node_write_json(n, m) : plan_workload_write_json(w, m);
+    if (fclose(m) != 0 || rc < 0) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}
+
+/* The workload of job j (NODE.md §2 with §4's fields). */
+static int workload_of(const arb_job *j, char (*names)[SRV_MAX_NAME + 48],
+                       plan_workload **ret, char *err, size_t errlen)
+{
+    plan_workload *w = plan_workload_new(".");
+    if (!w)
+        return ho_errf(err, errlen, -ENOMEM, "out of memory");
+    int rc = 0;
+    for (uint32_t i = 0; rc == 0 && i < j->n; i++) {
+        const job_client *c = &j->c[i];
+        char stem[SRV_MAX_NAME + 24];
+        file_stem(stem, sizeof(stem), i, c->name);
+        snprintf(names[2 * i], sizeof(names[0]), "%s.trace.json", stem);
+        snprintf(names[2 * i + 1], sizeof(names[0]), "%s.schedule.json",
+                 stem);
+        /* sync: the group's first member's job (members share it) */
+        const char *sync = c->sync != PLAN_NONE && c->sync < j->n
+                               ? j->c[c->sync].job
+                               : NULL;
+        plan_wl_client wc = {
+            .name = (char *)c->name, .job = c->job[0] ? (char *)c->job : NULL,
+            .device = c->device, .trace = names[2 * i],
+            .schedule = names[2 * i + 1], .has_budget = true,
+            .budget_bytes = c->out.budget_bytes, .weight = c->weight,
+            .sync = sync && sync[0] ? (char *)sync : NULL,
+            .has_max_slowdown = c->max_slowdown >= 1,
+            .max_slowdown = c->max_slowdown,
+            .has_planned_h2d = true, .planned_h2d_gbps = c->out.h2d_gbps,
+            .has_planned_d2h = true, .planned_d2h_gbps = c->out.d2h_gbps,
+            .has_ddr_limit = true, .ddr_limit_bytes = c->out.ddr_limit_bytes,
+            .has_predicted = true, .predicted = c->out.predicted};
+        rc = plan_workload_add_client(w, &wc, err, errlen);
+    }
+    if (rc < 0) {
+        plan_workload_free(w);
+        return rc;
+    }
+    *ret = w;
+    return 0;
+}
+
+void srv_arb_workload_release(Hyperoffload__NodeReply *nr)
+{
+    if (!nr)
+        return;
+    /* unset strings are protobuf-c's static empty string */
+    if (nr->workload_json != protobuf_c_empty_string)
+        free(nr->workload_json);
+    if (nr->planned_node_json != protobuf_c_empty_string)
+        free(nr->planned_node_json);
+    free(nr->file_names);
+    free(nr->file_data);
+    nr->workload_json = nr->planned_node_json =
+        (char *)protobuf_c_empty_string;
+    nr->file_names = NULL;
+    nr->file_data = NULL;
+    nr->n_file_names = nr->n_file_data = 0;
+}
+
+/* File names live in one block after the pointer array. */
+int srv_arb_workload(srv_daemon *d, Hyperoffload__NodeReply *nr, char *err,
+                     size_t errlen)
+{
+    srv_arbiter *a = d->arbiter;
+    const arb_job *j = a ? a->last : NULL;
+    if (!j)
+        return 0; /* no re-plan yet: workload_json stays "" */
+    size_t nf = 2 * (size_t)j->n;
+    typedef char name_t[SRV_MAX_NAME + 48];
+    char **ptrs = calloc(1, nf * (sizeof(char *) + sizeof(name_t)));
+    ProtobufCBinaryData *data = calloc(nf, sizeof(*data));
+    if (!ptrs || !data) {
+        free(ptrs);
+        free(data);
+        return ho_errf(err, errlen, -ENOMEM, "out of memory");
+    }
+    name_t *names = (name_t *)(void *)(ptrs + nf);
+    plan_workload *w = NULL;
+    int rc = workload_of(j, names, &w, err, errlen);
+    nr->file_names = ptrs;
+    nr->file_data = data;
+    if (rc < 0)
+        return rc;
+    for (uint32_t i = 0; i < j->n; i++) {
+        ptrs[2 * i] = names[2 * i];
+        ptrs[2 * i + 1] = names[2 * i + 1];
+        data[2 * i] = (ProtobufCBinaryData){j->c[i].trace_len,
+                                            j->c[i].trace_pb};
+        data[2 * i + 1] = (ProtobufCBinaryData){j->c[i].sched_len,
+                                                j->c[i].sched_pb};
+    }
+    nr->n_file_names = nr->n_file_data = nf;
+    char *wj = json_of(NULL, w), *nj = json_of(j->planned, NULL);
+    plan_workload_free(w);
+    if (!wj || !nj) {
+        free(wj);
+        free(nj);
+        return ho_errf(err, errlen, -ENOMEM, "out of memory");
+    }
+    nr->workload_json = wj;
+    nr->planned_node_json = nj;
+    nr->workload_epoch = a->last_epoch;
+    size_t size = hyperoffload__node_reply__get_packed_size(nr);
+    if (size + 64 > d->cfg.max_frame) {
+        char x[32], y[32];
+        return ho_errf(err, errlen, HO_E_TOO_LARGE, "the node workload "
+                       "(%u sessions, %s with their traces and schedules) "
+                       "is above the daemon's max_frame of %s", j->n,
+                       ho_size_format(size, x, sizeof(x)),
+                       ho_size_format(d->cfg.max_frame, y, sizeof(y)));
+    }
     return 0;
 }

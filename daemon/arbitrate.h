@@ -91,4 +91,17 @@ int srv_arb_admit_register(srv_daemon *d, srv_conn *c, uint64_t rid,
                            srv_arb_admitted_fn *done, char *err,
                            size_t errlen);
 
+/* NodeRequest.workload: the workload the last applied re-plan arbitrated
+ * (NODE.md §2 with §4's fields, the names of the sessions as the
+ * arbiter's "name#session"), the node it was judged on, and the traces
+ * and schedules it names as packed protobuf (hoctl writes them as JSON
+ * beside the workload) into nr; the sessions may have left since.
+ * Nothing set before the first re-plan.  The fields set borrow the
+ * arbiter's buffers until the next loop turn: reply at once, then
+ * srv_arb_workload_release(nr) (also after a failure).  0, -ENOMEM, or
+ * HO_E_TOO_LARGE when the reply would be above max_frame. */
+int srv_arb_workload(srv_daemon *d, Hyperoffload__NodeReply *nr, char *err,
+                     size_t errlen);
+void srv_arb_workload_release(Hyperoffload__NodeReply *nr);
+
 #endif

@@ -122,7 +122,10 @@ struct srv_session {
     uint64_t ddr_min;            /* the least limit it can run with */
     uint64_t ddr_limit;          /* granted (reserved) now */
     uint64_t ddr_pin;            /* srv_stage_set_ddr_limit; 0: fair */
-    double flash_share;          /* srv_stage_set_flash_share; 0: equal */
+    uint64_t ddr_total;          /* bytes of the host copies its replay
+                                    stages (asked or installed); 0: none */
+    double flash_weight;         /* srv_stage_set_flash_weight (the node
+                                    arbiter's weight); 0: 1 */
     srv_session *prev, *next;    /* d->sessions */
 };
 

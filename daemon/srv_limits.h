@@ -202,6 +202,9 @@
 #define SRV_STAGE_TIMER_MS 5
 /* Flash request latency the staging planner assumes (us). */
 #define SRV_STAGE_FLASH_LATENCY_US 1000.0
+/* A staging plan is made again when its session's flash share moved by
+ * more than this fraction of itself (staging.c, flash_share). */
+#define SRV_STAGE_SHARE_SLACK 0.10
 /* Fills are started up to this long (nominal) ahead of the plan when the
  * DDR limit allows. */
 #define SRV_STAGE_LOOKAHEAD_US 5000.0

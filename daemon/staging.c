@@ -41,6 +41,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <linux/futex.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -135,6 +136,8 @@ struct srv_stage {
     bool replan_again;       /* the limit changed again meanwhile */
     uint64_t planned_limit;  /* the limit st->plan was made for (0: none:
                                 everything fitted) */
+    double planned_share;    /* the flash share st->plan was made for (0:
+                                none) */
     bool catching_up;        /* swap_plan applies the events already due:
                                 ALLOC and EVICT as if their data mattered */
     int blocked_rc;          /* why the urgent slot did not come in */
@@ -405,7 +408,7 @@ void srv_stage_session_gone(srv_daemon *d, srv_session *s)
     if (s->ddr_need) {
         /* Its reservation goes back to the others. */
         char err[SRV_ERR_MAX];
-        s->ddr_need = s->ddr_min = s->ddr_limit = 0;
+        s->ddr_need = s->ddr_min = s->ddr_limit = s->ddr_total = 0;
         if (srv_stage_rebalance(d, err, sizeof(err)) < 0)
             srv_warn("session %" PRIu64 " left; DDR reservations not "
                      "re-split: %s", s->id, err);
@@ -545,6 +548,7 @@ static void work_push(srv_stage *st, uint32_t k)
 
 static void stage_process(srv_stage *st);
 static void replan_check(srv_stage *st);
+static void flash_recheck(srv_daemon *d);
 
 /* The flash copy of slot k now holds version ver. */
 static void flash_written(srv_stage *st, stage_slot *sl, uint64_t ver)
@@ -1666,6 +1670,7 @@ int srv_stage_rebalance(srv_daemon *d, char *err, size_t errlen)
             if (st && (a[i].lim > st->ddr_limit) == (grow == 1))
                 stage_apply_limit(st, a[i].lim);
         }
+    flash_recheck(d);  /* the limits move the flash shares too */
 out:
     HO_FREE_ALL(a, member, in, share);
     return rc;
@@ -1715,23 +1720,69 @@ int srv_stage_set_ddr_limit(srv_daemon *d, srv_session *s, uint64_t limit,
     return rc;
 }
 
-/* The session's share of the flash bandwidth for its next staging plan:
- * the one set for it, else an equal share among the sessions that stage
- * through flash (a reservation below what their host copies take),
- * counting s. */
-static double flash_share(srv_daemon *d, const srv_session *s)
+/* Flash bandwidth (docs/runtime.md "Flash bandwidth").  A session
+ * stages through flash the bytes of its host copies above its DDR limit
+ * (each of them goes out and comes back about once a step); the sessions
+ * that do share the measured flash bandwidth in proportion to weight x
+ * those bytes, the weight being the node arbiter's for the session
+ * (srv_stage_set_flash_weight, 1 without one).  So with equal weights
+ * every session spends the same fraction of its step on flash, and the
+ * DDR limits the arbiter grants decide who needs how much of it. */
+static double flash_weight(const srv_session *s)
 {
-    if (s->flash_share > 0)
-        return s->flash_share;
-    uint32_t n = 1;
-    for (const srv_session *o = d->sessions; o; o = o->next)
-        n += o != s && o->ddr_need > o->ddr_limit;
-    return 1.0 / n;
+    return s->flash_weight > 0 ? s->flash_weight : 1.0;
 }
 
-void srv_stage_set_flash_share(srv_session *s, double share)
+static double flash_demand(const srv_session *s, uint64_t limit)
 {
-    s->flash_share = share > 0 && share <= 1 ? share : 0;
+    uint64_t over = s->ddr_total > limit ? s->ddr_total - limit : 0;
+    return flash_weight(s) * (double)over;
+}
+
+/* s's share with `limit` as its DDR limit (the others with theirs); 1
+ * when it stages nothing through flash. */
+static double flash_share(const srv_daemon *d, const srv_session *s,
+                          uint64_t limit)
+{
+    double mine = flash_demand(s, limit), all = mine;
+    if (mine <= 0)
+        return 1.0;
+    for (const srv_session *o = d->sessions; o; o = o->next)
+        if (o != s)
+            all += flash_demand(o, o->ddr_limit);
+    return mine / all;
+}
+
+/* The share moved enough for a new staging plan: by more than
+ * SRV_STAGE_SHARE_SLACK of itself (smaller moves keep the plan: a plan
+ * costs a planner run and re-applies the step's events). */
+static bool share_moved(double now, double planned)
+{
+    return fabs(now - planned) > SRV_STAGE_SHARE_SLACK * fmax(now, planned);
+}
+
+/* Every installed replay whose share moved gets a new staging plan. */
+static void flash_recheck(srv_daemon *d)
+{
+    for (srv_session *s = d->sessions; s; s = s->next)
+        if (s->stage)
+            replan_check(s->stage);
+}
+
+void srv_stage_set_flash_weight(srv_daemon *d, srv_session *s,
+                                double weight)
+{
+    double w = weight > 0 && weight <= 1e6 ? weight : 0;
+    if (w == s->flash_weight)
+        return;
+    s->flash_weight = w;
+    flash_recheck(d);
+}
+
+double srv_stage_flash_share(const srv_daemon *d, const srv_session *s)
+{
+    return s->ddr_total > s->ddr_limit ? flash_share(d, s, s->ddr_limit)
+                                       : 0;
 }
 
 /* The session's ask back to what its installed replay asked (none
@@ -1741,6 +1792,7 @@ static void ask_restore(srv_daemon *d, srv_session *s)
     char err[SRV_ERR_MAX];
     s->ddr_need = s->stage ? s->stage->need : 0;
     s->ddr_min = s->stage ? s->stage->min_limit : 0;
+    s->ddr_total = s->stage ? s->stage->staged_bytes : 0;
     if (!s->ddr_need)
         s->ddr_limit = 0;
     if (srv_stage_rebalance(d, err, sizeof(err)) < 0)
@@ -1914,7 +1966,8 @@ static int stage_watch(srv_daemon *d, srv_stage *st, char *err,
 static int install(srv_daemon *d, srv_conn *c, uint64_t rid,
                    srv_plan_memo *m, stage_slot *slots, uint32_t n_slots,
                    uint64_t total, uint64_t limit, plan_staging *plan,
-                   uint64_t planned_limit, char *err, size_t errlen)
+                   uint64_t planned_limit, double planned_share, char *err,
+                   size_t errlen)
 {
     srv_session *s = c->session;
     char a[32], b[32];
@@ -1925,6 +1978,7 @@ static int install(srv_daemon *d, srv_conn *c, uint64_t rid,
     st->memo = m;
     m->refs++;
     st->planned_limit = plan ? planned_limit : 0;
+    st->planned_share = plan ? planned_share : 0;
     int rc = stage_open(st, err, errlen);
     if (rc == 0)
         rc = stage_take_slots(d, s, st, err, errlen);
@@ -1966,6 +2020,7 @@ typedef struct stage_job {
     uint32_t *slot_storage;  /* owned */
     uint64_t *slot_bytes;    /* owned */
     plan_staging *plan;      /* result, owned until installed */
+    double share;            /* the flash share it is made for */
     int rc;
     uint64_t min_limit;
     double ms;
@@ -2034,7 +2089,7 @@ static void job_after(uv_work_t *req, int status)
         char err[SRV_ERR_MAX];
         int rc = install(d, c, j->rid, j->memo, j->slots, j->n_slots,
                          j->total, c->session->ddr_limit, j->plan,
-                         j->in.ddr_limit, err, sizeof(err));
+                         j->in.ddr_limit, j->share, err, sizeof(err));
         j->slots = NULL;
         j->plan = NULL;
         if (rc < 0)
@@ -2097,12 +2152,12 @@ static void slot_arrays(const srv_daemon *d, const stage_slot *slots,
 
 /* The staging planner's input: memo m's trace and schedule, the slots'
  * arrays, the limit, the session's share of the flash bandwidth. */
-static void staging_input(srv_daemon *d, const srv_session *s,
-                          const srv_plan_memo *m, const uint32_t *storage,
-                          const uint64_t *bytes, uint32_t n, uint64_t limit,
-                          plan_staging_input *in)
+static double staging_input(srv_daemon *d, const srv_session *s,
+                            const srv_plan_memo *m, const uint32_t *storage,
+                            const uint64_t *bytes, uint32_t n,
+                            uint64_t limit, plan_staging_input *in)
 {
-    double share = flash_share(d, s);
+    double share = flash_share(d, s, limit);
     in->trace = m->trace;
     in->sched = m->sched;
     in->slot_storage = storage;
@@ -2112,6 +2167,7 @@ static void staging_input(srv_daemon *d, const srv_session *s,
     in->flash_read_gbps = d->flash_read_gbps * share;
     in->flash_write_gbps = d->flash_write_gbps * share;
     in->flash_latency_us = SRV_STAGE_FLASH_LATENCY_US;
+    return share;
 }
 
 /* ------------------------------------------------------------ re-plan */
@@ -2125,6 +2181,7 @@ typedef struct replan_job {
     uint32_t *slot_storage;  /* owned */
     uint64_t *slot_bytes;    /* owned */
     plan_staging *plan;      /* result, owned until swapped in */
+    double share;            /* the flash share it is made for */
     uint64_t min_limit;
     int rc;
     char err[512];
@@ -2134,12 +2191,14 @@ typedef struct replan_job {
  * the slots' targets restart from the new plan's step start and the
  * cursor from the start of the client's current step, so the events due
  * so far are applied again (each only sets a target). */
-static void swap_plan(srv_stage *st, plan_staging *plan, uint64_t limit)
+static void swap_plan(srv_stage *st, plan_staging *plan, uint64_t limit,
+                      double share)
 {
     char a[32];
     plan_staging_free(st->plan);
     st->plan = plan;
     st->planned_limit = plan ? limit : 0;
+    st->planned_share = plan ? share : 0;
     for (uint32_t i = 0; i < st->n_slots; i++) {
         stage_slot *sl = &st->slots[i];
         sl->target_in = plan ? plan->start_in_ddr[i] != 0 : true;
@@ -2157,9 +2216,11 @@ static void swap_plan(srv_stage *st, plan_staging *plan, uint64_t limit)
     else
         memset(ctl_milestones(st), 0, words * 8);
     srv_info("session %" PRIu64 ": staging re-planned for its DDR limit of "
-             "%s: %u staging actions and %u milestones per step",
-             st->session_id, ho_size_format(st->ddr_limit, a, sizeof(a)),
-             plan ? plan->n_actions : 0, plan ? plan->n_milestones : 0);
+             "%s and %.0f%% of the flash bandwidth: %u staging actions and "
+             "%u milestones per step", st->session_id,
+             ho_size_format(st->ddr_limit, a, sizeof(a)),
+             plan ? share * 100 : 0, plan ? plan->n_actions : 0,
+             plan ? plan->n_milestones : 0);
     st->catching_up = true;
     advance(st);
     st->catching_up = false;
@@ -2183,7 +2244,7 @@ static void replan_after(uv_work_t *req, int status)
         j->rc = status;
     st->replanning = false;
     if (st->s && j->rc == 0 && j->in.ddr_limit == st->ddr_limit) {
-        swap_plan(st, j->plan, j->in.ddr_limit);
+        swap_plan(st, j->plan, j->in.ddr_limit, j->share);
         j->plan = NULL;
     } else if (st->s && j->rc < 0) {
         srv_log_s(SRV_LOG_WARNING, st->session_id, STAGE_JOB(st), j->rc,
@@ -2219,14 +2280,16 @@ static void replan_check(srv_stage *st)
     if (!st->s || !st->memo || d->n_flash == 0 || d->draining)
         return;
     bool fits = st->staged_bytes <= st->ddr_limit;
-    if ((fits ? 0 : st->ddr_limit) == st->planned_limit)
+    if ((fits ? 0 : st->ddr_limit) == st->planned_limit &&
+        (fits || !share_moved(flash_share(d, st->s, st->ddr_limit),
+                              st->planned_share)))
         return;
     if (st->replanning) {
         st->replan_again = true;
         return;
     }
     if (fits) {
-        swap_plan(st, NULL, 0);
+        swap_plan(st, NULL, 0, 0);
         return;
     }
     replan_job *j = calloc(1, sizeof(*j));
@@ -2242,8 +2305,9 @@ static void replan_check(srv_stage *st)
         return;
     }
     slot_arrays(d, st->slots, st->n_slots, j->slot_storage, j->slot_bytes);
-    staging_input(d, st->s, st->memo, j->slot_storage, j->slot_bytes,
-                  st->n_slots, st->ddr_limit, &j->in);
+    j->share = staging_input(d, st->s, st->memo, j->slot_storage,
+                             j->slot_bytes, st->n_slots, st->ddr_limit,
+                             &j->in);
     j->st = st;
     j->req.data = j;
     if (uv_queue_work(&d->loop, &j->req, replan_work, replan_after) < 0) {
@@ -2281,8 +2345,8 @@ static stage_job *stage_job_new(srv_daemon *d, srv_conn *c, uint64_t rid,
     j->slots = slots;
     j->n_slots = n;
     j->total = total;
-    staging_input(d, c->session, m, j->slot_storage, j->slot_bytes, n, limit,
-                  &j->in);
+    j->share = staging_input(d, c->session, m, j->slot_storage,
+                             j->slot_bytes, n, limit, &j->in);
     j->req.data = j;
     return j;
 }
@@ -2318,6 +2382,7 @@ void srv_handle_stage(srv_daemon *d, srv_conn *c, uint64_t rid,
         least = need;
     s->ddr_need = need ? need : 1;
     s->ddr_min = least;
+    s->ddr_total = total;
     rc = srv_stage_rebalance(d, err, sizeof(err));
     if (rc < 0) {
         free(slots);
@@ -2332,7 +2397,7 @@ void srv_handle_stage(srv_daemon *d, srv_conn *c, uint64_t rid,
 
     /* Everything fits: every host copy lives in DDR, nothing to plan. */
     if (total <= limit) {
-        rc = install(d, c, rid, m, slots, n, total, limit, NULL, 0, err,
+        rc = install(d, c, rid, m, slots, n, total, limit, NULL, 0, 0, err,
                      sizeof(err));
         if (rc < 0)
             srv_reply_error(c, rid, rc, "%s", err);
@@ -2394,6 +2459,8 @@ static void stage_info(const srv_stage *st,
     ret_info->host_copies_ddr = st->charged;
     ret_info->host_copies_flash = st->on_flash;
     ret_info->ddr_limit = st->ddr_limit;
+    ret_info->flash_planned_share = st->planned_share;
+    ret_info->host_copies_bytes = st->staged_bytes;
     ret_info->peak_device_bytes = atomic_load_explicit(&h->peak_device_bytes,
                                                  memory_order_relaxed);
 }
@@ -2404,6 +2471,7 @@ bool srv_stage_runtime_info(srv_session *s,
     if (!s->stage)
         return false;
     stage_info(s->stage, ret_info);
+    ret_info->flash_share = srv_stage_flash_share(s->stage->d, s);
     return true;
 }
 

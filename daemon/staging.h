@@ -88,10 +88,17 @@ int srv_stage_rebalance(srv_daemon *d, char *err, size_t errlen);
  * srv_stage_rebalance (the pin is dropped again then). */
 int srv_stage_set_ddr_limit(srv_daemon *d, srv_session *s, uint64_t limit,
                             char *err, size_t errlen);
-/* The session's share (0 < share <= 1; anything else: back to the equal
- * share) of the flash bandwidth its next staging plan is made for.  By
- * default each session that stages through flash gets an equal share. */
-void srv_stage_set_flash_share(srv_session *s, double share);
+/* Flash bandwidth: the sessions that stage through flash (host copies
+ * above their DDR limit) share it in proportion to weight x the bytes
+ * above their limit (docs/runtime.md "Flash bandwidth").  The node
+ * arbiter sets a session's weight (0 or out of (0, 1e6]: back to 1);
+ * every installed replay whose share moved by more than
+ * SRV_STAGE_SHARE_SLACK gets a new staging plan, as when the DDR limits
+ * are re-split. */
+void srv_stage_set_flash_weight(srv_daemon *d, srv_session *s,
+                                double weight);
+/* The session's share now (0: it stages nothing through flash). */
+double srv_stage_flash_share(const srv_daemon *d, const srv_session *s);
 /* Bytes of the pool reserved now: the DDR quotas' limits plus the limits
  * granted to sessions outside every DDR quota (<= [ddr] capacity unless
  * persisted quotas alone exceed it). */

@@ -398,7 +398,7 @@ static const hoctl_col client_cols[CC_N] = {
 enum {
     RC_ID, RC_STEPS, RC_PROGRESS, RC_OP, RC_OPS, RC_H2D, RC_D2H, RC_TO_FLASH,
     RC_FROM_FLASH, RC_STALL, RC_EXPOSED, RC_COPIES_DDR, RC_COPIES_FLASH,
-    RC_PEAK, RC_DDR_LIMIT, RC_N
+    RC_PEAK, RC_DDR_LIMIT, RC_COPIES, RC_FLASH_SHARE, RC_FLASH_PLANNED, RC_N
 };
 static const hoctl_col replay_cols[RC_N] = {
     [RC_ID] = {"ID", "session_id", HOCTL_T_INT, false},
@@ -418,6 +418,12 @@ static const hoctl_col replay_cols[RC_N] = {
                          HOCTL_T_BYTES, true},
     [RC_PEAK] = {"PEAK", "peak_device_bytes", HOCTL_T_BYTES, false},
     [RC_DDR_LIMIT] = {"DDR_LIMIT", "ddr_limit_bytes", HOCTL_T_BYTES, false},
+    [RC_COPIES] = {"COPIES", "host_copies_bytes", HOCTL_T_BYTES, true},
+    /* its share of the flash bandwidth now, and the one its staging plan
+     * was made for (docs/runtime.md "Flash bandwidth"; 0: none) */
+    [RC_FLASH_SHARE] = {"FLASH_SHARE", "flash_share", HOCTL_T_REAL, false},
+    [RC_FLASH_PLANNED] = {"PLANNED_SHARE", "flash_planned_share",
+                          HOCTL_T_REAL, true},
 };
 
 /* Node arbitration: what the daemon's arbiter granted each session of the
@@ -533,6 +539,9 @@ static void clients_sheets(const Hyperoffload__ClientsReply *r,
         hoctl_set_u64(rs, RC_COPIES_FLASH, rt->host_copies_flash);
         hoctl_set_u64(rs, RC_PEAK, rt->peak_device_bytes);
         hoctl_set_u64(rs, RC_DDR_LIMIT, rt->ddr_limit);
+        hoctl_set_u64(rs, RC_COPIES, rt->host_copies_bytes);
+        hoctl_set_real(rs, RC_FLASH_SHARE, rt->flash_share);
+        hoctl_set_real(rs, RC_FLASH_PLANNED, rt->flash_planned_share);
     }
 }
 

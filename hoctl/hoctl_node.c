@@ -7,6 +7,8 @@
  *       JSON (hyperoffload-node), exactly what the reader accepts; without
  *       --node the daemon's node (NodeRequest: its config sections, sysfs
  *       discovery or the emulated default, daemon/topology.h)
+ *   hoctl node workload --out DIR [--json]
+ *       the daemon's last planned workload (hoctl_node_workload.c)
  *   hoctl node check --node N.json --workload W.json [--steps K] [--json]
  *       run the node judge (NODE.md §3, docs/node.md) on the workload and
  *       print per client, per device and for the node its figures (of the
@@ -32,6 +34,7 @@
 #include "hoctl/hoctl_daemon.h"
 #include "hoctl/hoctl_node.h"
 #include "hoctl/hoctl_node_plan.h"
+#include "hoctl/hoctl_node_workload.h"
 #include "hoctl/output.h"
 #include "hyperoffload/errors.h"
 #include "planner/node/node.h"
@@ -194,26 +197,37 @@ static const char node_usage[] =
     "[--json]\n"
     "       hoctl node plan --node N.json --workload W.json [--strategy "
     "independent] [--out DIR] [--svg FILE] [--json]\n"
+    "       hoctl node workload --out DIR [--json]\n"
     "show: the node as a tree (--json: its hyperoffload-node JSON); without\n"
     "--node, the daemon's node.\n"
     "check: the node judge on the workload (NODE.md §3, docs/node.md):\n"
     "every client runs its schedule for K steps (default 3) with the\n"
-    "others; figures of the last step.  Exit 0 valid, 1 invalid.\n";
+    "others; figures of the last step.  Exit 0 valid, 1 invalid.\n"
+    "workload: the workload the daemon's arbiter last planned, with its\n"
+    "node, traces and schedules, written to DIR for node check.\n";
 
 /* `node show` of the daemon's node: its JSON as sent (--json), or read
  * back and printed as a tree with where it came from. */
-static int node_show_daemon(const hoctl_globals *g)
+int hoctl_node_request(const hoctl_globals *g, bool workload,
+                       Hyperoffload__Envelope **ret_reply)
 {
     ho_client *c = NULL;
-    Hyperoffload__Envelope *reply = NULL;
     Hyperoffload__NodeRequest req = HYPEROFFLOAD__NODE_REQUEST__INIT;
+    req.workload = workload;
     HOC_ENVELOPE(env, NODE_REQUEST, node_request, &req);
     int rc = hoctl_open_client(g, &c);
     if (rc)
         return rc;
     rc = hoctl_request(c, &env, HYPEROFFLOAD__ENVELOPE__BODY_NODE_REPLY,
-                       &reply);
+                       ret_reply);
     ho_close(c);
+    return rc;
+}
+
+static int node_show_daemon(const hoctl_globals *g)
+{
+    Hyperoffload__Envelope *reply = NULL;
+    int rc = hoctl_node_request(g, false, &reply);
     if (rc)
         return rc;
     const Hyperoffload__NodeReply *nr = reply->node_reply;
@@ -564,6 +578,8 @@ int hoctl_cmd_node(const hoctl_globals *g, int argc, char **argv)
         return node_check(g, argc - 1, argv + 1);
     if (strcmp(argv[0], "plan") == 0)
         return hoctl_cmd_node_plan(g, argc - 1, argv + 1);
+    if (strcmp(argv[0], "workload") == 0)
+        return hoctl_cmd_node_workload(g, argc - 1, argv + 1);
     hoctl_usage_error("node: unknown verb '%s'", argv[0]);
     fputs(node_usage, stderr);
     return HOCTL_EXIT_USAGE;

@@ -12,12 +12,20 @@
 #define HO_HOCTL_HOCTL_NODE_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "hoctl/hoctl.h"
 #include "planner/node/node.h"
+#include "proto/hyperoffload.pb-c.h"
 
 int hoctl_cmd_node(const hoctl_globals *g, int argc, char **argv);
+
+/* NodeRequest to the daemon (workload: with the last planned workload,
+ * hoctl_node_workload.c): 0 and *ret_reply (ho_frame_envelope_free), or
+ * the exit code with the reason printed. */
+int hoctl_node_request(const hoctl_globals *g, bool workload,
+                       Hyperoffload__Envelope **ret_reply);
 
 /* Print node `n` (finished) as a tree on f: links from the root down,
  * each device under its parent link, then DDR and flash. */

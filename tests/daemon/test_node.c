@@ -35,16 +35,22 @@ static ho_harness *start(const char *text)
 }
 
 /* NodeRequest's reply (caller frees). */
-static Hyperoffload__Envelope *node_request(int fd)
+static Hyperoffload__Envelope *node_request_w(int fd, bool workload)
 {
     Hyperoffload__Envelope env = HYPEROFFLOAD__ENVELOPE__INIT;
     Hyperoffload__NodeRequest req = HYPEROFFLOAD__NODE_REQUEST__INIT;
+    req.workload = workload;
     env.body_case = HYPEROFFLOAD__ENVELOPE__BODY_NODE_REQUEST;
     env.node_request = &req;
     Hyperoffload__Envelope *r = NULL;
     ck_assert_int_eq(rc_call(fd, &env, &r, NULL), 0);
     ck_assert_int_eq(r->body_case, HYPEROFFLOAD__ENVELOPE__BODY_NODE_REPLY);
     return r;
+}
+
+static Hyperoffload__Envelope *node_request(int fd)
+{
+    return node_request_w(fd, false);
 }
 
 /* The output of a command (static, NUL-terminated). */
@@ -130,6 +136,13 @@ START_TEST(embedded_default_node)
     ck_assert_str_eq(n->links[n->devices[1].parent].name, "sw0");
     ck_assert_str_eq(n->links[n->devices[2].parent].name, "sw1");
     plan_node_free(n);
+    ho_frame_envelope_free(r);
+    /* no session planned yet: no workload, the node all the same */
+    r = node_request_w(fd, true);
+    ck_assert_str_eq(r->node_reply->workload_json, "");
+    ck_assert_uint_eq(r->node_reply->n_file_names, 0);
+    ck_assert_uint_eq(r->node_reply->workload_epoch, 0);
+    ck_assert_str_eq(r->node_reply->source, "default");
     ho_frame_envelope_free(r);
     close(fd);
     ck_assert_int_eq(ho_harness_free(h), 0);

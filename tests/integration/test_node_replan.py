@@ -20,6 +20,20 @@ processes (tests/python/hotest.py TINY model), hoctl.
   killed           a client SIGKILLed while the others re-plan: the others
                    finish with their data verified, the daemon reclaims
                    the session and re-plans the rest.
+  killed_pending   the same where it matters most: a client stopped
+                   (SIGSTOP) before it confirms a shrinking grant holds
+                   back a newcomer's growing one (its DDR limit stays
+                   deferred, the stopped client's grant pending); SIGKILLed
+                   there, it is dropped, the others are re-planned, the
+                   newcomer gets its DDR limit, nothing stays pending, and
+                   both survivors verify their data.
+  flash_shares     two clients of weights 1 and 3 on a DDR pool smaller
+                   than their host copies, both staging through flash at
+                   once: each one's flash share is weight x (host copies
+                   - DDR limit) over the sum (docs/runtime.md "Flash
+                   bandwidth"), its staging plan is made for it (within
+                   the re-plan slack), and the one left alone is
+                   re-planned for the whole flash bandwidth.
 """
 
 import json
@@ -149,11 +163,57 @@ def test_admission(s):
             got = c["arb"]["predicted_exposed_us"]
             want = row["after_exposed_us"]
             assert abs(got - want) <= 0.01 * max(want, 1.0), (row, c)
+        judge_admitted(d, s, pred, b.pid)
         for p in (a, b):
             p.send_signal(signal.SIGTERM)
             finish(p)
     finally:
         assert d.stop() == 0
+
+
+def judge_admitted(d, s, pred, new_pid):
+    """The workload the daemon planned once the newcomer joined, exported
+    (hoctl node workload) and run by the node judge (hoctl node check)
+    and by the independent checker (tests/python/node_checker.py): each
+    client's step time and exposure are the admission's prediction
+    within 1%."""
+    out = s.path("planned")
+    w = json.loads(hotest.hoctl("--socket", d.sock, "node", "workload",
+                                "--out", out, "--json").stdout)
+    assert len(w["clients"]) == 2, w
+    with open(w["workload"]) as f:
+        doc = json.load(f)
+    assert doc["format"] == "hyperoffload-workload", doc
+    for c in doc["clients"]:
+        for k in ("budget_bytes", "planned_h2d_gbps", "planned_d2h_gbps",
+                  "ddr_limit_bytes", "predicted", "schedule"):
+            assert k in c, (k, c)
+    new_sid = [c for c in clients(d) if c["pid"] == new_pid][0]["session_id"]
+    # node check exits 1 when the workload's predicted figures (the
+    # daemon's) differ from its judge's by more than 0.1%
+    judged = json.loads(hotest.hoctl("--json", "node", "check", "--node",
+                                     w["node"], "--workload", w["workload"])
+                        .stdout)
+    assert judged["valid"] and all(c["predicted_matches"]
+                                   for c in judged["clients"]), judged
+    chk = subprocess.run(
+        ["/usr/bin/python3", os.path.join(hotest.SOURCE_DIR, "tests",
+                                          "python", "node_checker.py"),
+         w["node"], w["workload"]], stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, universal_newlines=True, timeout=600)
+    assert chk.returncode == 0, chk.stderr
+    indep = json.loads(chk.stdout)
+    for row in pred["clients"]:
+        sid = row["session_id"] or new_sid
+        i = [k for k, c in enumerate(w["clients"])
+             if c["session_id"] == sid]
+        assert len(i) == 1, (row, w)
+        i = i[0]
+        for fig in (judged["clients"][i], indep["clients"][i]):
+            got, want = fig["step_time_us"], row["after_step_us"]
+            assert abs(got - want) <= 0.01 * want, (row, fig)
+            got, want = fig["exposed_us"], row["after_exposed_us"]
+            assert abs(got - want) <= 0.01 * max(want, 1.0), (row, fig)
 
 
 def sample(d, stop, bad, seen):
@@ -232,11 +292,124 @@ def test_killed(s):
     assert "arbiter: epoch" in log, log
 
 
+def by_pid(d):
+    return {c["pid"]: c for c in clients(d) if c.get("arb")}
+
+
+def test_killed_pending(s):
+    d = hotest.Daemon(s, "kp", ddr="256M", extra=NODE)
+    try:
+        a = start_client(d, s, 0, 200)
+        b = start_client(d, s, 1, 400)
+
+        def settled():
+            g = by_pid(d)
+            return all(p.pid in g and not g[p.pid]["arb"]["pending"] and
+                       g[p.pid]["arb"]["switched_epoch"] > 0
+                       for p in (a, b))
+        wait_for(settled, "a and b switched to their shared grants")
+        b.send_signal(signal.SIGSTOP)   # it cannot confirm a shrink now
+        c = start_client(d, s, 2, 60)
+
+        def held_back():
+            g = by_pid(d)
+            if c.pid not in g or b.pid not in g:
+                return None
+            return g if g[b.pid]["arb"]["pending"] else None
+        g = wait_for(held_back, "b's shrink pending after c joined")
+        # c's DDR limit (a raise from none) waits for b's confirmation
+        for _ in range(10):
+            g = by_pid(d)
+            assert g[b.pid]["arb"]["pending"], g
+            assert g[c.pid]["arb"]["ddr_limit_bytes"] == 0, g
+            time.sleep(0.05)
+        epoch = max(x["arb"]["epoch"] for x in g.values())
+        b_sid = g[b.pid]["session_id"]
+        b.send_signal(signal.SIGKILL)
+        finish(b)
+
+        def replanned():
+            g = by_pid(d)
+            if b.pid in g or not all(p.pid in g for p in (a, c)):
+                return None
+            if any(g[p.pid]["arb"]["pending"] or
+                   g[p.pid]["arb"]["epoch"] <= epoch for p in (a, c)):
+                return None
+            return g if g[c.pid]["arb"]["ddr_limit_bytes"] > 0 else None
+        g = wait_for(replanned, "a and c re-planned without b")
+        assert sum(x["arb"]["ddr_limit_bytes"] for x in g.values()) <= DDR
+        for p in (a, c):
+            rc, text = finish(p)
+            assert rc == 0 and "verified=1" in text, text
+    finally:
+        log = d.text()
+        assert d.stop() == 0
+    assert [l for l in log.splitlines()
+            if "session %d (" % b_sid in l and "dropped" in l], log
+
+
+def replays(d):
+    return {c["session_id"]: c for c in clients(d)
+            if c.get("runtime") and c.get("arb")}
+
+
+def test_flash_shares(s):
+    # 2 x 6.4 MiB of host copies on an 8 MiB pool: 4 MiB limits each
+    d = hotest.Daemon(s, "fs", ddr="8M", extra=NODE)
+    try:
+        a = start_client(d, s, 0, 60, "--weight", "1")
+        b = start_client(d, s, 1, 30, "--weight", "3")
+
+        def staging():
+            cs = replays(d)
+            if len(cs) != 2:
+                return None
+            for c in cs.values():
+                rt = c["runtime"]
+                if not (rt["flash_share"] > 0 and rt["flash_in_bytes"] > 0
+                        and abs(rt["flash_planned_share"] -
+                                rt["flash_share"]) <=
+                        0.1 * rt["flash_share"]):
+                    return None
+            return cs
+        cs = wait_for(staging, "both clients staging through flash")
+        demand = {sid: c["arb"]["weight"] *
+                  (c["runtime"]["host_copies_bytes"] -
+                   c["runtime"]["ddr_limit_bytes"])
+                  for sid, c in cs.items()}
+        assert all(v > 0 for v in demand.values()), cs
+        total = sum(demand.values())
+        for sid, c in cs.items():
+            want = demand[sid] / total
+            assert abs(c["runtime"]["flash_share"] - want) <= 1e-9, (want, c)
+        by_pid = {c["pid"]: c for c in cs.values()}
+        wa = by_pid[a.pid]["runtime"]["flash_share"]
+        wb = by_pid[b.pid]["runtime"]["flash_share"]
+        assert wb > 2 * wa, (wa, wb)   # weight 3 against 1
+        rc, text = finish(b)
+        assert rc == 0 and "verified=1" in text, text
+
+        def alone():
+            c = [x for x in replays(d).values() if x["pid"] == a.pid]
+            rt = c[0]["runtime"] if c else None
+            return rt if rt and rt["flash_share"] == 1.0 and \
+                rt["flash_planned_share"] == 1.0 else None
+        wait_for(alone, "client 0 re-planned for the whole flash bandwidth")
+        rc, text = finish(a)
+        assert rc == 0 and "verified=1" in text and "flash_in=0" not in \
+            text, text
+    finally:
+        log = d.text()
+        assert d.stop() == 0
+    assert "of the flash bandwidth" in log, log
+
+
 def main():
     if not os.path.exists(DEMO):
         print("ho-demo-client not built")
         return 1
-    for test in (test_admission, test_join_leave, test_killed):
+    for test in (test_admission, test_join_leave, test_killed,
+                 test_killed_pending, test_flash_shares):
         s = hotest.Scratch("node-replan-")
         try:
             test(s)

@@ -20,6 +20,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import unittest
 
 import jsonschema
@@ -317,6 +318,32 @@ class CliSchemaTest(unittest.TestCase):
                             self.node, "--workload", self.workload,
                             daemon=False)
         self.assertTrue(doc["valid"])
+        # the daemon's arbiter has planned nothing yet (no session has a
+        # plan): an error document naming that
+        out = self.s.path("planned")
+        err = self.error(1, "node", "workload", "--out", out)
+        self.assertIn("not planned", err["message"])
+        # a session with a plan enters the node workload: exported
+        c = binding.Client.connect(self.sock, "schema-planner")
+        try:
+            c.register(job="schema-plan", device=1, hbm_budget=64 << 20)
+            c.plan_request(binding.Trace.load(self.trace))
+            deadline = time.time() + 30
+            while hotest.hoctl("--socket", self.sock, "node", "workload",
+                               "--out", out, expect=(0, 1)).returncode:
+                self.assertLess(time.time(), deadline, "no re-plan")
+                time.sleep(0.05)
+            doc = self.run_json("node_workload", "node", "workload",
+                                "--out", out)
+            self.assertEqual(len(doc["clients"]), 1)
+            self.assertTrue(doc["clients"][0]["name"].startswith(
+                "schema-planner#"))
+            doc = self.run_json("node_check", "node", "check", "--node",
+                                doc["node"], "--workload", doc["workload"],
+                                daemon=False)
+            self.assertTrue(doc["valid"])
+        finally:
+            c.close()
 
     def test_metrics(self):
         doc = self.run_json("metrics", "metrics")
