@@ -656,7 +656,12 @@ static int await_reads(ho_replay *r, uint32_t op, const uint32_t *ref,
         if (rc < 0)
             return r->failed = rc;
     }
-    return 0;
+    /* The prefetches waited for are retired before the op reads what they
+     * brought: one that read the pool after the daemon let go of it (a
+     * daemon stopped while the copy was queued) fails the step here, not
+     * after the op consumed released pages. */
+    retire(r, r->h2d);
+    return r->failed;
 }
 
 /* No copy of a write is in flight any more; each write then holds a new
