@@ -1645,9 +1645,25 @@ int plan_hoplan(const plan_trace *t, uint64_t budget,
     memcpy(init_rule, init0, ns);
     homes_by_benefit(t, P, init_rule);
 
-    /* feasibility: the constructive plan, and the smallest budget */
-    r = min_budget_search(t, init_host, floor, none_peak, &min_budget,
-                          &floor_plan);
+    /* feasibility: the constructive plan, and the smallest budget.  Above
+     * HP_BIG_OPS the plan at the floor is taken on the forward planner's
+     * own model of the judge (the smaller traces check that model against
+     * the judge on every call) and judged only if it is returned. */
+    bool defer_floor = false;
+    if (n > HP_BIG_OPS) {
+        static const hp_fs_opts jit = {.jit = true};
+        r = hp_fs_plan(t, init_host, floor, &jit, &floor_plan, NULL);
+        if (r == 0) {
+            min_budget = floor;
+            defer_floor = true;
+        } else if (r == HO_E_INFEASIBLE) {
+            r = min_budget_search(t, init_host, floor, none_peak,
+                                  &min_budget, &floor_plan);
+        }
+    } else {
+        r = min_budget_search(t, init_host, floor, none_peak, &min_budget,
+                              &floor_plan);
+    }
     if (r == HO_E_INFEASIBLE) {
         min_budget = none_peak; /* `none` always meets its own peak */
         r = 0;
@@ -1666,11 +1682,13 @@ int plan_hoplan(const plan_trace *t, uint64_t budget,
         if (r < 0)
             goto out;
     }
-    if (floor_plan && (r = consider(&pb, floor_plan)) < 0) {
+    if (!defer_floor) {
+        if (floor_plan && (r = consider(&pb, floor_plan)) < 0) {
+            floor_plan = NULL;
+            goto out;
+        }
         floor_plan = NULL;
-        goto out;
     }
-    floor_plan = NULL;
 
     /* the forward planner, in its variants, under each choice of homes */
     uint64_t maxws = 0;
@@ -1790,6 +1808,12 @@ int plan_hoplan(const plan_trace *t, uint64_t budget,
         s = NULL;
         if ((r = plan_reactive_lru(t, budget, &s)) < 0 ||
             (r = consider(&pb, s)) < 0)
+            goto out;
+    }
+    if (!pb.s && floor_plan) {
+        r = consider(&pb, floor_plan); /* the deferred constructive plan */
+        floor_plan = NULL;
+        if (r < 0)
             goto out;
     }
     if (!pb.s) {
