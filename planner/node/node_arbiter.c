@@ -891,6 +891,48 @@ int plan_node_arbitrate(const plan_node *node, const plan_arb_client *c,
         plan_node_result *r = NULL;
         if ((rc = judge_candidate(&A, &P, o, try_s, &r)) < 0)
             goto out;
+        /* The arbiter's shares also planned for less than they give (3/4,
+         * 1/2): a plan made for a slower link leaves more slack to the
+         * rates contention really gives; the judge keeps the best. */
+        for (int v = 1; k == PLAN_ARB_ARBITER && o->valid && v <= 2; v++) {
+            const double f = v == 1 ? 0.75 : 0.5;
+            double *qh = malloc(2 * (size_t)n * sizeof(*qh));
+            const plan_schedule **qs = calloc(n, sizeof(*qs));
+            if (!qh || !qs) {
+                free(qh);
+                free(qs);
+                plan_node_result_free(r);
+                rc = -ENOMEM;
+                goto out;
+            }
+            arb_plan Q = {.budget = P.budget, .h2d = qh, .d2h = qh + n};
+            for (uint32_t i = 0; i < n; i++) {
+                Q.h2d[i] = P.h2d[i] * f;
+                Q.d2h[i] = P.d2h[i] * f;
+            }
+            plan_arb_outcome oq;
+            memset(&oq, 0, sizeof(oq));
+            plan_node_result *rq = NULL;
+            if ((rc = judge_candidate(&A, &Q, &oq, qs, &rq)) < 0) {
+                free(qh);
+                free(qs);
+                plan_node_result_free(r);
+                goto out;
+            }
+            if (oq.valid && better(&oq, o)) {
+                memcpy(P.h2d, Q.h2d, n * sizeof(*P.h2d));
+                memcpy(P.d2h, Q.d2h, n * sizeof(*P.d2h));
+                *o = oq;
+                free(try_s);
+                plan_node_result_free(r);
+                try_s = qs;
+                r = rq;
+            } else {
+                free(qs);
+                plan_node_result_free(rq);
+            }
+            free(qh);
+        }
         if (o->valid && (best < 0 || better(o, &R->outcomes[best]))) {
             free(best_s);
             plan_node_result_free(best_r);
