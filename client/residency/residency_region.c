@@ -106,8 +106,17 @@ static bool evictable(const ho_region *r, const hres_blk *x, uint64_t before,
     return x->need > before && x->need > r->step + r->cfg.prefetch_window;
 }
 
+static bool is_dirty(const hres_blk *x)
+{
+    return (x->flags & HRES_DIRTY) || !(x->flags & HRES_HOST_VALID);
+}
+
 /* Victim: released first, then unannounced (LRU), then the furthest
- * announced use (Belady).  HRES_NONE when none may go. */
+ * announced use (Belady).  A demand (someone waits for the slot) takes
+ * first the blocks a prefetch could take too (not needed soon), clean
+ * before dirty (a drop frees the slot at once, a write-back would be
+ * waited for behind the D2H queue), and only then, furthest first, a
+ * block needed soon.  HRES_NONE when none may go. */
 static uint32_t victim(const ho_region *r, uint64_t before, bool demand)
 {
     uint32_t best = HRES_NONE;
@@ -135,6 +144,9 @@ static uint32_t victim(const ho_region *r, uint64_t before, bool demand)
             cls = 1;
             key = x->need;
         }
+        if (demand && r->cfg.policy != HO_RES_LRU &&
+            evictable(r, x, before, false))
+            cls += is_dirty(x) ? 4 : 8; /* not needed soon: first */
         if (cls > best_cls || (cls == best_cls && key > best_key)) {
             best = b;
             best_cls = cls;
@@ -154,7 +166,12 @@ static int evict(ho_region *r, uint32_t b)
     r->st.evictions++;
     x->slot = HRES_NONE;
     x->flags &= ~HRES_PREFETCHED;
-    if ((x->flags & HRES_DIRTY) || !(x->flags & HRES_HOST_VALID)) {
+    if (x->need != HO_STEP_NEVER && !(x->flags & HRES_WANTED)) {
+        /* announced, resident when it was: wanted again */
+        x->flags |= HRES_WANTED;
+        r->want[r->n_want++] = b;
+    }
+    if (is_dirty(x)) {
         uint64_t t = 0;
         int rc = r->ops->submit(r->d2h, HOB_D2H, x->host,
                                 r->dbase + (uint64_t)s * bb, bb, NULL, 0,
@@ -203,6 +220,17 @@ static uint32_t slot_get(ho_region *r, uint64_t before, bool may_stall,
         }
         incoming_reap(r);
         uint32_t v = victim(r, before, may_stall);
+        if (v != HRES_NONE && may_stall && r->drain_n &&
+            r->cfg.policy != HO_RES_LRU && is_dirty(&r->b[v])) {
+            /* the oldest write-back in flight ends before a new one
+             * queued behind it: wait for that slot instead */
+            rc = drain_reap(r, true);
+            if (rc < 0) {
+                *ret_rc = rc;
+                return HRES_NONE;
+            }
+            continue;
+        }
         if (v != HRES_NONE) {
             uint32_t s = r->b[v].slot;
             uint32_t dn = r->drain_n;
@@ -693,6 +721,50 @@ int ho_block_access(ho_region *r, uint32_t block, int write, void **ret_ptr)
     touched(r, block, write);
     *ret_ptr = r->dbase + (uint64_t)r->b[block].slot * r->cfg.block_bytes;
     return 0;
+}
+
+int ho_region_fetch(ho_region *r, const uint32_t *blocks, size_t n)
+{
+    if (!r || (n && !blocks))
+        return hor_fail(NULL, -EINVAL, "ho_region_fetch needs a region and "
+                        "blocks");
+    for (size_t i = 0; i < n; i++) {
+        int rc = bad(r, blocks[i]);
+        if (rc < 0)
+            return rc;
+    }
+    /* in use this step from now on: no fill below takes one of them */
+    for (size_t i = 0; i < n; i++)
+        r->b[blocks[i]].flags |= HRES_TOUCHED;
+    uint64_t t0 = hob_now_ns(), last = 0;
+    bool missed = false;
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        hres_blk *x = &r->b[blocks[i]];
+        if (x->slot == HRES_NONE) {
+            uint64_t dep = 0;
+            uint32_t s = slot_get(r, r->step, true, &dep, &rc);
+            if (s == HRES_NONE)
+                break;
+            rc = fill(r, blocks[i], s, dep);
+            if (rc < 0)
+                break;
+            r->st.misses++;
+            missed = true;
+        } else if (x->h2d && r->ops->completed(r->h2d) < x->h2d) {
+            r->st.late++;
+        }
+        if (x->h2d > last)
+            last = x->h2d;
+    }
+    if (rc == 0 && last && r->ops->completed(r->h2d) < last) {
+        rc = r->ops->wait(r->h2d, last);
+        if (rc < 0)
+            rc = HRES_FAIL(r, rc, "a fill of the region failed");
+        stall_add(r, missed ? HO_STALL_MISS : HO_STALL_LATE, t0);
+    }
+    incoming_reap(r);
+    return rc;
 }
 
 int ho_region_need(ho_region *r, const uint32_t *blocks, size_t n,

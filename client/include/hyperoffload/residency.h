@@ -137,6 +137,16 @@ HO_EXPORT int ho_block_free(ho_region *r, uint32_t block);
  * that may not be evicted. */
 HO_EXPORT int ho_block_access(ho_region *r, uint32_t block, int write,
                               void **ret_ptr);
+/* These blocks are used in the current step: the missing ones are
+ * fetched together (every fill queued, then one wait: a swap-in of a
+ * whole sequence), those whose prefetch is in flight waited for; all are
+ * then in use until the next ho_region_step, as after ho_block_access.
+ * The wait is a stall (HO_STALL_MISS when a block had to be fetched,
+ * HO_STALL_LATE when only prefetches were waited for).  Works under both
+ * policies (the reactive baseline's swap-in).  HO_E_DEVICE as for
+ * ho_block_access. */
+HO_EXPORT int ho_region_fetch(ho_region *r, const uint32_t *blocks,
+                              size_t n);
 /* These blocks will be accessed at step `step` (ho_region_steps()
  * numbering): prefetched once the step is within the window. */
 HO_EXPORT int ho_region_need(ho_region *r, const uint32_t *blocks, size_t n,
