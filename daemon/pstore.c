@@ -49,18 +49,45 @@ static void entry_free(srv_daemon *d, srv_pentry *e)
     free(e);
 }
 
-/* Free idle entries whose TTL has passed. */
+static void on_ttl_timer(uv_timer_t *t);
+
+/* Free idle entries whose TTL has passed, then arm the TTL timer for the
+ * next one to expire (so that they go without any other request). */
 static void sweep(srv_daemon *d)
 {
     uint64_t now = uv_now(&d->loop);
+    uint64_t next = UINT64_MAX;
     for (srv_pentry *e = d->pstore.entries, *nx; e; e = nx) {
         nx = e->next;
-        if (!e->refs && now - e->idle_since_ms >= e->ttl_ms) {
+        if (e->refs)
+            continue;
+        if (now - e->idle_since_ms >= e->ttl_ms) {
             srv_debug("prefix store: %s expired", e->key);
             d->pstore.expired++;
             entry_free(d, e);
+        } else if (e->idle_since_ms + e->ttl_ms - now < next) {
+            next = e->idle_since_ms + e->ttl_ms - now;
         }
     }
+    uv_timer_t *t = &d->pstore.ttl_timer;
+    if (d->finishing)
+        return;
+    if (!t->loop) {
+        uv_timer_init(&d->loop, t);
+        uv_unref((uv_handle_t *)t);
+        t->data = d;
+    }
+    if (uv_is_closing((uv_handle_t *)t))
+        return;
+    if (next == UINT64_MAX)
+        uv_timer_stop(t);
+    else
+        uv_timer_start(t, on_ttl_timer, next, 0);
+}
+
+static void on_ttl_timer(uv_timer_t *t)
+{
+    sweep(t->data);
 }
 
 static srv_pentry *find(srv_daemon *d, const srv_arena_ref *a,
@@ -184,6 +211,7 @@ static int publish(srv_daemon *d, srv_session *s,
     d->pstore.bytes += got;
     d->pstore.published_bytes += length;
     d->pstore.n_entries++;
+    sweep(d); /* idle from now: the TTL timer counts */
     return 0;
 }
 

@@ -96,6 +96,8 @@ typedef struct srv_pstore_state {
     uint32_t n_entries, n_maps;
     uint64_t bytes, published_bytes;
     uint64_t lookups, hits, evictions, expired;
+    uv_timer_t ttl_timer;  /* fires at the next idle entry's expiry
+                              (unref'd: never keeps the loop alive) */
 } srv_pstore_state;
 typedef struct srv_arbiter srv_arbiter;        /* arbitrate.h */
 typedef struct srv_topology srv_topology;      /* topology.h */

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "hyperoffload/residency.h"
@@ -268,6 +269,79 @@ START_TEST(quota_under_pressure)
 }
 END_TEST
 
+static uint64_t ddr_used_by(ho_client *c)
+{
+    ho_tier_stats t[8];
+    size_t n = 0;
+    ck_assert_int_eq(ho_stats(c, t, 8, &n, NULL), 0);
+    for (size_t i = 0; i < n && i < 8; i++)
+        if (t[i].tier == HO_TIER_DDR)
+            return t[i].used;
+    return 0;
+}
+
+static uint64_t ms_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* An entry kept after its publisher's session ended goes when its TTL
+ * passes, on the daemon's timer: the probe below keeps one connection
+ * and sends only Stats requests (no store request, no session ends after
+ * the publisher's), and sees the DDR come back. */
+START_TEST(ttl_expiry_on_timer)
+{
+    ho_harness *h = ho_harness_start_args(NULL);
+    ck_assert_ptr_nonnull(h);
+    const char *sock = ho_harness_socket(h);
+    ho_client *probe = NULL;
+    ck_assert_int_eq(ho_connect(sock, "probe", &probe), 0);
+    uint64_t base = ddr_used_by(probe);
+
+    ho_client *c = NULL;
+    ho_device *dev = NULL;
+    ho_region *r = NULL;
+    ck_assert_int_eq(ho_connect(sock, "pub", &c), 0);
+    ck_assert_int_eq(ho_register(c, "t", -1, 0), 0);
+    ck_assert_int_eq(ho_device_open("host", 0, 1 << 20, &dev), 0);
+    ho_region_config cfg = {.block_bytes = BB, .max_blocks = 8,
+                            .device_budget = 4 * BB};
+    ck_assert_int_eq(ho_region_new(c, dev, &cfg, &r), 0);
+    uint32_t b[NBLK];
+    void *p;
+    for (uint32_t i = 0; i < NBLK; i++) {
+        ck_assert_int_eq(ho_block_alloc(r, &b[i]), 0);
+        ck_assert_int_eq(ho_block_access(r, b[i], 1, &p), 0);
+    }
+    const uint32_t ttl = 1500;
+    uint64_t t0 = ms_now();
+    ck_assert_int_eq(ho_region_publish(r, "ttl", b, NBLK, ttl), 0);
+    ho_region_free(r);
+    ho_device_close(dev);
+    ho_close(c);
+    /* the session's region is gone, the entry stays (until t0 + ttl) */
+    uint64_t used = 0;
+    for (int i = 0; i < 100; i++) {
+        used = ddr_used_by(probe);
+        if (used < base + 8 * BB)
+            break;
+        usleep(5000);
+    }
+    ck_assert_uint_lt(ms_now() - t0, ttl); /* still inside the TTL */
+    ck_assert_uint_ge(used, base + NBLK * BB);
+    ck_assert_uint_lt(used, base + 8 * BB);
+    /* nothing else happens until the TTL has passed */
+    while (ms_now() - t0 < ttl + 500)
+        usleep(50000);
+    used = ddr_used_by(probe);
+    ck_assert_uint_le(used, base);
+    ho_close(probe);
+    ck_assert_int_eq(ho_harness_free(h), 0);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("residency_daemon");
@@ -275,6 +349,7 @@ int main(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, kill_and_share);
     tcase_add_test(tc, quota_under_pressure);
+    tcase_add_test(tc, ttl_expiry_on_timer);
     suite_add_tcase(s, tc);
     return ho_check_run(s, false);
 }
