@@ -56,6 +56,9 @@ typedef struct hres_map {
     char key[HO_RES_KEY_MAX + 1];
     uint32_t blocks;       /* blocks of the mapping still live */
     bool used;
+    uint8_t *base;         /* the entry, mapped PROT_READ from the store's
+                              read-only descriptor (munmap at unmap) */
+    uint64_t len;
 } hres_map;
 
 struct ho_region {

@@ -513,13 +513,14 @@ ho_region *ho_region_free(ho_region *r)
 {
     if (!r)
         return NULL;
-    for (uint32_t m = 0; m < r->n_maps; m++)
-        if (r->maps && r->maps[m].used)
-            hres_store_unmap(r, m);
+    /* engines first: no copy reads a store mapping once it is gone */
     if (r->h2d)
         r->ops->engine_free(r->h2d);
     if (r->d2h)
         r->ops->engine_free(r->d2h);
+    for (uint32_t m = 0; m < r->n_maps; m++)
+        if (r->maps && r->maps[m].used)
+            hres_store_unmap(r, m);
     if (r->dbase)
         hor_dev_free_block(r->dev, r->dblock);
     if (r->host) {

@@ -9,8 +9,12 @@
 #include <stdbool.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "client/admin_call.h"
+#include "client/client_internal.h"
 #include "client/residency/residency_internal.h"
 #include "proto/frame.h"
 #include "proto/region_shm.h"
@@ -146,23 +150,32 @@ int ho_region_map_prefix(ho_region *r, const char *key, uint32_t *ret_blocks,
     req.key = (char *)key;
     HOC_ENVELOPE(env, MAP_PREFIX_REQUEST, map_prefix_request, &req);
     Hyperoffload__Envelope *reply = NULL;
-    rc = hoc_call_expect(r->c, &env,
-                         HYPEROFFLOAD__ENVELOPE__BODY_MAP_PREFIX_REPLY, &reply,
-                         NULL);
+    int fd = -1;
+    unsigned nfd = 0;
+    rc = hoc_call_expect_fds(r->c, &env,
+                             HYPEROFFLOAD__ENVELOPE__BODY_MAP_PREFIX_REPLY,
+                             &reply, &fd, 1, &nfd);
     if (rc < 0) {
         char e[256];
         return hor_fail(r->c, rc, "%s", ho_last_error(r->c, e, sizeof(e)));
     }
     const Hyperoffload__MapPrefixReply *m = reply->map_prefix_reply;
-    uint64_t pool = ho_pool_size(r->c);
     uint64_t off = m ? m->offset : 0, len = m ? m->length : 0;
     uint64_t bb = m ? m->block_bytes : 0;
-    bool same_arena = m && m->arena_id == ho_pool_arena_id(r->c);
     ho_frame_envelope_free(reply);
-    if (!m || off > pool || len > pool - off || bb == 0 ||
-        len % bb || !same_arena)
-        rc = HRES_FAIL(r, HO_E_PROTOCOL, "the map reply for %s names a "
-                       "range outside this session's arena", key);
+    /* the store's memory comes as a read-only descriptor: the mapping is
+     * PROT_READ, and the kernel refuses to make it writable */
+    struct stat sb;
+    long page = sysconf(_SC_PAGESIZE);
+    bool ok = nfd == 1 && fd >= 0 && fstat(fd, &sb) == 0 && m &&
+              sb.st_size > 0 && off <= (uint64_t)sb.st_size &&
+              len <= (uint64_t)sb.st_size - off && bb && len % bb == 0 &&
+              off % (uint64_t)page == 0;
+    if (!ok)
+        rc = HRES_FAIL(r, HO_E_PROTOCOL, "the map reply for %s names no "
+                       "range of a store descriptor (%u descriptors, range "
+                       "%" PRIu64 "+%" PRIu64 ", blocks of %" PRIu64 ")",
+                       key, nfd, off, len, bb);
     else if (bb != r->cfg.block_bytes || len / bb > max ||
              len / bb > r->n_free_blocks)
         rc = HRES_FAIL(r, HO_E_INVALID_SIZE, "prefix %s holds %" PRIu64
@@ -170,6 +183,18 @@ int ho_region_map_prefix(ho_region *r, const char *key, uint32_t *ret_blocks,
                        "of %" PRIu64 " and room for %zu", key, bb ? len / bb
                        : 0, bb, r->cfg.block_bytes,
                        max < r->n_free_blocks ? max : r->n_free_blocks);
+    uint8_t *base = NULL;
+    if (rc == 0) {
+        void *p = mmap(NULL, (size_t)len, PROT_READ, MAP_SHARED, fd,
+                       (off_t)off);
+        if (p == MAP_FAILED)
+            rc = HRES_FAIL(r, -errno, "prefix %s: mapping the store's "
+                           "range read-only: %s", key, strerror(errno));
+        else
+            base = p;
+    }
+    if (fd >= 0)
+        close(fd);
     uint32_t mi = HRES_NONE;
     for (uint32_t i = 0; rc == 0 && i < r->cfg.max_blocks; i++)
         if (!r->maps[i].used) {
@@ -179,6 +204,8 @@ int ho_region_map_prefix(ho_region *r, const char *key, uint32_t *ret_blocks,
     if (rc == 0 && mi == HRES_NONE)
         rc = HRES_FAIL(r, HO_E_QUOTA, "the region maps too many prefixes");
     if (rc < 0) {
+        if (base)
+            munmap(base, (size_t)len);
         (void)send_unmap(r, key);
         return rc;
     }
@@ -186,11 +213,12 @@ int ho_region_map_prefix(ho_region *r, const char *key, uint32_t *ret_blocks,
     snprintf(hm->key, sizeof(hm->key), "%s", key);
     hm->used = true;
     hm->blocks = (uint32_t)(len / bb);
+    hm->base = base;
+    hm->len = len;
     if (mi >= r->n_maps)
         r->n_maps = mi + 1;
-    uint8_t *base = ho_pool_base(r->c);
     for (uint32_t i = 0; i < hm->blocks; i++)
-        (void)hres_block_new_store(r, base + off + (uint64_t)i * bb, mi,
+        (void)hres_block_new_store(r, base + (uint64_t)i * bb, mi,
                                    &ret_blocks[i]);
     *ret_n = hm->blocks;
     return 0;
@@ -201,6 +229,9 @@ void hres_store_unmap(ho_region *r, uint32_t m)
     if (!r->maps[m].used)
         return;
     r->maps[m].used = false;
+    if (r->maps[m].base)
+        munmap(r->maps[m].base, (size_t)r->maps[m].len);
+    r->maps[m].base = NULL;
     if (r->c)
         (void)send_unmap(r, r->maps[m].key);
 }

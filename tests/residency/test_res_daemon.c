@@ -5,7 +5,10 @@
  * SIGKILLed; its published prefix blocks stay readable, exact, by another
  * server of the job that maps them; a peer of another uid (setuid nobody)
  * or of another job never finds them; `hoctl regions` data reaches the
- * daemon through the region's header.
+ * daemon through the region's header; a mapped prefix is read-only by
+ * the kernel (r--s mapping of a read-only descriptor: mprotect to write
+ * fails, a write faults); an entry kept after its session goes when its
+ * TTL passes, on the daemon's timer.
  */
 #include <check.h>
 #include <errno.h>
@@ -14,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -44,6 +48,58 @@ static uint64_t ddr_used(const char *sock)
             used = t[i].used;
     ho_close(c);
     return used;
+}
+
+/* The mapping of the job's prefix store memory in this process (from
+ * /proc/self/maps: the memfd's name has "-store-"); its permissions. */
+static uint8_t *store_mapping(uint64_t *ret_len, char perms[5])
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    ck_assert_ptr_nonnull(f);
+    char line[512];
+    uint8_t *at = NULL;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long lo, hi;
+        char pm[5] = "";
+        if (!strstr(line, "-store-") ||
+            sscanf(line, "%lx-%lx %4s", &lo, &hi, pm) != 3)
+            continue;
+        at = (uint8_t *)lo;
+        *ret_len = hi - lo;
+        memcpy(perms, pm, 5);
+        break;
+    }
+    fclose(f);
+    return at;
+}
+
+/* The kernel, not the library, keeps a mapped prefix read-only: the
+ * mapping is r--s, it cannot be made writable, and a write through it
+ * faults. */
+static void check_store_read_only(void)
+{
+    uint64_t len = 0;
+    char perms[5] = "";
+    uint8_t *m = store_mapping(&len, perms);
+    ck_assert_msg(m != NULL, "no mapping of the prefix store memory");
+    ck_assert_str_eq(perms, "r--s");
+    uint8_t want[BB];
+    pattern(want, 0);
+    ck_assert(memcmp(m, want, BB) == 0); /* it is the published data */
+    errno = 0;
+    ck_assert_int_eq(mprotect(m, len, PROT_READ | PROT_WRITE), -1);
+    ck_assert_int_eq(errno, EACCES);
+    pid_t p = fork();
+    ck_assert_int_ge(p, 0);
+    if (p == 0) {
+        ((volatile uint8_t *)m)[0] ^= 1;
+        _exit(0); /* the write went through */
+    }
+    int st = 0;
+    ck_assert_int_eq(waitpid(p, &st, 0), p);
+    ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV,
+                  "a write to the store mapping did not fault");
+    ck_assert(memcmp(m, want, BB) == 0);
 }
 
 /* The publisher: a region of job j, NBLK blocks written and published
@@ -153,10 +209,14 @@ START_TEST(kill_and_share)
     ck_assert_int_eq(ho_region_new(c, dev, &cfg, &r), 0);
     uint32_t b[NBLK];
     size_t n = 0;
-    ck_assert_int_eq(ho_region_map_prefix(r, "k", b, NBLK, &n), 0);
+    int mrc = ho_region_map_prefix(r, "k", b, NBLK, &n);
+    if (mrc != 0)
+        kill(pub, SIGKILL); /* no orphan left in pause() */
+    ck_assert_msg(mrc == 0, "map_prefix: %d %s", mrc, ho_runtime_last_error());
     ck_assert_uint_eq(n, NBLK);
     void *p;
     ck_assert_int_eq(ho_block_access(r, b[0], 1, &p), HO_E_STATE);
+    check_store_read_only();
     with = ddr_used(sock); /* the reader's region included */
 
     /* SIGKILL the publisher: its region's DDR is back at once */
