@@ -35,7 +35,9 @@
  * under a content key (e.g. a hash of the token prefix).  Other sessions
  * of the same uid and job (they share the arena) map them with
  * ho_region_map_prefix: the blocks of the mapping read the store's copy
- * (read-only: writing one is HO_E_STATE); the daemon counts references and
+ * (read-only: writing one is HO_E_STATE, and the copy is a PROT_READ
+ * mapping of a read-only descriptor of the daemon's store memory, so the
+ * kernel refuses writes too); the daemon counts references and
  * keeps an entry while it is mapped, after its publisher has gone (up to
  * ttl_ms once unreferenced), and evicts unreferenced entries LRU within
  * the job's store limit.  An entry is never visible from another job or
@@ -98,7 +100,9 @@ typedef enum ho_res_stall {
 } ho_res_stall;
 
 typedef struct ho_region_stats {
-    uint64_t steps, accesses, hits, misses, late;
+    uint64_t steps, accesses, hits;
+    uint64_t misses;  /* blocks fetched on demand (access, fetch) */
+    uint64_t late;
     uint64_t stall_ns[HO_STALL_N];
     uint64_t stall_total_ns;
     uint64_t last_step_stall_ns;  /* stall of the last completed step */
