@@ -221,25 +221,33 @@ static int publish(srv_daemon *d, srv_session *s,
     int rc = check_key(req->key, err, errlen);
     if (rc < 0)
         return rc;
-    srv_extent *x = srv_idmap_get(&d->extents, req->extent_id);
-    if (!x || x->owner != s)
-        return ho_errf(err, errlen, HO_E_UNKNOWN_EXTENT, "extent %" PRIu64
-                       " does not belong to this session", req->extent_id);
-    if (x->state != SRV_EXT_DDR)
-        return ho_errf(err, errlen, HO_E_STATE, "extent %" PRIu64 " is not "
-                       "in DDR", req->extent_id);
     uint64_t bb = req->block_bytes;
     uint64_t length = (uint64_t)req->n_offsets * bb;
-    bool ok = bb && req->n_offsets && bb <= SRV_PSTORE_ENTRY_MAX &&
-              req->n_offsets <= SRV_PSTORE_ENTRY_MAX / bb;
-    for (size_t i = 0; ok && i < req->n_offsets; i++)
-        ok = req->offsets[i] <= x->len && bb <= x->len - req->offsets[i];
-    if (!ok)
+    size_t nx = req->n_extent_ids;
+    if (nx && nx != req->n_offsets)
+        return ho_errf(err, errlen, -EINVAL, "publish names %zu extents for "
+                       "%zu offsets", nx, req->n_offsets);
+    if (!(bb && req->n_offsets && bb <= SRV_PSTORE_ENTRY_MAX &&
+          req->n_offsets <= SRV_PSTORE_ENTRY_MAX / bb))
         return ho_errf(err, errlen, HO_E_INVALID_SIZE, "publish of %zu "
-                       "blocks of %" PRIu64 " bytes does not fit extent %"
-                       PRIu64 " (%" PRIu64 " bytes) or the entry limit of %"
-                       PRIu64 " bytes", req->n_offsets, bb, req->extent_id,
-                       x->len, (uint64_t)SRV_PSTORE_ENTRY_MAX);
+                       "blocks of %" PRIu64 " bytes exceeds the entry limit "
+                       "of %" PRIu64 " bytes", req->n_offsets, bb,
+                       (uint64_t)SRV_PSTORE_ENTRY_MAX);
+    for (size_t i = 0; i < req->n_offsets; i++) {
+        uint64_t id = nx ? req->extent_ids[i] : req->extent_id;
+        srv_extent *x = srv_idmap_get(&d->extents, id);
+        if (!x || x->owner != s)
+            return ho_errf(err, errlen, HO_E_UNKNOWN_EXTENT, "extent %"
+                           PRIu64 " does not belong to this session", id);
+        if (x->state != SRV_EXT_DDR)
+            return ho_errf(err, errlen, HO_E_STATE, "extent %" PRIu64
+                           " is not in DDR", id);
+        if (req->offsets[i] > x->len || bb > x->len - req->offsets[i])
+            return ho_errf(err, errlen, HO_E_INVALID_SIZE, "publish: block "
+                           "%zu (offset %" PRIu64 ", %" PRIu64 " bytes) is "
+                           "outside extent %" PRIu64 " (%" PRIu64 " bytes)",
+                           i, req->offsets[i], bb, id, x->len);
+    }
     sweep(d);
     if (find(d, s->arena, req->key))
         return ho_errf(err, errlen, -EEXIST, "the prefix store of job '%s' "
@@ -269,10 +277,13 @@ static int publish(srv_daemon *d, srv_session *s,
         return ho_errf(err, errlen, rc, "no DDR for a prefix store entry of "
                        "%" PRIu64 " bytes", length);
     }
-    uint8_t *src = tier_arena_base(s->arena->arena);
     uint8_t *dst = tier_arena_base(g->mem);
-    for (size_t i = 0; i < req->n_offsets; i++)
-        memcpy(dst + e->off + i * bb, src + x->off + req->offsets[i], bb);
+    for (size_t i = 0; i < req->n_offsets; i++) {
+        const srv_extent *x = srv_idmap_get(
+            &d->extents, nx ? req->extent_ids[i] : req->extent_id);
+        memcpy(dst + e->off + i * bb, tier_arena_base(x->arena->arena) +
+               x->off + req->offsets[i], bb);
+    }
     snprintf(e->key, sizeof(e->key), "%s", req->key);
     e->arena = s->arena;
     e->group = g;

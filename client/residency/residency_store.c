@@ -8,6 +8,7 @@
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -32,7 +33,7 @@ int hres_region_register(ho_region *r, const char *name)
     hres_shm_publish(r);
     Hyperoffload__RegionRegister req = HYPEROFFLOAD__REGION_REGISTER__INIT;
     req.extent_id = raw_id(r->extent_id);
-    req.offset = (uint64_t)(r->shm - r->host);
+    req.offset = 0; /* the header has an extent of its own */
     req.name = (char *)(name ? name : "region");
     HOC_ENVELOPE(env, REGION_REGISTER, region_register, &req);
     Hyperoffload__Envelope *reply = NULL;
@@ -93,35 +94,59 @@ int ho_region_publish(ho_region *r, const char *key, const uint32_t *blocks,
     if (n > HO_RES_PUBLISH_MAX)
         return HRES_FAIL(r, HO_E_INVALID_SIZE, "publish takes at most %d "
                          "blocks", HO_RES_PUBLISH_MAX);
-    uint64_t offs[HO_RES_PUBLISH_MAX];
     for (size_t i = 0; i < n; i++) {
         if (blocks[i] >= r->cfg.max_blocks ||
             !(r->b[blocks[i]].flags & HRES_USED) ||
             (r->b[blocks[i]].flags & HRES_STORE))
             return HRES_FAIL(r, -EINVAL, "block %" PRIu32 " is not a live "
                              "block of the region's own", blocks[i]);
-        offs[i] = (uint64_t)blocks[i] * r->cfg.block_bytes;
     }
-    rc = hres_sync_host(r, blocks, n);
-    if (rc < 0)
-        return rc;
-    Hyperoffload__PublishRequest req = HYPEROFFLOAD__PUBLISH_REQUEST__INIT;
-    req.key = (char *)key;
-    req.extent_id = raw_id(r->extent_id);
-    req.n_offsets = n;
-    req.offsets = offs;
-    req.block_bytes = r->cfg.block_bytes;
-    req.ttl_ms = ttl_ms;
-    HOC_ENVELOPE(env, PUBLISH_REQUEST, publish_request, &req);
-    Hyperoffload__Envelope *reply = NULL;
-    rc = hoc_call_expect(r->c, &env, HYPEROFFLOAD__ENVELOPE__BODY_OK, &reply,
-                         NULL);
-    ho_frame_envelope_free(reply);
-    if (rc < 0) {
+    /* the blocks' chunks in DDR and held there until the daemon copied
+     * them */
+    uint64_t *offs = malloc(2 * n * sizeof(uint64_t)), *ids = offs + n;
+    if (!offs)
+        return HRES_FAIL(r, -ENOMEM, "out of memory");
+    bool called = false;
+    size_t held = 0;
+    for (; held < n; held++) {
+        rc = hres_host_ready(r, blocks[held]);
+        if (rc < 0)
+            break;
+        r->chunks[blocks[held] / r->chunk_blocks].hold++;
+    }
+    if (rc == 0)
+        rc = hres_sync_host(r, blocks, n);
+    if (rc == 0) {
+        for (size_t i = 0; i < n; i++) {
+            const hres_chunk *ch = &r->chunks[blocks[i] / r->chunk_blocks];
+            offs[i] = (uint64_t)(blocks[i] % r->chunk_blocks) *
+                      r->cfg.block_bytes;
+            ids[i] = raw_id(ch->extent_id);
+        }
+        Hyperoffload__PublishRequest req = HYPEROFFLOAD__PUBLISH_REQUEST__INIT;
+        req.key = (char *)key;
+        req.extent_id = ids[0];
+        req.n_offsets = n;
+        req.offsets = offs;
+        req.n_extent_ids = n;
+        req.extent_ids = ids;
+        req.block_bytes = r->cfg.block_bytes;
+        req.ttl_ms = ttl_ms;
+        HOC_ENVELOPE(env, PUBLISH_REQUEST, publish_request, &req);
+        Hyperoffload__Envelope *reply = NULL;
+        rc = hoc_call_expect(r->c, &env, HYPEROFFLOAD__ENVELOPE__BODY_OK,
+                             &reply, NULL);
+        ho_frame_envelope_free(reply);
+        called = true;
+    }
+    for (size_t i = 0; i < held; i++)
+        r->chunks[blocks[i] / r->chunk_blocks].hold--;
+    free(offs);
+    if (rc < 0 && called) {
         char e[256];
         return hor_fail(r->c, rc, "%s", ho_last_error(r->c, e, sizeof(e)));
     }
-    return 0;
+    return rc;
 }
 
 static int send_unmap(ho_region *r, const char *key)

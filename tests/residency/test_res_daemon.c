@@ -301,11 +301,21 @@ START_TEST(quota_under_pressure)
     ck_assert_int_eq(ho_connect(sock, "q", &c), 0);
     ck_assert_int_eq(ho_register(c, "q", -1, 0), 0);
     ck_assert_int_eq(ho_device_open("host", 0, 1 << 20, &dev), 0);
-    /* 32 blocks of 64 KiB = 2 MiB of host copies: over the quota */
+    /* 32 blocks of 64 KiB = 2 MiB of host copies: over the quota, so
+     * the coldest chunks go to flash */
     ho_region_config cfg = {.block_bytes = BB, .max_blocks = 32,
-                            .device_budget = 4 * BB};
-    ck_assert_int_eq(ho_region_new(c, dev, &cfg, &r), HO_E_QUOTA);
-    ck_assert_ptr_null(r);
+                            .device_budget = 4 * BB,
+                            .host_chunk_bytes = 4 * BB};
+    ck_assert_int_eq(ho_region_new(c, dev, &cfg, &r), 0);
+    ho_region_stats rs;
+    ho_region_get_stats(r, &rs);
+    ck_assert_uint_gt(rs.spills, 0);
+    ck_assert_uint_gt(rs.chunks_flash, 0);
+    ho_usage u;
+    ck_assert_int_eq(ho_stats(c, NULL, 0, NULL, &u), 0);
+    ck_assert_uint_le(u.ddr_bytes, 1u << 20);
+    ck_assert_uint_gt(u.flash_bytes, 0);
+    r = ho_region_free(r);
     /* 8 blocks fit; publishing all 8 would take the quota past 1 MiB */
     cfg.max_blocks = 8;
     ck_assert_int_eq(ho_region_new(c, dev, &cfg, &r), 0);
@@ -319,9 +329,92 @@ START_TEST(quota_under_pressure)
     }
     ck_assert_int_eq(ho_region_publish(r, "big", b, 8, 0), HO_E_QUOTA);
     ck_assert_int_eq(ho_region_publish(r, "small", b, 2, 0), 0);
-    ho_usage u;
     ck_assert_int_eq(ho_stats(c, NULL, 0, NULL, &u), 0);
     ck_assert_uint_le(u.ddr_bytes, 1u << 20);
+    ho_region_free(r);
+    ho_device_close(dev);
+    ho_close(c);
+    ck_assert_int_eq(ho_harness_free(h), 0);
+}
+END_TEST
+
+/* A region whose host copies are twice the job's DDR quota: the coldest
+ * chunks are spilled to flash and brought back on need; every block
+ * stays exact through any number of rounds, the DDR used stays under the
+ * quota, and a publish spanning chunks (some brought back from flash)
+ * maps back exact. */
+START_TEST(flash_spill_exact)
+{
+    if (getuid() != 0)
+        return; /* quota set needs an admin peer; tests run as root */
+    ho_harness *h = ho_harness_start_args(NULL);
+    ck_assert_ptr_nonnull(h);
+    const char *sock = ho_harness_socket(h);
+    const char *set[] = {"quota", "set", "--job", "f", "--tier", "ddr", "1M",
+                         NULL};
+    ck_assert_int_eq(hoctl_run(sock, set), 0);
+    ho_client *c = NULL;
+    ho_device *dev = NULL;
+    ho_region *r = NULL;
+    ck_assert_int_eq(ho_connect(sock, "f", &c), 0);
+    ck_assert_int_eq(ho_register(c, "f", -1, 0), 0);
+    ck_assert_int_eq(ho_device_open("host", 0, 1 << 20, &dev), 0);
+    enum { N = 32 };
+    ho_region_config cfg = {.block_bytes = BB, .max_blocks = N + 8,
+                            .device_budget = 4 * BB, .low_pct = 50,
+                            .host_chunk_bytes = 2 * BB};
+    ck_assert_int_eq(ho_region_new(c, dev, &cfg, &r), 0);
+    uint32_t b[N];
+    uint8_t buf[BB], got[BB];
+    void *p;
+    for (uint32_t i = 0; i < N; i++) {
+        ck_assert_int_eq(ho_block_alloc(r, &b[i]), 0);
+        ck_assert_int_eq(ho_block_access(r, b[i], 1, &p), 0);
+        pattern(buf, i);
+        ck_assert_int_eq(ho_device_write(dev, p, buf, BB), 0);
+        ck_assert_int_eq(ho_region_step(r, NULL), 0);
+    }
+    ho_usage u;
+    uint64_t rng = 12345;
+    for (int round = 0; round < 4 * N; round++) {
+        rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+        uint32_t i = (uint32_t)((rng >> 33) % N);
+        int write = (rng >> 13) % 4 == 0;
+        ck_assert_int_eq(ho_block_access(r, b[i], write, &p), 0);
+        ck_assert_int_eq(ho_device_read(dev, got, p, BB), 0);
+        pattern(buf, i); /* a write access marks it dirty: written back */
+        ck_assert_msg(memcmp(got, buf, BB) == 0, "block %u differs (round "
+                      "%d)", i, round);
+        ck_assert_int_eq(ho_region_step(r, NULL), 0);
+        ck_assert_int_eq(ho_stats(c, NULL, 0, NULL, &u), 0);
+        ck_assert_uint_le(u.ddr_bytes, 1u << 20);
+    }
+    ho_region_stats rs;
+    ho_region_get_stats(r, &rs);
+    ck_assert_uint_gt(rs.spills, 0);
+    ck_assert_uint_gt(rs.unspills, 0);
+    ck_assert_uint_gt(rs.bytes_flash, 0);
+    ck_assert_uint_gt(rs.stall_ns[HO_STALL_FLASH], 0);
+    /* a prefix over four chunks (some on flash), published and mapped
+     * back; the store needs room beside the region: a larger quota */
+    ck_assert_uint_gt(rs.chunks_flash, 0);
+    const char *more[] = {"quota", "set", "--job", "f", "--tier", "ddr",
+                          "3M", NULL};
+    ck_assert_int_eq(hoctl_run(sock, more), 0);
+    uint32_t pre[4] = {b[0], b[9], b[17], b[30]};
+    ck_assert_int_eq(ho_region_publish(r, "spanning", pre, 4, 0), 0);
+    uint32_t m[4];
+    size_t n = 0;
+    ck_assert_int_eq(ho_region_map_prefix(r, "spanning", m, 4, &n), 0);
+    ck_assert_uint_eq(n, 4);
+    const uint32_t idx[4] = {0, 9, 17, 30};
+    for (int k = 0; k < 4; k++) {
+        ck_assert_int_eq(ho_block_access(r, m[k], 0, &p), 0);
+        ck_assert_int_eq(ho_device_read(dev, got, p, BB), 0);
+        pattern(buf, idx[k]);
+        ck_assert_msg(memcmp(got, buf, BB) == 0, "store block %d", k);
+        ck_assert_int_eq(ho_region_step(r, NULL), 0);
+    }
     ho_region_free(r);
     ho_device_close(dev);
     ho_close(c);
@@ -410,6 +503,7 @@ int main(void)
     tcase_add_test(tc, kill_and_share);
     tcase_add_test(tc, quota_under_pressure);
     tcase_add_test(tc, ttl_expiry_on_timer);
+    tcase_add_test(tc, flash_spill_exact);
     suite_add_tcase(s, tc);
     return ho_check_run(s, false);
 }
