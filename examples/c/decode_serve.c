@@ -453,7 +453,7 @@ int main(int argc, char **argv)
     }
     printf("policy=%s tokens=%" PRIu64 " steps=%" PRIu64 " wall_s=%.3f "
            "tokens_per_s=%.1f stall_p50_us=%.1f stall_p99_us=%.1f "
-           "stall_total_ms=%.1f h2d_mb=%.1f d2h_mb=%.1f flash_mb=0.0 "
+           "stall_total_ms=%.1f h2d_mb=%.1f d2h_mb=%.1f flash_mb=%.1f "
            "ddr_mb=%.1f device_peak=%u high=%u low=%u slots=%u "
            "kv_peak_blocks=%" PRIu64 " "
            "misses=%" PRIu64 " prefetches=%" PRIu64 " evictions=%" PRIu64
@@ -464,7 +464,8 @@ int main(int argc, char **argv)
            n ? (double)stalls[n / 2] / 1e3 : 0.0,
            n ? (double)stalls[(n * 99) / 100] / 1e3 : 0.0,
            (double)st.stall_total_ns / 1e6, (double)st.bytes_h2d / 1e6,
-           (double)st.bytes_d2h / 1e6, (double)ddr / 1e6, st.device_peak,
+           (double)st.bytes_d2h / 1e6, (double)st.bytes_flash / 1e6,
+           (double)ddr / 1e6, st.device_peak,
            st.high, st.low, st.slots, kv_peak, st.misses, st.prefetches, st.evictions,
            st.writebacks, waited, verified_blocks, bad_blocks, store_lookups,
            store_hits, published);
