@@ -231,6 +231,12 @@ START_TEST(kill_and_share)
         usleep(10000);
     }
     ck_assert_uint_le(after, with - 64 * BB);
+    /* ... while the store entry it published, referenced by the reader,
+     * is still charged (and its memory mapped here) */
+    ck_assert_uint_ge(after, before + NBLK * BB);
+    uint64_t slen = 0;
+    char sperm[5];
+    ck_assert_ptr_nonnull(store_mapping(&slen, sperm));
 
     /* the published blocks are still there and exact, twice round */
     uint8_t want[BB], got[BB];
