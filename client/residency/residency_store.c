@@ -43,6 +43,14 @@ int hres_region_register(ho_region *r, const char *name)
     return rc;
 }
 
+static uint64_t host_flash_bytes(const ho_region *r)
+{
+    uint64_t n = 0;
+    for (uint32_t k = 0; k < r->n_chunks; k++)
+        n += r->chunks[k].flash ? r->chunks[k].bytes : 0;
+    return n;
+}
+
 void hres_shm_publish(ho_region *r)
 {
     if (!r->shm)
@@ -64,6 +72,9 @@ void hres_shm_publish(ho_region *r)
         [HO_RSHM_STALL_NS] = st.stall_total_ns,
         [HO_RSHM_HOST_BYTES] = st.host_bytes,
         [HO_RSHM_PREFETCHES] = st.prefetches,
+        [HO_RSHM_BYTES_FLASH] = st.bytes_flash,
+        [HO_RSHM_HOST_FLASH_BYTES] = r->chunks && st.chunks_flash
+                                         ? host_flash_bytes(r) : 0,
     };
     for (int i = 0; i < HO_RSHM_N; i++)
         atomic_store_explicit(&h->v[i], v[i], memory_order_relaxed);
