@@ -290,6 +290,37 @@ static int hoctl_run(const char *sock, const char *const *words)
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+/* hoctl's standard output (up to n - 1 bytes) into buf; exit status. */
+static int hoctl_capture(const char *sock, const char *const *words,
+                         char *buf, size_t n)
+{
+    int fd[2];
+    ck_assert_int_eq(pipe(fd), 0);
+    int saved = dup(1);
+    ck_assert_int_ge(saved, 0);
+    ck_assert_int_ge(dup2(fd[1], 1), 0);
+    close(fd[1]);
+    int rc = hoctl_run(sock, words);
+    ck_assert_int_ge(dup2(saved, 1), 0);
+    close(saved);
+    size_t got = 0;
+    ssize_t k;
+    while (got + 1 < n && (k = read(fd[0], buf + got, n - 1 - got)) > 0)
+        got += (size_t)k;
+    buf[got] = 0;
+    close(fd[0]);
+    return rc;
+}
+
+/* The number after "key": in a JSON text (0 when absent). */
+static uint64_t json_u64(const char *text, const char *key)
+{
+    char pat[64];
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    const char *p = strstr(text, pat);
+    return p ? strtoull(p + strlen(pat), NULL, 10) : 0;
+}
+
 /* The job's DDR quota bounds the host copies and the store. */
 START_TEST(quota_under_pressure)
 {
@@ -401,6 +432,14 @@ START_TEST(flash_spill_exact)
     ck_assert_uint_gt(rs.unspills, 0);
     ck_assert_uint_gt(rs.bytes_flash, 0);
     ck_assert_uint_gt(rs.stall_ns[HO_STALL_FLASH], 0);
+    /* hoctl regions shows it: bytes moved to and from flash, host copies
+     * on flash now */
+    static char out[65536];
+    const char *regions[] = {"regions", "--json", NULL};
+    ck_assert_int_eq(hoctl_capture(sock, regions, out, sizeof out), 0);
+    ck_assert_msg(json_u64(out, "flash_bytes") == rs.bytes_flash,
+                  "hoctl regions: %s", out);
+    ck_assert_uint_gt(json_u64(out, "host_flash_bytes"), 0);
     /* a prefix over four chunks (some on flash), published and mapped
      * back; the store needs room beside the region: a larger quota */
     ck_assert_uint_gt(rs.chunks_flash, 0);
