@@ -285,7 +285,8 @@ static int recv_more(ho_client *c, char *why, size_t whylen)
 
 /* How many descriptors does this reply announce?  A RegisterReply carries
  * the arena memfd when arena.fd_attached; a StageReply with a control
- * region carries its memfd and an eventfd. */
+ * region carries its memfd and an eventfd; a MapPrefixReply with
+ * fd_attached the prefix store's read-only descriptor. */
 static unsigned wanted_fds(const Hyperoffload__Envelope *env)
 {
     if (env->body_case == HYPEROFFLOAD__ENVELOPE__BODY_REGISTER_REPLY &&
@@ -299,6 +300,10 @@ static unsigned wanted_fds(const Hyperoffload__Envelope *env)
     if (env->body_case == HYPEROFFLOAD__ENVELOPE__BODY_STAGE_REPLY &&
         env->stage_reply && env->stage_reply->control_size > 0)
         return 2;
+    /* the prefix store's memory, read-only */
+    if (env->body_case == HYPEROFFLOAD__ENVELOPE__BODY_MAP_PREFIX_REPLY &&
+        env->map_prefix_reply && env->map_prefix_reply->fd_attached)
+        return 1;
     return 0;
 }
 

@@ -2,9 +2,13 @@
 #include "daemon/pstore.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "daemon/authz.h"
 #include "daemon/connection.h"
@@ -13,9 +17,22 @@
 #include "proto/errfmt.h"
 #include "proto/mem.h"
 
+/* The store memory of one (uid, job): an arena of its own (a memfd apart
+ * from the sessions' arena), written only through the daemon's mapping;
+ * sessions get ro_fd, a read-only open of that memfd (mode 0400), so
+ * their mappings of entries are PROT_READ and cannot be made writable. */
+struct srv_pgroup {
+    srv_arena_ref *arena;        /* identity (uid, job); one reference */
+    tier_arena *mem;             /* owned */
+    int ro_fd;                   /* owned */
+    uint32_t entries;
+    srv_pgroup *prev, *next;
+};
+
 struct srv_pentry {
     char key[SRV_PSTORE_KEY_MAX + 1];
-    srv_arena_ref *arena;        /* one reference held */
+    srv_arena_ref *arena;        /* = group->arena (lookups per arena) */
+    srv_pgroup *group;           /* the memory; one entry counted */
     uint64_t off, len, block_bytes;
     uint64_t data;               /* bytes of blocks (len is rounded) */
     uint32_t refs, ttl_ms;
@@ -39,28 +56,106 @@ static uint64_t arena_bytes(const srv_daemon *d, const srv_arena_ref *a)
     return n;
 }
 
+static void group_unref(srv_daemon *d, srv_pgroup *g)
+{
+    if (--g->entries)
+        return;
+    SRV_LIST_UNLINK(d->pstore.groups, g);
+    if (g->ro_fd >= 0)
+        close(g->ro_fd);
+    tier_arena_free(g->mem);
+    srv_arena_unref(d, g->arena);
+    free(g);
+}
+
+/* The store memory of arena a's (uid, job), made on first use.  NULL with
+ * the reason in err. */
+static srv_pgroup *group_get(srv_daemon *d, srv_arena_ref *a, char *err,
+                             size_t errlen)
+{
+    for (srv_pgroup *g = d->pstore.groups; g; g = g->next)
+        if (g->arena == a)
+            return g;
+    srv_pgroup *g = calloc(1, sizeof(*g));
+    if (!g) {
+        ho_errf(err, errlen, -ENOMEM, "out of memory");
+        return NULL;
+    }
+    char owner[SRV_JOB_MAX + 32];
+    snprintf(owner, sizeof owner, "store-%u-%s", (unsigned)a->uid, a->job);
+    char terr[256] = "";
+    g->mem = tier_arena_new(d->ddr, owner, terr, sizeof terr);
+    g->ro_fd = -1;
+    char path[64];
+    int fd = g->mem ? tier_arena_fd(g->mem) : -1;
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    /* owner read-only: a peer cannot reopen it writable through
+     * /proc/<pid>/fd either */
+    if (fd >= 0 && fchmod(fd, S_IRUSR) == 0)
+        g->ro_fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (!g->mem || g->ro_fd < 0) {
+        ho_errf(err, errlen, g->mem ? -errno : -ENOMEM, "the prefix store "
+                "memory of uid %u job '%s': %s", (unsigned)a->uid, a->job,
+                g->mem ? strerror(errno) : terr);
+        tier_arena_free(g->mem);
+        free(g);
+        return NULL;
+    }
+    g->arena = a;
+    a->refs++;
+    SRV_LIST_PUSH(d->pstore.groups, g);
+    return g;
+}
+
 static void entry_free(srv_daemon *d, srv_pentry *e)
 {
     SRV_LIST_UNLINK(d->pstore.entries, e);
     d->pstore.bytes -= e->len;
     d->pstore.n_entries--;
-    tier_arena_release(e->arena->arena, e->off, e->len);
-    srv_arena_unref(d, e->arena);
+    tier_arena_release(e->group->mem, e->off, e->len);
+    group_unref(d, e->group);
     free(e);
 }
 
-/* Free idle entries whose TTL has passed. */
+static void on_ttl_timer(uv_timer_t *t);
+
+/* Free idle entries whose TTL has passed, then arm the TTL timer for the
+ * next one to expire (so that they go without any other request). */
 static void sweep(srv_daemon *d)
 {
     uint64_t now = uv_now(&d->loop);
+    uint64_t next = UINT64_MAX;
     for (srv_pentry *e = d->pstore.entries, *nx; e; e = nx) {
         nx = e->next;
-        if (!e->refs && now - e->idle_since_ms >= e->ttl_ms) {
+        if (e->refs)
+            continue;
+        if (now - e->idle_since_ms >= e->ttl_ms) {
             srv_debug("prefix store: %s expired", e->key);
             d->pstore.expired++;
             entry_free(d, e);
+        } else if (e->idle_since_ms + e->ttl_ms - now < next) {
+            next = e->idle_since_ms + e->ttl_ms - now;
         }
     }
+    uv_timer_t *t = &d->pstore.ttl_timer;
+    if (d->finishing)
+        return;
+    if (!t->loop) {
+        uv_timer_init(&d->loop, t);
+        uv_unref((uv_handle_t *)t);
+        t->data = d;
+    }
+    if (uv_is_closing((uv_handle_t *)t))
+        return;
+    if (next == UINT64_MAX)
+        uv_timer_stop(t);
+    else
+        uv_timer_start(t, on_ttl_timer, next, 0);
+}
+
+static void on_ttl_timer(uv_timer_t *t)
+{
+    sweep(t->data);
 }
 
 static srv_pentry *find(srv_daemon *d, const srv_arena_ref *a,
@@ -126,25 +221,33 @@ static int publish(srv_daemon *d, srv_session *s,
     int rc = check_key(req->key, err, errlen);
     if (rc < 0)
         return rc;
-    srv_extent *x = srv_idmap_get(&d->extents, req->extent_id);
-    if (!x || x->owner != s)
-        return ho_errf(err, errlen, HO_E_UNKNOWN_EXTENT, "extent %" PRIu64
-                       " does not belong to this session", req->extent_id);
-    if (x->state != SRV_EXT_DDR)
-        return ho_errf(err, errlen, HO_E_STATE, "extent %" PRIu64 " is not "
-                       "in DDR", req->extent_id);
     uint64_t bb = req->block_bytes;
     uint64_t length = (uint64_t)req->n_offsets * bb;
-    bool ok = bb && req->n_offsets && bb <= SRV_PSTORE_ENTRY_MAX &&
-              req->n_offsets <= SRV_PSTORE_ENTRY_MAX / bb;
-    for (size_t i = 0; ok && i < req->n_offsets; i++)
-        ok = req->offsets[i] <= x->len && bb <= x->len - req->offsets[i];
-    if (!ok)
+    size_t nx = req->n_extent_ids;
+    if (nx && nx != req->n_offsets)
+        return ho_errf(err, errlen, -EINVAL, "publish names %zu extents for "
+                       "%zu offsets", nx, req->n_offsets);
+    if (!(bb && req->n_offsets && bb <= SRV_PSTORE_ENTRY_MAX &&
+          req->n_offsets <= SRV_PSTORE_ENTRY_MAX / bb))
         return ho_errf(err, errlen, HO_E_INVALID_SIZE, "publish of %zu "
-                       "blocks of %" PRIu64 " bytes does not fit extent %"
-                       PRIu64 " (%" PRIu64 " bytes) or the entry limit of %"
-                       PRIu64 " bytes", req->n_offsets, bb, req->extent_id,
-                       x->len, (uint64_t)SRV_PSTORE_ENTRY_MAX);
+                       "blocks of %" PRIu64 " bytes exceeds the entry limit "
+                       "of %" PRIu64 " bytes", req->n_offsets, bb,
+                       (uint64_t)SRV_PSTORE_ENTRY_MAX);
+    for (size_t i = 0; i < req->n_offsets; i++) {
+        uint64_t id = nx ? req->extent_ids[i] : req->extent_id;
+        srv_extent *x = srv_idmap_get(&d->extents, id);
+        if (!x || x->owner != s)
+            return ho_errf(err, errlen, HO_E_UNKNOWN_EXTENT, "extent %"
+                           PRIu64 " does not belong to this session", id);
+        if (x->state != SRV_EXT_DDR)
+            return ho_errf(err, errlen, HO_E_STATE, "extent %" PRIu64
+                           " is not in DDR", id);
+        if (req->offsets[i] > x->len || bb > x->len - req->offsets[i])
+            return ho_errf(err, errlen, HO_E_INVALID_SIZE, "publish: block "
+                           "%zu (offset %" PRIu64 ", %" PRIu64 " bytes) is "
+                           "outside extent %" PRIu64 " (%" PRIu64 " bytes)",
+                           i, req->offsets[i], bb, id, x->len);
+    }
     sweep(d);
     if (find(d, s->arena, req->key))
         return ho_errf(err, errlen, -EEXIST, "the prefix store of job '%s' "
@@ -156,22 +259,34 @@ static int publish(srv_daemon *d, srv_session *s,
                        " more exceed its limit of %" PRIu64 " bytes",
                        (unsigned)s->uid, s->job, arena_bytes(d, s->arena),
                        length, limit);
+    srv_pgroup *g = group_get(d, s->arena, err, errlen);
+    if (!g)
+        return -ENOMEM;
     srv_pentry *e = calloc(1, sizeof(*e));
-    if (!e)
+    if (!e) {
+        g->entries++;
+        group_unref(d, g);
         return ho_errf(err, errlen, -ENOMEM, "out of memory");
+    }
+    g->entries++;
     uint64_t got = 0;
-    rc = tier_arena_alloc(s->arena->arena, length, &e->off, &got);
+    rc = tier_arena_alloc(g->mem, length, &e->off, &got);
     if (rc < 0) {
         free(e);
+        group_unref(d, g);
         return ho_errf(err, errlen, rc, "no DDR for a prefix store entry of "
                        "%" PRIu64 " bytes", length);
     }
-    uint8_t *base = tier_arena_base(s->arena->arena);
-    for (size_t i = 0; i < req->n_offsets; i++)
-        memcpy(base + e->off + i * bb, base + x->off + req->offsets[i], bb);
+    uint8_t *dst = tier_arena_base(g->mem);
+    for (size_t i = 0; i < req->n_offsets; i++) {
+        const srv_extent *x = srv_idmap_get(
+            &d->extents, nx ? req->extent_ids[i] : req->extent_id);
+        memcpy(dst + e->off + i * bb, tier_arena_base(x->arena->arena) +
+               x->off + req->offsets[i], bb);
+    }
     snprintf(e->key, sizeof(e->key), "%s", req->key);
     e->arena = s->arena;
-    s->arena->refs++;
+    e->group = g;
     e->len = got;
     e->data = length;
     e->block_bytes = bb;
@@ -184,6 +299,7 @@ static int publish(srv_daemon *d, srv_session *s,
     d->pstore.bytes += got;
     d->pstore.published_bytes += length;
     d->pstore.n_entries++;
+    sweep(d); /* idle from now: the TTL timer counts */
     return 0;
 }
 
@@ -232,12 +348,14 @@ void srv_handle_map_prefix(srv_daemon *d, srv_conn *c, uint64_t rid,
     SRV_LIST_PUSH(d->pstore.maps, m);
     d->pstore.n_maps++;
     Hyperoffload__MapPrefixReply mr = HYPEROFFLOAD__MAP_PREFIX_REPLY__INIT;
-    mr.arena_id = tier_arena_id(e->arena->arena);
+    mr.arena_id = tier_arena_id(e->group->mem);
     mr.offset = e->off;
     mr.length = e->data;
     mr.block_bytes = e->block_bytes;
+    mr.fd_attached = true;
+    /* the store memory, read-only (the reply's one descriptor) */
     srv_conn_reply(c, rid, HYPEROFFLOAD__ENVELOPE__BODY_MAP_PREFIX_REPLY, &mr,
-                   NULL, 0);
+                   &e->group->ro_fd, 1);
 }
 
 static void unmap(srv_daemon *d, srv_pmap *m)

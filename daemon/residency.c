@@ -119,6 +119,8 @@ static void fill(const srv_region *g, const ho_region_shm *h,
     ri->stall_us = (double)v[HO_RSHM_STALL_NS] / 1e3;
     ri->host_bytes = v[HO_RSHM_HOST_BYTES];
     ri->prefetches = v[HO_RSHM_PREFETCHES];
+    ri->bytes_flash = v[HO_RSHM_BYTES_FLASH];
+    ri->host_flash_bytes = v[HO_RSHM_HOST_FLASH_BYTES];
 }
 
 void srv_handle_regions(srv_daemon *d, srv_conn *c, uint64_t rid)

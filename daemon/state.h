@@ -86,16 +86,20 @@ typedef struct srv_planning srv_planning;      /* planning.h */
 typedef struct srv_plan_memo srv_plan_memo;    /* staging.c */
 typedef struct srv_pentry srv_pentry;          /* pstore.c */
 typedef struct srv_pmap srv_pmap;              /* pstore.c */
+typedef struct srv_pgroup srv_pgroup;          /* pstore.c */
 typedef struct srv_region srv_region;          /* residency.c */
 
 /* The prefix store (pstore.c): entries, the sessions' map references and
  * the counters `hoctl store` shows. */
 typedef struct srv_pstore_state {
     srv_pentry *entries;
+    srv_pgroup *groups;    /* store memory per (uid, job) */
     srv_pmap *maps;
     uint32_t n_entries, n_maps;
     uint64_t bytes, published_bytes;
     uint64_t lookups, hits, evictions, expired;
+    uv_timer_t ttl_timer;  /* fires at the next idle entry's expiry
+                              (unref'd: never keeps the loop alive) */
 } srv_pstore_state;
 typedef struct srv_arbiter srv_arbiter;        /* arbitrate.h */
 typedef struct srv_topology srv_topology;      /* topology.h */

@@ -84,6 +84,10 @@ int hoctl_cmd_regions(const hoctl_globals *g, int argc, char **argv)
             json_object_set_new(e, "host_bytes",
                                 hoctl_json_u64(x->host_bytes));
             json_object_set_new(e, "stall_us", json_real(x->stall_us));
+            json_object_set_new(e, "flash_bytes",
+                                hoctl_json_u64(x->bytes_flash));
+            json_object_set_new(e, "host_flash_bytes",
+                                hoctl_json_u64(x->host_flash_bytes));
             json_array_append_new(arr, e);
         }
         json_object_set_new(o, "regions", arr);
@@ -92,21 +96,24 @@ int hoctl_cmd_regions(const hoctl_globals *g, int argc, char **argv)
         puts("no residency regions");
     } else {
         printf("%-8s %-5s %-10s %-10s %6s %11s %7s %7s %7s %6s %9s %9s "
-               "%9s %10s\n", "SESSION", "UID", "JOB", "NAME", "BLOCK",
-               "DEV/HI/LO", "PEAK", "LIVE", "STORE", "HIT%", "EVICT",
-               "H2D_MB", "D2H_MB", "STALL_MS");
+               "%9s %9s %9s %10s\n", "SESSION", "UID", "JOB", "NAME",
+               "BLOCK", "DEV/HI/LO", "PEAK", "LIVE", "STORE", "HIT%",
+               "EVICT", "H2D_MB", "D2H_MB", "FLASH_MB", "ON_FL_MB",
+               "STALL_MS");
         for (size_t i = 0; i < n; i++) {
             const Hyperoffload__RegionInfo *x = r->regions[i];
             char wm[40];
             snprintf(wm, sizeof wm, "%u/%u/%u", x->device_blocks, x->high,
                      x->low);
             printf("%-8" PRIu64 " %-5u %-10.10s %-10.10s %5" PRIu64 "K %11s "
-                   "%7u %7u %7u %6.1f %9" PRIu64 " %9.1f %9.1f %10.1f\n",
+                   "%7u %7u %7u %6.1f %9" PRIu64 " %9.1f %9.1f %9.1f %9.1f "
+                   "%10.1f\n",
                    x->session_id, x->uid, x->job, x->name,
                    x->block_bytes >> 10, wm, x->device_peak, x->live_blocks,
                    x->store_blocks, pct(x->hits, x->hits + x->misses),
                    x->evictions, (double)x->bytes_h2d / 1e6,
-                   (double)x->bytes_d2h / 1e6, x->stall_us / 1e3);
+                   (double)x->bytes_d2h / 1e6, (double)x->bytes_flash / 1e6,
+                   (double)x->host_flash_bytes / 1e6, x->stall_us / 1e3);
         }
     }
     ho_frame_envelope_free(reply);

@@ -1,7 +1,8 @@
 /*
  * proto/region_shm.h - the statistics header of a residency region
- * (hyperoffload/residency.h), in shared memory: the last HO_REGION_SHM_BYTES
- * of the region's host-copy extent.  The client writes it at every
+ * (hyperoffload/residency.h), in shared memory: an extent of
+ * HO_REGION_SHM_BYTES of the region's session, apart from its host-copy
+ * chunks.  The client writes it at every
  * ho_region_step (relaxed atomic stores of plain counters); the daemon
  * reads it for RegionsRequest (`hoctl regions`) after RegionRegister.
  * Nothing in it is trusted: the daemon only copies numbers out (a client
@@ -23,7 +24,7 @@ enum ho_region_shm_field {
     HO_RSHM_STORE_BLOCKS, HO_RSHM_STEPS, HO_RSHM_HITS, HO_RSHM_MISSES,
     HO_RSHM_EVICTIONS, HO_RSHM_WRITEBACKS, HO_RSHM_BYTES_H2D,
     HO_RSHM_BYTES_D2H, HO_RSHM_STALL_NS, HO_RSHM_HOST_BYTES,
-    HO_RSHM_PREFETCHES,
+    HO_RSHM_PREFETCHES, HO_RSHM_BYTES_FLASH, HO_RSHM_HOST_FLASH_BYTES,
     HO_RSHM_N
 };
 

@@ -51,11 +51,25 @@ typedef struct hres_blk {
     uint8_t *host;         /* host copy */
 } hres_blk;
 
+/* One extent of a session region's host copies (blocks
+ * [k * chunk_blocks, (k + 1) * chunk_blocks)). */
+typedef struct hres_chunk {
+    uint64_t extent_id;
+    uint8_t *host;         /* its address in the arena mapping */
+    uint64_t bytes;
+    uint64_t lru;          /* tick of its last host use */
+    uint32_t hold;         /* > 0: may not be spilled (a publish) */
+    bool flash;            /* spilled: its bytes are on flash */
+} hres_chunk;
+
 /* A store entry mapped into the region. */
 typedef struct hres_map {
     char key[HO_RES_KEY_MAX + 1];
     uint32_t blocks;       /* blocks of the mapping still live */
     bool used;
+    uint8_t *base;         /* the entry, mapped PROT_READ from the store's
+                              read-only descriptor (munmap at unmap) */
+    uint64_t len;
 } hres_map;
 
 struct ho_region {
@@ -82,11 +96,15 @@ struct ho_region {
     uint32_t *want;        /* announced blocks not resident (may hold
                               stale entries: prefetch_due compacts it) */
     uint32_t n_want;
-    uint8_t *host;         /* host copies: extent or local mapping */
-    uint8_t *shm;          /* statistics header (proto/region_shm.h) at
-                              the extent's end, NULL when local */
+    uint8_t *host;         /* host copies of a local region (a private
+                              mapping), NULL for a session's region */
+    hres_chunk *chunks;    /* a session's region: its host copy extents */
+    uint32_t n_chunks, chunk_blocks;
+    uint64_t h2d_last, d2h_last; /* last tickets submitted */
+    uint8_t *shm;          /* statistics header (proto/region_shm.h), an
+                              extent of its own, NULL when local */
     uint64_t host_bytes;
-    uint64_t extent_id;    /* 0 when local */
+    uint64_t extent_id;    /* the header's extent, 0 when local */
     hres_map *maps;
     uint32_t n_maps;
     uint64_t step, tick;
@@ -106,6 +124,9 @@ int hres_sync_host(ho_region *r, const uint32_t *blocks, size_t n);
  * live. */
 int hres_block_new_store(ho_region *r, uint8_t *host, uint32_t map,
                          uint32_t *ret_block);
+/* The chunk of block b's host copy in DDR (brought back from flash when
+ * spilled, a stall of cause HO_STALL_FLASH), marked used.  0 or < 0. */
+int hres_host_ready(ho_region *r, uint32_t b);
 /* residency_store.c: drop the region's reference on mapping m (its last
  * block was freed, or the region goes).  Best effort. */
 void hres_store_unmap(ho_region *r, uint32_t m);

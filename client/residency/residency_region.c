@@ -37,6 +37,164 @@ static void stall_add(ho_region *r, ho_res_stall cause, uint64_t t0)
     r->step_stall += ns;
 }
 
+/* ----------------------------------------------------------- host copies */
+
+#define HRES_CHUNK_DEFAULT (4ull << 20)
+
+static uint8_t *host_of(const ho_region *r, uint32_t b)
+{
+    uint64_t bb = r->cfg.block_bytes;
+    if (!r->chunks)
+        return r->host + (uint64_t)b * bb;
+    return r->chunks[b / r->chunk_blocks].host +
+           (uint64_t)(b % r->chunk_blocks) * bb;
+}
+
+/* Every copy submitted has completed (before a chunk's pages move). */
+static int quiesce_all(ho_region *r)
+{
+    int rc = 0;
+    if (r->h2d_last)
+        rc = r->ops->wait(r->h2d, r->h2d_last);
+    if (rc == 0 && r->d2h_last)
+        rc = r->ops->wait(r->d2h, r->d2h_last);
+    if (rc < 0)
+        return HRES_FAIL(r, rc, "a copy of the region failed");
+    return 0;
+}
+
+/* The least recently used chunk in DDR that may go, other than `except`;
+ * HRES_NONE when none. */
+static uint32_t chunk_coldest(const ho_region *r, uint32_t except)
+{
+    uint32_t best = HRES_NONE;
+    for (uint32_t k = 0; k < r->n_chunks; k++) {
+        const hres_chunk *ch = &r->chunks[k];
+        if (k == except || !ch->extent_id || ch->flash || ch->hold)
+            continue;
+        if (best == HRES_NONE || ch->lru < r->chunks[best].lru)
+            best = k;
+    }
+    return best;
+}
+
+static int client_fail(ho_region *r, int rc, const char *what, uint32_t k)
+{
+    char e[256];
+    return HRES_FAIL(r, rc, "%s chunk %" PRIu32 " of the region's host "
+                     "copies: %s", what, k, ho_last_error(r->c, e, sizeof e));
+}
+
+static int chunk_spill(ho_region *r, uint32_t k)
+{
+    int rc = quiesce_all(r);
+    if (rc < 0)
+        return rc;
+    rc = ho_extent_spill(r->c, r->chunks[k].extent_id, NULL);
+    if (rc < 0)
+        return client_fail(r, rc, "spilling", k);
+    r->chunks[k].flash = true;
+    r->st.spills++;
+    r->st.bytes_flash += r->chunks[k].bytes;
+    return 0;
+}
+
+static bool ddr_short(int rc)
+{
+    return rc == HO_E_QUOTA || rc == HO_E_TIER_FULL;
+}
+
+/* Bring chunk k back from flash, spilling the coldest while DDR is
+ * short. */
+static int chunk_load(ho_region *r, uint32_t k)
+{
+    for (;;) {
+        int rc = ho_extent_fill(r->c, r->chunks[k].extent_id, NULL);
+        if (rc == 0)
+            break;
+        uint32_t v = ddr_short(rc) ? chunk_coldest(r, k) : HRES_NONE;
+        if (v == HRES_NONE)
+            return client_fail(r, rc, "filling", k);
+        if ((rc = chunk_spill(r, v)) < 0)
+            return rc;
+    }
+    r->chunks[k].flash = false;
+    r->st.unspills++;
+    r->st.bytes_flash += r->chunks[k].bytes;
+    return 0;
+}
+
+int hres_host_ready(ho_region *r, uint32_t b)
+{
+    if (!r->chunks || (r->b[b].flags & HRES_STORE))
+        return 0;
+    hres_chunk *ch = &r->chunks[b / r->chunk_blocks];
+    ch->lru = ++r->tick;
+    if (!ch->flash)
+        return 0;
+    uint64_t t0 = hob_now_ns();
+    int rc = chunk_load(r, b / r->chunk_blocks);
+    stall_add(r, HO_STALL_FLASH, t0);
+    return rc;
+}
+
+/* The session region's host copies: chunk extents, the coldest spilled
+ * while the session's DDR is short; then the statistics header. */
+static int chunks_new(ho_region *r)
+{
+    uint64_t bb = r->cfg.block_bytes;
+    uint32_t nb = r->cfg.max_blocks;
+    uint64_t cb = r->cfg.host_chunk_bytes ? r->cfg.host_chunk_bytes
+                                          : HRES_CHUNK_DEFAULT;
+    uint64_t per = cb / bb;
+    if (per == 0)
+        per = 1;
+    if (per > nb)
+        per = nb;
+    r->chunk_blocks = (uint32_t)per;
+    r->n_chunks = (uint32_t)((nb + per - 1) / per);
+    r->chunks = calloc(r->n_chunks, sizeof(hres_chunk));
+    if (!r->chunks)
+        return HRES_FAIL(r, -ENOMEM, "out of memory");
+    ho_extent x;
+    int rc = ho_extent_alloc(r->c, HO_REGION_SHM_BYTES, &x);
+    if (rc < 0) {
+        char e[256];
+        return HRES_FAIL(r, rc, "the region's statistics header: %s",
+                         ho_last_error(r->c, e, sizeof e));
+    }
+    r->extent_id = x.id;
+    r->shm = x.ptr;
+    for (uint32_t k = 0; k < r->n_chunks; k++) {
+        uint32_t n = k + 1 < r->n_chunks ? r->chunk_blocks
+                                         : nb - k * r->chunk_blocks;
+        hres_chunk *ch = &r->chunks[k];
+        ch->bytes = (uint64_t)n * bb;
+        for (;;) {
+            rc = ho_extent_alloc(r->c, ch->bytes, &x);
+            if (rc == 0)
+                break;
+            uint32_t v = ddr_short(rc) ? chunk_coldest(r, k) : HRES_NONE;
+            if (v == HRES_NONE) {
+                char e[256];
+                return HRES_FAIL(r, rc, "the region's host copies (%" PRIu64
+                                 " bytes of DDR, chunk %" PRIu32 " of %"
+                                 PRIu32 "): %s", r->host_bytes, k,
+                                 r->n_chunks,
+                                 ho_last_error(r->c, e, sizeof e));
+            }
+            if ((rc = chunk_spill(r, v)) < 0)
+                return rc;
+        }
+        ch->extent_id = x.id;
+        ch->host = x.ptr;
+        ch->lru = ++r->tick;
+        if (r->ops->host_register)
+            (void)r->ops->host_register(r->dev->st, ch->host, ch->bytes);
+    }
+    return 0;
+}
+
 /* ----------------------------------------------------------- slots */
 
 static void slot_put(ho_region *r, uint32_t s)
@@ -106,8 +264,17 @@ static bool evictable(const ho_region *r, const hres_blk *x, uint64_t before,
     return x->need > before && x->need > r->step + r->cfg.prefetch_window;
 }
 
+static bool is_dirty(const hres_blk *x)
+{
+    return (x->flags & HRES_DIRTY) || !(x->flags & HRES_HOST_VALID);
+}
+
 /* Victim: released first, then unannounced (LRU), then the furthest
- * announced use (Belady).  HRES_NONE when none may go. */
+ * announced use (Belady).  A demand (someone waits for the slot) takes
+ * first the blocks a prefetch could take too (not needed soon), clean
+ * before dirty (a drop frees the slot at once, a write-back would be
+ * waited for behind the D2H queue), and only then, furthest first, a
+ * block needed soon.  HRES_NONE when none may go. */
 static uint32_t victim(const ho_region *r, uint64_t before, bool demand)
 {
     uint32_t best = HRES_NONE;
@@ -135,6 +302,9 @@ static uint32_t victim(const ho_region *r, uint64_t before, bool demand)
             cls = 1;
             key = x->need;
         }
+        if (demand && r->cfg.policy != HO_RES_LRU &&
+            evictable(r, x, before, false))
+            cls += is_dirty(x) ? 4 : 8; /* not needed soon: first */
         if (cls > best_cls || (cls == best_cls && key > best_key)) {
             best = b;
             best_cls = cls;
@@ -154,9 +324,19 @@ static int evict(ho_region *r, uint32_t b)
     r->st.evictions++;
     x->slot = HRES_NONE;
     x->flags &= ~HRES_PREFETCHED;
-    if ((x->flags & HRES_DIRTY) || !(x->flags & HRES_HOST_VALID)) {
+    if (x->need != HO_STEP_NEVER && !(x->flags & HRES_WANTED)) {
+        /* announced, resident when it was: wanted again */
+        x->flags |= HRES_WANTED;
+        r->want[r->n_want++] = b;
+    }
+    if (is_dirty(x)) {
         uint64_t t = 0;
-        int rc = r->ops->submit(r->d2h, HOB_D2H, x->host,
+        int rc = hres_host_ready(r, b);
+        if (rc < 0) {
+            x->slot = s;
+            return rc;
+        }
+        rc = r->ops->submit(r->d2h, HOB_D2H, x->host,
                                 r->dbase + (uint64_t)s * bb, bb, NULL, 0,
                                 NULL, &t);
         if (rc < 0) {
@@ -165,6 +345,7 @@ static int evict(ho_region *r, uint32_t b)
                              " could not be queued", b);
         }
         x->d2h = t;
+        r->d2h_last = t;
         x->flags = (x->flags & ~HRES_DIRTY) | HRES_HOST_VALID;
         uint32_t i = (r->drain_head + r->drain_n) % r->n_slots;
         r->drain[i] = s;
@@ -203,6 +384,17 @@ static uint32_t slot_get(ho_region *r, uint64_t before, bool may_stall,
         }
         incoming_reap(r);
         uint32_t v = victim(r, before, may_stall);
+        if (v != HRES_NONE && may_stall && r->drain_n &&
+            r->cfg.policy != HO_RES_LRU && is_dirty(&r->b[v])) {
+            /* the oldest write-back in flight ends before a new one
+             * queued behind it: wait for that slot instead */
+            rc = drain_reap(r, true);
+            if (rc < 0) {
+                *ret_rc = rc;
+                return HRES_NONE;
+            }
+            continue;
+        }
         if (v != HRES_NONE) {
             uint32_t s = r->b[v].slot;
             uint32_t dn = r->drain_n;
@@ -261,12 +453,17 @@ static int fill(ho_region *r, uint32_t b, uint32_t s, uint64_t slot_dep)
 {
     hres_blk *x = &r->b[b];
     uint64_t bb = r->cfg.block_bytes;
+    int rc = hres_host_ready(r, b);
+    if (rc < 0) {
+        slot_put(r, s);
+        return rc;
+    }
     uint64_t need = x->d2h > slot_dep ? x->d2h : slot_dep;
     bool dep = need && r->ops->completed(r->d2h) < need;
     uint64_t t = 0;
-    int rc = r->ops->submit(r->h2d, HOB_H2D, r->dbase + (uint64_t)s * bb,
-                            x->host, bb, dep ? r->d2h : NULL,
-                            dep ? need : 0, NULL, &t);
+    rc = r->ops->submit(r->h2d, HOB_H2D, r->dbase + (uint64_t)s * bb,
+                        x->host, bb, dep ? r->d2h : NULL,
+                        dep ? need : 0, NULL, &t);
     if (rc < 0) {
         slot_put(r, s);
         return HRES_FAIL(r, rc, "the fill of block %" PRIu32 " could not be "
@@ -274,6 +471,7 @@ static int fill(ho_region *r, uint32_t b, uint32_t s, uint64_t slot_dep)
     }
     place(r, b, s);
     x->h2d = t;
+    r->h2d_last = t;
     r->incoming[r->n_incoming++] = b;
     r->st.bytes_h2d += bb;
     return 0;
@@ -438,18 +636,9 @@ int ho_region_new(ho_client *c, ho_device *dev, const ho_region_config *cfg,
     }
     r->host_bytes = (uint64_t)nb * k.block_bytes;
     if (c) {
-        ho_extent x;
-        rc = ho_extent_alloc(c, r->host_bytes + HO_REGION_SHM_BYTES, &x);
-        if (rc < 0) {
-            char e2[256];
-            hor_fail(c, rc, "the region's host copies (%" PRIu64 " bytes "
-                     "of DDR): %s", r->host_bytes,
-                     ho_last_error(c, e2, sizeof(e2)));
+        rc = chunks_new(r);
+        if (rc < 0)
             goto fail;
-        }
-        r->extent_id = x.id;
-        r->host = x.ptr;
-        r->shm = r->host + r->host_bytes;
     } else {
         void *p = mmap(NULL, r->host_bytes, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -461,10 +650,10 @@ int ho_region_new(ho_client *c, ho_device *dev, const ho_region_config *cfg,
         }
         r->host = p;
     }
-    if (r->ops->host_register)
+    if (r->host && r->ops->host_register)
         (void)r->ops->host_register(dev->st, r->host, r->host_bytes);
     for (uint32_t b = 0; b < nb; b++)
-        r->b[b].host = r->host + (uint64_t)b * k.block_bytes;
+        r->b[b].host = host_of(r, b);
     r->st.slots = r->n_slots;
     r->st.high = r->high;
     r->st.low = r->low;
@@ -485,23 +674,31 @@ ho_region *ho_region_free(ho_region *r)
 {
     if (!r)
         return NULL;
-    for (uint32_t m = 0; m < r->n_maps; m++)
-        if (r->maps && r->maps[m].used)
-            hres_store_unmap(r, m);
+    /* engines first: no copy reads a store mapping once it is gone */
     if (r->h2d)
         r->ops->engine_free(r->h2d);
     if (r->d2h)
         r->ops->engine_free(r->d2h);
+    for (uint32_t m = 0; m < r->n_maps; m++)
+        if (r->maps && r->maps[m].used)
+            hres_store_unmap(r, m);
     if (r->dbase)
         hor_dev_free_block(r->dev, r->dblock);
     if (r->host) {
         if (r->ops->host_unregister)
             r->ops->host_unregister(r->dev->st, r->host);
-        if (r->extent_id)
-            (void)ho_extent_free(r->c, r->extent_id);
-        else
-            munmap(r->host, r->host_bytes);
+        munmap(r->host, r->host_bytes);
     }
+    for (uint32_t k = 0; r->chunks && k < r->n_chunks; k++) {
+        if (!r->chunks[k].extent_id)
+            continue;
+        if (r->ops->host_unregister)
+            r->ops->host_unregister(r->dev->st, r->chunks[k].host);
+        (void)ho_extent_free(r->c, r->chunks[k].extent_id);
+    }
+    if (r->extent_id)
+        (void)ho_extent_free(r->c, r->extent_id);
+    free(r->chunks);
     free(r->slot_owner);
     free(r->free_slots);
     free(r->drain);
@@ -528,7 +725,7 @@ static int block_take(ho_region *r, uint32_t *ret)
     x->lru = ++r->tick;
     x->h2d = x->d2h = 0;
     x->map = HRES_NONE;
-    x->host = r->host + (uint64_t)b * r->cfg.block_bytes;
+    x->host = host_of(r, b);
     r->st.live_blocks++;
     *ret = b;
     return 0;
@@ -695,6 +892,50 @@ int ho_block_access(ho_region *r, uint32_t block, int write, void **ret_ptr)
     return 0;
 }
 
+int ho_region_fetch(ho_region *r, const uint32_t *blocks, size_t n)
+{
+    if (!r || (n && !blocks))
+        return hor_fail(NULL, -EINVAL, "ho_region_fetch needs a region and "
+                        "blocks");
+    for (size_t i = 0; i < n; i++) {
+        int rc = bad(r, blocks[i]);
+        if (rc < 0)
+            return rc;
+    }
+    /* in use this step from now on: no fill below takes one of them */
+    for (size_t i = 0; i < n; i++)
+        r->b[blocks[i]].flags |= HRES_TOUCHED;
+    uint64_t t0 = hob_now_ns(), last = 0;
+    bool missed = false;
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        hres_blk *x = &r->b[blocks[i]];
+        if (x->slot == HRES_NONE) {
+            uint64_t dep = 0;
+            uint32_t s = slot_get(r, r->step, true, &dep, &rc);
+            if (s == HRES_NONE)
+                break;
+            rc = fill(r, blocks[i], s, dep);
+            if (rc < 0)
+                break;
+            r->st.misses++;
+            missed = true;
+        } else if (x->h2d && r->ops->completed(r->h2d) < x->h2d) {
+            r->st.late++;
+        }
+        if (x->h2d > last)
+            last = x->h2d;
+    }
+    if (rc == 0 && last && r->ops->completed(r->h2d) < last) {
+        rc = r->ops->wait(r->h2d, last);
+        if (rc < 0)
+            rc = HRES_FAIL(r, rc, "a fill of the region failed");
+        stall_add(r, missed ? HO_STALL_MISS : HO_STALL_LATE, t0);
+    }
+    incoming_reap(r);
+    return rc;
+}
+
 int ho_region_need(ho_region *r, const uint32_t *blocks, size_t n,
                    uint64_t step)
 {
@@ -819,6 +1060,10 @@ void ho_region_get_stats(const ho_region *r, ho_region_stats *ret)
     *ret = r->st;
     ret->device_blocks = r->held;
     ret->draining = r->drain_n;
+    ret->chunks = r->n_chunks;
+    ret->chunks_flash = 0;
+    for (uint32_t k = 0; r->chunks && k < r->n_chunks; k++)
+        ret->chunks_flash += r->chunks[k].flash;
 }
 
 int hres_sync_host(ho_region *r, const uint32_t *blocks, size_t n)
@@ -830,13 +1075,17 @@ int hres_sync_host(ho_region *r, const uint32_t *blocks, size_t n)
         if (x->slot == HRES_NONE || !(x->flags & HRES_DIRTY))
             continue;
         uint64_t bb = r->cfg.block_bytes;
-        int rc = r->ops->submit(r->d2h, HOB_D2H, x->host,
+        int rc = hres_host_ready(r, blocks[i]);
+        if (rc < 0)
+            return rc;
+        rc = r->ops->submit(r->d2h, HOB_D2H, x->host,
                                 r->dbase + (uint64_t)x->slot * bb, bb, NULL,
                                 0, NULL, &last);
         if (rc < 0)
             return HRES_FAIL(r, rc, "the write-back of block %" PRIu32
                              " could not be queued", blocks[i]);
         x->d2h = last;
+        r->d2h_last = last;
         x->flags = (x->flags & ~HRES_DIRTY) | HRES_HOST_VALID;
         r->st.writebacks++;
         r->st.bytes_d2h += bb;

@@ -23,9 +23,10 @@
  *          region prefetches the next micro-batch during this step's
  *          compute and evicts the furthest one, with background
  *          write-back down to the low watermark;
- *   lru    reactive swap: no hints, a sequence's blocks are fetched when
- *          its turn comes (whole sequences, as they are accessed
- *          together), LRU victims written back on demand;
+ *   lru    reactive swap (vLLM's swap space): no hints; when its turn
+ *          comes a sequence is swapped in whole (ho_region_fetch: every
+ *          missing block's copy queued, one wait), LRU victims written
+ *          back on demand;
  *   none   no offload: a request is admitted only when its whole KV
  *          (prompt + output) fits on device; the others wait.
  * Compute per step: reading every block of the micro-batch (the check)
@@ -64,14 +65,14 @@ typedef struct seq {
 static struct {
     const char *policy, *socket, *job, *name, *trace;
     uint32_t requests, block_tokens, max_running, batch, prefixes,
-        prefix_tokens, step_us, pause_at, window;
+        prefix_tokens, step_us, pause_at, window, prefills;
     uint64_t kv_token, budget, seed;
     double rate;
     int store;
 } o = {
     .policy = "hints", .job = "decode", .name = "decode", .requests = 64,
     .block_tokens = 16, .max_running = 32, .batch = 8, .prefixes = 4,
-    .prefix_tokens = 64, .step_us = 400, .kv_token = 12288,
+    .prefix_tokens = 64, .step_us = 400, .prefills = 1, .kv_token = 12288,
     .budget = 48ull << 20, .seed = 1, .rate = 0.5,
 };
 
@@ -169,7 +170,9 @@ static void prefix_key(char *k, size_t n, uint32_t g)
              o.kv_token);
 }
 
-/* Blocks for the sequence's prompt; 0, or -1 when the region is full. */
+/* Blocks for the sequence's prompt, written in the current step (one
+ * region step per server step, so that the steps the hints announce are
+ * the steps the sequences run at); 0, or -1 when the region is full. */
 static int prefill(seq *s)
 {
     uint32_t pre_blocks = s->prefix_tokens / o.block_tokens;
@@ -200,15 +203,10 @@ static int prefill(seq *s)
         if (rc < 0)
             die("block alloc", rc);
         s->nb++;
-        if (s->nb % 4 == 0)
-            ho_region_step(R, NULL); /* a long prompt spans steps */
     }
     uint32_t from = s->n_store ? s->n_store * o.block_tokens : 0;
-    for (uint32_t pos = from; pos < s->prompt; pos++) {
+    for (uint32_t pos = from; pos < s->prompt; pos++)
         write_token(s, pos);
-        if (pos % (4 * o.block_tokens) == 4 * o.block_tokens - 1)
-            ho_region_step(R, NULL);
-    }
     s->len = s->prompt;
     if (o.store && pre_blocks && !s->n_store) {
         int rc = ho_region_publish(R, key, s->blk, pre_blocks, 0);
@@ -243,6 +241,7 @@ int main(int argc, char **argv)
         else if (!strcmp(k, "--prefix-tokens")) o.prefix_tokens = (uint32_t)atoi(v);
         else if (!strcmp(k, "--step-us")) o.step_us = (uint32_t)atoi(v);
         else if (!strcmp(k, "--window")) o.window = (uint32_t)atoi(v);
+        else if (!strcmp(k, "--prefills")) o.prefills = (uint32_t)atoi(v);
         else if (!strcmp(k, "--pause-at")) o.pause_at = (uint32_t)atoi(v);
         else if (!strcmp(k, "--kv-token-bytes")) o.kv_token = strtoull(v, NULL, 0);
         else if (!strcmp(k, "--budget")) o.budget = strtoull(v, NULL, 0);
@@ -257,7 +256,8 @@ int main(int argc, char **argv)
     int none = !strcmp(o.policy, "none");
     ho_res_policy pol = !strcmp(o.policy, "lru") ? HO_RES_LRU : HO_RES_HINTS;
     if (o.kv_token % 64 || o.kv_token < 64 || o.block_tokens == 0 ||
-        o.prefix_tokens % o.block_tokens || o.batch == 0 || o.prefixes == 0) {
+        o.prefix_tokens % o.block_tokens || o.batch == 0 || o.prefixes == 0 ||
+        o.prefills == 0) {
         fprintf(stderr, "ho-decode-serve: bad sizes\n");
         return 2;
     }
@@ -304,20 +304,25 @@ int main(int argc, char **argv)
     ho_region_stats st;
     ho_region_get_stats(R, &st);
     FILE *tr = o.trace ? fopen(o.trace, "w") : NULL;
+    uint64_t prev_ns[HO_STALL_N] = {0}, prev_miss = 0, prev_late = 0;
 
     seq **run = calloc(o.max_running, sizeof(seq *));
     seq **order = calloc(o.max_running, sizeof(seq *));
     uint32_t nrun = 0, next_req = 0, finished = 0;
     uint64_t reserved = 0; /* none: blocks reserved by running sequences */
     uint64_t tokens = 0, step = 0, waited = 0;
+    uint64_t kv_peak = 0; /* blocks of the running sequences' KV, max */
     uint64_t cap_steps = 1u << 20;
     uint64_t *stalls = calloc(cap_steps, sizeof(uint64_t));
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     while (finished < o.requests) {
-        /* admit arrivals */
+        /* admit arrivals: --prefills per step at most, their prompt
+         * written in this step (its blocks are in use until it ends) */
+        uint32_t admitted = 0;
+        uint64_t pre_touched = 0;
         while (next_req < o.requests && q[next_req].arrival <= step &&
-               nrun < o.max_running) {
+               nrun < o.max_running && admitted < o.prefills) {
             seq *s = &q[next_req];
             uint64_t want = (s->prompt + s->output) / o.block_tokens + 1;
             if (none && reserved + want > st.slots) {
@@ -326,6 +331,8 @@ int main(int argc, char **argv)
             }
             if (prefill(s) < 0)
                 break;
+            admitted++;
+            pre_touched += s->nb - s->n_store;
             reserved += want;
             s->state = 1;
             run[nrun++] = s;
@@ -336,15 +343,27 @@ int main(int argc, char **argv)
             fflush(stdout);
             raise(SIGSTOP);
         }
+        uint64_t kv_now = 0;
+        for (uint32_t k = 0; k < nrun; k++)
+            kv_now += run[k]->nb;
+        if (kv_now > kv_peak)
+            kv_peak = kv_now;
         /* one micro-batch: the first nb of the running list */
-        uint32_t nb = none ? nrun : (o.batch < nrun ? o.batch : nrun);
+        /* (the same batch under every policy: a step computes --batch
+         * sequences in --step-us) */
+        uint32_t nb = o.batch < nrun ? o.batch : nrun;
         /* a batch's blocks (and one new block each) must fit under the
          * high watermark: a smaller batch when they would not */
         uint32_t fit = 0;
-        uint64_t sum = 0;
+        uint64_t sum = pre_touched;
         while (fit < nb && sum + run[fit]->nb + 1 <= st.high)
             sum += run[fit++]->nb + 1;
         nb = fit;
+        /* swap in the batch's sequences, whole (what is not on device
+         * yet is fetched together; under hints it was prefetched) */
+        for (uint32_t k = 0; k < nb; k++)
+            if ((rc = ho_region_fetch(R, run[k]->blk, run[k]->nb)) < 0)
+                die("fetch", rc);
         for (uint32_t k = 0; k < nb; k++) {
             seq *s = run[k];
             for (uint32_t b = 0; b < s->nb; b++)
@@ -363,11 +382,14 @@ int main(int argc, char **argv)
          * overlap it: when each running sequence runs next (the batch
          * that just ran goes to the back) */
         if (pol == HO_RES_HINTS && !none && nrun) {
+            /* positions in the running list as it will be after this
+             * step's finished sequences leave it */
+            uint32_t pos = 0;
             for (uint32_t k = 0; k < nrun; k++) {
                 seq *s = run[(nb + k) % nrun];
                 if (s->done >= s->output)
                     continue;
-                uint64_t when = ho_region_steps(R) + 1 + k / o.batch;
+                uint64_t when = ho_region_steps(R) + 1 + pos++ / o.batch;
                 if ((rc = ho_region_need(R, s->blk, s->nb, when)) < 0)
                     die("need", rc);
             }
@@ -401,9 +423,18 @@ int main(int argc, char **argv)
             fprintf(stderr, "ho-decode-serve: watermark exceeded\n");
             return 4;
         }
-        if (tr)
-            fprintf(tr, "%" PRIu64 " %u %u %u\n", step, st.device_blocks,
-                    st.high, st.low);
+        if (tr) {
+            fprintf(tr, "%" PRIu64 " %u %u %u %" PRIu64, step,
+                    st.device_blocks, st.high, st.low, stall);
+            for (int k = 0; k < HO_STALL_N; k++) {
+                fprintf(tr, " %" PRIu64, st.stall_ns[k] - prev_ns[k]);
+                prev_ns[k] = st.stall_ns[k];
+            }
+            fprintf(tr, " %" PRIu64 " %" PRIu64 " %u\n",
+                    st.misses - prev_miss, st.late - prev_late, nb);
+            prev_miss = st.misses;
+            prev_late = st.late;
+        }
         step++;
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
@@ -422,8 +453,9 @@ int main(int argc, char **argv)
     }
     printf("policy=%s tokens=%" PRIu64 " steps=%" PRIu64 " wall_s=%.3f "
            "tokens_per_s=%.1f stall_p50_us=%.1f stall_p99_us=%.1f "
-           "stall_total_ms=%.1f h2d_mb=%.1f d2h_mb=%.1f flash_mb=0.0 "
+           "stall_total_ms=%.1f h2d_mb=%.1f d2h_mb=%.1f flash_mb=%.1f "
            "ddr_mb=%.1f device_peak=%u high=%u low=%u slots=%u "
+           "kv_peak_blocks=%" PRIu64 " "
            "misses=%" PRIu64 " prefetches=%" PRIu64 " evictions=%" PRIu64
            " writebacks=%" PRIu64 " waited=%" PRIu64 " verified_blocks=%"
            PRIu64 " bad_blocks=%" PRIu64 " store_lookups=%" PRIu64
@@ -432,8 +464,9 @@ int main(int argc, char **argv)
            n ? (double)stalls[n / 2] / 1e3 : 0.0,
            n ? (double)stalls[(n * 99) / 100] / 1e3 : 0.0,
            (double)st.stall_total_ns / 1e6, (double)st.bytes_h2d / 1e6,
-           (double)st.bytes_d2h / 1e6, (double)ddr / 1e6, st.device_peak,
-           st.high, st.low, st.slots, st.misses, st.prefetches, st.evictions,
+           (double)st.bytes_d2h / 1e6, (double)st.bytes_flash / 1e6,
+           (double)ddr / 1e6, st.device_peak,
+           st.high, st.low, st.slots, kv_peak, st.misses, st.prefetches, st.evictions,
            st.writebacks, waited, verified_blocks, bad_blocks, store_lookups,
            store_hits, published);
     if (tr)

@@ -5,7 +5,10 @@
  * SIGKILLed; its published prefix blocks stay readable, exact, by another
  * server of the job that maps them; a peer of another uid (setuid nobody)
  * or of another job never finds them; `hoctl regions` data reaches the
- * daemon through the region's header.
+ * daemon through the region's header; a mapped prefix is read-only by
+ * the kernel (r--s mapping of a read-only descriptor: mprotect to write
+ * fails, a write faults); an entry kept after its session goes when its
+ * TTL passes, on the daemon's timer.
  */
 #include <check.h>
 #include <errno.h>
@@ -14,7 +17,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "hyperoffload/residency.h"
@@ -43,6 +48,58 @@ static uint64_t ddr_used(const char *sock)
             used = t[i].used;
     ho_close(c);
     return used;
+}
+
+/* The mapping of the job's prefix store memory in this process (from
+ * /proc/self/maps: the memfd's name has "-store-"); its permissions. */
+static uint8_t *store_mapping(uint64_t *ret_len, char perms[5])
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    ck_assert_ptr_nonnull(f);
+    char line[512];
+    uint8_t *at = NULL;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long lo, hi;
+        char pm[5] = "";
+        if (!strstr(line, "-store-") ||
+            sscanf(line, "%lx-%lx %4s", &lo, &hi, pm) != 3)
+            continue;
+        at = (uint8_t *)lo;
+        *ret_len = hi - lo;
+        memcpy(perms, pm, 5);
+        break;
+    }
+    fclose(f);
+    return at;
+}
+
+/* The kernel, not the library, keeps a mapped prefix read-only: the
+ * mapping is r--s, it cannot be made writable, and a write through it
+ * faults. */
+static void check_store_read_only(void)
+{
+    uint64_t len = 0;
+    char perms[5] = "";
+    uint8_t *m = store_mapping(&len, perms);
+    ck_assert_msg(m != NULL, "no mapping of the prefix store memory");
+    ck_assert_str_eq(perms, "r--s");
+    uint8_t want[BB];
+    pattern(want, 0);
+    ck_assert(memcmp(m, want, BB) == 0); /* it is the published data */
+    errno = 0;
+    ck_assert_int_eq(mprotect(m, len, PROT_READ | PROT_WRITE), -1);
+    ck_assert_int_eq(errno, EACCES);
+    pid_t p = fork();
+    ck_assert_int_ge(p, 0);
+    if (p == 0) {
+        ((volatile uint8_t *)m)[0] ^= 1;
+        _exit(0); /* the write went through */
+    }
+    int st = 0;
+    ck_assert_int_eq(waitpid(p, &st, 0), p);
+    ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV,
+                  "a write to the store mapping did not fault");
+    ck_assert(memcmp(m, want, BB) == 0);
 }
 
 /* The publisher: a region of job j, NBLK blocks written and published
@@ -152,10 +209,14 @@ START_TEST(kill_and_share)
     ck_assert_int_eq(ho_region_new(c, dev, &cfg, &r), 0);
     uint32_t b[NBLK];
     size_t n = 0;
-    ck_assert_int_eq(ho_region_map_prefix(r, "k", b, NBLK, &n), 0);
+    int mrc = ho_region_map_prefix(r, "k", b, NBLK, &n);
+    if (mrc != 0)
+        kill(pub, SIGKILL); /* no orphan left in pause() */
+    ck_assert_msg(mrc == 0, "map_prefix: %d %s", mrc, ho_runtime_last_error());
     ck_assert_uint_eq(n, NBLK);
     void *p;
     ck_assert_int_eq(ho_block_access(r, b[0], 1, &p), HO_E_STATE);
+    check_store_read_only();
     with = ddr_used(sock); /* the reader's region included */
 
     /* SIGKILL the publisher: its region's DDR is back at once */
@@ -170,6 +231,12 @@ START_TEST(kill_and_share)
         usleep(10000);
     }
     ck_assert_uint_le(after, with - 64 * BB);
+    /* ... while the store entry it published, referenced by the reader,
+     * is still charged (and its memory mapped here) */
+    ck_assert_uint_ge(after, before + NBLK * BB);
+    uint64_t slen = 0;
+    char sperm[5];
+    ck_assert_ptr_nonnull(store_mapping(&slen, sperm));
 
     /* the published blocks are still there and exact, twice round */
     uint8_t want[BB], got[BB];
@@ -223,6 +290,37 @@ static int hoctl_run(const char *sock, const char *const *words)
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+/* hoctl's standard output (up to n - 1 bytes) into buf; exit status. */
+static int hoctl_capture(const char *sock, const char *const *words,
+                         char *buf, size_t n)
+{
+    int fd[2];
+    ck_assert_int_eq(pipe(fd), 0);
+    int saved = dup(1);
+    ck_assert_int_ge(saved, 0);
+    ck_assert_int_ge(dup2(fd[1], 1), 0);
+    close(fd[1]);
+    int rc = hoctl_run(sock, words);
+    ck_assert_int_ge(dup2(saved, 1), 0);
+    close(saved);
+    size_t got = 0;
+    ssize_t k;
+    while (got + 1 < n && (k = read(fd[0], buf + got, n - 1 - got)) > 0)
+        got += (size_t)k;
+    buf[got] = 0;
+    close(fd[0]);
+    return rc;
+}
+
+/* The number after "key": in a JSON text (0 when absent). */
+static uint64_t json_u64(const char *text, const char *key)
+{
+    char pat[64];
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    const char *p = strstr(text, pat);
+    return p ? strtoull(p + strlen(pat), NULL, 10) : 0;
+}
+
 /* The job's DDR quota bounds the host copies and the store. */
 START_TEST(quota_under_pressure)
 {
@@ -240,11 +338,21 @@ START_TEST(quota_under_pressure)
     ck_assert_int_eq(ho_connect(sock, "q", &c), 0);
     ck_assert_int_eq(ho_register(c, "q", -1, 0), 0);
     ck_assert_int_eq(ho_device_open("host", 0, 1 << 20, &dev), 0);
-    /* 32 blocks of 64 KiB = 2 MiB of host copies: over the quota */
+    /* 32 blocks of 64 KiB = 2 MiB of host copies: over the quota, so
+     * the coldest chunks go to flash */
     ho_region_config cfg = {.block_bytes = BB, .max_blocks = 32,
-                            .device_budget = 4 * BB};
-    ck_assert_int_eq(ho_region_new(c, dev, &cfg, &r), HO_E_QUOTA);
-    ck_assert_ptr_null(r);
+                            .device_budget = 4 * BB,
+                            .host_chunk_bytes = 4 * BB};
+    ck_assert_int_eq(ho_region_new(c, dev, &cfg, &r), 0);
+    ho_region_stats rs;
+    ho_region_get_stats(r, &rs);
+    ck_assert_uint_gt(rs.spills, 0);
+    ck_assert_uint_gt(rs.chunks_flash, 0);
+    ho_usage u;
+    ck_assert_int_eq(ho_stats(c, NULL, 0, NULL, &u), 0);
+    ck_assert_uint_le(u.ddr_bytes, 1u << 20);
+    ck_assert_uint_gt(u.flash_bytes, 0);
+    r = ho_region_free(r);
     /* 8 blocks fit; publishing all 8 would take the quota past 1 MiB */
     cfg.max_blocks = 8;
     ck_assert_int_eq(ho_region_new(c, dev, &cfg, &r), 0);
@@ -258,12 +366,176 @@ START_TEST(quota_under_pressure)
     }
     ck_assert_int_eq(ho_region_publish(r, "big", b, 8, 0), HO_E_QUOTA);
     ck_assert_int_eq(ho_region_publish(r, "small", b, 2, 0), 0);
-    ho_usage u;
     ck_assert_int_eq(ho_stats(c, NULL, 0, NULL, &u), 0);
     ck_assert_uint_le(u.ddr_bytes, 1u << 20);
     ho_region_free(r);
     ho_device_close(dev);
     ho_close(c);
+    ck_assert_int_eq(ho_harness_free(h), 0);
+}
+END_TEST
+
+/* A region whose host copies are twice the job's DDR quota: the coldest
+ * chunks are spilled to flash and brought back on need; every block
+ * stays exact through any number of rounds, the DDR used stays under the
+ * quota, and a publish spanning chunks (some brought back from flash)
+ * maps back exact. */
+START_TEST(flash_spill_exact)
+{
+    if (getuid() != 0)
+        return; /* quota set needs an admin peer; tests run as root */
+    ho_harness *h = ho_harness_start_args(NULL);
+    ck_assert_ptr_nonnull(h);
+    const char *sock = ho_harness_socket(h);
+    const char *set[] = {"quota", "set", "--job", "f", "--tier", "ddr", "1M",
+                         NULL};
+    ck_assert_int_eq(hoctl_run(sock, set), 0);
+    ho_client *c = NULL;
+    ho_device *dev = NULL;
+    ho_region *r = NULL;
+    ck_assert_int_eq(ho_connect(sock, "f", &c), 0);
+    ck_assert_int_eq(ho_register(c, "f", -1, 0), 0);
+    ck_assert_int_eq(ho_device_open("host", 0, 1 << 20, &dev), 0);
+    enum { N = 32 };
+    ho_region_config cfg = {.block_bytes = BB, .max_blocks = N + 8,
+                            .device_budget = 4 * BB, .low_pct = 50,
+                            .host_chunk_bytes = 2 * BB};
+    ck_assert_int_eq(ho_region_new(c, dev, &cfg, &r), 0);
+    uint32_t b[N];
+    uint8_t buf[BB], got[BB];
+    void *p;
+    for (uint32_t i = 0; i < N; i++) {
+        ck_assert_int_eq(ho_block_alloc(r, &b[i]), 0);
+        ck_assert_int_eq(ho_block_access(r, b[i], 1, &p), 0);
+        pattern(buf, i);
+        ck_assert_int_eq(ho_device_write(dev, p, buf, BB), 0);
+        ck_assert_int_eq(ho_region_step(r, NULL), 0);
+    }
+    ho_usage u;
+    uint64_t rng = 12345;
+    for (int round = 0; round < 4 * N; round++) {
+        rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+        uint32_t i = (uint32_t)((rng >> 33) % N);
+        int write = (rng >> 13) % 4 == 0;
+        ck_assert_int_eq(ho_block_access(r, b[i], write, &p), 0);
+        ck_assert_int_eq(ho_device_read(dev, got, p, BB), 0);
+        pattern(buf, i); /* a write access marks it dirty: written back */
+        ck_assert_msg(memcmp(got, buf, BB) == 0, "block %u differs (round "
+                      "%d)", i, round);
+        ck_assert_int_eq(ho_region_step(r, NULL), 0);
+        ck_assert_int_eq(ho_stats(c, NULL, 0, NULL, &u), 0);
+        ck_assert_uint_le(u.ddr_bytes, 1u << 20);
+    }
+    ho_region_stats rs;
+    ho_region_get_stats(r, &rs);
+    ck_assert_uint_gt(rs.spills, 0);
+    ck_assert_uint_gt(rs.unspills, 0);
+    ck_assert_uint_gt(rs.bytes_flash, 0);
+    ck_assert_uint_gt(rs.stall_ns[HO_STALL_FLASH], 0);
+    /* hoctl regions shows it: bytes moved to and from flash, host copies
+     * on flash now */
+    static char out[65536];
+    const char *regions[] = {"regions", "--json", NULL};
+    ck_assert_int_eq(hoctl_capture(sock, regions, out, sizeof out), 0);
+    ck_assert_msg(json_u64(out, "flash_bytes") == rs.bytes_flash,
+                  "hoctl regions: %s", out);
+    ck_assert_uint_gt(json_u64(out, "host_flash_bytes"), 0);
+    /* a prefix over four chunks (some on flash), published and mapped
+     * back; the store needs room beside the region: a larger quota */
+    ck_assert_uint_gt(rs.chunks_flash, 0);
+    const char *more[] = {"quota", "set", "--job", "f", "--tier", "ddr",
+                          "3M", NULL};
+    ck_assert_int_eq(hoctl_run(sock, more), 0);
+    uint32_t pre[4] = {b[0], b[9], b[17], b[30]};
+    ck_assert_int_eq(ho_region_publish(r, "spanning", pre, 4, 0), 0);
+    uint32_t m[4];
+    size_t n = 0;
+    ck_assert_int_eq(ho_region_map_prefix(r, "spanning", m, 4, &n), 0);
+    ck_assert_uint_eq(n, 4);
+    const uint32_t idx[4] = {0, 9, 17, 30};
+    for (int k = 0; k < 4; k++) {
+        ck_assert_int_eq(ho_block_access(r, m[k], 0, &p), 0);
+        ck_assert_int_eq(ho_device_read(dev, got, p, BB), 0);
+        pattern(buf, idx[k]);
+        ck_assert_msg(memcmp(got, buf, BB) == 0, "store block %d", k);
+        ck_assert_int_eq(ho_region_step(r, NULL), 0);
+    }
+    ho_region_free(r);
+    ho_device_close(dev);
+    ho_close(c);
+    ck_assert_int_eq(ho_harness_free(h), 0);
+}
+END_TEST
+
+static uint64_t ddr_used_by(ho_client *c)
+{
+    ho_tier_stats t[8];
+    size_t n = 0;
+    ck_assert_int_eq(ho_stats(c, t, 8, &n, NULL), 0);
+    for (size_t i = 0; i < n && i < 8; i++)
+        if (t[i].tier == HO_TIER_DDR)
+            return t[i].used;
+    return 0;
+}
+
+static uint64_t ms_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* An entry kept after its publisher's session ended goes when its TTL
+ * passes, on the daemon's timer: the probe below keeps one connection
+ * and sends only Stats requests (no store request, no session ends after
+ * the publisher's), and sees the DDR come back. */
+START_TEST(ttl_expiry_on_timer)
+{
+    ho_harness *h = ho_harness_start_args(NULL);
+    ck_assert_ptr_nonnull(h);
+    const char *sock = ho_harness_socket(h);
+    ho_client *probe = NULL;
+    ck_assert_int_eq(ho_connect(sock, "probe", &probe), 0);
+    uint64_t base = ddr_used_by(probe);
+
+    ho_client *c = NULL;
+    ho_device *dev = NULL;
+    ho_region *r = NULL;
+    ck_assert_int_eq(ho_connect(sock, "pub", &c), 0);
+    ck_assert_int_eq(ho_register(c, "t", -1, 0), 0);
+    ck_assert_int_eq(ho_device_open("host", 0, 1 << 20, &dev), 0);
+    ho_region_config cfg = {.block_bytes = BB, .max_blocks = 8,
+                            .device_budget = 4 * BB};
+    ck_assert_int_eq(ho_region_new(c, dev, &cfg, &r), 0);
+    uint32_t b[NBLK];
+    void *p;
+    for (uint32_t i = 0; i < NBLK; i++) {
+        ck_assert_int_eq(ho_block_alloc(r, &b[i]), 0);
+        ck_assert_int_eq(ho_block_access(r, b[i], 1, &p), 0);
+    }
+    const uint32_t ttl = 1500;
+    uint64_t t0 = ms_now();
+    ck_assert_int_eq(ho_region_publish(r, "ttl", b, NBLK, ttl), 0);
+    ho_region_free(r);
+    ho_device_close(dev);
+    ho_close(c);
+    /* the session's region is gone, the entry stays (until t0 + ttl) */
+    uint64_t used = 0;
+    for (int i = 0; i < 100; i++) {
+        used = ddr_used_by(probe);
+        if (used < base + 8 * BB)
+            break;
+        usleep(5000);
+    }
+    ck_assert_uint_lt(ms_now() - t0, ttl); /* still inside the TTL */
+    ck_assert_uint_ge(used, base + NBLK * BB);
+    ck_assert_uint_lt(used, base + 8 * BB);
+    /* nothing else happens until the TTL has passed */
+    while (ms_now() - t0 < ttl + 500)
+        usleep(50000);
+    used = ddr_used_by(probe);
+    ck_assert_uint_le(used, base);
+    ho_close(probe);
     ck_assert_int_eq(ho_harness_free(h), 0);
 }
 END_TEST
@@ -275,6 +547,8 @@ int main(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, kill_and_share);
     tcase_add_test(tc, quota_under_pressure);
+    tcase_add_test(tc, ttl_expiry_on_timer);
+    tcase_add_test(tc, flash_spill_exact);
     suite_add_tcase(s, tc);
     return ho_check_run(s, false);
 }

@@ -108,6 +108,27 @@ static void run(ho_res_policy pol, uint64_t seed, unsigned ops)
             if (live[b])
                 ck_assert_int_eq(ho_region_need(r, &b, 1, ho_region_steps(r)
                                                 + 1 + rnd() % 4), 0);
+        } else if (op < 72) {
+            /* swap in up to 3 live blocks at once, then check them */
+            uint32_t set[3];
+            unsigned n = 0;
+            for (unsigned j = 0; j < 3; j++) {
+                uint32_t c = (uint32_t)((b + j * 7) % NB);
+                if (live[c] && (n == 0 || set[n - 1] != c))
+                    set[n++] = c;
+            }
+            if (!n)
+                continue;
+            if (touched + npinned + n + 1 >= 12) {
+                ck_assert_int_eq(ho_region_step(r, NULL), 0);
+                touched = 0;
+            }
+            ck_assert_int_eq(ho_region_fetch(r, set, n), 0);
+            for (unsigned j = 0; j < n; j++)
+                ck_assert_int_eq(ho_block_where(r, set[j]), HO_TIER_HBM);
+            for (unsigned j = 0; j < n; j++)
+                check_block(dev, r, set[j], j == 0, rnd());
+            touched += n;
         } else if (op < 75) {
             if (live[b])
                 ck_assert_int_eq(ho_region_release_hint(r, &b, 1), 0);
@@ -231,6 +252,68 @@ START_TEST(prefetch_and_clean_drop)
 }
 END_TEST
 
+/* A block announced while it was resident, then evicted (by demand:
+ * nothing else could go), is prefetched again before its step; and
+ * ho_region_fetch brings a whole set in with one wait. */
+START_TEST(announced_evicted_is_prefetched)
+{
+    ho_device *dev = NULL;
+    ck_assert_int_eq(ho_device_open("host", 0, 1 << 20, &dev), 0);
+    ho_region_config cfg = {.block_bytes = BB, .max_blocks = NB,
+                            .device_budget = 8 * BB, .high_pct = 100,
+                            .low_pct = 100, .prefetch_window = 1};
+    ho_region *r = NULL;
+    ck_assert_int_eq(ho_region_new(NULL, dev, &cfg, &r), 0);
+    uint32_t b[16];
+    uint8_t pat[BB];
+    void *p;
+    for (int i = 0; i < 8; i++) {
+        ck_assert_int_eq(ho_block_alloc(r, &b[i]), 0);
+        ck_assert_int_eq(ho_block_access(r, b[i], 1, &p), 0);
+        fill_pattern(pat, 100 + (uint64_t)i);
+        ck_assert_int_eq(ho_device_write(dev, p, pat, BB), 0);
+    }
+    ck_assert_int_eq(ho_region_step(r, NULL), 0);
+    uint64_t now = ho_region_steps(r);
+    ck_assert_int_eq(ho_region_need(r, &b[0], 1, now + 3), 0);
+    ck_assert_int_eq(ho_block_where(r, b[0]), HO_TIER_HBM);
+    for (int i = 8; i < 16; i++)
+        ck_assert_int_eq(ho_block_alloc(r, &b[i]), 0); /* the 8th: b[0] */
+    ck_assert_int_eq(ho_block_where(r, b[0]), HO_TIER_DDR);
+    ck_assert_int_eq(ho_region_step(r, NULL), 0);
+    ck_assert_int_eq(ho_region_step(r, NULL), 0);
+    ck_assert_int_eq(ho_region_step(r, NULL), 0); /* now + 3 */
+    ho_region_stats st;
+    ho_region_get_stats(r, &st);
+    uint64_t misses = st.misses;
+    ck_assert_uint_ge(st.prefetches, 1);
+    ck_assert_int_eq(ho_block_access(r, b[0], 0, &p), 0);
+    uint8_t got[BB];
+    ck_assert_int_eq(ho_device_read(dev, got, p, BB), 0);
+    fill_pattern(pat, 100);
+    ck_assert(memcmp(got, pat, BB) == 0);
+    ho_region_get_stats(r, &st);
+    ck_assert_uint_eq(st.misses, misses);
+    ck_assert_uint_eq(st.prefetch_hits, 1);
+    /* swap in b[1..4] (all on the host) at once */
+    ck_assert_int_eq(ho_region_step(r, NULL), 0);
+    for (int i = 1; i <= 4; i++)
+        ck_assert_int_eq(ho_block_where(r, b[i]), HO_TIER_DDR);
+    ck_assert_int_eq(ho_region_fetch(r, &b[1], 4), 0);
+    ho_region_get_stats(r, &st);
+    ck_assert_uint_eq(st.misses, misses + 4);
+    for (int i = 1; i <= 4; i++) {
+        ck_assert_int_eq(ho_block_where(r, b[i]), HO_TIER_HBM);
+        ck_assert_int_eq(ho_block_access(r, b[i], 0, &p), 0);
+        ck_assert_int_eq(ho_device_read(dev, got, p, BB), 0);
+        fill_pattern(pat, 100 + (uint64_t)i);
+        ck_assert(memcmp(got, pat, BB) == 0);
+    }
+    ho_region_free(r);
+    ho_device_close(dev);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("residency_region");
@@ -239,6 +322,7 @@ int main(void)
     tcase_add_test(tc, property_hints);
     tcase_add_test(tc, property_lru);
     tcase_add_test(tc, prefetch_and_clean_drop);
+    tcase_add_test(tc, announced_evicted_is_prefetched);
     suite_add_tcase(s, tc);
     return ho_check_run(s, false);
 }

@@ -31,11 +31,21 @@
  * HO_RES_LRU is the reactive baseline: hints and needs are ignored (no
  * prefetch, no background write-back), victims are least recently used.
  *
+ * Host copies under DDR pressure (a region of a session): the host copies
+ * are extents of host_chunk_bytes; when the session's DDR (its quotas or
+ * the pool) holds no more, the least recently used chunk is spilled to
+ * flash by the daemon (ho_extent_spill), and brought back (ho_extent_fill,
+ * spilling the next coldest) when a block of it is filled, written back
+ * or published; the wait is a stall of cause HO_STALL_FLASH.  So a region
+ * may hold more host copies than its DDR limit.
+ *
  * Prefix store: ho_region_publish copies blocks into the daemon's store
  * under a content key (e.g. a hash of the token prefix).  Other sessions
  * of the same uid and job (they share the arena) map them with
  * ho_region_map_prefix: the blocks of the mapping read the store's copy
- * (read-only: writing one is HO_E_STATE); the daemon counts references and
+ * (read-only: writing one is HO_E_STATE, and the copy is a PROT_READ
+ * mapping of a read-only descriptor of the daemon's store memory, so the
+ * kernel refuses writes too); the daemon counts references and
  * keeps an entry while it is mapped, after its publisher has gone (up to
  * ttl_ms once unreferenced), and evicts unreferenced entries LRU within
  * the job's store limit.  An entry is never visible from another job or
@@ -83,6 +93,11 @@ typedef struct ho_region_config {
     ho_res_policy policy;
     uint32_t prefetch_window; /* steps ahead a need is prefetched (0: 2) */
     const char *name;         /* shown by `hoctl regions` (NULL: "region") */
+    uint64_t host_chunk_bytes; /* host copies of a session's region: one
+                                  extent per chunk of this many bytes
+                                  (rounded down to whole blocks, at least
+                                  one; 0: 4 MiB), the unit spilled to flash
+                                  under DDR pressure */
 } ho_region_config;
 
 #define HO_RES_BLOCK_MAX (1ull << 30)
@@ -94,11 +109,15 @@ typedef enum ho_res_stall {
     HO_STALL_LATE = 1,      /* its prefetch was still in flight */
     HO_STALL_WRITEBACK = 2, /* a slot was freed only by a write-back */
     HO_STALL_STORE = 3,     /* publish: host copies brought up to date */
-    HO_STALL_N = 4
+    HO_STALL_FLASH = 4,     /* a host copy's chunk brought back from flash
+                               (and the coldest spilled to make room) */
+    HO_STALL_N = 5
 } ho_res_stall;
 
 typedef struct ho_region_stats {
-    uint64_t steps, accesses, hits, misses, late;
+    uint64_t steps, accesses, hits;
+    uint64_t misses;  /* blocks fetched on demand (access, fetch) */
+    uint64_t late;
     uint64_t stall_ns[HO_STALL_N];
     uint64_t stall_total_ns;
     uint64_t last_step_stall_ns;  /* stall of the last completed step */
@@ -110,7 +129,10 @@ typedef struct ho_region_stats {
     uint32_t draining;                  /* of which being written back */
     uint32_t device_peak;               /* max slots held (<= high) */
     uint32_t live_blocks, store_blocks; /* allocated; mapped from store */
-    uint64_t host_bytes;                /* host copies (DDR) */
+    uint64_t host_bytes;                /* host copies (DDR and flash) */
+    uint32_t chunks, chunks_flash;      /* host copy chunks; on flash now */
+    uint64_t spills, unspills;          /* chunks moved to / from flash */
+    uint64_t bytes_flash;               /* bytes moved to and from flash */
 } ho_region_stats;
 
 /* A region of cfg->max_blocks blocks on dev.  c: the session whose arena
@@ -137,6 +159,16 @@ HO_EXPORT int ho_block_free(ho_region *r, uint32_t block);
  * that may not be evicted. */
 HO_EXPORT int ho_block_access(ho_region *r, uint32_t block, int write,
                               void **ret_ptr);
+/* These blocks are used in the current step: the missing ones are
+ * fetched together (every fill queued, then one wait: a swap-in of a
+ * whole sequence), those whose prefetch is in flight waited for; all are
+ * then in use until the next ho_region_step, as after ho_block_access.
+ * The wait is a stall (HO_STALL_MISS when a block had to be fetched,
+ * HO_STALL_LATE when only prefetches were waited for).  Works under both
+ * policies (the reactive baseline's swap-in).  HO_E_DEVICE as for
+ * ho_block_access. */
+HO_EXPORT int ho_region_fetch(ho_region *r, const uint32_t *blocks,
+                              size_t n);
 /* These blocks will be accessed at step `step` (ho_region_steps()
  * numbering): prefetched once the step is within the window. */
 HO_EXPORT int ho_region_need(ho_region *r, const uint32_t *blocks, size_t n,
