@@ -1276,6 +1276,7 @@ typedef struct pbest {
     plan_metrics m;
     int n_judged;
     unsigned n_kept;    /* times a better schedule was kept */
+    unsigned repair;    /* 0, or the most re-judgements of a repair */
 } pbest;
 
 static bool metrics_better(const plan_metrics *a, const plan_metrics *b)
@@ -1288,8 +1289,89 @@ static bool metrics_better(const plan_metrics *a, const plan_metrics *b)
     return a->h2d_bytes + a->d2h_bytes < b->h2d_bytes + b->d2h_bytes;
 }
 
+/* Insert a `wait` on storage index st at action position pos (its point:
+ * that of the action there, or `op`/`when` at the end).  0 or -ENOMEM. */
+static int insert_wait(plan_schedule *s, const plan_trace *t, size_t pos,
+                       uint32_t op, plan_when when, uint32_t st)
+{
+    if (plan_reserve((void **)&s->actions, &s->cap_actions, s->n_actions,
+                     sizeof(*s->actions)) < 0)
+        return -ENOMEM;
+    memmove(&s->actions[pos + 1], &s->actions[pos],
+            (s->n_actions - pos) * sizeof(*s->actions));
+    s->actions[pos] = (plan_action){t->storages[st].id, st, op,
+                                    (uint8_t)when, PLAN_ACT_WAIT};
+    s->n_actions++;
+    return 0;
+}
+
+/* Repair a schedule that goes over its budget by deliberate stalls: at
+ * the first allocation over budget, a `wait` on the storage freed most
+ * recently before it (its memory comes back when its copies end), then
+ * on the next-most-recent while the same allocation still overshoots;
+ * judged again after each.  A placement that was right but for some
+ * early allocations is kept instead of restarting from scratch.  0 with
+ * *ret_ok when it now fits, 0 when it gave up (limit reached or nothing
+ * left to wait on), -ENOMEM. */
+static int repair_by_waits(const plan_trace *t, plan_schedule *s,
+                           unsigned limit, plan_metrics *mt, bool *ret_ok)
+{
+    plan_violation v;
+    size_t last_pos = SIZE_MAX, back = 0;
+    *ret_ok = false;
+    for (unsigned it = 0; it < limit; it++) {
+        int r = plan_simulate(t, s, mt, &v, NULL);
+        if (r == 0) {
+            *ret_ok = true;
+            return 0;
+        }
+        if (r == -ENOMEM)
+            return r;
+        if (strncmp(v.message, "over budget at op", 17) != 0 ||
+            v.op == PLAN_NONE)
+            return 0; /* invalid otherwise: not ours to repair */
+        /* where the allocation happens: its action, or the op's start
+         * (after the op's before-actions) for its new writes */
+        size_t pos = v.action;
+        uint32_t op = v.op;
+        plan_when when = PLAN_BEFORE;
+        if (pos == SIZE_MAX || pos >= s->n_actions) {
+            pos = 0;
+            while (pos < s->n_actions &&
+                   (s->actions[pos].op < op ||
+                    (s->actions[pos].op == op &&
+                     s->actions[pos].when == PLAN_BEFORE)))
+                pos++;
+        } else {
+            op = s->actions[pos].op;
+            when = (plan_when)s->actions[pos].when;
+        }
+        back = pos == last_pos ? back + 1 : 0;
+        last_pos = pos;
+        /* the back-th most recent free_device before pos */
+        size_t k = pos, seen = 0;
+        uint32_t st = PLAN_NONE;
+        while (k-- > 0) {
+            const plan_action *a = &s->actions[k];
+            if (a->kind != PLAN_ACT_FREE_DEVICE)
+                continue;
+            if (seen++ == back) {
+                st = a->storage;
+                break;
+            }
+        }
+        if (st == PLAN_NONE)
+            return 0;
+        if ((r = insert_wait(s, t, pos, op, when, st)) < 0)
+            return r;
+        last_pos = pos + 1; /* the allocation moved one down */
+    }
+    return 0;
+}
+
 /* Judge s (owned, taken) for pb->budget; keep it if it fits and is the
- * best so far.  0 or -ENOMEM. */
+ * best so far; one over budget is first repaired by waits when pb allows
+ * it.  0 or -ENOMEM. */
 static int consider(pbest *pb, plan_schedule *s)
 {
     plan_metrics mt;
@@ -1300,6 +1382,15 @@ static int consider(pbest *pb, plan_schedule *s)
     snprintf(s->planner, sizeof(s->planner), "hoplan");
     int r = plan_simulate(pb->t, s, &mt, &v, NULL);
     pb->n_judged++;
+    if (r == HO_E_BAD_SCHEDULE && pb->repair &&
+        strncmp(v.message, "over budget at op", 17) == 0) {
+        bool ok = false;
+        if ((r = repair_by_waits(pb->t, s, pb->repair, &mt, &ok)) < 0) {
+            plan_schedule_free(s);
+            return r;
+        }
+        r = ok ? 0 : HO_E_BAD_SCHEDULE;
+    }
     if (r == -ENOMEM) {
         plan_schedule_free(s);
         return r;
@@ -1343,14 +1434,37 @@ static int consider_fs(pbest *pb, const uint8_t *init, uint64_t budget,
     return consider(pb, s);
 }
 
-/* Homes by benefit: a movable storage lives on the host when the time
- * it is idle across the step boundary (after its last access, before
- * its first) hides its copies (the prefetch before its first read, the
- * store after its last write); one the step never touches, always. */
+/* The margin of a movable storage homed on the host, in one step (not
+ * cyclic): the compute before its first access that hides its prefetch
+ * (when that access reads it), and the compute after its last write
+ * that hides its store, each minus the copy; the smaller of the two
+ * (HUGE_VAL when it needs neither). */
+static double home_margin(const plan_trace *t, const double *P, uint32_t s)
+{
+    const plan_storage *sto = &t->storages[s];
+    uint32_t a0 = t->acc_start[s], a1 = t->acc_start[s + 1], lw = PLAN_NONE;
+    double m = HUGE_VAL;
+    for (uint32_t k = a0; k < a1; k++)
+        if (t->acc[k].flags & PLAN_ACC_WRITE)
+            lw = t->acc[k].op;
+    if (a0 < a1 && (t->acc[a0].flags & PLAN_ACC_READ))
+        m = P[t->acc[a0].op] - plan_copy_us(&t->link, 0, sto->bytes);
+    if (lw != PLAN_NONE) {
+        double e = P[t->n_ops] - P[lw + 1] - plan_copy_us(&t->link, 1,
+                                                            sto->bytes);
+        if (e < m)
+            m = e;
+    }
+    return m;
+}
+
+/* Homes by benefit: a movable storage lives on the host when the compute
+ * before its first access hides its prefetch and the compute after its
+ * last write hides its store (home_margin >= 0); one the step never
+ * touches, always. */
 static void homes_by_benefit(const plan_trace *t, const double *P,
                              uint8_t *init)
 {
-    const uint32_t n = t->n_ops;
     for (uint32_t s = 0; s < t->n_storages; s++) {
         const plan_storage *sto = &t->storages[s];
         if (!sto->movable)
@@ -1360,17 +1474,7 @@ static void homes_by_benefit(const plan_trace *t, const double *P,
             init[s] = PLAN_INIT_HOST;
             continue;
         }
-        uint32_t f = t->acc[a0].op, l = t->acc[a1 - 1].op;
-        bool written = false;
-        for (uint32_t k = a0; k < a1 && !written; k++)
-            written = (t->acc[k].flags & PLAN_ACC_WRITE) != 0;
-        double idle = (P[n] - P[l + 1]) + P[f];
-        double cost = 0;
-        if (t->acc[a0].flags & PLAN_ACC_READ)
-            cost += plan_copy_us(&t->link, 0, sto->bytes);
-        if (written)
-            cost += plan_copy_us(&t->link, 1, sto->bytes);
-        init[s] = idle >= cost ? PLAN_INIT_HOST : sto->initial;
+        init[s] = home_margin(t, P, s) >= 0 ? PLAN_INIT_HOST : sto->initial;
     }
 }
 
@@ -1472,14 +1576,13 @@ static int hf_cmp(const void *a, const void *b)
 }
 
 /* Homes that fit: the trace's initials, with movable data that starts on
- * the device moved to the host -- the largest idle slack across the step
- * boundary first (data the step never touches before all), the same
- * benefit rule as homes_by_benefit -- until what is on device at t = 0
+ * the device moved to the host -- data the step never touches first, then
+ * what moves at no cost (home_margin >= 0, the largest margin first),
+ * then the least exposure per byte -- until what is on device at t = 0
  * leaves `target` bytes or less.  0 or -ENOMEM. */
 static int homes_fit(const plan_trace *t, const double *P, uint64_t target,
                      uint8_t *init)
 {
-    const uint32_t n = t->n_ops;
     uint64_t p0 = 0;
     uint32_t nk = 0;
     hf_key *k = malloc((t->n_storages ? t->n_storages : 1) * sizeof(*k));
@@ -1494,20 +1597,13 @@ static int homes_fit(const plan_trace *t, const double *P, uint64_t target,
         p0 += sto->bytes;
         if (!sto->movable)
             continue;
+        /* no cost first (the largest margin first), then the least
+         * exposure per byte */
         double slack = 1e300;
         if (a0 != a1) {
-            uint32_t f = t->acc[a0].op, l = t->acc[a1 - 1].op;
-            bool written = false;
-            for (uint32_t q = a0; q < a1 && !written; q++)
-                written = (t->acc[q].flags & PLAN_ACC_WRITE) != 0;
-            double cost = 0;
-            if (t->acc[a0].flags & PLAN_ACC_READ)
-                cost += plan_copy_us(&t->link, 0, sto->bytes);
-            if (written)
-                cost += plan_copy_us(&t->link, 1, sto->bytes);
-            /* per byte: which bytes leave first */
-            slack = ((P[n] - P[l + 1]) + P[f] - cost) /
-                    (double)(sto->bytes ? sto->bytes : 1);
+            double mg = home_margin(t, P, s);
+            slack = mg >= 0 ? 1e250 + mg
+                            : mg / (double)(sto->bytes ? sto->bytes : 1);
         }
         k[nk++] = (hf_key){slack, s};
     }
@@ -1782,7 +1878,10 @@ int plan_hoplan(const plan_trace *t, uint64_t budget,
             goto out;
     }
 
-    /* the gap selection, and the baselines */
+    /* the gap selection, and the baselines; their schedules that go over
+     * the budget are repaired by waits (a bounded number of judgements,
+     * fewer on larger traces) */
+    pb.repair = n <= 5000u ? 256u : n <= HP_SMALL_OPS ? 24u : 0u;
     if (n <= HP_BIG_OPS) {
         hp_model m;
         attempt a;
@@ -1810,6 +1909,7 @@ int plan_hoplan(const plan_trace *t, uint64_t budget,
             (r = consider(&pb, s)) < 0)
             goto out;
     }
+    pb.repair = 0;
     if (!pb.s && floor_plan) {
         r = consider(&pb, floor_plan); /* the deferred constructive plan */
         floor_plan = NULL;
