@@ -1434,37 +1434,14 @@ static int consider_fs(pbest *pb, const uint8_t *init, uint64_t budget,
     return consider(pb, s);
 }
 
-/* The margin of a movable storage homed on the host, in one step (not
- * cyclic): the compute before its first access that hides its prefetch
- * (when that access reads it), and the compute after its last write
- * that hides its store, each minus the copy; the smaller of the two
- * (HUGE_VAL when it needs neither). */
-static double home_margin(const plan_trace *t, const double *P, uint32_t s)
-{
-    const plan_storage *sto = &t->storages[s];
-    uint32_t a0 = t->acc_start[s], a1 = t->acc_start[s + 1], lw = PLAN_NONE;
-    double m = HUGE_VAL;
-    for (uint32_t k = a0; k < a1; k++)
-        if (t->acc[k].flags & PLAN_ACC_WRITE)
-            lw = t->acc[k].op;
-    if (a0 < a1 && (t->acc[a0].flags & PLAN_ACC_READ))
-        m = P[t->acc[a0].op] - plan_copy_us(&t->link, 0, sto->bytes);
-    if (lw != PLAN_NONE) {
-        double e = P[t->n_ops] - P[lw + 1] - plan_copy_us(&t->link, 1,
-                                                            sto->bytes);
-        if (e < m)
-            m = e;
-    }
-    return m;
-}
-
-/* Homes by benefit: a movable storage lives on the host when the compute
- * before its first access hides its prefetch and the compute after its
- * last write hides its store (home_margin >= 0); one the step never
- * touches, always. */
+/* Homes by benefit: a movable storage lives on the host when the time
+ * it is idle across the step boundary (after its last access, before
+ * its first) hides its copies (the prefetch before its first read, the
+ * store after its last write); one the step never touches, always. */
 static void homes_by_benefit(const plan_trace *t, const double *P,
                              uint8_t *init)
 {
+    const uint32_t n = t->n_ops;
     for (uint32_t s = 0; s < t->n_storages; s++) {
         const plan_storage *sto = &t->storages[s];
         if (!sto->movable)
@@ -1474,7 +1451,17 @@ static void homes_by_benefit(const plan_trace *t, const double *P,
             init[s] = PLAN_INIT_HOST;
             continue;
         }
-        init[s] = home_margin(t, P, s) >= 0 ? PLAN_INIT_HOST : sto->initial;
+        uint32_t f = t->acc[a0].op, l = t->acc[a1 - 1].op;
+        bool written = false;
+        for (uint32_t k = a0; k < a1 && !written; k++)
+            written = (t->acc[k].flags & PLAN_ACC_WRITE) != 0;
+        double idle = (P[n] - P[l + 1]) + P[f];
+        double cost = 0;
+        if (t->acc[a0].flags & PLAN_ACC_READ)
+            cost += plan_copy_us(&t->link, 0, sto->bytes);
+        if (written)
+            cost += plan_copy_us(&t->link, 1, sto->bytes);
+        init[s] = idle >= cost ? PLAN_INIT_HOST : sto->initial;
     }
 }
 
@@ -1576,13 +1563,14 @@ static int hf_cmp(const void *a, const void *b)
 }
 
 /* Homes that fit: the trace's initials, with movable data that starts on
- * the device moved to the host -- data the step never touches first, then
- * what moves at no cost (home_margin >= 0, the largest margin first),
- * then the least exposure per byte -- until what is on device at t = 0
+ * the device moved to the host -- the largest idle slack across the step
+ * boundary first (data the step never touches before all), the same
+ * benefit rule as homes_by_benefit -- until what is on device at t = 0
  * leaves `target` bytes or less.  0 or -ENOMEM. */
 static int homes_fit(const plan_trace *t, const double *P, uint64_t target,
                      uint8_t *init)
 {
+    const uint32_t n = t->n_ops;
     uint64_t p0 = 0;
     uint32_t nk = 0;
     hf_key *k = malloc((t->n_storages ? t->n_storages : 1) * sizeof(*k));
@@ -1597,13 +1585,20 @@ static int homes_fit(const plan_trace *t, const double *P, uint64_t target,
         p0 += sto->bytes;
         if (!sto->movable)
             continue;
-        /* no cost first (the largest margin first), then the least
-         * exposure per byte */
         double slack = 1e300;
         if (a0 != a1) {
-            double mg = home_margin(t, P, s);
-            slack = mg >= 0 ? 1e250 + mg
-                            : mg / (double)(sto->bytes ? sto->bytes : 1);
+            uint32_t f = t->acc[a0].op, l = t->acc[a1 - 1].op;
+            bool written = false;
+            for (uint32_t q = a0; q < a1 && !written; q++)
+                written = (t->acc[q].flags & PLAN_ACC_WRITE) != 0;
+            double cost = 0;
+            if (t->acc[a0].flags & PLAN_ACC_READ)
+                cost += plan_copy_us(&t->link, 0, sto->bytes);
+            if (written)
+                cost += plan_copy_us(&t->link, 1, sto->bytes);
+            /* per byte: which bytes leave first */
+            slack = ((P[n] - P[l + 1]) + P[f] - cost) /
+                    (double)(sto->bytes ? sto->bytes : 1);
         }
         k[nk++] = (hf_key){slack, s};
     }
