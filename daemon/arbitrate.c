@@ -1167,20 +1167,6 @@ int srv_arb_admit_register(srv_daemon *d, srv_conn *c, uint64_t rid,
 
 /* ------------------------------------------------------------ export */
 
-/* A file stem for client i: its index and the name's safe characters. */
-static void file_stem(char *buf, size_t len, uint32_t i, const char *name)
-{
-    int k = snprintf(buf, len, "%u-", i);
-    for (const char *p = name; *p && k >= 0 && (size_t)k + 1 < len; p++)
-        buf[k++] = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-                           (*p >= '0' && *p <= '9') || *p == '-' ||
-                           *p == '_' || *p == '.'
-                       ? *p
-                       : '_';
-    if (k >= 0 && (size_t)k < len)
-        buf[k] = 0;
-}
-
 static char *json_of(const plan_node *n, const plan_workload *w)
 {
     char *buf = NULL;
@@ -1207,7 +1193,7 @@ static int workload_of(const arb_job *j, char (*names)[SRV_MAX_NAME + 48],
     for (uint32_t i = 0; rc == 0 && i < j->n; i++) {
         const job_client *c = &j->c[i];
         char stem[SRV_MAX_NAME + 24];
-        file_stem(stem, sizeof(stem), i, c->name);
+        plan_workload_file_stem(stem, sizeof(stem), i, c->name);
         snprintf(names[2 * i], sizeof(names[0]), "%s.trace.json", stem);
         snprintf(names[2 * i + 1], sizeof(names[0]), "%s.schedule.json",
                  stem);

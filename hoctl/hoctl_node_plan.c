@@ -124,21 +124,13 @@ static int load_client(const plan_workload *w, uint32_t i, np_client *c)
         return r == -ENOENT ? HOCTL_EXIT_NOT_FOUND : HOCTL_EXIT_FAILED;
     }
     free(path);
-    /* a file stem: the index and the name's safe characters */
-    int k = snprintf(c->file, sizeof c->file, "%u-", i);
-    for (const char *p = wc->name; *p && k < (int)sizeof c->file - 1; p++)
-        c->file[k++] = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-                               (*p >= '0' && *p <= '9') || *p == '-' ||
-                               *p == '_' || *p == '.'
-                           ? *p
-                           : '_';
-    c->file[k] = 0;
+    plan_workload_file_stem(c->file, sizeof c->file, i, wc->name);
     return HOCTL_EXIT_OK;
 }
 
-static int write_json_file(const char *dir, const char *name,
-                           const plan_trace *t, const plan_schedule *s,
-                           const plan_workload *w)
+int hoctl_node_write_json(const char *dir, const char *name,
+                          const plan_trace *t, const plan_schedule *s,
+                          const plan_workload *w)
 {
     char path[PATH_MAX];
     FILE *f;
@@ -175,8 +167,8 @@ static int write_out(const char *dir, const plan_workload *w,
         plan_wl_client wc = w->clients[i];
         snprintf(tname, sizeof tname, "%s.trace.json", c[i].file);
         snprintf(sname, sizeof sname, "%s.schedule.json", c[i].file);
-        if ((r = write_json_file(dir, tname, c[i].t, NULL, NULL)) < 0 ||
-            (r = write_json_file(dir, sname, NULL, R->clients[i].schedule,
+        if ((r = hoctl_node_write_json(dir, tname, c[i].t, NULL, NULL)) < 0 ||
+            (r = hoctl_node_write_json(dir, sname, NULL, R->clients[i].schedule,
                                  NULL)) < 0) {
             fprintf(stderr, "hoctl: node plan: writing %s/%s: %s\n", dir,
                     tname, ho_strerror(r));
@@ -198,7 +190,7 @@ static int write_out(const char *dir, const plan_workload *w,
             fprintf(stderr, "hoctl: node plan: %s\n",
                     err[0] ? err : ho_strerror(r));
     }
-    if (r == 0 && (r = write_json_file(dir, "workload.json", NULL, NULL,
+    if (r == 0 && (r = hoctl_node_write_json(dir, "workload.json", NULL, NULL,
                                        o)) < 0)
         fprintf(stderr, "hoctl: node plan: writing %s/workload.json: %s\n",
                 dir, ho_strerror(r));

@@ -29,6 +29,7 @@
 
 #include "hoctl/hoctl.h"
 #include "hoctl/hoctl_node.h"
+#include "hoctl/hoctl_node_plan.h"
 #include "hoctl/hoctl_node_workload.h"
 #include "hoctl/output.h"
 #include "hyperoffload/errors.h"
@@ -79,7 +80,6 @@ static int write_file(const char *dir, const char *name,
     bool sched = n > 14 && strcmp(name + n - 14, ".schedule.json") == 0;
     plan_trace *t = NULL;
     plan_schedule *s = NULL;
-    char path[PATH_MAX];
     int r;
 
     if (!plain_name(name) || (!trace && !sched))
@@ -91,22 +91,9 @@ static int write_file(const char *dir, const char *name,
                                       errlen);
     if (r < 0)
         return r;
-    if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path) {
-        r = ho_errf(err, errlen, -ENAMETOOLONG, "%s/%s: name too long", dir,
-                    name);
-        goto out;
-    }
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        r = ho_errf(err, errlen, -errno, "%s: %s", path, strerror(errno));
-        goto out;
-    }
-    r = trace ? plan_trace_write_json(t, f) : plan_schedule_write_json(s, f);
-    if (fclose(f) != 0 && r == 0)
-        r = -errno;
+    r = hoctl_node_write_json(dir, name, t, s, NULL);
     if (r < 0)
-        ho_errf(err, errlen, r, "%s: %s", path, ho_strerror(r));
-out:
+        ho_errf(err, errlen, r, "%s/%s: %s", dir, name, ho_strerror(r));
     plan_trace_free(t);
     plan_schedule_free(s);
     return r;

@@ -1408,7 +1408,8 @@ static int consider(pbest *pb, plan_schedule *s)
     return 0;
 }
 
-/* The forward planner under `init`, judged.  0 or -ENOMEM. */
+/* The forward planner under `init`, planned on pt (pb's trace, or it with
+ * a slower link) for `budget`, judged by pb.  0 or -ENOMEM. */
 static int consider_fs_on(pbest *pb, const plan_trace *pt,
                           const uint8_t *init, uint64_t budget,
                           const hp_fs_opts *o)
@@ -1422,61 +1423,58 @@ static int consider_fs_on(pbest *pb, const plan_trace *pt,
     return consider(pb, s);
 }
 
-static int consider_fs(pbest *pb, const uint8_t *init, uint64_t budget,
-                       const hp_fs_opts *o)
+/* The margin of a movable storage s (accessed) homed on the host: the
+ * time it is idle across the step boundary (after its last access,
+ * before its first) less its copies (the prefetch before its first read,
+ * the store after its last write). */
+static double home_idle_margin(const plan_trace *t, const double *P,
+                               uint32_t s)
 {
-    plan_schedule *s = NULL;
-    int r = hp_fs_plan(pb->t, init, budget, o, &s, NULL);
-    if (r == HO_E_INFEASIBLE)
-        return 0;
-    if (r < 0)
-        return r;
-    return consider(pb, s);
+    const plan_storage *sto = &t->storages[s];
+    uint32_t a0 = t->acc_start[s], a1 = t->acc_start[s + 1];
+    uint32_t f = t->acc[a0].op, l = t->acc[a1 - 1].op;
+    bool written = false;
+    for (uint32_t k = a0; k < a1 && !written; k++)
+        written = (t->acc[k].flags & PLAN_ACC_WRITE) != 0;
+    double cost = 0;
+    if (t->acc[a0].flags & PLAN_ACC_READ)
+        cost += plan_copy_us(&t->link, 0, sto->bytes);
+    if (written)
+        cost += plan_copy_us(&t->link, 1, sto->bytes);
+    return (P[t->n_ops] - P[l + 1]) + P[f] - cost;
 }
 
-/* Homes by benefit: a movable storage lives on the host when the time
- * it is idle across the step boundary (after its last access, before
- * its first) hides its copies (the prefetch before its first read, the
- * store after its last write); one the step never touches, always. */
+/* Homes by benefit: a movable storage lives on the host when its idle
+ * time hides its copies (home_idle_margin >= 0); one the step never
+ * touches, always. */
 static void homes_by_benefit(const plan_trace *t, const double *P,
                              uint8_t *init)
 {
-    const uint32_t n = t->n_ops;
     for (uint32_t s = 0; s < t->n_storages; s++) {
         const plan_storage *sto = &t->storages[s];
         if (!sto->movable)
             continue;
-        uint32_t a0 = t->acc_start[s], a1 = t->acc_start[s + 1];
-        if (a0 == a1) {
+        if (t->acc_start[s] == t->acc_start[s + 1])
             init[s] = PLAN_INIT_HOST;
-            continue;
-        }
-        uint32_t f = t->acc[a0].op, l = t->acc[a1 - 1].op;
-        bool written = false;
-        for (uint32_t k = a0; k < a1 && !written; k++)
-            written = (t->acc[k].flags & PLAN_ACC_WRITE) != 0;
-        double idle = (P[n] - P[l + 1]) + P[f];
-        double cost = 0;
-        if (t->acc[a0].flags & PLAN_ACC_READ)
-            cost += plan_copy_us(&t->link, 0, sto->bytes);
-        if (written)
-            cost += plan_copy_us(&t->link, 1, sto->bytes);
-        init[s] = idle >= cost ? PLAN_INIT_HOST : sto->initial;
+        else
+            init[s] = home_idle_margin(t, P, s) >= 0 ? PLAN_INIT_HOST
+                                                     : sto->initial;
     }
 }
 
 /* The forward planner under the homes `home`, planned on `pt` (the trace,
  * or it with a slower link) for `budget` and judged by pb: at level 2
- * every variant; then (every level) the store-hint passes: a first pass records which writes its
- * evictions had to store, the next ones store those right after the
+ * every variant; then (every level) the store-hint passes: a first pass
+ * records which writes its evictions had to store, the next ones store
+ * those right after the
  * write (and the data on device at t = 0 before op 0), so that copy-outs
  * run from the start instead of when memory is short (level 2: three
  * passes of four variants, level 1: two of two, level 0 -- the largest
  * traces -- two of one).  `hint`: scratch of na entries.
  * 0 or -ENOMEM. */
-static int fs_homes_plan(pbest *pb, const plan_trace *pt, const uint8_t *home,
-                     uint64_t budget, uint64_t maxws, int level,
-                     uint32_t *hint, size_t na)
+static int fs_homes_plan(pbest *pb, const plan_trace *pt,
+                         const uint8_t *home, uint64_t budget, uint64_t maxws,
+                         int level, uint32_t *hint, size_t na)
 {
     const hp_fs_opts variants[] = {
         {.lookahead = true},
@@ -1570,7 +1568,6 @@ static int hf_cmp(const void *a, const void *b)
 static int homes_fit(const plan_trace *t, const double *P, uint64_t target,
                      uint8_t *init)
 {
-    const uint32_t n = t->n_ops;
     uint64_t p0 = 0;
     uint32_t nk = 0;
     hf_key *k = malloc((t->n_storages ? t->n_storages : 1) * sizeof(*k));
@@ -1585,21 +1582,10 @@ static int homes_fit(const plan_trace *t, const double *P, uint64_t target,
         p0 += sto->bytes;
         if (!sto->movable)
             continue;
-        double slack = 1e300;
-        if (a0 != a1) {
-            uint32_t f = t->acc[a0].op, l = t->acc[a1 - 1].op;
-            bool written = false;
-            for (uint32_t q = a0; q < a1 && !written; q++)
-                written = (t->acc[q].flags & PLAN_ACC_WRITE) != 0;
-            double cost = 0;
-            if (t->acc[a0].flags & PLAN_ACC_READ)
-                cost += plan_copy_us(&t->link, 0, sto->bytes);
-            if (written)
-                cost += plan_copy_us(&t->link, 1, sto->bytes);
-            /* per byte: which bytes leave first */
-            slack = ((P[n] - P[l + 1]) + P[f] - cost) /
-                    (double)(sto->bytes ? sto->bytes : 1);
-        }
+        /* per byte: which bytes leave first */
+        double slack = a0 == a1 ? 1e300
+                                : home_idle_margin(t, P, s) /
+                                      (double)(sto->bytes ? sto->bytes : 1);
         k[nk++] = (hf_key){slack, s};
     }
     qsort(k, nk, sizeof(*k), hf_cmp);
@@ -1628,7 +1614,7 @@ static int min_budget_search(const plan_trace *t, const uint8_t *init_host,
     for (int probe = 0; probe < 70; probe++) {
         uint64_t mid = probe == 0 ? lo : lo + (hi - lo) / 2;
         pb.budget = mid;
-        if ((r = consider_fs(&pb, init_host, mid, &jit)) < 0)
+        if ((r = consider_fs_on(&pb, t, init_host, mid, &jit)) < 0)
             goto fail;
         if (pb.s) {
             hi = mid;

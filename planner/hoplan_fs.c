@@ -207,16 +207,8 @@ static int fs_release(fs *x, uint32_t s, double t)
 
 static double fs_copy(fs *x, int d2h, uint32_t s, double t, double dep)
 {
-    const plan_trace *tr = x->t;
-    int e = tr->link.duplex ? d2h : 0;
-    double start = t;
-    if (x->eng[e] > start)
-        start = x->eng[e];
-    if (dep > start)
-        start = dep;
-    double end = start + plan_copy_us(&tr->link, d2h, tr->storages[s].bytes);
-    x->eng[e] = end;
-    return end;
+    return plan_engine_copy(&x->t->link, x->eng, d2h,
+                            x->t->storages[s].bytes, t, dep, NULL);
 }
 
 static int fs_act(fs *x, uint32_t op, plan_when w, plan_act_kind k,

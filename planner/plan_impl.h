@@ -130,6 +130,28 @@ static inline double plan_copy_us(const plan_link *l, int d2h, uint64_t bytes)
     return l->latency_us + (double)bytes / (gbps * 1e3);
 }
 
+/* PLANNER.md §3's FIFO copy engines: a copy of `bytes` in direction d2h
+ * issued at t, whose data is ready at dep, starts (*ret_start, may be
+ * NULL) when its engine (one per direction on a duplex link, one shared
+ * otherwise; eng_free[2]) is free; returns its end and books the engine
+ * until then.  The judge and
+ * hoplan's forward planner both go through it, so they cannot drift. */
+static inline double plan_engine_copy(const plan_link *l, double *eng_free,
+                                      int d2h, uint64_t bytes, double t,
+                                      double dep, double *ret_start)
+{
+    int e = l->duplex ? d2h : 0;
+    double start = t;
+    if (eng_free[e] > start)
+        start = eng_free[e];
+    if (dep > start)
+        start = dep;
+    if (ret_start)
+        *ret_start = start;
+    eng_free[e] = start + plan_copy_us(l, d2h, bytes);
+    return eng_free[e];
+}
+
 /* Storage index accessors on a finished trace. */
 static inline uint32_t plan_first_access(const plan_trace *t, uint32_t s)
 {

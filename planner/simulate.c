@@ -174,17 +174,11 @@ static int dev_release(sim *x, uint32_t s, double t)
 
 static void copy_issue(sim *x, int d2h, uint32_t s, double t, double dep)
 {
-    const plan_trace *tr = x->t;
-    uint64_t b = tr->storages[s].bytes;
-    int e = tr->link.duplex ? d2h : 0;
-    double start = t;
-    if (x->eng_free[e] > start)
-        start = x->eng_free[e];
-    if (dep > start)
-        start = dep;
-    double end = start + plan_copy_us(&tr->link, d2h, b);
+    uint64_t b = x->t->storages[s].bytes;
+    double start;
+    double end =
+        plan_engine_copy(&x->t->link, x->eng_free, d2h, b, t, dep, &start);
     uint64_t *moved = d2h ? &x->m->d2h_bytes : &x->m->h2d_bytes;
-    x->eng_free[e] = end;
     *(d2h ? &x->st[s].d2h_end : &x->st[s].h2d_end) = end;
     *moved = *moved > UINT64_MAX - b ? UINT64_MAX : *moved + b;
     if (x->obs && x->obs->transfer)

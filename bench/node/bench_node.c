@@ -54,24 +54,37 @@ static void die(const char *what)
     exit(1);
 }
 
-static plan_trace *train(const char *model, uint32_t seq, uint32_t mbs,
-                         bool host_state, double link)
+/* A training step of `model` on `device`'s figures with its link at
+ * `link` GB/s, n_micro micro-batches of mbs sequences of seq tokens,
+ * bf16, with the optimizer step; `state`: where parameters and optimizer
+ * state live (host_state: initial host; movable: the plan's choice;
+ * neither: on device). */
+static plan_trace *train_on(const char *model, const char *device,
+                            uint32_t seq, uint32_t mbs, uint32_t n_micro,
+                            bool host_state, bool movable, double link)
 {
     plan_gen_train_cfg c;
     memset(&c, 0, sizeof c);
     c.model = *plan_model_find(model);
-    c.device = *plan_device_find("h200");
+    c.device = *plan_device_find(device);
     c.device.link_gbps = link;
     c.seq = seq;
     c.micro_batch = mbs;
-    c.n_micro = 1;
+    c.n_micro = n_micro;
     c.dtype_bytes = 2;
     c.params_on_host = c.optimizer_on_host = host_state;
+    c.params_movable = c.optimizer_movable = movable;
     c.optimizer_step = true;
     plan_trace *t = NULL;
     if (plan_gen_train(&c, &t, err, sizeof err) < 0)
         die("train trace");
     return t;
+}
+
+static plan_trace *train(const char *model, uint32_t seq, uint32_t mbs,
+                         bool host_state, double link)
+{
+    return train_on(model, "h200", seq, mbs, 1, host_state, false, link);
 }
 
 static plan_trace *decode(const char *model, double link)
@@ -97,21 +110,7 @@ static plan_trace *decode(const char *model, double link)
  * movable. */
 static plan_trace *train7b(double link)
 {
-    plan_gen_train_cfg c;
-    memset(&c, 0, sizeof c);
-    c.model = *plan_model_find("llama2-7b");
-    c.device = *plan_device_find("910b");
-    c.device.link_gbps = link;
-    c.seq = 4096;
-    c.micro_batch = 1;
-    c.n_micro = 4;
-    c.dtype_bytes = 2;
-    c.params_movable = c.optimizer_movable = true;
-    c.optimizer_step = true;
-    plan_trace *t = NULL;
-    if (plan_gen_train(&c, &t, err, sizeof err) < 0)
-        die("train trace");
-    return t;
+    return train_on("llama2-7b", "910b", 4096, 1, 4, false, true, link);
 }
 
 static uint64_t peak(const plan_trace *t)

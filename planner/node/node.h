@@ -191,6 +191,13 @@ int plan_workload_read_json(const char *path, plan_workload **ret,
                             char *err, size_t errlen);
 int plan_workload_write_json(const plan_workload *w, FILE *out);
 
+/* The file stem of client i named `name` in a written workload: "i-" and
+ * the name with every character but [A-Za-z0-9._-] as '_', cut to fit
+ * buf (len > 0; what hoctl node plan --out and the daemon's export name
+ * their traces and schedules by). */
+void plan_workload_file_stem(char *buf, size_t len, uint32_t i,
+                             const char *name);
+
 /* The path `rel` (a client's trace or schedule) as seen from the current
  * directory: rel itself when absolute, else w->dir + "/" + rel.  Returns a
  * new string (NULL on OOM). */

@@ -798,6 +798,23 @@ static void put_key_double(FILE *out, const char *key, double v)
     put_double(out, v);
 }
 
+void plan_workload_file_stem(char *buf, size_t len, uint32_t i,
+                             const char *name)
+{
+    int k = snprintf(buf, len, "%u-", i);
+    if (k < 0)
+        k = 0;
+    if ((size_t)k >= len)
+        k = (int)len - 1;
+    for (const char *p = name; *p && (size_t)k + 1 < len; p++)
+        buf[k++] = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+                           (*p >= '0' && *p <= '9') || *p == '-' ||
+                           *p == '_' || *p == '.'
+                       ? *p
+                       : '_';
+    buf[k] = 0;
+}
+
 int plan_workload_write_json(const plan_workload *w, FILE *out)
 {
     int r = 0;

@@ -323,23 +323,47 @@ static uint64_t json_u64(const char *text, const char *key)
     return p ? strtoull(p + strlen(pat), NULL, 10) : 0;
 }
 
+/* A daemon, a 1 MiB DDR quota on job `job`, a client registered in it
+ * and a 1 MiB host device (the caller frees all four). */
+typedef struct quota_job {
+    ho_harness *h;
+    const char *sock;
+    ho_client *c;
+    ho_device *dev;
+} quota_job;
+
+static void quota_job_start(quota_job *q, const char *job)
+{
+    q->h = ho_harness_start_args(NULL);
+    ck_assert_ptr_nonnull(q->h);
+    q->sock = ho_harness_socket(q->h);
+    const char *set[] = {"quota", "set", "--job", job, "--tier", "ddr", "1M",
+                         NULL};
+    ck_assert_int_eq(hoctl_run(q->sock, set), 0);
+    q->c = NULL;
+    q->dev = NULL;
+    ck_assert_int_eq(ho_connect(q->sock, job, &q->c), 0);
+    ck_assert_int_eq(ho_register(q->c, job, -1, 0), 0);
+    ck_assert_int_eq(ho_device_open("host", 0, 1 << 20, &q->dev), 0);
+}
+
+static void quota_job_end(quota_job *q)
+{
+    ho_device_close(q->dev);
+    ho_close(q->c);
+    ck_assert_int_eq(ho_harness_free(q->h), 0);
+}
+
 /* The job's DDR quota bounds the host copies and the store. */
 START_TEST(quota_under_pressure)
 {
     if (getuid() != 0)
         return; /* quota set needs an admin peer; tests run as root */
-    ho_harness *h = ho_harness_start_args(NULL);
-    ck_assert_ptr_nonnull(h);
-    const char *sock = ho_harness_socket(h);
-    const char *set[] = {"quota", "set", "--job", "q", "--tier", "ddr", "1M",
-                         NULL};
-    ck_assert_int_eq(hoctl_run(sock, set), 0);
-    ho_client *c = NULL;
-    ho_device *dev = NULL;
+    quota_job q;
+    quota_job_start(&q, "q");
+    ho_client *c = q.c;
+    ho_device *dev = q.dev;
     ho_region *r = NULL;
-    ck_assert_int_eq(ho_connect(sock, "q", &c), 0);
-    ck_assert_int_eq(ho_register(c, "q", -1, 0), 0);
-    ck_assert_int_eq(ho_device_open("host", 0, 1 << 20, &dev), 0);
     /* 32 blocks of 64 KiB = 2 MiB of host copies: over the quota, so
      * the coldest chunks go to flash */
     ho_region_config cfg = {.block_bytes = BB, .max_blocks = 32,
@@ -371,9 +395,7 @@ START_TEST(quota_under_pressure)
     ck_assert_int_eq(ho_stats(c, NULL, 0, NULL, &u), 0);
     ck_assert_uint_le(u.ddr_bytes, 1u << 20);
     ho_region_free(r);
-    ho_device_close(dev);
-    ho_close(c);
-    ck_assert_int_eq(ho_harness_free(h), 0);
+    quota_job_end(&q);
 }
 END_TEST
 
@@ -386,18 +408,12 @@ START_TEST(flash_spill_exact)
 {
     if (getuid() != 0)
         return; /* quota set needs an admin peer; tests run as root */
-    ho_harness *h = ho_harness_start_args(NULL);
-    ck_assert_ptr_nonnull(h);
-    const char *sock = ho_harness_socket(h);
-    const char *set[] = {"quota", "set", "--job", "f", "--tier", "ddr", "1M",
-                         NULL};
-    ck_assert_int_eq(hoctl_run(sock, set), 0);
-    ho_client *c = NULL;
-    ho_device *dev = NULL;
+    quota_job q;
+    quota_job_start(&q, "f");
+    const char *sock = q.sock;
+    ho_client *c = q.c;
+    ho_device *dev = q.dev;
     ho_region *r = NULL;
-    ck_assert_int_eq(ho_connect(sock, "f", &c), 0);
-    ck_assert_int_eq(ho_register(c, "f", -1, 0), 0);
-    ck_assert_int_eq(ho_device_open("host", 0, 1 << 20, &dev), 0);
     enum { N = 32 };
     ho_region_config cfg = {.block_bytes = BB, .max_blocks = N + 8,
                             .device_budget = 4 * BB, .low_pct = 50,
@@ -463,9 +479,7 @@ START_TEST(flash_spill_exact)
         ck_assert_int_eq(ho_region_step(r, NULL), 0);
     }
     ho_region_free(r);
-    ho_device_close(dev);
-    ho_close(c);
-    ck_assert_int_eq(ho_harness_free(h), 0);
+    quota_job_end(&q);
 }
 END_TEST
 
