@@ -72,6 +72,190 @@ int plan_none(const plan_trace *t, uint64_t budget, plan_schedule **ret_schedule
     return 0;
 }
 
+/* The peak plan_simulate gives the `none` schedule, without building it:
+ * the same walk as the judge's (PLANNER.md §3) reduced to what `none`
+ * does.  Every allocation of op i happens at its before point's clock
+ * (its prefetches, then its new writes), after the releases due by then;
+ * the releases are those of the after points (the forced free_device of
+ * retained initial: host data, waiting for its store) and the implicit
+ * frees of data after its last access.  Within a point the actions go in
+ * storage order, as plan_none sorts them.  0, -ENOMEM, or HO_E_INTERNAL
+ * where the walk finds what the judge would refuse (the caller then asks
+ * the judge). */
+typedef struct np_rel {
+    double t;
+    uint64_t bytes;
+} np_rel;
+
+static bool np_rel_less(const np_rel *a, const np_rel *b)
+{
+    return a->t < b->t;
+}
+PLAN_GROWING_HEAP_DEFINE(np_rheap, np_rel, np_rel_less)
+
+typedef struct np_st {
+    double h2d_end, d2h_end;
+    uint64_t bytes;
+    uint32_t first_op;   /* of its first access (PLAN_NONE: none) */
+    uint32_t last_op;    /* of its last access */
+    uint32_t last_write; /* retained initial: host data: the op of its last
+                            write (PLAN_NONE: none), else PLAN_NONE */
+    uint32_t mark;       /* the after point that listed it last */
+    bool on_dev, host, retained, first_reads;
+} np_st;
+
+static int u32_cmp(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double np_done(const np_st *x)
+{
+    return x->h2d_end > x->d2h_end ? x->h2d_end : x->d2h_end;
+}
+
+/* A release of s at `now` (its copies done or not): applied at once when
+ * due by the next allocation (which happens at `now` or later). */
+static int np_release(np_rheap *rel, np_st *x, double now, uint64_t *dev)
+{
+    double d = np_done(x);
+    x->on_dev = false;
+    if (d <= now) {
+        *dev -= x->bytes;
+        return 0;
+    }
+    return np_rheap_push(rel, (np_rel){d, x->bytes});
+}
+
+int plan_none_peak(const plan_trace *t, uint64_t *ret_peak)
+{
+    const uint32_t ns = t->n_storages ? t->n_storages : 1;
+    np_st *st = calloc(ns, sizeof(*st));
+    uint32_t *pt = NULL;
+    size_t cap_pt = 0;
+    np_rheap rel = {0};
+    uint64_t dev = 0, peak;
+    double eng[2] = {0, 0}, now = 0;
+    int r = -ENOMEM;
+    if (!st)
+        return r;
+    for (uint32_t s = 0; s < t->n_storages; s++) {
+        const plan_storage *sto = &t->storages[s];
+        uint32_t a0 = t->acc_start[s], a1 = t->acc_start[s + 1];
+        np_st *x = &st[s];
+        x->bytes = sto->bytes;
+        x->host = sto->initial == PLAN_INIT_HOST;
+        x->retained = sto->retained;
+        x->first_op = a0 != a1 ? t->acc[a0].op : PLAN_NONE;
+        x->last_op = a0 != a1 ? t->acc[a1 - 1].op : PLAN_NONE;
+        x->first_reads = a0 != a1 && (t->acc[a0].flags & PLAN_ACC_READ);
+        x->last_write = PLAN_NONE;
+        x->mark = PLAN_NONE;
+        if (sto->initial == PLAN_INIT_DEVICE && (a0 != a1 || sto->retained)) {
+            x->on_dev = true;
+            dev += sto->bytes;
+        }
+        if (x->host && x->retained)
+            for (uint32_t k = a1; k-- > a0;)
+                if (t->acc[k].flags & PLAN_ACC_WRITE) {
+                    x->last_write = t->acc[k].op;
+                    break;
+                }
+    }
+    peak = dev;
+    for (uint32_t i = 0; i < t->n_ops; i++) {
+        const plan_op *o = &t->ops[i];
+        const uint32_t *refs = t->refs + o->first_ref;
+        const uint32_t nr = o->n_reads + o->n_writes;
+        size_t np = 0;
+        if (i + 2 < t->n_ops) { /* bound by misses on scattered storages */
+            const plan_op *o2 = &t->ops[i + 2];
+            for (uint32_t k = 0; k < o2->n_reads + o2->n_writes; k++)
+                __builtin_prefetch(&st[t->refs[o2->first_ref + k]]);
+        }
+        while (rel.n > 0 && rel.v[0].t <= now)
+            dev -= np_rheap_pop(&rel).bytes;
+        /* the before point: prefetches of initial: host data read first
+         * here, in storage order */
+        for (uint32_t k = 0; k < o->n_reads; k++) {
+            np_st *x = &st[refs[k]];
+            if (!x->host || x->on_dev || x->first_op != i || !x->first_reads)
+                continue;
+            if (plan_reserve((void **)&pt, &cap_pt, np, sizeof(*pt)) < 0)
+                goto out;
+            pt[np++] = refs[k];
+            x->on_dev = true; /* once, if read twice */
+        }
+        if (np > 1)
+            qsort(pt, np, sizeof(*pt), u32_cmp);
+        for (size_t q = 0; q < np; q++) {
+            np_st *x = &st[pt[q]];
+            dev += x->bytes;
+            x->h2d_end =
+                plan_engine_copy(&t->link, eng, 0, x->bytes, now, 0, NULL);
+        }
+        for (uint32_t k = 0; k < o->n_reads; k++)
+            if (!st[refs[k]].on_dev) {
+                r = HO_E_INTERNAL; /* not there: the judge refuses it */
+                goto out;
+            }
+        for (uint32_t k = o->n_reads; k < nr; k++) {
+            np_st *x = &st[refs[k]];
+            if (!x->on_dev) {
+                x->on_dev = true;
+                dev += x->bytes;
+            }
+        }
+        if (dev > peak)
+            peak = dev;
+        double start = now;
+        for (uint32_t k = 0; k < nr; k++) {
+            const np_st *x = &st[refs[k]];
+            double d = k < o->n_reads ? x->h2d_end : np_done(x);
+            if (d > start)
+                start = d;
+        }
+        now = start + o->duration_us;
+        /* the after point: the store of retained initial: host data after
+         * its last write and its free_device after its last access, in
+         * storage order; then the implicit frees */
+        np = 0;
+        for (uint32_t k = 0; k < nr; k++) {
+            np_st *x = &st[refs[k]];
+            if (!x->host || !x->retained || x->mark == i ||
+                (x->last_write != i && x->last_op != i))
+                continue;
+            x->mark = i; /* read and written: once */
+            if (plan_reserve((void **)&pt, &cap_pt, np, sizeof(*pt)) < 0)
+                goto out;
+            pt[np++] = refs[k];
+        }
+        if (np > 1)
+            qsort(pt, np, sizeof(*pt), u32_cmp);
+        for (size_t q = 0; q < np; q++) {
+            np_st *x = &st[pt[q]];
+            if (x->last_write == i) /* store after the last write */
+                x->d2h_end = plan_engine_copy(&t->link, eng, 1, x->bytes,
+                                              now, x->h2d_end, NULL);
+            /* its free_device: released when its copies are done */
+            if (x->last_op == i && (r = np_release(&rel, x, now, &dev)) < 0)
+                goto out;
+        }
+        for (uint32_t k = 0; k < nr; k++) {
+            np_st *x = &st[refs[k]];
+            if (x->on_dev && !x->retained && x->last_op == i &&
+                (r = np_release(&rel, x, now, &dev)) < 0)
+                goto out;
+        }
+    }
+    *ret_peak = peak;
+    r = 0;
+out:
+    HO_FREE_ALL(st, pt, rel.v);
+    return r;
+}
+
 /* --------------------------------------------------------------- emitter
  * seed-greedy and ms-distance describe their offloads as events; stores
  * of data whose host copy is already current are dropped (so the output

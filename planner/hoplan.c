@@ -1638,23 +1638,21 @@ fail:
     return r;
 }
 
-/* The `none` schedule, judged without a budget: its peak. */
-static int none_peak_of(const plan_trace *t, plan_schedule **ret_none,
-                        uint64_t *ret_peak)
+/* The peak of the `none` schedule, judged without a budget. */
+static int none_peak_of(const plan_trace *t, uint64_t *ret_peak)
 {
     plan_schedule *s = NULL;
     plan_metrics mt;
     plan_violation v;
-    int r = plan_none(t, UINT64_MAX, &s);
-    if (r < 0)
+    int r = plan_none_peak(t, ret_peak);
+    if (r != HO_E_INTERNAL)
         return r;
-    if (plan_simulate(t, s, &mt, &v, NULL) < 0) {
-        plan_schedule_free(s);
-        return HO_E_INTERNAL;
-    }
+    if ((r = plan_none(t, UINT64_MAX, &s)) < 0)
+        return r;
+    r = plan_simulate(t, s, &mt, &v, NULL) < 0 ? HO_E_INTERNAL : 0;
     *ret_peak = mt.peak_device_bytes;
-    *ret_none = s;
-    return 0;
+    plan_schedule_free(s);
+    return r;
 }
 
 static void infeasible_message(const plan_trace *t, uint64_t budget,
@@ -1689,7 +1687,7 @@ int plan_hoplan(const plan_trace *t, uint64_t budget,
     uint8_t *init_fit = NULL;
     double *P = NULL;
     pbest pb = {.t = t, .budget = budget};
-    uint64_t floor = 0, none_peak = 0, min_budget = 0, p0 = 0;
+    uint64_t floor = 0, none_peak = 0, min_budget = 0, p0 = 0, maxws = 0;
     uint32_t floor_op = PLAN_NONE;
     const uint32_t ns = t->n_storages ? t->n_storages : 1, n = t->n_ops;
     bool any_movable = false;
@@ -1697,11 +1695,12 @@ int plan_hoplan(const plan_trace *t, uint64_t budget,
 
     if (!result)
         result = &scratch;
-    if ((r = hp_device_floor(t, &floor, &floor_op, &p0)) < 0 ||
-        (r = none_peak_of(t, &none, &none_peak)) < 0)
+    if ((r = hp_device_floor(t, &floor, &floor_op, &p0, &maxws)) < 0 ||
+        (r = none_peak_of(t, &none_peak)) < 0)
         goto out;
     result->no_offload_peak = none_peak;
     result->device_floor = floor;
+    result->working_set_bound = maxws;
     r = -ENOMEM;
     init0 = malloc(ns);
     init_host = malloc(ns);
@@ -1723,20 +1722,16 @@ int plan_hoplan(const plan_trace *t, uint64_t budget,
     homes_by_benefit(t, P, init_rule);
 
     /* feasibility: the constructive plan, and the smallest budget.  Above
-     * HP_BIG_OPS the plan at the floor is taken on the forward planner's
-     * own model of the judge (the smaller traces check that model against
-     * the judge on every call) and judged only if it is returned. */
+     * HP_BIG_OPS the constructive plan is taken to meet the floor by the
+     * argument of docs/planner.md §3.5 (the smaller traces confirm it with
+     * the judge on every call, and test_hoplan_props asserts it), and it
+     * is built and judged only when nothing else fits; should it fail
+     * then, the judged search below corrects min_budget. */
     bool defer_floor = false;
     if (n > HP_BIG_OPS) {
-        static const hp_fs_opts jit = {.jit = true};
-        r = hp_fs_plan(t, init_host, floor, &jit, &floor_plan, NULL);
-        if (r == 0) {
-            min_budget = floor;
-            defer_floor = true;
-        } else if (r == HO_E_INFEASIBLE) {
-            r = min_budget_search(t, init_host, floor, none_peak,
-                                  &min_budget, &floor_plan);
-        }
+        min_budget = floor;
+        defer_floor = true;
+        r = 0;
     } else {
         r = min_budget_search(t, init_host, floor, none_peak, &min_budget,
                               &floor_plan);
@@ -1754,10 +1749,12 @@ int plan_hoplan(const plan_trace *t, uint64_t budget,
         goto out;
     }
     if (budget >= none_peak) {
-        r = consider(&pb, none);
-        none = NULL;
-        if (r < 0)
+        if ((r = plan_none(t, UINT64_MAX, &none)) < 0 ||
+            (r = consider(&pb, none)) < 0) {
+            none = NULL;
             goto out;
+        }
+        none = NULL;
     }
     if (!defer_floor) {
         if (floor_plan && (r = consider(&pb, floor_plan)) < 0) {
@@ -1768,21 +1765,6 @@ int plan_hoplan(const plan_trace *t, uint64_t budget,
     }
 
     /* the forward planner, in its variants, under each choice of homes */
-    uint64_t maxws = 0;
-    {
-        uint32_t *mark = malloc(ns * sizeof(*mark));
-        if (!mark) {
-            r = -ENOMEM;
-            goto out;
-        }
-        memset(mark, 0xff, ns * sizeof(*mark));
-        for (uint32_t i = 0; i < n; i++) {
-            uint64_t w = plan_op_working_set(t, i, mark);
-            if (w > maxws)
-                maxws = w;
-        }
-        free(mark);
-    }
     /* homes: the trace's, all on the host, by benefit, and the fitted
      * ones (room for one and two of the largest working sets, half the
      * budget); duplicates are skipped */
@@ -1891,9 +1873,30 @@ int plan_hoplan(const plan_trace *t, uint64_t budget,
             goto out;
     }
     pb.repair = 0;
-    if (!pb.s && floor_plan) {
-        r = consider(&pb, floor_plan); /* the deferred constructive plan */
-        floor_plan = NULL;
+    if (!pb.s && defer_floor) {
+        /* the deferred constructive plan, built and judged now */
+        static const hp_fs_opts jit = {.jit = true};
+        r = hp_fs_plan(t, init_host, floor, &jit, &floor_plan, NULL);
+        if (r == 0) {
+            r = consider(&pb, floor_plan);
+            floor_plan = NULL;
+        } else if (r == HO_E_INFEASIBLE) {
+            r = 0;
+        }
+        if (r == 0 && !pb.s) {
+            /* the argument did not hold here: the judge's search says */
+            r = min_budget_search(t, init_host, floor, none_peak,
+                                  &min_budget, &floor_plan);
+            if (r == HO_E_INFEASIBLE) {
+                min_budget = none_peak;
+                r = 0;
+            }
+            result->min_budget = min_budget;
+            if (r == 0 && floor_plan && min_budget <= budget) {
+                r = consider(&pb, floor_plan);
+                floor_plan = NULL;
+            }
+        }
         if (r < 0)
             goto out;
     }

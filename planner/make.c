@@ -111,12 +111,14 @@ int plan_make(const plan_trace *t, uint64_t budget, const plan_options *opt,
                     "trace is not finished");
         goto out;
     }
-    /* hoplan simulates `none` itself and reports its peak */
-    r = plan_summarize_core(t, &sm, strcmp(o.planner, "hoplan") != 0);
-    if (r < 0)
-        goto out;
-    res.no_offload_peak = sm.no_offload_peak;
-    res.working_set_bound = sm.max_op_working_set;
+    /* hoplan reports the no-offload peak and the largest working set
+     * itself (it needs both) */
+    if (strcmp(o.planner, "hoplan") != 0) {
+        if ((r = plan_trace_summarize(t, &sm)) < 0)
+            goto out;
+        res.no_offload_peak = sm.no_offload_peak;
+        res.working_set_bound = sm.max_op_working_set;
+    }
     if ((r = dispatch(t, budget, &o, &s, &res)) < 0 ||
         (r = judge(t, budget, o.planner, s, &res)) < 0)
         goto out;

@@ -242,6 +242,11 @@ int plan_schedule_push(plan_schedule *s, const plan_trace *t, uint32_t op,
                        plan_when when, plan_act_kind kind, uint32_t storage);
 int plan_schedule_push_id(plan_schedule *s, uint32_t op, plan_when when,
                           plan_act_kind kind, uint64_t storage_id);
+/* Append with both the index and the id known (the caller's: unchecked,
+ * for planners that keep the ids beside their own state). */
+int plan_schedule_push_ix(plan_schedule *s, uint32_t op, plan_when when,
+                          plan_act_kind kind, uint32_t storage,
+                          uint64_t storage_id);
 /* Set the home of movable storage `storage` (an index of `t`), replacing
  * an earlier entry of the same storage (O(n_homes)).  -EINVAL for a bad
  * index or home or a storage that is not movable; -ENOMEM, -E2BIG. */

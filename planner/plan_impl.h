@@ -13,11 +13,10 @@
 
 #include "proto/errfmt.h"
 
-/* plan_trace_summarize, with the `none` simulation (no_offload_peak) only
- * when none_peak; otherwise no_offload_peak is 0.  hoplan's model runs that
- * simulation itself, plan_make saves one. */
-int plan_summarize_core(const plan_trace *t, plan_trace_summary *ret_summary,
-                        bool none_peak);
+/* The peak device bytes plan_simulate gives plan_none's schedule, without
+ * building or judging it (baselines.c).  0, -ENOMEM, HO_E_INTERNAL where
+ * `none` would not be valid (then ask the judge). */
+int plan_none_peak(const plan_trace *t, uint64_t *ret_peak);
 
 /* Stable sort of s->actions by (op, when); list order kept within a point.
  * 0 or -ENOMEM. */

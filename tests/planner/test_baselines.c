@@ -6,6 +6,8 @@
  */
 #include "tests/planner/plan_test_util.h"
 
+#include "planner/plan_impl.h"
+
 static bool at(const plan_schedule *s, size_t i, uint32_t op, plan_when w,
                plan_act_kind k, uint64_t id)
 {
@@ -215,6 +217,44 @@ START_TEST(test_reactive_lru_clean_and_end_state)
 }
 END_TEST
 
+/* plan_none_peak (the walk that spares building and judging `none`)
+ * equals the judge's peak for plan_none's schedule, on random traces with
+ * every kind of storage, zero-length ops and slow or shared links (the
+ * stores of retained initial: host data then free late). */
+START_TEST(test_none_peak_matches_judge)
+{
+    const tu_shape shapes[] = {
+        {60, 25, 4, 0.4, 0.5, 0.6, 0.1, 0.0},
+        {200, 80, 6, 0.3, 0.6, 0.8, 0.05, 0.5},
+        {20, 6, 3, 0.1, 0.9, 0.9, 0.2, 0.0},
+    };
+    unsigned iters = tu_iters(300), late = 0;
+    for (unsigned it = 0; it < iters; it++) {
+        plan_trace *t = tu_random_trace(&shapes[it % 3]);
+        if (it % 4 == 0) { /* a link slow against the ops */
+            t->link.h2d_gbps /= 50;
+            t->link.d2h_gbps /= 50;
+        }
+        plan_schedule *s = NULL;
+        plan_metrics m;
+        plan_violation v;
+        ck_assert_int_eq(plan_none(t, UINT64_MAX, &s), 0);
+        ck_assert_msg(tu_valid(t, s, &m, &v), "trace %u: %s", it, v.message);
+        uint64_t peak = 0;
+        ck_assert_int_eq(plan_none_peak(t, &peak), 0);
+        ck_assert_msg(peak == m.peak_device_bytes,
+                      "trace %u: walk %llu, judge %llu", it,
+                      (unsigned long long)peak,
+                      (unsigned long long)m.peak_device_bytes);
+        /* count the traces where a store delays a free past the next op */
+        late += m.d2h_bytes > 0;
+        plan_schedule_free(s);
+        plan_trace_free(t);
+    }
+    ck_assert_uint_gt(late, iters / 10);
+}
+END_TEST
+
 START_TEST(test_baselines_valid_on_generated)
 {
     unsigned iters = tu_iters(60);
@@ -271,6 +311,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_reactive_lru);
     tcase_add_test(tc, test_reactive_lru_clean_and_end_state);
     tcase_add_test(tc, test_baselines_valid_on_generated);
+    tcase_add_test(tc, test_none_peak_matches_judge);
     suite_add_tcase(s, tc);
     return s;
 }

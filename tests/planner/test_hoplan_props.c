@@ -80,6 +80,12 @@ START_TEST(test_floor_and_min_budget)
         /* whatever budget is asked for, the same two figures */
         hoplan_at(t, UINT64_MAX / 4, &m, &res, it);
         uint64_t floor = res.device_floor, minb = res.min_budget;
+        /* the constructive plan meets the floor itself, judged (the
+         * argument of docs/planner.md §3.5 that spares the largest traces
+         * that run) */
+        ck_assert_msg(minb == floor, "trace %u: min_budget %llu > floor %llu",
+                      it, (unsigned long long)minb,
+                      (unsigned long long)floor);
         ck_assert_uint_le(minb, res.no_offload_peak > floor
                                     ? res.no_offload_peak
                                     : floor);
