@@ -71,7 +71,8 @@ PLAN_GROWING_HEAP_DEFINE(fs_mheap, fs_key, miss_less)
 /* Per storage, everything the walk reads about it in one cache line (the
  * walk is bound by misses on scattered storages): its copies and
  * residency, and copies of its trace facts (bytes, id, where its access
- * list ends, its last op, retained/pinned, its home). */
+ * list ends, its last op, retained/pinned, its home).  host_cur: the
+ * host copy holds its latest version. */
 typedef struct fs_st {
     double h2d_end, d2h_end, host_ready;
     uint64_t bytes;
@@ -88,11 +89,10 @@ typedef struct fs_st {
 _Static_assert(sizeof(fs_st) <= 64, "fs_st is one cache line");
 
 enum {
-    FS_HAS_HOST = 1,  /* a host copy exists */
-    FS_PINNED = 2,
-    FS_RETAINED = 4,
-    FS_HOST_HOME = 8, /* init: host (its home, or where it starts) */
-    FS_NEED_END = 16, /* retained and not host-homed: on device at end */
+    FS_PINNED = 1,
+    FS_RETAINED = 2,
+    FS_HOST_HOME = 4, /* init: host (its home, or where it starts) */
+    FS_NEED_END = 8,  /* retained and not host-homed: on device at end */
 };
 
 typedef struct fs {
@@ -273,7 +273,6 @@ static int fs_store(fs *x, uint32_t op, plan_when w, uint32_t s, double t)
     fs_st *ss = &x->st[s];
     ss->d2h_end = fs_copy(x, 1, s, t, ss->h2d_end);
     ss->host_ready = ss->d2h_end;
-    ss->f |= FS_HAS_HOST;
     ss->host_cur = true;
     int r = fs_act(x, op, w, PLAN_ACT_STORE, s);
     if (r == 0 && x->o->clean_first && ss->on_dev)
@@ -469,7 +468,6 @@ static int fs_start(fs *x)
             if ((r = fs_push_victim(x, s)) < 0)
                 return r;
         } else if (x->init[s] == PLAN_INIT_HOST) {
-            ss->f |= FS_HAS_HOST;
             ss->host_cur = true;
             uint32_t rd = fs_next_read(x, s);
             if (rd != PLAN_NONE && x->o->lookahead &&
