@@ -478,7 +478,9 @@ END_TEST
 START_TEST(test_slack_is_zero)
 {
     /* an activation with a long gap under heavy compute: must go off the
-     * device (budget), and the link hides it: bound 0. */
+     * device (budget), and the link hides it: bound 0.  (op 3 touches
+     * nothing: data off at S_2 is prefetched at E_2 at the earliest, and
+     * op 3's compute hides that copy.) */
     plan_trace *t = tu_trace(NULL);
     tu_st(t, 1, 1000, PLAN_INIT_NONE, false, false);
     tu_st(t, 2, 1000, PLAN_INIT_NONE, false, false);
@@ -486,6 +488,7 @@ START_TEST(test_slack_is_zero)
     tu_op(t, 100.0, TU_NONE, TU_R(1));
     tu_op(t, 100.0, TU_NONE, TU_R(2));
     tu_op(t, 100.0, TU_R(2), TU_R(3));
+    tu_op(t, 100.0, TU_NONE, TU_NONE);
     tu_op(t, 100.0, TU_R(1, 3), TU_NONE);
     tu_finish(t);
     plan_bound_result r;
@@ -506,6 +509,56 @@ START_TEST(test_slack_is_zero)
                   0);
         plan_trace_free(u);
     }
+    plan_trace_free(t);
+}
+END_TEST
+
+/* Data off the device at S_i comes back by a prefetch issued at E_i at
+ * the earliest: with no compute between op i and its reader, the copy is
+ * exposed.  The bound finds exactly what the oracle's best schedule
+ * reaches. */
+START_TEST(test_late_prefetch_exact)
+{
+    plan_trace *t = tu_trace(NULL);
+    tu_st(t, 1, 1000, PLAN_INIT_NONE, false, false);
+    tu_st(t, 2, 1000, PLAN_INIT_NONE, false, false);
+    tu_st(t, 3, 1000, PLAN_INIT_NONE, false, false);
+    tu_op(t, 100.0, TU_NONE, TU_R(1));
+    tu_op(t, 100.0, TU_NONE, TU_R(2));
+    tu_op(t, 100.0, TU_R(2), TU_R(3)); /* 1 must be off at S_2 */
+    tu_op(t, 100.0, TU_R(1, 3), TU_NONE);
+    tu_finish(t);
+    plan_bound_result r;
+    double b = bound_of(t, 2000, PLAN_BOUND_FAST, 0, &r);
+    ck_assert_msg(tu_close(b, 1.0), "bound %.9g (cf %.9g, lp %.9g)", b,
+                  r.closed_form_us, r.lp_us);
+    ck_assert(tu_close(bound_of(t, 2000, PLAN_BOUND_FULL, 0, NULL), 1.0));
+    plan_schedule *s = NULL;
+    plan_result res;
+    ck_assert_int_eq(tu_plan(t, 2000, "oracle", &s, &res), 0);
+    plan_metrics m;
+    ck_assert(sim_ok(t, s, 2000, &m));
+    ck_assert_msg(tu_close(m.exposed_us, 1.0), "oracle exposed %.9g",
+                  m.exposed_us);
+    plan_schedule_free(s);
+    /* the closed form adds such stalls over disjoint stretches: the same
+     * pattern twice costs twice */
+    plan_trace *u = tu_trace(NULL);
+    for (int k = 0; k < 2; k++) {
+        int a = 10 * k + 1, bb = a + 1, c = a + 2;
+        tu_st(u, (uint64_t)a, 1000, PLAN_INIT_NONE, false, false);
+        tu_st(u, (uint64_t)bb, 1000, PLAN_INIT_NONE, false, false);
+        tu_st(u, (uint64_t)c, 1000, PLAN_INIT_NONE, false, false);
+        tu_op(u, 100.0, TU_NONE, TU_R(a));
+        tu_op(u, 100.0, TU_NONE, TU_R(bb));
+        tu_op(u, 100.0, TU_R(bb), TU_R(c));
+        tu_op(u, 100.0, TU_R(a, c), TU_NONE);
+    }
+    tu_finish(u);
+    double b2 = bound_of(u, 2000, PLAN_BOUND_FAST, 0, &r);
+    ck_assert_msg(tu_close(b2, 2.0) && tu_close(r.closed_form_us, 2.0),
+                  "bound %.9g, closed form %.9g", b2, r.closed_form_us);
+    plan_trace_free(u);
     plan_trace_free(t);
 }
 END_TEST
@@ -568,6 +621,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_forced_prefetch_exact);
     tcase_add_test(tc, test_forced_store_exact);
     tcase_add_test(tc, test_slack_is_zero);
+    tcase_add_test(tc, test_late_prefetch_exact);
     tcase_add_test(tc, test_infeasible_and_off);
     tcase_add_test(tc, test_random_schedules);
     tcase_add_test(tc, test_planners_never_beat_it);
