@@ -11,8 +11,13 @@
  *     bytes are off the device.  Whichever bytes they are, at least
  *     need - clean - cap(release < w) of them were stored inside
  *     [E_w, S_i], and at least need - noh2d - cap(deadline > b) of them
- *     are prefetched inside [S_i, S_b]; the engine time that takes beyond
- *     the compute of those windows is stall before S_i and after S_i.
+ *     are prefetched inside [E_i, S_b] (off at S_i: issued "after i" at
+ *     the earliest); the engine time that takes beyond the compute of
+ *     those windows is stall of ops w+1..i and of ops i+1..b.
+ *  3. Terms over disjoint op ranges bound different stalls: the largest
+ *     sum of such terms (weighted interval scheduling).
+ * Movable storages enter uncoupled (BD_HOME_EITHER parts): each part at
+ * the cheaper of its two homes.
  *
  * Cost O(ops + parts * checkpoints).
  */

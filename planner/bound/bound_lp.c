@@ -13,8 +13,10 @@
  *                  segment R_P) in segment q >= R_P
  *   H_{P,q}        prefetch volume of pool P (parts whose prefetch must end
  *                  in segment B_P) in segment q <= B_P
- *   X_{k,j}        bytes of key k (a store pool, a prefetch pool) off the
- *                  device at checkpoint j, [0, cap]
+ *   X_{k,j}        bytes of key k (a store pool, a prefetch pool, and for
+ *                  movable data a home group and home) off the device at
+ *                  checkpoint j, [0, cap]
+ *   Y_g            bytes of home group g homed on host, [0, bytes_g]
  * Rows:
  *   engine q       copy time in segment q <= C_q + W_q (per engine)
  *   edge rows      a pool's copy time inside its first (last) segment <=
@@ -24,7 +26,13 @@
  *                  (stored before S_cj); sum_{q>=j} H_{P,q} >= sum X
  *                  (prefetched after S_cj)
  *   memory j       sum_k X_{k,j} >= live(c_j) - budget
- *   forced         sum_q D_{P,q} (H_{P,q}) >= the pool's forced bytes.
+ *   forced         sum_q D_{P,q} (H_{P,q}) >= the pool's forced bytes
+ *                  (+ the Y_g of the home groups forcing copies into P)
+ *   late j         data off at S_cj is prefetched from E_cj on: the cells
+ *                  at j whose deadline is in segment j take <= the compute
+ *                  after op c_j (to the deadline) + W_j
+ *   home (g, j)    host-version cells of g <= Y_g, device-version cells
+ *                  <= bytes_g - Y_g, both <= g's live bytes there.
  * The bound is the Lagrangian value of the solver's row duals over the box
  * (computed here in long double), valid for any duals.
  */
