@@ -496,8 +496,13 @@ static void run_trace(const trace_row *rw, int repeats)
                     oc[best].m.exposed_us < h->m.exposed_us * (1 - 1e-9))
                     S.hoplan_worse++;
                 if (!br.infeasible && br.bound_us == 0 &&
-                    h->m.exposed_us > 0 && link_has_slack(&view.link, &h->m))
+                    h->m.exposed_us > 0 &&
+                    link_has_slack(&view.link, &h->m)) {
                     S.slack_exposed++;
+                    printf("   ! hoplan exposes %.3f ms where the bound is 0 "
+                           "and the link has slack\n",
+                           h->m.exposed_us / 1e3);
+                }
             }
             if (rw->transformer && h->fits && !br.infeasible &&
                 (b == 2 || b == N_BUDGETS - 1)) {

@@ -11,8 +11,13 @@
  *     bytes are off the device.  Whichever bytes they are, at least
  *     need - clean - cap(release < w) of them were stored inside
  *     [E_w, S_i], and at least need - noh2d - cap(deadline > b) of them
- *     are prefetched inside [S_i, S_b]; the engine time that takes beyond
- *     the compute of those windows is stall before S_i and after S_i.
+ *     are prefetched inside [E_i, S_b] (off at S_i: issued "after i" at
+ *     the earliest); the engine time that takes beyond the compute of
+ *     those windows is stall of ops w+1..i and of ops i+1..b.
+ *  3. Terms over disjoint op ranges bound different stalls: the largest
+ *     sum of such terms (weighted interval scheduling).
+ * Movable storages enter uncoupled (BD_HOME_EITHER parts): each part at
+ * the cheaper of its two homes.
  *
  * Cost O(ops + parts * checkpoints).
  */
@@ -23,6 +28,7 @@
 #include <string.h>
 
 #include "planner/plan_impl.h"
+#include "proto/mem.h"
 
 /* Counting sort of part indices by a key in [0, nkeys): stable, O(P + n).
  * rank(p) gives the key. */
@@ -133,6 +139,78 @@ static void add_group(const bd_model *m, const uint32_t *ord, size_t np,
     }
 }
 
+/* A term of the memory bound: at least `us` of stall among the stalls of
+ * ops lo..hi (op n standing for the tail after the last op). */
+typedef struct cf_iv {
+    int32_t lo, hi;
+    double us;
+} cf_iv;
+
+static int iv_cmp(const void *a, const void *b)
+{
+    const cf_iv *p = a, *q = b;
+    return (p->hi > q->hi) - (p->hi < q->hi);
+}
+
+static int iv_push(cf_iv **iv, size_t *n, size_t *cap, int32_t lo,
+                   int32_t hi, double us)
+{
+    if (ho_grow((void **)iv, cap, *n + 1, sizeof(**iv), 256, SIZE_MAX) < 0)
+        return -ENOMEM;
+    (*iv)[(*n)++] = (cf_iv){lo, hi, us};
+    return 0;
+}
+
+/* One checkpoint's terms of one side, widest range first (nested): keep
+ * only those larger than every narrower one (the others never help a
+ * disjoint sum).  Returns how many are kept, compacted in place. */
+static size_t iv_keep_useful(cf_iv *iv, size_t n)
+{
+    size_t w = n; /* kept ones gather at the end: w > k while reading k */
+    double best = 0;
+    for (size_t k = n; k-- > 0;)
+        if (iv[k].us > best) {
+            best = iv[k].us;
+            iv[--w] = iv[k];
+        }
+    memmove(iv, iv + w, (n - w) * sizeof(*iv));
+    return n - w;
+}
+
+/* The largest sum of terms over pairwise disjoint op ranges (weighted
+ * interval scheduling): the stalls they bound are different stalls. */
+static double max_disjoint(cf_iv *iv, size_t n)
+{
+    if (n == 0)
+        return 0;
+    qsort(iv, n, sizeof(*iv), iv_cmp);
+    double *f = malloc((n + 1) * sizeof(*f));
+    if (!f) { /* fall back to the best single term */
+        double b = 0;
+        for (size_t k = 0; k < n; k++)
+            b = iv[k].us > b ? iv[k].us : b;
+        return b;
+    }
+    f[0] = 0;
+    for (size_t k = 0; k < n; k++) {
+        /* f[q]: best over the first q terms; the last term ending before
+         * iv[k].lo */
+        size_t lo = 0, hi = k;
+        while (lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            if (iv[mid].hi < iv[k].lo)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        double take = iv[k].us + f[lo];
+        f[k + 1] = take > f[k] ? take : f[k];
+    }
+    double r = f[n];
+    free(f);
+    return r;
+}
+
 int bd_closed_form(const bd_model *m, uint64_t budget, const uint32_t *ck,
                    uint32_t nck, double *ret_us)
 {
@@ -167,6 +245,8 @@ int bd_closed_form(const bd_model *m, uint64_t budget, const uint32_t *ck,
         return r;
     }
 
+    cf_iv *iv = NULL;
+    size_t niv = 0, cap_iv = 0;
     const double upb_d = bd_us_per_byte(&m->link, 1);
     const double upb_h = bd_us_per_byte(&m->link, 0);
     const double *pre = m->pre;
@@ -187,7 +267,7 @@ int bd_closed_form(const bd_model *m, uint64_t budget, const uint32_t *ck,
             if (p->dl == BD_NOH2D)
                 noh += (double)p->bytes;
         }
-        double dstall = 0, hstall = 0;
+        size_t d0 = niv;
         double req = need - clean, cum = 0;
         for (size_t k = 0; k < np && req > cum; k++) {
             const bd_part *p = &m->parts[ord_r[k]];
@@ -196,25 +276,44 @@ int bd_closed_form(const bd_model *m, uint64_t budget, const uint32_t *ck,
             /* first part of this release value: evaluate the window */
             double window = pre[i] - (p->rel == BD_T0 ? 0 : pre[p->rel + 1]);
             double v = (req - cum) * upb_d - window;
-            if (v > dstall)
-                dstall = v;
+            if (v > 0 && (r = iv_push(&iv, &niv, &cap_iv,
+                                      p->rel == BD_T0 ? 0 : p->rel + 1, i,
+                                      v)) < 0)
+                goto out;
             /* add every covering part of this release */
             add_group(m, ord_r, np, &k, false, p->rel, i, &cum);
         }
+        niv = d0 + iv_keep_useful(iv + d0, niv - d0);
+        size_t h0 = niv;
         req = need - noh;
         cum = 0;
         for (size_t k = 0; k < np && req > cum; k++) {
             const bd_part *p = &m->parts[ord_d[k]];
             if (p->dl == BD_NOH2D || p->from > i || p->to < i)
                 continue;
-            double window = (p->dl >= n ? pre[n] : pre[p->dl]) - pre[i];
+            /* off at S_i: the prefetch is issued at "after i" (E_i) or
+             * later */
+            double window = (p->dl >= n ? pre[n] : pre[p->dl]) - pre[i + 1];
             double v = (req - cum) * upb_h - window;
-            if (v > hstall)
-                hstall = v;
+            if (v > 0 && (r = iv_push(&iv, &niv, &cap_iv, i + 1,
+                                      p->dl >= n ? n : p->dl, v)) < 0)
+                goto out;
             add_group(m, ord_d, np, &k, true, p->dl, i, &cum);
         }
-        if (dstall + hstall > best)
-            best = dstall + hstall;
+        niv = h0 + iv_keep_useful(iv + h0, niv - h0);
+    }
+    /* Terms of different checkpoints (and the D and H terms of one) over
+     * disjoint op ranges bound different stalls: they add. */
+    double chain = max_disjoint(iv, niv);
+    if (chain > best)
+        best = chain;
+    r = 0;
+out:
+    free(iv);
+    if (r < 0) {
+        free(ord_r);
+        free(ord_d);
+        return r;
     }
     free(ord_r);
     free(ord_d);

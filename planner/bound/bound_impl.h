@@ -21,6 +21,14 @@
 #define BD_MAND_H 2u /* the prefetch is forced (first read of initial:
                         host data) */
 
+/* bd_part.home: which home the part assumes (docs/bound.md §2.3). */
+#define BD_HOME_GIVEN 0  /* not movable: the home its initial gives */
+#define BD_HOME_EITHER 1 /* movable, relaxed over both homes part by part
+                            (closed form only; in bd_model.parts) */
+#define BD_HOME_HOST 2   /* movable, as if homed on host (LP only; in
+                            bd_model.mparts) */
+#define BD_HOME_DEV 3    /* movable, as if homed on device (LP only) */
+
 /* A stretch of one storage's life during which the schedule may keep it
  * off the device: it covers the memory checkpoints at ops from..to (its
  * state at the start of those ops).  Off at a checkpoint c means: its
@@ -35,7 +43,9 @@ typedef struct bd_part {
     int32_t rel;         /* BD_CLEAN, BD_T0 or the op whose write made
                             the version (the store runs after E_rel) */
     int32_t dl;          /* BD_NOH2D, a consumer op, or n_ops */
+    uint32_t sid;        /* storage index */
     uint8_t mand;        /* BD_MAND_* */
+    uint8_t home;        /* BD_HOME_* */
 } bd_part;
 
 typedef struct bd_model {
@@ -44,12 +54,19 @@ typedef struct bd_model {
     uint32_t n;            /* ops */
     double *pre;           /* n + 1: compute before op i (us) */
     uint64_t *fixed;       /* n: bytes that must be on device at S_i */
-    uint64_t *live;        /* n: fixed + every part covering i */
+    uint64_t *live;        /* n: fixed + every part covering i (for a
+                              movable storage: every op where it is live
+                              and not accessed, off for free or not) */
     uint64_t t0_bytes;     /* on device at t = 0 */
     uint64_t floor_bytes;  /* max(t0_bytes, max fixed) */
     uint32_t floor_op;     /* PLAN_NONE for t = 0 */
-    bd_part *parts;
+    bd_part *parts;        /* not movable, and movable relaxed
+                              (BD_HOME_EITHER): the closed form's view */
     size_t n_parts, cap_parts;
+    bd_part *mparts;       /* movable storages once per home, storage by
+                              storage (BD_HOME_HOST then BD_HOME_DEV): the
+                              LP couples the two by a home fraction */
+    size_t n_mparts, cap_mparts;
     double mand_h2d_us, mand_d2h_us; /* forced copies, for notes */
 } bd_model;
 

@@ -13,8 +13,10 @@
  *                  segment R_P) in segment q >= R_P
  *   H_{P,q}        prefetch volume of pool P (parts whose prefetch must end
  *                  in segment B_P) in segment q <= B_P
- *   X_{k,j}        bytes of key k (a store pool, a prefetch pool) off the
- *                  device at checkpoint j, [0, cap]
+ *   X_{k,j}        bytes of key k (a store pool, a prefetch pool, and for
+ *                  movable data a home group and home) off the device at
+ *                  checkpoint j, [0, cap]
+ *   Y_g            bytes of home group g homed on host, [0, bytes_g]
  * Rows:
  *   engine q       copy time in segment q <= C_q + W_q (per engine)
  *   edge rows      a pool's copy time inside its first (last) segment <=
@@ -24,7 +26,13 @@
  *                  (stored before S_cj); sum_{q>=j} H_{P,q} >= sum X
  *                  (prefetched after S_cj)
  *   memory j       sum_k X_{k,j} >= live(c_j) - budget
- *   forced         sum_q D_{P,q} (H_{P,q}) >= the pool's forced bytes.
+ *   forced         sum_q D_{P,q} (H_{P,q}) >= the pool's forced bytes
+ *                  (+ the Y_g of the home groups forcing copies into P)
+ *   late j         data off at S_cj is prefetched from E_cj on: the cells
+ *                  at j whose deadline is in segment j take <= the compute
+ *                  after op c_j (to the deadline) + W_j
+ *   home (g, j)    host-version cells of g <= Y_g, device-version cells
+ *                  <= bytes_g - Y_g, both <= g's live bytes there.
  * The bound is the Lagrangian value of the solver's row duals over the box
  * (computed here in long double), valid for any duals.
  */
@@ -51,8 +59,12 @@ typedef struct pool {
     uint64_t mand;      /* forced bytes */
     uint64_t maxb;      /* largest part */
     bool full;          /* some part may use the whole edge segment */
+    bool mvar;          /* forced bytes also from home groups (Y) */
+    int frow;           /* the forced-volume row, 0: none */
     double cpart;       /* else: the most edge-segment time a copy has */
     int col0;           /* first column (1-based) */
+    int erow;           /* H pool: its late-edge row at segment seg, 0:
+                           none yet */
     int *cover;         /* cover row per segment index - lo, 0: none */
 } pool;
 
@@ -71,7 +83,23 @@ typedef struct ev {
 
 typedef struct keyent {
     int32_t dp, hp; /* pool indices, -1: none */
+    int32_t tag;    /* 0: not movable; else 1 + 2 g + (home device) for
+                       the parts of home group g */
 } keyent;
+
+/* A home group: movable storages whose host-homed versions force their
+ * prefetch into the same pool and their store into the same pool.  Y_g
+ * (MiB, [0, bytes]) is how much of them is homed on host. */
+typedef struct hgroup {
+    int32_t fh, fd; /* forced H / D pool index, -1: none */
+    uint64_t bytes;
+    int ycol;
+    /* coupling rows at the checkpoint being built */
+    int32_t stamp;
+    int hrow, drow, jrow;
+    bool has_h, has_d;
+    double chost; /* MiB of its host-version cells there */
+} hgroup;
 
 typedef struct lp {
     const bd_model *m;
@@ -82,6 +110,10 @@ typedef struct lp {
     pool *dp, *hp; /* 2 * (K + 1) each, index seg * 2 + mand */
     keyent *keys;
     uint32_t n_keys, cap_keys;
+    hgroup *groups;
+    uint32_t n_groups;
+    int32_t *gmap; /* (K + 2)^2: (forced H seg + 1, forced D seg + 1) ->
+                      group + 1 */
     uint32_t *kh; /* key hash: slots of key index + 1 */
     uint32_t kh_cap;
     ev *evs;
@@ -163,7 +195,14 @@ static int add_nz(lp *x, int row, int col, double v)
     return 0;
 }
 
-static uint32_t key_get(lp *x, int32_t dp, int32_t hp, int *err)
+static uint32_t key_hash(int32_t dp, int32_t hp, int32_t tag, uint32_t cap)
+{
+    uint64_t v = ((uint64_t)(uint32_t)dp << 32) | (uint32_t)hp;
+    v ^= (uint64_t)(uint32_t)tag * 0xc2b2ae3d27d4eb4full;
+    return (uint32_t)((v * 0x9e3779b97f4a7c15ull) >> 32) & (cap - 1);
+}
+
+static uint32_t key_get(lp *x, int32_t dp, int32_t hp, int32_t tag, int *err)
 {
     if (x->kh_cap == 0 || (x->n_keys + 1) * 2 > x->kh_cap) {
         uint32_t cap = x->kh_cap ? x->kh_cap * 2 : 1024;
@@ -173,10 +212,8 @@ static uint32_t key_get(lp *x, int32_t dp, int32_t hp, int *err)
             return 0;
         }
         for (uint32_t k = 0; k < x->n_keys; k++) {
-            uint64_t v = ((uint64_t)(uint32_t)x->keys[k].dp << 32) |
-                         (uint32_t)x->keys[k].hp;
-            uint32_t s = (uint32_t)((v * 0x9e3779b97f4a7c15ull) >> 32) &
-                         (cap - 1);
+            uint32_t s = key_hash(x->keys[k].dp, x->keys[k].hp,
+                                  x->keys[k].tag, cap);
             while (h[s])
                 s = (s + 1) & (cap - 1);
             h[s] = k + 1;
@@ -185,12 +222,10 @@ static uint32_t key_get(lp *x, int32_t dp, int32_t hp, int *err)
         x->kh = h;
         x->kh_cap = cap;
     }
-    uint64_t v = ((uint64_t)(uint32_t)dp << 32) | (uint32_t)hp;
-    uint32_t s = (uint32_t)((v * 0x9e3779b97f4a7c15ull) >> 32) &
-                 (x->kh_cap - 1);
+    uint32_t s = key_hash(dp, hp, tag, x->kh_cap);
     while (x->kh[s]) {
         const keyent *e = &x->keys[x->kh[s] - 1];
-        if (e->dp == dp && e->hp == hp)
+        if (e->dp == dp && e->hp == hp && e->tag == tag)
             return x->kh[s] - 1;
         s = (s + 1) & (x->kh_cap - 1);
     }
@@ -200,7 +235,7 @@ static uint32_t key_get(lp *x, int32_t dp, int32_t hp, int *err)
         return 0;
     }
     x->cap_keys = (uint32_t)capk;
-    x->keys[x->n_keys] = (keyent){dp, hp};
+    x->keys[x->n_keys] = (keyent){dp, hp, tag};
     x->kh[s] = x->n_keys + 1;
     return x->n_keys++;
 }
@@ -274,7 +309,8 @@ static void lp_reset(lp *x)
         for (uint32_t i = 0; i < 2 * (x->K + 1); i++)
             free(x->hp[i].cover);
     HO_FREE_ALL(x->dp, x->hp, x->keys, x->kh, x->evs, x->cells, x->ia, x->ja,
-                x->ar, x->rtype, x->rb, x->clo, x->chi, x->cobj);
+                x->ar, x->rtype, x->rb, x->clo, x->chi, x->cobj, x->groups,
+                x->gmap);
     const bd_model *m = x->m;
     memset(x, 0, sizeof(*x));
     x->m = m;
@@ -306,6 +342,79 @@ static void pool_add(pool *P, const bd_part *p, bool full, double c,
         P->mand += p->mand_bytes;
 }
 
+/* The prefetch (deadline) segment of a part with deadline dl: *full when
+ * a copy may use all of it, else *c is the compute there before dl. */
+static uint32_t h_seg(const lp *x, int32_t dl, bool *full, double *c)
+{
+    const uint32_t n = x->m->n;
+    *full = false;
+    *c = 0;
+    if ((uint32_t)dl >= n) {
+        *full = true;
+        return x->K;
+    }
+    uint32_t b = (uint32_t)dl, sb = x->segof[b];
+    if (sb >= 1 && x->ck[sb - 1] == b) {
+        *full = true;
+        return sb - 1;
+    }
+    *c = x->m->pre[b] - x->m->pre[seg_first(x, sb)];
+    return sb;
+}
+
+/* Part p into its pools, and the events of its coverage under key
+ * (its pools, tag).  forced: its forced bytes are constant (not movable);
+ * a movable host-homed part's forced bytes are its group's Y instead. */
+static int layout_part(lp *x, const bd_part *p, int32_t tag, bool forced)
+{
+    const double *pre = x->m->pre;
+    const uint32_t K = x->K;
+    int err = 0;
+    int32_t jlo = 1, jhi = 0;
+    if (p->from <= p->to) {
+        jlo = p->from == 0 ? 1 : (int32_t)x->segof[p->from - 1] + 1;
+        jhi = (int32_t)x->segof[p->to];
+    }
+    int32_t di = -1, hi = -1;
+    if (p->rel != BD_CLEAN) {
+        uint32_t R = p->rel == BD_T0 ? 0 : x->segof[p->rel];
+        bool mand = (p->mand & BD_MAND_D) != 0;
+        pool *P = &x->dp[R * 2 + mand];
+        di = (int32_t)(R * 2 + mand);
+        bool full = p->rel == BD_T0;
+        pool_add(P, p, full, full ? 0 : pre[seg_end(x, R)] - pre[p->rel + 1],
+                 forced && !(p->mand & BD_MAND_H));
+        if (mand) {
+            P->lo = (int32_t)R;
+            P->hi = (int32_t)K;
+        }
+    }
+    if (p->dl != BD_NOH2D) {
+        bool full;
+        double c;
+        uint32_t B = h_seg(x, p->dl, &full, &c);
+        bool mand = (p->mand & BD_MAND_H) != 0;
+        pool *P = &x->hp[B * 2 + mand];
+        hi = (int32_t)(B * 2 + mand);
+        pool_add(P, p, full, c, forced && mand);
+        if (mand) {
+            P->lo = 0;
+            P->hi = (int32_t)B;
+        }
+    }
+    /* a movable host-homed part off for free (no pools) still has cells:
+     * they count against its group's Y */
+    if (jlo > jhi || (di < 0 && hi < 0 && tag == 0))
+        return 0;
+    uint32_t key = key_get(x, di, hi, tag, &err);
+    if (err < 0)
+        return err;
+    if (push_ev(x, key, jlo, (int64_t)p->bytes) < 0 ||
+        push_ev(x, key, jhi + 1, -(int64_t)p->bytes) < 0)
+        return -ENOMEM;
+    return 0;
+}
+
 /* Pools, keys and the events of their coverage, for checkpoints ck[0..K).
  * Counts the cells in *ret_cells. */
 static int lp_layout(lp *x, const uint32_t *ck, uint32_t K, uint64_t budget,
@@ -333,63 +442,61 @@ static int lp_layout(lp *x, const uint32_t *ck, uint32_t K, uint64_t budget,
         x->hp[i] = (pool){.seg = (int32_t)(i / 2), .lo = INT32_MAX,
                           .hi = -1, .cpart = -1};
     }
-    const double *pre = m->pre;
-    for (size_t k = 0; k < m->n_parts; k++) {
-        const bd_part *p = &m->parts[k];
-        int32_t jlo = 1, jhi = 0;
-        if (p->from <= p->to) {
-            jlo = p->from == 0 ? 1 : (int32_t)x->segof[p->from - 1] + 1;
-            jhi = (int32_t)x->segof[p->to];
-        }
-        int32_t di = -1, hi = -1;
-        if (p->rel != BD_CLEAN) {
-            uint32_t R = p->rel == BD_T0 ? 0 : x->segof[p->rel];
-            bool mand = (p->mand & BD_MAND_D) != 0;
-            pool *P = &x->dp[R * 2 + mand];
-            di = (int32_t)(R * 2 + mand);
-            bool full = p->rel == BD_T0;
-            pool_add(P, p, full,
-                     full ? 0 : pre[seg_end(x, R)] - pre[p->rel + 1],
-                     !(p->mand & BD_MAND_H));
-            if (mand) {
-                P->lo = (int32_t)R;
-                P->hi = (int32_t)K;
-            }
-        }
-        if (p->dl != BD_NOH2D) {
-            uint32_t B;
-            bool full = false;
-            double c = 0;
-            if ((uint32_t)p->dl >= n) {
-                B = K;
-                full = true;
-            } else {
-                uint32_t b = (uint32_t)p->dl, sb = x->segof[b];
-                if (sb >= 1 && ck[sb - 1] == b) {
-                    B = sb - 1;
-                    full = true;
-                } else {
-                    B = sb;
-                    c = pre[b] - pre[seg_first(x, B)];
-                }
-            }
-            bool mand = (p->mand & BD_MAND_H) != 0;
-            pool *P = &x->hp[B * 2 + mand];
-            hi = (int32_t)(B * 2 + mand);
-            pool_add(P, p, full, c, mand);
-            if (mand) {
-                P->lo = 0;
-                P->hi = (int32_t)B;
-            }
-        }
-        if (jlo > jhi || (di < 0 && hi < 0))
-            continue;
-        uint32_t key = key_get(x, di, hi, &err);
-        if (err < 0)
+    for (size_t k = 0; k < m->n_parts; k++)
+        if (m->parts[k].home != BD_HOME_EITHER && /* the closed form's */
+            (err = layout_part(x, &m->parts[k], 0, true)) < 0)
             return err;
-        if (push_ev(x, key, jlo, (int64_t)p->bytes) < 0 ||
-            push_ev(x, key, jhi + 1, -(int64_t)p->bytes) < 0)
+    /* Movable storages: both home versions, tagged with the home group
+     * (docs/bound.md §2.3); the group is the pair of pools the host-homed
+     * version forces its copies into. */
+    if (m->n_mparts) {
+        x->gmap = calloc(((size_t)K + 2) * ((size_t)K + 2), sizeof(int32_t));
+        if (!x->gmap)
             return -ENOMEM;
+    }
+    uint32_t cap_groups = 0;
+    for (size_t k0 = 0; k0 < m->n_mparts;) {
+        uint32_t sid = m->mparts[k0].sid;
+        size_t k1 = k0;
+        int32_t fh = -1, fd = -1;
+        for (; k1 < m->n_mparts && m->mparts[k1].sid == sid; k1++) {
+            const bd_part *p = &m->mparts[k1];
+            if (p->home != BD_HOME_HOST || !p->mand_bytes)
+                continue;
+            if (p->mand & BD_MAND_H) {
+                bool full;
+                double c;
+                fh = (int32_t)(h_seg(x, p->dl, &full, &c) * 2 + 1);
+            } else {
+                fd = (int32_t)(x->segof[p->rel] * 2 + 1);
+            }
+        }
+        size_t gi = (size_t)(fh < 0 ? 0 : fh / 2 + 1) * (K + 2) +
+                    (size_t)(fd < 0 ? 0 : fd / 2 + 1);
+        if (!x->gmap[gi]) {
+            if (x->n_groups == cap_groups) {
+                size_t c = cap_groups;
+                if (grow_all(&c, (size_t)cap_groups + 1, 1,
+                             LP_ARR(x->groups)) < 0)
+                    return -ENOMEM;
+                cap_groups = (uint32_t)c;
+            }
+            x->groups[x->n_groups] = (hgroup){.fh = fh, .fd = fd, .stamp = -1};
+            if (fh >= 0)
+                x->hp[fh].mvar = true;
+            if (fd >= 0)
+                x->dp[fd].mvar = true;
+            x->gmap[gi] = (int32_t)++x->n_groups;
+        }
+        uint32_t g = (uint32_t)x->gmap[gi] - 1;
+        x->groups[g].bytes += m->t->storages[sid].bytes;
+        for (size_t k = k0; k < k1; k++) {
+            const bd_part *p = &m->mparts[k];
+            int32_t tag = (int32_t)(1 + 2 * g + (p->home == BD_HOME_DEV));
+            if ((err = layout_part(x, p, tag, false)) < 0)
+                return err;
+        }
+        k0 = k1;
     }
     if (x->n_evs)
         qsort(x->evs, x->n_evs, sizeof(ev), ev_cmp);
@@ -481,6 +588,101 @@ static pool *next_pool(lp *x, uint32_t *it, int *ret_side)
     return NULL;
 }
 
+/* The home coupling rows for the cells c0..c1 of one checkpoint: per
+ * group g with cells there, host-version cells <= Y_g, device-version
+ * cells <= bytes_g - Y_g, and both together <= the host version's cover
+ * (every byte of g live there) when that is less than bytes_g. */
+static int couple_rows(lp *x, size_t c0, size_t c1)
+{
+    int32_t j = x->cells[c0].j;
+    int r;
+    for (size_t c = c0; c < c1; c++) {
+        int32_t tag = x->keys[x->cells[c].key].tag;
+        if (!tag)
+            continue;
+        hgroup *G = &x->groups[(tag - 1) / 2];
+        if (G->stamp != j) {
+            G->stamp = j;
+            G->hrow = G->drow = G->jrow = 0;
+            G->has_h = G->has_d = false;
+            G->chost = 0;
+        }
+        if ((tag - 1) % 2 == 0) {
+            G->has_h = true;
+            G->chost += x->cells[c].cap;
+        } else {
+            G->has_d = true;
+        }
+    }
+    for (size_t c = c0; c < c1; c++) {
+        int32_t tag = x->keys[x->cells[c].key].tag;
+        if (!tag)
+            continue;
+        hgroup *G = &x->groups[(tag - 1) / 2];
+        bool dev = (tag - 1) % 2 == 1;
+        int *row = dev ? &G->drow : &G->hrow;
+        if (!*row) {
+            double gb = (double)G->bytes / MIB;
+            if ((*row = add_row(x, GLP_UP, dev ? gb : 0)) < 0 ||
+                (r = add_nz(x, *row, G->ycol, dev ? 1 : -1)) < 0)
+                return -ENOMEM;
+            if (G->has_h && G->has_d && !G->jrow &&
+                G->chost < gb * (1 - 1e-12) &&
+                (G->jrow = add_row(x, GLP_UP, G->chost)) < 0)
+                return -ENOMEM;
+        }
+        if ((r = add_nz(x, *row, x->cells[c].col, 1)) < 0 ||
+            (G->jrow && (r = add_nz(x, G->jrow, x->cells[c].col, 1)) < 0))
+            return r;
+    }
+    return 0;
+}
+
+/* Late-edge rows for the cells c0..c1 of checkpoint j (op c = c_j): data
+ * off the device at S_c is prefetched by an action issued at a later
+ * point - "after c" at E_c at the earliest - so the parts off at c whose
+ * deadline lies in segment j (which starts at S_c) are copied inside
+ * [E_c, their deadline]: their copy time <= the compute of ops c+1 ..
+ * deadline-1 + W_j.  One row per such prefetch pool (when its deadline is
+ * inside the segment) and one for all of them together (the segment's
+ * compute after op c). */
+static int late_rows(lp *x, size_t c0, size_t c1)
+{
+    const bd_model *m = x->m;
+    int32_t j = x->cells[c0].j;
+    uint32_t c = x->ck[j - 1];
+    double dc = m->t->ops[c].duration_us;
+    double C = m->pre[seg_end(x, (uint32_t)j)] - m->pre[c];
+    int total = 0, r;
+    for (size_t e = c0; e < c1; e++) {
+        const keyent *k = &x->keys[x->cells[e].key];
+        if (k->hp < 0 || x->hp[k->hp].seg != j)
+            continue;
+        pool *H = &x->hp[k->hp];
+        double coef = pool_coef(m, H, 0);
+        if (!total) {
+            if ((total = add_row(x, GLP_UP, (C - dc > 0 ? C - dc : 0) / 1e3)) <
+                    0 ||
+                (r = add_nz(x, total, j + 1, -1)) < 0)
+                return -ENOMEM;
+        }
+        if ((r = add_nz(x, total, x->cells[e].col, coef)) < 0)
+            return r;
+        if (H->full || H->cpart < 0 || H->cpart >= C * (1 - 1e-12))
+            continue;
+        if (!H->erow) {
+            double avail = H->cpart - dc;
+            if ((H->erow = add_row(x, GLP_UP, (avail > 0 ? avail : 0) / 1e3)) <
+                    0 ||
+                (r = add_nz(x, H->erow, j + 1, -1)) < 0)
+                return -ENOMEM;
+        }
+        if ((r = add_nz(x, H->erow, x->cells[e].col, coef)) < 0)
+            return r;
+    }
+    return 0;
+}
+
 static int lp_build(lp *x, uint64_t budget)
 {
     const bd_model *m = x->m;
@@ -520,6 +722,11 @@ static int lp_build(lp *x, uint64_t budget)
             return -ENOMEM;
         x->cells[c].col = col;
     }
+    /* Home columns: Y_g, MiB of group g homed on host. */
+    for (uint32_t g = 0; g < x->n_groups; g++)
+        if ((x->groups[g].ycol =
+                 add_col(x, 0, (double)x->groups[g].bytes / MIB, 0)) < 0)
+            return -ENOMEM;
     /* Engine rows: D2H engine (or the shared one), then H2D. */
     bool duplex = m->link.duplex;
     for (int eng = 0; eng < (duplex ? 2 : 1); eng++) {
@@ -555,14 +762,24 @@ static int lp_build(lp *x, uint64_t budget)
                 (r = add_nz(x, row, s + 1, -1)) < 0)
                 return r;
         }
-        if (P->mand) {
+        if (P->mand || P->mvar) {
             int row = add_row(x, GLP_LO, (double)P->mand / MIB);
             if (row < 0)
                 return -ENOMEM;
+            P->frow = row;
             for (int32_t q = P->lo; q <= P->hi; q++)
                 if ((r = add_nz(x, row, P->col0 + (q - P->lo), 1)) < 0)
                     return r;
         }
+    }
+    /* ... plus what the groups homed on host force: - Y_g. */
+    for (uint32_t g = 0; g < x->n_groups; g++) {
+        const hgroup *G = &x->groups[g];
+        int hr = G->fh >= 0 ? x->hp[G->fh].frow : 0;
+        int dr = G->fd >= 0 ? x->dp[G->fd].frow : 0;
+        if ((hr && (r = add_nz(x, hr, G->ycol, -1)) < 0) ||
+            (dr && (r = add_nz(x, dr, G->ycol, -1)) < 0))
+            return r;
     }
     /* Cover and memory rows, checkpoint by checkpoint. */
     int n_mem = 0;
@@ -587,6 +804,9 @@ static int lp_build(lp *x, uint64_t budget)
                     return r;
             }
         }
+        if ((r = couple_rows(x, c0, c1)) < 0 ||
+            (r = late_rows(x, c0, c1)) < 0)
+            return r;
         uint32_t op = x->ck[j - 1];
         if (m->live[op] > budget) {
             int row = add_row(x, GLP_LO, (double)(m->live[op] - budget) / MIB);

@@ -23,41 +23,55 @@ static inline bool bd_movable(const plan_storage *s)
            (s->initial == PLAN_INIT_DEVICE || s->initial == PLAN_INIT_HOST);
 }
 
-static int push_part(bd_model *m, uint64_t bytes, int64_t from, int64_t to,
-                     int32_t rel, int32_t dl, uint8_t mand,
-                     uint64_t mand_bytes)
+/* Append a part: to m->parts, or to m->mparts for the per-home versions
+ * of a movable storage (home BD_HOME_HOST / BD_HOME_DEV). */
+static int push_part(bd_model *m, uint8_t home, uint32_t sid, uint64_t bytes,
+                     int64_t from, int64_t to, int32_t rel, int32_t dl,
+                     uint8_t mand, uint64_t mand_bytes)
 {
-    if (rel == BD_CLEAN && dl == BD_NOH2D && mand_bytes == 0)
-        return 0; /* off for free: no copy needed, never counted */
+    if (home == BD_HOME_GIVEN && rel == BD_CLEAN && dl == BD_NOH2D &&
+        mand_bytes == 0)
+        return 0; /* off for free: no copy needed, never counted (kept for a
+                     movable storage: its live bytes count it) */
     if (from > to && mand_bytes == 0)
         return 0; /* covers no checkpoint and forces nothing */
-    if (m->n_parts == m->cap_parts) {
-        size_t cap = m->cap_parts ? m->cap_parts * 2 : 1024;
-        bd_part *p = realloc(m->parts, cap * sizeof(*p));
+    bool mp = home == BD_HOME_HOST || home == BD_HOME_DEV;
+    bd_part **arr = mp ? &m->mparts : &m->parts;
+    size_t *np = mp ? &m->n_mparts : &m->n_parts;
+    size_t *cp = mp ? &m->cap_mparts : &m->cap_parts;
+    if (*np == *cp) {
+        size_t cap = *cp ? *cp * 2 : 1024;
+        bd_part *p = realloc(*arr, cap * sizeof(*p));
         if (!p)
             return -ENOMEM;
-        m->parts = p;
-        m->cap_parts = cap;
+        *arr = p;
+        *cp = cap;
     }
     if (from > to) {
         from = 1;
         to = 0;
     }
-    m->parts[m->n_parts++] = (bd_part){bytes, mand_bytes, (int32_t)from,
-                                       (int32_t)to, rel, dl, mand};
+    (*arr)[(*np)++] = (bd_part){bytes, mand_bytes, (int32_t)from, (int32_t)to,
+                                rel, dl, sid, mand, home};
     return 0;
 }
 
 /* Add bytes to a difference array over [from, to] (inclusive). */
 static void diff_add(int64_t *d, int64_t from, int64_t to, uint64_t bytes)
 {
-    if (from > to)
+    if (from > to || !d)
         return;
     d[from] += (int64_t)bytes;
     d[to + 1] -= (int64_t)bytes;
 }
 
-static int model_storage(bd_model *m, uint32_t s, int64_t *dfix,
+/* The parts of storage s with home `home`: BD_HOME_GIVEN (not movable),
+ * BD_HOME_EITHER (movable, each part at the cheaper of the two homes), or
+ * one home of a movable storage (BD_HOME_HOST, BD_HOME_DEV: judged as if
+ * initial were host or device, PLANNER.md §3 "Homes").  dfix / dlive (the
+ * fixed and live bytes, difference arrays) are accumulated when not NULL:
+ * once per storage, by the GIVEN or EITHER call. */
+static int storage_parts(bd_model *m, uint32_t s, uint8_t home, int64_t *dfix,
                          int64_t *dlive)
 {
     const plan_trace *t = m->t;
@@ -65,30 +79,42 @@ static int model_storage(bd_model *m, uint32_t s, int64_t *dfix,
     const plan_access *acc = t->acc + t->acc_start[s];
     uint32_t na = t->acc_start[s + 1] - t->acc_start[s];
     int64_t n = m->n;
-    bool mov = bd_movable(st);
-    bool dev0 = !mov && st->initial == PLAN_INIT_DEVICE;
-    bool host_home = !mov && st->initial == PLAN_INIT_HOST;
+    bool mov = home == BD_HOME_EITHER;
+    bool given = home == BD_HOME_GIVEN;
+    bool dev0 = home == BD_HOME_DEV ||
+                (given && st->initial == PLAN_INIT_DEVICE);
+    bool host_home = home == BD_HOME_HOST ||
+                     (given && st->initial == PLAN_INIT_HOST);
     uint64_t b = st->bytes;
     int r;
 
     if (na == 0) {
         /* Never accessed: only retained initial: device data is on device
-         * (all step); it may be stored, freed and brought back. */
-        if (dev0 && st->retained) {
-            m->t0_bytes += b;
+         * (all step); it may be stored, freed and brought back.  Host-homed
+         * movable data stays off for free. */
+        if (!st->retained)
+            return 0;
+        if (dev0 || mov)
             diff_add(dlive, 0, n - 1, b);
-            return push_part(m, b, 0, n - 1, BD_T0, (int32_t)n, 0, 0);
-        }
+        if (given && dev0)
+            m->t0_bytes += b;
+        if (dev0)
+            return push_part(m, home, s, b, 0, n - 1, BD_T0, (int32_t)n, 0,
+                             0);
+        if (mov || home == BD_HOME_HOST)
+            return push_part(m, home, s, b, 0, n - 1, BD_CLEAN, BD_NOH2D, 0,
+                             0);
         return 0;
     }
-    if (dev0)
+    if (given && dev0)
         m->t0_bytes += b;
-    for (uint32_t k = 0; k < na; k++) {
-        dfix[acc[k].op] += (int64_t)b;
-        dfix[acc[k].op + 1] -= (int64_t)b;
-        dlive[acc[k].op] += (int64_t)b;
-        dlive[acc[k].op + 1] -= (int64_t)b;
-    }
+    if (dfix)
+        for (uint32_t k = 0; k < na; k++) {
+            dfix[acc[k].op] += (int64_t)b;
+            dfix[acc[k].op + 1] -= (int64_t)b;
+            dlive[acc[k].op] += (int64_t)b;
+            dlive[acc[k].op + 1] -= (int64_t)b;
+        }
     int64_t a0 = acc[0].op;
     bool first_reads = (acc[0].flags & PLAN_ACC_READ) != 0;
     int32_t last_write = -1;
@@ -99,17 +125,21 @@ static int model_storage(bd_model *m, uint32_t s, int64_t *dfix,
     /* Leading stretch: ops 0 .. a0-1. */
     if (dev0) {
         if (st->pinned) {
+            /* cannot leave before its last access (movable and homed on
+             * device: no part, so the LP keeps it on; the dlive of its
+             * EITHER call counts it) */
             diff_add(dfix, 0, a0 - 1, b);
             diff_add(dlive, 0, a0 - 1, b);
         } else if (first_reads) {
             diff_add(dlive, 0, a0 - 1, b);
-            if ((r = push_part(m, b, 0, a0 - 1, BD_T0, (int32_t)a0, 0, 0)))
+            if ((r = push_part(m, home, s, b, 0, a0 - 1, BD_T0, (int32_t)a0,
+                               0, 0)))
                 return r;
         } /* else: overwritten before read: freed at t = 0 for free */
     } else if (host_home && first_reads) {
         /* Not on device until prefetched; the prefetch is forced. */
         diff_add(dlive, 0, a0 - 1, b);
-        if ((r = push_part(m, b, 0, a0 - 1, BD_CLEAN, (int32_t)a0,
+        if ((r = push_part(m, home, s, b, 0, a0 - 1, BD_CLEAN, (int32_t)a0,
                            BD_MAND_H, b)))
             return r;
     } else if (mov && first_reads) {
@@ -117,7 +147,8 @@ static int model_storage(bd_model *m, uint32_t s, int64_t *dfix,
          * from t = 0, no copy needed).  Relaxed: off costs the prefetch
          * only, no store. */
         diff_add(dlive, 0, a0 - 1, b);
-        if ((r = push_part(m, b, 0, a0 - 1, BD_CLEAN, (int32_t)a0, 0, 0)))
+        if ((r = push_part(m, home, s, b, 0, a0 - 1, BD_CLEAN, (int32_t)a0,
+                           0, 0)))
             return r;
     }
 
@@ -141,7 +172,8 @@ static int model_storage(bd_model *m, uint32_t s, int64_t *dfix,
                            ? BD_MAND_D
                            : 0;
         diff_add(dlive, a + 1, nb - 1, b);
-        if ((r = push_part(m, b, a + 1, nb - 1, rel, (int32_t)nb, mand, 0)))
+        if ((r = push_part(m, home, s, b, a + 1, nb - 1, rel, (int32_t)nb,
+                           mand, 0)))
             return r;
     }
     if (acc[na - 1].flags & PLAN_ACC_WRITE)
@@ -154,22 +186,34 @@ static int model_storage(bd_model *m, uint32_t s, int64_t *dfix,
     int64_t z = acc[na - 1].op;
     int32_t rel = w >= 0 ? w : dev0 ? BD_T0 : BD_CLEAN;
     if (mov) {
-        /* Either home; relaxed: off needs the store, never the prefetch. */
-        if (rel != BD_CLEAN)
-            diff_add(dlive, z + 1, n - 1, b);
-        return push_part(m, b, z + 1, n - 1, rel, BD_NOH2D, 0, 0);
+        /* Either home; relaxed: off needs the store, never the prefetch
+         * (unwritten: off for free, host-homed). */
+        diff_add(dlive, z + 1, n - 1, b);
+        return push_part(m, home, s, b, z + 1, n - 1, rel, BD_NOH2D, 0, 0);
     }
     if (host_home) {
         /* Must end off the device with a current host copy: the store of
          * a written final version is forced. */
         if (rel != BD_CLEAN)
             diff_add(dlive, z + 1, n - 1, b);
-        return push_part(m, b, z + 1, n - 1, rel, BD_NOH2D,
+        return push_part(m, home, s, b, z + 1, n - 1, rel, BD_NOH2D,
                          rel >= 0 ? BD_MAND_D : 0, rel >= 0 ? b : 0);
     }
     /* Device-homed: on device at step end. */
     diff_add(dlive, z + 1, n - 1, b);
-    return push_part(m, b, z + 1, n - 1, rel, (int32_t)n, 0, 0);
+    return push_part(m, home, s, b, z + 1, n - 1, rel, (int32_t)n, 0, 0);
+}
+
+static int model_storage(bd_model *m, uint32_t s, int64_t *dfix,
+                         int64_t *dlive)
+{
+    int r;
+    if (!bd_movable(&m->t->storages[s]))
+        return storage_parts(m, s, BD_HOME_GIVEN, dfix, dlive);
+    if ((r = storage_parts(m, s, BD_HOME_EITHER, dfix, dlive)) < 0 ||
+        (r = storage_parts(m, s, BD_HOME_HOST, NULL, NULL)) < 0)
+        return r;
+    return storage_parts(m, s, BD_HOME_DEV, NULL, NULL);
 }
 
 int bd_model_init(bd_model *m, const plan_trace *t, const plan_link *link)
@@ -226,7 +270,7 @@ out:
 
 void bd_model_done(bd_model *m)
 {
-    HO_FREE_ALL(m->pre, m->fixed, m->live, m->parts);
+    HO_FREE_ALL(m->pre, m->fixed, m->live, m->parts, m->mparts);
     memset(m, 0, sizeof(*m));
 }
 

@@ -369,6 +369,168 @@ START_TEST(test_curves_never_beat_it)
 }
 END_TEST
 
+/* Homes of the movable storages a schedule uses: +1 per host home, and
+ * per device home (an entry, or no entry for initial: device). */
+static void count_homes(const plan_trace *t, const plan_schedule *s,
+                        unsigned *host, unsigned *dev)
+{
+    for (uint32_t st = 0; st < t->n_storages; st++) {
+        if (!t->storages[st].movable)
+            continue;
+        int h = t->storages[st].initial == PLAN_INIT_HOST ? PLAN_HOME_HOST
+                                                           : PLAN_HOME_DEVICE;
+        for (size_t k = 0; k < s->n_homes; k++)
+            if (s->homes[k].storage == st)
+                h = s->homes[k].home;
+        if (h == PLAN_HOME_HOST)
+            (*host)++;
+        else
+            (*dev)++;
+    }
+}
+
+/* Every retained storage with an initial copy movable (docs/bound.md
+ * §2.3, the home coupling): hoplan's schedules (which choose homes), the
+ * baselines', the oracle's on tiny traces and random schedules with random
+ * homes never beat the bound, in fast and full mode and with the LP
+ * stopped after a few iterations. */
+START_TEST(test_movable_never_beat_it)
+{
+    unsigned n = tu_iters(200), checked = 0, positive = 0, oracle = 0;
+    unsigned host = 0, dev = 0, hoplan_host = 0;
+    tu_rng = 0x5eed0006ull;
+    for (unsigned it = 0; it < n; it++) {
+        bool tiny = it % 2 == 0;
+        plan_trace *t = random_trace_sized(1.0, tiny);
+        plan_trace_summary sm;
+        ck_assert_int_eq(plan_trace_summarize(t, &sm), 0);
+        uint64_t budgets[3] = {sm.max_op_working_set +
+                                   tu_rand() % (sm.no_offload_peak / 4 + 1),
+                               sm.no_offload_peak / 2 +
+                                   sm.max_op_working_set / 2,
+                               sm.no_offload_peak};
+        for (int b = 0; b < 3; b++) {
+            plan_bound_result br;
+            double bound = bound_of(t, budgets[b],
+                                    b == 1 ? PLAN_BOUND_FULL : PLAN_BOUND_FAST,
+                                    0, &br);
+            double lim = bound_of(t, budgets[b], PLAN_BOUND_FAST,
+                                  1 + (uint32_t)(tu_rand() % 5), NULL);
+            for (int p = 0; planners[p]; p++) {
+                plan_schedule *s = NULL;
+                if (p == 5 && !tiny)
+                    continue;
+                plan_result res;
+                if (tu_plan(t, budgets[b], planners[p], &s, &res) < 0)
+                    continue;
+                plan_metrics m;
+                if (sim_ok(t, s, budgets[b], &m)) {
+                    ck_assert(!br.infeasible);
+                    assert_not_beaten(t, budgets[b], bound, &m, planners[p]);
+                    assert_not_beaten(t, budgets[b], lim, &m, planners[p]);
+                    unsigned h0 = host;
+                    count_homes(t, s, &host, &dev);
+                    if (p == 0)
+                        hoplan_host += host - h0;
+                    checked++;
+                    positive += bound > 0;
+                    oracle += p == 5;
+                }
+                plan_schedule_free(s);
+            }
+        }
+        for (int k = 0; k < 4; k++) {
+            plan_schedule *s = random_schedule(t);
+            plan_metrics m;
+            plan_violation v;
+            ck_assert_msg(tu_valid(t, s, &m, &v), "random schedule: %s",
+                          v.message);
+            uint64_t budget =
+                m.peak_device_bytes + (k & 1) * (m.peak_device_bytes / 8);
+            plan_bound_result br;
+            double bound = bound_of(t, budget,
+                                    k == 2 ? PLAN_BOUND_FULL : PLAN_BOUND_FAST,
+                                    k == 3 ? 2 : 0, &br);
+            ck_assert(!br.infeasible);
+            assert_not_beaten(t, budget, bound, &m, "random schedule");
+            count_homes(t, s, &host, &dev);
+            checked++;
+            positive += bound > 0;
+            plan_schedule_free(s);
+        }
+        plan_trace_free(t);
+    }
+    printf("test_bound: movable: %u schedules checked (%u oracle), bound > "
+           "0 for %u; homes host %u (hoplan %u), device %u\n",
+           checked, oracle, positive, host, hoplan_host, dev);
+    ck_assert_uint_gt(host, checked / 4);
+    ck_assert_uint_gt(dev, checked / 4);
+    ck_assert_uint_gt(hoplan_host, 0);
+    ck_assert_uint_gt(oracle, 0);
+    ck_assert_uint_gt(positive, checked / 10);
+}
+END_TEST
+
+/* A movable storage read and written by the last op, pushed off the
+ * device at op 1 by the budget.  Homed on device it is there at t = 0: off
+ * at S_1 needs its store done within op 0 (0.5 us of compute for a 1 us
+ * copy): 0.5 us.  Homed on host it is not there at t = 0 and its prefetch
+ * hides under op 2, but the store of the final version runs after the
+ * last op: 1 us.  The bound that took each stretch at its cheaper home
+ * (leading off for the prefetch only, no store at the end) said 0; the
+ * coupled one says 0.5, which the device-homed schedule reaches. */
+START_TEST(test_movable_coupled_exact)
+{
+    plan_trace *t = tu_trace(NULL);
+    tu_st(t, 1, 1000, PLAN_INIT_NONE, false, false);
+    tu_st(t, 2, 1000, PLAN_INIT_NONE, false, false);
+    tu_st_movable(t, 9, 1000, PLAN_INIT_DEVICE);
+    tu_op(t, 0.5, TU_NONE, TU_R(1));
+    tu_op(t, 100.0, TU_R(1), TU_R(2));
+    tu_op(t, 100.0, TU_R(2), TU_NONE);
+    tu_op(t, 1.0, TU_R(9), TU_R(9));
+    tu_finish(t);
+    const uint64_t budget = 2000;
+    plan_bound_result r;
+    double b = bound_of(t, budget, PLAN_BOUND_FAST, 0, &r);
+    ck_assert_msg(tu_close(b, 0.5), "bound %.9g (cf %.9g, lp %.9g)", b,
+                  r.closed_form_us, r.lp_us);
+    ck_assert(tu_close(bound_of(t, budget, PLAN_BOUND_FULL, 0, NULL), 0.5));
+    /* device home: store at t = 0, wait for it before op 1 allocates,
+     * free, prefetch back under op 2 */
+    plan_schedule *s = tu_sched(budget);
+    ck_assert_int_eq(plan_schedule_set_home(s, t, 2, PLAN_HOME_DEVICE), 0);
+    tu_act(s, 0, PLAN_BEFORE, PLAN_ACT_STORE, 9);
+    tu_act(s, 1, PLAN_BEFORE, PLAN_ACT_WAIT, 9);
+    tu_act(s, 1, PLAN_BEFORE, PLAN_ACT_FREE_DEVICE, 9);
+    tu_act(s, 2, PLAN_BEFORE, PLAN_ACT_PREFETCH, 9);
+    plan_metrics m;
+    plan_violation v;
+    ck_assert_msg(tu_sim(t, s, &m, &v) == 0, "%s", v.message);
+    ck_assert_msg(tu_close(m.exposed_us, 0.5), "device home: %.9g",
+                  m.exposed_us);
+    plan_schedule_free(s);
+    /* host home: prefetch under op 2, store and free after op 3 */
+    s = tu_sched(budget);
+    ck_assert_int_eq(plan_schedule_set_home(s, t, 2, PLAN_HOME_HOST), 0);
+    tu_act(s, 2, PLAN_BEFORE, PLAN_ACT_PREFETCH, 9);
+    tu_act(s, 3, PLAN_AFTER, PLAN_ACT_STORE, 9);
+    tu_act(s, 3, PLAN_AFTER, PLAN_ACT_FREE_DEVICE, 9);
+    ck_assert_msg(tu_sim(t, s, &m, &v) == 0, "%s", v.message);
+    ck_assert_msg(tu_close(m.exposed_us, 1.0), "host home: %.9g",
+                  m.exposed_us);
+    plan_schedule_free(s);
+    /* and hoplan does not beat it */
+    s = NULL;
+    plan_result res;
+    ck_assert_int_eq(tu_plan(t, budget, "hoplan", &s, &res), 0);
+    ck_assert(sim_ok(t, s, budget, &m));
+    assert_not_beaten(t, budget, b, &m, "hoplan");
+    plan_schedule_free(s);
+    plan_trace_free(t);
+}
+END_TEST
+
 /* The solver stopped after a few iterations: still sound. */
 START_TEST(test_limit_path)
 {
@@ -478,7 +640,9 @@ END_TEST
 START_TEST(test_slack_is_zero)
 {
     /* an activation with a long gap under heavy compute: must go off the
-     * device (budget), and the link hides it: bound 0. */
+     * device (budget), and the link hides it: bound 0.  (op 3 touches
+     * nothing: data off at S_2 is prefetched at E_2 at the earliest, and
+     * op 3's compute hides that copy.) */
     plan_trace *t = tu_trace(NULL);
     tu_st(t, 1, 1000, PLAN_INIT_NONE, false, false);
     tu_st(t, 2, 1000, PLAN_INIT_NONE, false, false);
@@ -486,6 +650,7 @@ START_TEST(test_slack_is_zero)
     tu_op(t, 100.0, TU_NONE, TU_R(1));
     tu_op(t, 100.0, TU_NONE, TU_R(2));
     tu_op(t, 100.0, TU_R(2), TU_R(3));
+    tu_op(t, 100.0, TU_NONE, TU_NONE);
     tu_op(t, 100.0, TU_R(1, 3), TU_NONE);
     tu_finish(t);
     plan_bound_result r;
@@ -506,6 +671,56 @@ START_TEST(test_slack_is_zero)
                   0);
         plan_trace_free(u);
     }
+    plan_trace_free(t);
+}
+END_TEST
+
+/* Data off the device at S_i comes back by a prefetch issued at E_i at
+ * the earliest: with no compute between op i and its reader, the copy is
+ * exposed.  The bound finds exactly what the oracle's best schedule
+ * reaches. */
+START_TEST(test_late_prefetch_exact)
+{
+    plan_trace *t = tu_trace(NULL);
+    tu_st(t, 1, 1000, PLAN_INIT_NONE, false, false);
+    tu_st(t, 2, 1000, PLAN_INIT_NONE, false, false);
+    tu_st(t, 3, 1000, PLAN_INIT_NONE, false, false);
+    tu_op(t, 100.0, TU_NONE, TU_R(1));
+    tu_op(t, 100.0, TU_NONE, TU_R(2));
+    tu_op(t, 100.0, TU_R(2), TU_R(3)); /* 1 must be off at S_2 */
+    tu_op(t, 100.0, TU_R(1, 3), TU_NONE);
+    tu_finish(t);
+    plan_bound_result r;
+    double b = bound_of(t, 2000, PLAN_BOUND_FAST, 0, &r);
+    ck_assert_msg(tu_close(b, 1.0), "bound %.9g (cf %.9g, lp %.9g)", b,
+                  r.closed_form_us, r.lp_us);
+    ck_assert(tu_close(bound_of(t, 2000, PLAN_BOUND_FULL, 0, NULL), 1.0));
+    plan_schedule *s = NULL;
+    plan_result res;
+    ck_assert_int_eq(tu_plan(t, 2000, "oracle", &s, &res), 0);
+    plan_metrics m;
+    ck_assert(sim_ok(t, s, 2000, &m));
+    ck_assert_msg(tu_close(m.exposed_us, 1.0), "oracle exposed %.9g",
+                  m.exposed_us);
+    plan_schedule_free(s);
+    /* the closed form adds such stalls over disjoint stretches: the same
+     * pattern twice costs twice */
+    plan_trace *u = tu_trace(NULL);
+    for (int k = 0; k < 2; k++) {
+        int a = 10 * k + 1, bb = a + 1, c = a + 2;
+        tu_st(u, (uint64_t)a, 1000, PLAN_INIT_NONE, false, false);
+        tu_st(u, (uint64_t)bb, 1000, PLAN_INIT_NONE, false, false);
+        tu_st(u, (uint64_t)c, 1000, PLAN_INIT_NONE, false, false);
+        tu_op(u, 100.0, TU_NONE, TU_R(a));
+        tu_op(u, 100.0, TU_NONE, TU_R(bb));
+        tu_op(u, 100.0, TU_R(bb), TU_R(c));
+        tu_op(u, 100.0, TU_R(a, c), TU_NONE);
+    }
+    tu_finish(u);
+    double b2 = bound_of(u, 2000, PLAN_BOUND_FAST, 0, &r);
+    ck_assert_msg(tu_close(b2, 2.0) && tu_close(r.closed_form_us, 2.0),
+                  "bound %.9g, closed form %.9g", b2, r.closed_form_us);
+    plan_trace_free(u);
     plan_trace_free(t);
 }
 END_TEST
@@ -568,11 +783,14 @@ static Suite *suite(void)
     tcase_add_test(tc, test_forced_prefetch_exact);
     tcase_add_test(tc, test_forced_store_exact);
     tcase_add_test(tc, test_slack_is_zero);
+    tcase_add_test(tc, test_late_prefetch_exact);
     tcase_add_test(tc, test_infeasible_and_off);
     tcase_add_test(tc, test_random_schedules);
     tcase_add_test(tc, test_planners_never_beat_it);
     tcase_add_test(tc, test_curves_never_beat_it);
     tcase_add_test(tc, test_limit_path);
+    tcase_add_test(tc, test_movable_never_beat_it);
+    tcase_add_test(tc, test_movable_coupled_exact);
     tcase_add_test(tc, test_monotone);
     suite_add_tcase(s, tc);
     return s;
