@@ -85,6 +85,20 @@ static int check_region(const ho_links_header *h, uint64_t size,
     return 0;
 }
 
+/* Free a pacer no longer installed (NULL: nothing), once the copies
+ * using it are done. */
+static void pacer_free(hob_pacer *x)
+{
+    if (!x)
+        return;
+    while (atomic_load(&x->users)) {
+        struct timespec ts = {0, 100000};
+        nanosleep(&ts, NULL);
+    }
+    munmap(x->h, (size_t)x->size);
+    free(x);
+}
+
 int hob_pace_attach(int device, int fd, uint64_t map_size,
                     uint32_t node_device, double weight, uint64_t owner,
                     uint64_t *ret_token, char *err, size_t errlen)
@@ -117,9 +131,10 @@ int hob_pace_attach(int device, int fd, uint64_t map_size,
     atomic_store(&x->weight, wb);
     x->owner = owner;
     x->token = atomic_fetch_add(&next_token, 1);
-    hob_pace_detach(device, 0);
-    atomic_store(&pacers[device], x);
     *ret_token = x->token;
+    /* one exchange: two sessions of this process attaching the same
+     * device at once each free only the pacer they replaced */
+    pacer_free(atomic_exchange(&pacers[device], x));
     return 0;
 }
 
@@ -131,12 +146,7 @@ void hob_pace_detach(int device, uint64_t token)
     if (!x || (token && token != x->token) ||
         !atomic_compare_exchange_strong(&pacers[device], &x, NULL))
         return;
-    while (atomic_load(&x->users)) {
-        struct timespec ts = {0, 100000};
-        nanosleep(&ts, NULL);
-    }
-    munmap(x->h, (size_t)x->size);
-    free(x);
+    pacer_free(x);
 }
 
 void hob_pace_set_weight(int device, double weight)
