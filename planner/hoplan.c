@@ -1447,6 +1447,18 @@ static double home_idle_margin(const plan_trace *t, const double *P,
 /* Homes by benefit: a movable storage lives on the host when its idle
  * time hides its copies (home_idle_margin >= 0); one the step never
  * touches, always. */
+/* A copy of s takes no longer than twice the link's latency: what it
+ * frees is small against what its copies cost on the FIFO engines, where
+ * many such copies queue (a step's small optimizer states and counters,
+ * each stored after the last optimizer op, serialise at the step's end). */
+static bool latency_bound(const plan_trace *t, uint32_t s)
+{
+    const plan_link *l = &t->link;
+    return l->latency_us > 0 &&
+           plan_copy_us(l, 0, t->storages[s].bytes) <= 2 * l->latency_us &&
+           plan_copy_us(l, 1, t->storages[s].bytes) <= 2 * l->latency_us;
+}
+
 static void homes_by_benefit(const plan_trace *t, const double *P,
                              uint8_t *init)
 {
@@ -1457,8 +1469,9 @@ static void homes_by_benefit(const plan_trace *t, const double *P,
         if (t->acc_start[s] == t->acc_start[s + 1])
             init[s] = PLAN_INIT_HOST;
         else
-            init[s] = home_idle_margin(t, P, s) >= 0 ? PLAN_INIT_HOST
-                                                     : sto->initial;
+            init[s] = home_idle_margin(t, P, s) >= 0 && !latency_bound(t, s)
+                          ? PLAN_INIT_HOST
+                          : sto->initial;
     }
 }
 
@@ -1582,10 +1595,13 @@ static int homes_fit(const plan_trace *t, const double *P, uint64_t target,
         p0 += sto->bytes;
         if (!sto->movable)
             continue;
-        /* per byte: which bytes leave first */
+        /* per byte: which bytes leave first; the latency-bound ones
+         * (latency_bound) last */
         double slack = a0 == a1 ? 1e300
-                                : home_idle_margin(t, P, s) /
-                                      (double)(sto->bytes ? sto->bytes : 1);
+                       : latency_bound(t, s)
+                           ? -1e300
+                           : home_idle_margin(t, P, s) /
+                                 (double)(sto->bytes ? sto->bytes : 1);
         k[nk++] = (hf_key){slack, s};
     }
     qsort(k, nk, sizeof(*k), hf_cmp);
@@ -1802,7 +1818,7 @@ int plan_hoplan(const plan_trace *t, uint64_t budget,
      * best of them at the rungs of a fixed ladder (min_budget to the
      * `none` peak, in HP_LADDER steps) below the budget -- a plan met at
      * a smaller budget is met at this one -- and for a slower link (1/2,
-     * 1/4), judged on this one */
+     * 1/4, 1/8), judged on this one */
     {
         size_t na = (size_t)t->acc_start[t->n_storages] + t->n_storages;
         uint32_t *hint = calloc(na ? na : 1, sizeof(*hint));
@@ -1829,7 +1845,7 @@ int plan_hoplan(const plan_trace *t, uint64_t budget,
                               na);
             }
             plan_trace slow = *t;
-            for (int k = 1; k <= 2 && r >= 0; k++) {
+            for (int k = 1; k <= 3 && r >= 0; k++) {
                 slow.link.h2d_gbps = t->link.h2d_gbps / (1 << k);
                 slow.link.d2h_gbps = t->link.d2h_gbps / (1 << k);
                 r = fs_homes_plan(&pb, &slow, homes[best_h], budget, maxws, 1,
