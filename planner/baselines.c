@@ -82,17 +82,6 @@ int plan_none(const plan_trace *t, uint64_t budget, plan_schedule **ret_schedule
  * storage order, as plan_none sorts them.  0, -ENOMEM, or HO_E_INTERNAL
  * where the walk finds what the judge would refuse (the caller then asks
  * the judge). */
-typedef struct np_rel {
-    double t;
-    uint64_t bytes;
-} np_rel;
-
-static bool np_rel_less(const np_rel *a, const np_rel *b)
-{
-    return a->t < b->t;
-}
-PLAN_GROWING_HEAP_DEFINE(np_rheap, np_rel, np_rel_less)
-
 typedef struct np_st {
     double h2d_end, d2h_end;
     uint64_t bytes;
@@ -117,7 +106,7 @@ static double np_done(const np_st *x)
 
 /* A release of s at `now` (its copies done or not): applied at once when
  * due by the next allocation (which happens at `now` or later). */
-static int np_release(np_rheap *rel, np_st *x, double now, uint64_t *dev)
+static int np_release(plan_rheap *rel, np_st *x, double now, uint64_t *dev)
 {
     double d = np_done(x);
     x->on_dev = false;
@@ -125,7 +114,7 @@ static int np_release(np_rheap *rel, np_st *x, double now, uint64_t *dev)
         *dev -= x->bytes;
         return 0;
     }
-    return np_rheap_push(rel, (np_rel){d, x->bytes});
+    return plan_rheap_push(rel, (plan_rel){d, x->bytes});
 }
 
 int plan_none_peak(const plan_trace *t, uint64_t *ret_peak)
@@ -134,7 +123,7 @@ int plan_none_peak(const plan_trace *t, uint64_t *ret_peak)
     np_st *st = calloc(ns, sizeof(*st));
     uint32_t *pt = NULL;
     size_t cap_pt = 0;
-    np_rheap rel = {0};
+    plan_rheap rel = {0};
     uint64_t dev = 0, peak;
     double eng[2] = {0, 0}, now = 0;
     int r = -ENOMEM;
@@ -175,7 +164,7 @@ int plan_none_peak(const plan_trace *t, uint64_t *ret_peak)
                 __builtin_prefetch(&st[t->refs[o2->first_ref + k]]);
         }
         while (rel.n > 0 && rel.v[0].t <= now)
-            dev -= np_rheap_pop(&rel).bytes;
+            dev -= plan_rheap_pop(&rel).bytes;
         /* the before point: prefetches of initial: host data read first
          * here, in storage order */
         for (uint32_t k = 0; k < o->n_reads; k++) {

@@ -9,6 +9,7 @@
 
 #include "planner/plan.h"
 
+#include <errno.h>
 #include <stdarg.h>
 
 #include "proto/errfmt.h"
@@ -121,6 +122,19 @@ static inline bool plan_untouched_span(const plan_storage *st, uint32_t n,
     {                                                                       \
         return name##_remove(h->v, &h->n);                                  \
     }
+
+/* A release of device or host memory at time t: the judges' queues
+ * (simulate.c, plan_none_peak), the earliest first. */
+typedef struct plan_rel {
+    double t;
+    uint64_t bytes;
+} plan_rel;
+
+static inline bool plan_rel_less(const plan_rel *a, const plan_rel *b)
+{
+    return a->t < b->t;
+}
+PLAN_GROWING_HEAP_DEFINE(plan_rheap, plan_rel, plan_rel_less)
 
 /* Copy duration in microseconds of `bytes` over a link direction. */
 static inline double plan_copy_us(const plan_link *l, int d2h, uint64_t bytes)

@@ -23,17 +23,6 @@
 #include "hyperoffload/errors.h"
 #include "proto/mem.h"
 
-typedef struct release {
-    double t;
-    uint64_t bytes;
-} release;
-
-static bool release_less(const release *a, const release *b)
-{
-    return a->t < b->t;
-}
-
-PLAN_GROWING_HEAP_DEFINE(rheap, release, release_less)
 
 /* Whether a schedule entry's storage index names the storage of id `id`
  * in t (what plan_schedule_bind sets). */
@@ -62,7 +51,7 @@ typedef struct sim {
     plan_violation *v;
     sstate *st;
     uint8_t *init;          /* effective initial of each storage (homes) */
-    rheap dev_rel, host_rel;
+    plan_rheap dev_rel, host_rel;
     uint64_t dev, host;     /* allocated bytes now */
     double eng_free[2];     /* 0: H2D (or the shared engine), 1: D2H */
     bool over_budget;       /* a budget violation is already recorded */
@@ -116,7 +105,7 @@ static int refuse(sim *x, size_t ai, const char *fmt, ...)
 static void dev_flush(sim *x, double t)
 {
     while (x->dev_rel.n > 0 && x->dev_rel.v[0].t <= t) {
-        release r = rheap_pop(&x->dev_rel);
+        plan_rel r = plan_rheap_pop(&x->dev_rel);
         x->dev -= r.bytes;
         if (x->obs && x->obs->device_bytes)
             x->obs->device_bytes(x->obs->ctx, r.t, x->dev);
@@ -126,7 +115,7 @@ static void dev_flush(sim *x, double t)
 static void host_flush(sim *x, double t)
 {
     while (x->host_rel.n > 0 && x->host_rel.v[0].t <= t) {
-        release r = rheap_pop(&x->host_rel);
+        plan_rel r = plan_rheap_pop(&x->host_rel);
         x->host -= r.bytes;
     }
 }
@@ -168,7 +157,7 @@ static int dev_release(sim *x, uint32_t s, double t)
 {
     double done = copies_done(&x->st[s]);
     x->st[s].on_dev = false;
-    return rheap_push(&x->dev_rel, (release){done > t ? done : t,
+    return plan_rheap_push(&x->dev_rel, (plan_rel){done > t ? done : t,
                                           x->t->storages[s].bytes});
 }
 
@@ -268,7 +257,7 @@ static int act_free_host(sim *x, size_t ai, double t)
                       "copy", sid(x, s), when_names[a->when], a->op);
     ss->has_host = false;
     double done = copies_done(ss);
-    return rheap_push(&x->host_rel, (release){done > t ? done : t,
+    return plan_rheap_push(&x->host_rel, (plan_rel){done > t ? done : t,
                                           x->t->storages[s].bytes});
 }
 

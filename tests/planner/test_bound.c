@@ -263,6 +263,20 @@ static const char *const planners[] = {"hoplan",      "none", "seed-greedy",
                                        "ms-distance", "reactive-lru",
                                        "oracle",      NULL};
 
+/* planners[p]'s schedule of t at `budget` (owned) and its metrics when it
+ * is valid and fits; NULL otherwise, and for the oracle (p 5) on traces
+ * that are not tiny. */
+static plan_schedule *fitting_plan(const plan_trace *t, uint64_t budget,
+                                   int p, bool tiny, plan_metrics *m)
+{
+    plan_schedule *s = NULL;
+    plan_result res;
+    if ((p == 5 && !tiny) || tu_plan(t, budget, planners[p], &s, &res) < 0 ||
+        !sim_ok(t, s, budget, m))
+        return plan_schedule_free(s);
+    return s;
+}
+
 START_TEST(test_planners_never_beat_it)
 {
     unsigned n = tu_iters(300), checked = 0, oracle = 0;
@@ -286,24 +300,18 @@ START_TEST(test_planners_never_beat_it)
                                     b & 1 ? PLAN_BOUND_FULL : PLAN_BOUND_FAST,
                                     0, &br);
             for (int p = 0; planners[p]; p++) {
-                plan_schedule *s = NULL;
-                if (p == 5 && !tiny)
-                    continue;
-                plan_result res;
-                if (tu_plan(t, budgets[b], planners[p], &s, &res) < 0)
-                    continue;
                 plan_metrics m;
-                if (sim_ok(t, s, budgets[b], &m)) {
-                    ck_assert_msg(!br.infeasible, "%s fits a budget the "
-                                                  "bound calls infeasible",
-                                  planners[p]);
-                    assert_not_beaten(t, budgets[b], bound, &m, planners[p]);
-                    checked++;
-                    oracle += p == 5;
-                    if (strcmp(planners[p], "hoplan") == 0 && bound > 0 &&
-                        m.exposed_us / bound > worst)
-                        worst = m.exposed_us / bound;
-                }
+                plan_schedule *s = fitting_plan(t, budgets[b], p, tiny, &m);
+                if (!s)
+                    continue;
+                ck_assert_msg(!br.infeasible, "%s fits a budget the bound "
+                                              "calls infeasible",
+                              planners[p]);
+                assert_not_beaten(t, budgets[b], bound, &m, planners[p]);
+                checked++;
+                oracle += p == 5;
+                if (p == 0 && bound > 0 && m.exposed_us / bound > worst)
+                    worst = m.exposed_us / bound;
                 plan_schedule_free(s);
             }
         }
@@ -417,25 +425,20 @@ START_TEST(test_movable_never_beat_it)
             double lim = bound_of(t, budgets[b], PLAN_BOUND_FAST,
                                   1 + (uint32_t)(tu_rand() % 5), NULL);
             for (int p = 0; planners[p]; p++) {
-                plan_schedule *s = NULL;
-                if (p == 5 && !tiny)
-                    continue;
-                plan_result res;
-                if (tu_plan(t, budgets[b], planners[p], &s, &res) < 0)
-                    continue;
                 plan_metrics m;
-                if (sim_ok(t, s, budgets[b], &m)) {
-                    ck_assert(!br.infeasible);
-                    assert_not_beaten(t, budgets[b], bound, &m, planners[p]);
-                    assert_not_beaten(t, budgets[b], lim, &m, planners[p]);
-                    unsigned h0 = host;
-                    count_homes(t, s, &host, &dev);
-                    if (p == 0)
-                        hoplan_host += host - h0;
-                    checked++;
-                    positive += bound > 0;
-                    oracle += p == 5;
-                }
+                plan_schedule *s = fitting_plan(t, budgets[b], p, tiny, &m);
+                if (!s)
+                    continue;
+                ck_assert(!br.infeasible);
+                assert_not_beaten(t, budgets[b], bound, &m, planners[p]);
+                assert_not_beaten(t, budgets[b], lim, &m, planners[p]);
+                unsigned h0 = host;
+                count_homes(t, s, &host, &dev);
+                if (p == 0)
+                    hoplan_host += host - h0;
+                checked++;
+                positive += bound > 0;
+                oracle += p == 5;
                 plan_schedule_free(s);
             }
         }
