@@ -173,7 +173,8 @@ static size_t iv_keep_useful(cf_iv *iv, size_t n)
             best = iv[k].us;
             iv[--w] = iv[k];
         }
-    memmove(iv, iv + w, (n - w) * sizeof(*iv));
+    if (w > 0 && w < n) /* (iv may be NULL when n is 0) */
+        memmove(iv, iv + w, (n - w) * sizeof(*iv));
     return n - w;
 }
 
