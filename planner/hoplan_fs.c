@@ -15,7 +15,9 @@
  *   3. looks ahead: the next storage to be read that is off the device is
  *      prefetched at the last boundary from which it still completes in
  *      time on the FIFO engine, if memory allows (evicting only data used
- *      later than it, and never waiting for that).
+ *      later than it, and never waiting for that); with `edf`, also when
+ *      the misses after it in deadline order, queued behind it, would
+ *      make one of them late (fs_backlog_due).
  * After an op, optionally ("eager") the data it wrote is stored at once
  * when the copy engine is idle, so that a later eviction frees memory
  * without a stall.  In "jit" mode every storage is evicted right after
@@ -95,6 +97,10 @@ enum {
     FS_NEED_END = 8,  /* retained and not host-homed: on device at end */
 };
 
+#ifndef FS_EDF_K
+#define FS_EDF_K 64 /* edf: misses in the backlog chain */
+#endif
+
 typedef struct fs {
     const plan_trace *t;
     const uint8_t *init;
@@ -117,6 +123,16 @@ typedef struct fs {
     uint32_t n_evict_stores; /* record_hint's sequence */
     fs_rel *fl;       /* releases applied since the last allocation */
     size_t n_fl, cap_fl;
+    /* edf's backlog chain (fs_backlog_due) */
+    struct fs_blm {
+        fs_key k;
+        double hr, cp; /* host copy ready, copy time */
+    } bl[FS_EDF_K];
+    uint32_t bl_n;
+    bool bl_valid; /* bl is a prefix of the live misses in key order */
+    bool bl_all;   /* ... and holds every live one */
+    bool bl_dirty; /* bl_m1, bl_m2 to recompute */
+    double bl_m1, bl_m2;
 } fs;
 
 #ifndef FS_AHEAD
@@ -280,6 +296,8 @@ static int fs_store(fs *x, uint32_t op, plan_when w, uint32_t s, double t)
     return r;
 }
 
+static void fs_bl_push(fs *x, fs_key k);
+
 /* Evict s at (op, w), time t: a store when its data is needed later and
  * the host copy is stale, then the free. */
 static int fs_evict(fs *x, uint32_t op, plan_when w, uint32_t s, double t)
@@ -300,8 +318,12 @@ static int fs_evict(fs *x, uint32_t op, plan_when w, uint32_t s, double t)
     if ((r = fs_act(x, op, w, PLAN_ACT_FREE_DEVICE, s)) < 0 ||
         (r = fs_release(x, s, t)) < 0)
         return r;
-    if (rd != PLAN_NONE && x->o->lookahead)
-        r = fs_mheap_push(&x->miss, (fs_key){rd, s}); /* lookahead's */
+    if (rd != PLAN_NONE && x->o->lookahead) {
+        fs_key k = {rd, s};
+        r = fs_mheap_push(&x->miss, k); /* lookahead's */
+        if (x->o->edf)
+            fs_bl_push(x, k);
+    }
     return r;
 }
 
@@ -388,9 +410,147 @@ static int fs_room(fs *x, uint32_t op, uint64_t need, uint32_t limit,
     return 0;
 }
 
+/* edf's walk of the miss heap in key order without changing it: a small
+ * heap of indices into it, a node's children entering when it leaves. */
+typedef struct fs_hix {
+    fs_key k;
+    uint32_t ix;
+} fs_hix;
+
+static bool hix_less(const fs_hix *a, const fs_hix *b)
+{
+    return miss_less(&a->k, &b->k);
+}
+PLAN_HEAP_DEFINE(fs_hixheap, fs_hix, uint32_t, hix_less)
+
+/* edf: the backlog chain, a prefix of the live misses in deadline order
+ * (their next read j_k; ties by storage index), at most FS_EDF_K of them,
+ * copied back to back on the FIFO H2D engine in that order from st0 (the
+ * engine start of an issue at the next boundary), each no sooner than its
+ * host copy is ready (hr_k).  With C_k the sum of the first k copy
+ * times, miss k completes at max(st0 + C_k, max_{m<=k} hr_m + C_k -
+ * C_{m-1}) and is needed at off + P[j_k] (off = start_i - P[i], the
+ * walk's stall so far).  So one is late iff st0 - off > M1 = min_k (P[j_k]
+ * - C_k) or off < M2 = max_m (hr_m - R_m), R_m = min_{k>=m} (P[j_k] -
+ * C_k) + C_{m-1}: two numbers that hold while the chain does.  The chain
+ * is kept as the misses come and go (a push before its last member enters
+ * it; a prefetch or the read of its first leaves it) and refilled from
+ * the heap when it has fewer than FS_EDF_K / 2 of them and the heap may
+ * hold more.  A miss entry is live while its read is ahead (key > i):
+ * a storage leaves the device at most once between its reads, and comes
+ * back only by the lookahead (which pops its entry) or its read. */
+static void fs_bl_fill(fs *x, uint32_t i)
+{
+    fs_hix aux[2 * FS_EDF_K + 2];
+    uint32_t na = 0, visited = 0;
+    x->bl_n = 0;
+    if (x->miss.n > 0)
+        fs_hixheap_insert(aux, &na, (fs_hix){x->miss.v[0], 0});
+    while (na > 0 && x->bl_n < FS_EDF_K && visited < 2 * FS_EDF_K) {
+        fs_hix h = fs_hixheap_remove(aux, &na);
+        visited++;
+        for (uint32_t c = 2 * h.ix + 1; c <= 2 * h.ix + 2; c++)
+            if (c < x->miss.n)
+                fs_hixheap_insert(aux, &na, (fs_hix){x->miss.v[c], c});
+        const fs_st *ss = &x->st[h.k.storage];
+        if (h.k.key <= i || ss->on_dev)
+            continue; /* stale: read already */
+        x->bl[x->bl_n++] = (struct fs_blm){
+            h.k, ss->host_ready, plan_copy_us(&x->t->link, 0, ss->bytes)};
+    }
+    x->bl_all = na == 0;
+    x->bl_valid = true;
+    x->bl_dirty = true;
+}
+
+/* edf: miss k was pushed (fs_evict: s's host copy is the one it needs) */
+static void fs_bl_push(fs *x, fs_key k)
+{
+    if (!x->bl_valid)
+        return;
+    uint32_t n = x->bl_n;
+    if (!x->bl_all && (n == 0 || !miss_less(&k, &x->bl[n - 1].k)))
+        return; /* after the chain: the heap holds others before it */
+    uint32_t p = n;
+    while (p > 0 && miss_less(&k, &x->bl[p - 1].k))
+        p--;
+    if (n == FS_EDF_K) {
+        n--; /* the last one leaves */
+        x->bl_all = false;
+        if (p == FS_EDF_K)
+            return;
+    }
+    memmove(&x->bl[p + 1], &x->bl[p], (n - p) * sizeof(x->bl[0]));
+    const fs_st *ss = &x->st[k.storage];
+    x->bl[p] = (struct fs_blm){k, ss->host_ready,
+                               plan_copy_us(&x->t->link, 0, ss->bytes)};
+    x->bl_n = n + 1;
+    x->bl_dirty = true;
+}
+
+/* edf: the first miss k is prefetched */
+static void fs_bl_pop(fs *x, fs_key k)
+{
+    if (!x->bl_valid)
+        return;
+    if (x->bl_n == 0 || x->bl[0].k.key != k.key ||
+        x->bl[0].k.storage != k.storage) {
+        x->bl_valid = false;
+        return;
+    }
+    memmove(&x->bl[0], &x->bl[1], (x->bl_n - 1) * sizeof(x->bl[0]));
+    x->bl_n--;
+    x->bl_dirty = true;
+}
+
+/* edf: whether the backlog makes a prefetch due at boundary i although
+ * the top miss alone is not. */
+static bool fs_backlog_due(fs *x, uint32_t i, double start_i, double st0)
+{
+    uint32_t d = 0;
+    if (x->bl_valid) {
+        while (d < x->bl_n && x->bl[d].k.key <= i)
+            d++; /* read already */
+        if (d) {
+            memmove(&x->bl[0], &x->bl[d], (x->bl_n - d) * sizeof(x->bl[0]));
+            x->bl_n -= d;
+            x->bl_dirty = true;
+        }
+    }
+    if (!x->bl_valid || (x->bl_n < FS_EDF_K / 2 && !x->bl_all))
+        fs_bl_fill(x, i);
+    if (x->bl_n == 0)
+        return false;
+    if (x->bl_dirty) {
+        double C = 0, cp[FS_EDF_K], q[FS_EDF_K];
+        x->bl_m1 = 1e300;
+        for (uint32_t k = 0; k < x->bl_n; k++) {
+            C += x->bl[k].cp;
+            cp[k] = C;                           /* C_k */
+            q[k] = x->P[x->bl[k].k.key] - C;     /* P[j_k] - C_k */
+            if (q[k] < x->bl_m1)
+                x->bl_m1 = q[k];
+        }
+        double suf = 1e300;
+        x->bl_m2 = -1e300;
+        for (uint32_t k = x->bl_n; k-- > 0;) {
+            if (q[k] < suf)
+                suf = q[k];
+            double v = x->bl[k].hr - (suf + (k ? cp[k - 1] : 0));
+            if (v > x->bl_m2)
+                x->bl_m2 = v;
+        }
+        x->bl_dirty = false;
+    }
+    double off = start_i - x->P[i];
+    double tol = 1e-12 * (start_i + x->P[x->n] - x->P[i]);
+    return st0 - off > x->bl_m1 - tol || x->bl_m2 > off - tol;
+}
+
 /* Prefetch ahead at boundary i (clock c, op i starting at start_i) what
  * is due: the next read off the device that would be late if issued at
- * the next boundary. */
+ * the next boundary (edf: or that, with the misses read after it queued
+ * behind it, makes one of them late). */
 static int fs_lookahead(fs *x, uint32_t i, double c, double start_i)
 {
     const plan_trace *t = x->t;
@@ -418,6 +578,10 @@ static int fs_lookahead(fs *x, uint32_t i, double c, double start_i)
         const uint64_t sb = x->st[s].bytes;
         double late = st0 + plan_copy_us(&t->link, 0, sb);
         bool due = late > need_at * (1 - 1e-12);
+        if (!due && x->o->edf)
+            due = fs_backlog_due(x, i, start_i, x->eng[e] > next_b
+                                                     ? x->eng[e]
+                                                     : next_b);
         bool eager = false;
         if (!due && x->o->eager_prefetch) {
             /* the engine would idle through op i: use it if memory is
@@ -434,6 +598,8 @@ static int fs_lookahead(fs *x, uint32_t i, double c, double start_i)
         if (r > 0)
             break;
         fs_mheap_pop(&x->miss);
+        if (x->o->edf)
+            fs_bl_pop(x, k);
         if ((r = fs_prefetch(x, i, PLAN_BEFORE, s, c)) < 0)
             return r;
     }

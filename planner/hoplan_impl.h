@@ -157,6 +157,10 @@ typedef struct hp_fs_opts {
     bool clean_first;    /* evict clean data (no store needed) first */
     bool defer_busy;     /* no prefetch ahead while the engine is busy
                             through the op */
+    bool edf;            /* lookahead counts the backlog: a miss is due
+                            when the misses in deadline order, queued
+                            on the FIFO engine from the next boundary,
+                            would make one of them late */
     const uint32_t *store_hint; /* per access of t->acc, then per storage
                                    (may be NULL): nonzero where an earlier
                                    pass stored on eviction the data of

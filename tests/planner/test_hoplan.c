@@ -2,10 +2,13 @@
  * tests/planner/test_hoplan.c - hoplan (planner/hoplan*.c) on traces whose
  * good schedule is known: budget-exact, time-aware prefetch, version-
  * correct copies, dead data freed for free, pinned data kept, infeasible
- * budgets reported with the smallest budget it meets, determinism, and
- * hoplan against seed-greedy on transformer training steps.
+ * budgets reported with the smallest budget it meets, determinism,
+ * hoplan against seed-greedy on transformer training steps, and the
+ * forward planner's backlog-aware (edf) lookahead.
  */
 #include "tests/planner/plan_test_util.h"
+
+#include "planner/hoplan_impl.h"
 
 static plan_schedule *hoplan_ok(const plan_trace *t, uint64_t budget)
 {
@@ -413,6 +416,62 @@ START_TEST(test_meets_budget_seed_greedy_misses)
 }
 END_TEST
 
+
+/* The forward planner alone (hp_fs_plan) under the trace's initials,
+ * judged: valid, within budget; returns its exposed time. */
+static double fs_exposed(const plan_trace *t, uint64_t budget,
+                         const hp_fs_opts *o, plan_schedule **ret)
+{
+    uint8_t init[8];
+    ck_assert_uint_le(t->n_storages, 8);
+    for (uint32_t s = 0; s < t->n_storages; s++)
+        init[s] = t->storages[s].initial;
+    plan_schedule *s = NULL;
+    ck_assert_int_eq(hp_fs_plan(t, init, budget, o, &s, NULL), 0);
+    plan_metrics m;
+    plan_violation v;
+    ck_assert_msg(tu_valid(t, s, &m, &v), "invalid: %s", v.message);
+    ck_assert_uint_le(m.peak_device_bytes, budget);
+    *ret = s;
+    return m.exposed_us;
+}
+
+START_TEST(test_lookahead_counts_the_backlog)
+{
+    /* two host storages of 15-us copies read by ops 5 and 6 (1 us each)
+     * after five idle 10-us ops.  Alone, A is due at boundary 3 (issued at
+     * the next one, 40 + 15 > 50), and B, queued behind it on the FIFO
+     * engine, completes at 60 for op 6 at 51: 9 us exposed.  Counting the
+     * backlog, A and B back to back from boundary 3 (30 + 30 > 51) make A
+     * due at boundary 2 and B at 3: nothing exposed. */
+    plan_trace *t = tu_trace(NULL);
+    tu_st(t, 1, 15000, PLAN_INIT_HOST, false, false);
+    tu_st(t, 2, 15000, PLAN_INIT_HOST, false, false);
+    for (int k = 0; k < 5; k++)
+        tu_op(t, 10, TU_NONE, TU_NONE);
+    tu_op(t, 1, TU_R(1), TU_NONE);
+    tu_op(t, 1, TU_R(2), TU_NONE);
+    tu_finish(t);
+    const hp_fs_opts plain = {.lookahead = true};
+    const hp_fs_opts edf = {.lookahead = true, .edf = true};
+    plan_schedule *s = NULL;
+    ck_assert(tu_close(fs_exposed(t, 1 << 20, &plain, &s), 9));
+    ck_assert_uint_eq(s->actions[tu_find(s, PLAN_ACT_PREFETCH, 1)].op, 3);
+    plan_schedule_free(s);
+    ck_assert(tu_close(fs_exposed(t, 1 << 20, &edf, &s), 0));
+    ck_assert_uint_eq(s->actions[tu_find(s, PLAN_ACT_PREFETCH, 1)].op, 2);
+    ck_assert_uint_eq(s->actions[tu_find(s, PLAN_ACT_PREFETCH, 2)].op, 3);
+    plan_schedule_free(s);
+    /* memory for one of them at a time besides nothing else: B cannot
+     * come before A is read and freed, edf or not (the room check is the
+     * same): both plans valid, B's prefetch after op 5 */
+    ck_assert(fs_exposed(t, 15000, &edf, &s) > 0);
+    ck_assert_uint_ge(s->actions[tu_find(s, PLAN_ACT_PREFETCH, 2)].op, 6);
+    plan_schedule_free(s);
+    plan_trace_free(t);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("planner_hoplan");
@@ -432,6 +491,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_deterministic);
     tcase_add_test(tc, test_transformer_vs_seed_greedy);
     tcase_add_test(tc, test_meets_budget_seed_greedy_misses);
+    tcase_add_test(tc, test_lookahead_counts_the_backlog);
     suite_add_tcase(s, tc);
     return s;
 }
