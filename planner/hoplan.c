@@ -1417,6 +1417,18 @@ static int consider_fs_on(pbest *pb, const plan_trace *pt,
     plan_schedule *s = NULL;
     int r = hp_fs_plan(pt, init, budget, o, &s, NULL);
     if (r == HO_E_INFEASIBLE)
+        r = 0;
+    else if (r == 0)
+        r = consider(pb, s);
+    if (r < 0 || !o->lookahead || o->edf)
+        return r;
+    /* the same with the backlog-aware lookahead */
+    hp_fs_opts oe = *o;
+    oe.edf = true;
+    oe.record_hint = NULL;
+    s = NULL;
+    r = hp_fs_plan(pt, init, budget, &oe, &s, NULL);
+    if (r == HO_E_INFEASIBLE)
         return 0;
     if (r < 0)
         return r;
@@ -1506,14 +1518,15 @@ static int fs_homes_plan(pbest *pb, const plan_trace *pt,
         /* the largest traces: the two passes by the forward planner's own
          * step time (it follows the judge's model), the better judged
          * first and the other only if that one does not fit */
-        hp_fs_opts o0 = {.lookahead = true, .defer_busy = true};
+        hp_fs_opts o0 = {.lookahead = true, .defer_busy = true, .edf = true};
         plan_schedule *s0 = NULL, *s1 = NULL;
         double e0 = 0, e1 = 0;
         o0.record_hint = hint;
         o0.ret_step_us = &e0;
         r = hp_fs_plan(pt, home, budget, &o0, &s0, NULL);
         if (r == 0) {
-            hp_fs_opts o1 = {.lookahead = true, .defer_busy = true};
+            hp_fs_opts o1 = {.lookahead = true, .defer_busy = true,
+                             .edf = true};
             o1.store_hint = hint;
             o1.ret_step_us = &e1;
             r = hp_fs_plan(pt, home, budget, &o1, &s1, NULL);
@@ -1564,6 +1577,95 @@ typedef struct hf_key {
     double slack;
     uint32_t s;
 } hf_key;
+
+/* What a judged run exposes of the homes: per storage the end of its
+ * latest D2H copy and of its first H2D copy, the end of the last op, and
+ * the storages a stalled op waited for. */
+typedef struct tail_obs {
+    const plan_trace *t;
+    uint8_t *home;      /* the run's effective initials; set to device */
+    double *d2h_end, *h2d_first;
+    double prev_end, last_op_end;
+    double compute;     /* of the ops before the current one */
+    bool head;          /* trim the first prefetches too */
+    int changed;
+} tail_obs;
+
+static void tail_transfer(void *ctx, int dir, uint32_t storage,
+                          double start_us, double end_us, uint64_t bytes)
+{
+    tail_obs *o = ctx;
+    (void)start_us;
+    (void)bytes;
+    if (dir == 1 && end_us > o->d2h_end[storage])
+        o->d2h_end[storage] = end_us;
+    if (dir == 0 && o->h2d_first[storage] < 0)
+        o->h2d_first[storage] = end_us;
+}
+
+/* Op `op` waited (it starts after the op before it ended) for the first
+ * prefetch of host-homed movable data it reads first, and the compute of
+ * the ops before it is shorter than that copy: nothing can hide it (the
+ * step starts with that data on the host), so it goes to the device
+ * home.  (Waits behind a busy link are left to the planner.) */
+static void tail_op(void *ctx, uint32_t op, double start_us, double end_us)
+{
+    tail_obs *o = ctx;
+    const plan_trace *t = o->t;
+    const plan_op *p = &t->ops[op];
+    if (o->head && start_us > o->prev_end * (1 + 1e-12))
+        for (uint32_t k = 0; k < p->n_reads; k++) {
+            uint32_t s = t->refs[p->first_ref + k];
+            if (t->storages[s].movable && o->home[s] == PLAN_INIT_HOST &&
+                plan_first_access(t, s) == op &&
+                o->h2d_first[s] >= start_us * (1 - 1e-12) &&
+                o->compute < plan_copy_us(&t->link, 0, t->storages[s].bytes)) {
+                o->home[s] = PLAN_INIT_DEVICE;
+                o->changed = 1;
+            }
+        }
+    o->prev_end = end_us;
+    o->compute += p->duration_us;
+    if (op + 1 == t->n_ops)
+        o->last_op_end = end_us;
+}
+
+/* The homes of schedule s (judged on t) with the movable data homed on
+ * the host that it exposes moved to the device (in *out): the data whose
+ * store still runs when the last op has ended -- the optimizer sweep's
+ * state, written last, queues on the D2H engine past the compute -- and
+ * with `head`, the data whose first prefetch a stalled op waited for
+ * (read early in the step, with too little compute before it to hide the
+ * copy).  1 when it changed anything, 0 when not, -ENOMEM. */
+static int homes_trim_exposed(const plan_trace *t, const plan_schedule *s,
+                              bool head, uint8_t *out)
+{
+    const size_t ns = t->n_storages ? t->n_storages : 1;
+    tail_obs o = {t, out, calloc(ns, sizeof(double)),
+                  malloc(ns * sizeof(double)), 0, 0, 0, head, 0};
+    plan_sim_observer obs = {&o, NULL, tail_transfer, tail_op};
+    plan_metrics m;
+    plan_violation v;
+    int r = -ENOMEM;
+    if (!o.d2h_end || !o.h2d_first)
+        goto out;
+    for (size_t q = 0; q < ns; q++)
+        o.h2d_first[q] = -1;
+    if ((r = plan_schedule_initials(t, s, out)) < 0)
+        goto out;
+    if ((r = plan_simulate(t, s, &m, &v, &obs)) == -ENOMEM)
+        goto out;
+    for (uint32_t q = 0; q < t->n_storages; q++)
+        if (t->storages[q].movable && out[q] == PLAN_INIT_HOST &&
+            o.d2h_end[q] > o.last_op_end) {
+            out[q] = PLAN_INIT_DEVICE;
+            o.changed = 1;
+        }
+    r = o.changed;
+out:
+    HO_FREE_ALL(o.d2h_end, o.h2d_first);
+    return r;
+}
 
 static int hf_cmp(const void *a, const void *b)
 {
@@ -1721,7 +1823,7 @@ int plan_hoplan(const plan_trace *t, uint64_t budget,
     init0 = malloc(ns);
     init_host = malloc(ns);
     init_rule = malloc(ns);
-    init_fit = malloc(4 * (size_t)ns);
+    init_fit = malloc(6 * (size_t)ns);
     P = malloc(((size_t)n + 1) * sizeof(*P));
     if (!init0 || !init_host || !init_rule || !init_fit || !P)
         goto out;
@@ -1784,8 +1886,8 @@ int plan_hoplan(const plan_trace *t, uint64_t budget,
     /* homes: the trace's, all on the host, by benefit, and the fitted
      * ones (room for one and two of the largest working sets, half the
      * budget); duplicates are skipped */
-    const uint8_t *homes[7] = {init0, init_host, init_rule, NULL, NULL, NULL,
-                              NULL};
+    const uint8_t *homes[9] = {init0, init_host, init_rule, NULL, NULL, NULL,
+                              NULL, NULL, NULL};
     int n_homes = !any_movable ? 1 : n > HP_BIG_OPS ? 2 : 3;
     if (any_movable) {
         /* what the step adds on top of its start, without offload */
@@ -1833,6 +1935,26 @@ int plan_hoplan(const plan_trace *t, uint64_t budget,
                               na);
             if (pb.n_kept != kept)
                 best_h = h;
+        }
+        /* the homes that won, without the host homes their plan exposes
+         * (homes_trim_exposed): at its end, then at its start too */
+        for (int q = 0; q < 2 && any_movable && n <= HP_BIG_OPS && r >= 0 &&
+                        pb.s && pb.m.exposed_us > 0;
+             q++) {
+            uint8_t *trim = init_fit + (size_t)(4 + q) * ns;
+            if ((r = homes_trim_exposed(t, pb.s, q == 1, trim)) <= 0)
+                continue;
+            bool dup = false;
+            for (int e = 0; e < n_homes && !dup; e++)
+                dup = memcmp(homes[e], trim, ns) == 0;
+            if (dup)
+                continue;
+            unsigned kept = pb.n_kept;
+            homes[n_homes] = trim;
+            r = fs_homes_plan(&pb, t, trim, budget, maxws, level, hint, na);
+            if (pb.n_kept != kept)
+                best_h = n_homes;
+            n_homes++;
         }
         if (n <= HP_BIG_OPS && r >= 0) {
             uint64_t lo = min_budget, hi = none_peak > lo ? none_peak : lo;
