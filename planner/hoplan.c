@@ -1420,9 +1420,11 @@ static int consider_fs_on(pbest *pb, const plan_trace *pt,
         r = 0;
     else if (r == 0)
         r = consider(pb, s);
-    if (r < 0 || !o->lookahead || o->edf)
+    if (r < 0 || !o->lookahead || o->edf ||
+        (pb->s && pb->m.exposed_us <= 0))
         return r;
-    /* the same with the backlog-aware lookahead */
+    /* the same with the backlog-aware lookahead (unless the best plan so
+     * far exposes nothing: it could only save bytes) */
     hp_fs_opts oe = *o;
     oe.edf = true;
     oe.record_hint = NULL;
