@@ -245,6 +245,24 @@ out:
     return r;
 }
 
+int plan_no_offload_peak(const plan_trace *t, uint64_t *ret_peak)
+{
+    plan_schedule *s = NULL;
+    plan_metrics m;
+    plan_violation v;
+    int r = plan_none_peak(t, ret_peak);
+    if (r != HO_E_INTERNAL)
+        return r;
+    /* the walk found what the judge refuses: the judge says what */
+    if ((r = plan_none(t, UINT64_MAX, &s)) < 0)
+        return r;
+    /* the none schedule is valid for every finished trace */
+    r = plan_simulate(t, s, &m, &v, NULL) < 0 ? HO_E_INTERNAL : 0;
+    *ret_peak = m.peak_device_bytes;
+    plan_schedule_free(s);
+    return r;
+}
+
 /* --------------------------------------------------------------- emitter
  * seed-greedy and ms-distance describe their offloads as events; stores
  * of data whose host copy is already current are dropped (so the output

@@ -1458,9 +1458,6 @@ static double home_idle_margin(const plan_trace *t, const double *P,
     return (P[t->n_ops] - P[l + 1]) + P[f] - cost;
 }
 
-/* Homes by benefit: a movable storage lives on the host when its idle
- * time hides its copies (home_idle_margin >= 0); one the step never
- * touches, always. */
 /* A copy of s takes no longer than twice the link's latency: what it
  * frees is small against what its copies cost on the FIFO engines, where
  * many such copies queue (a step's small optimizer states and counters,
@@ -1473,6 +1470,9 @@ static bool latency_bound(const plan_trace *t, uint32_t s)
            plan_copy_us(l, 1, t->storages[s].bytes) <= 2 * l->latency_us;
 }
 
+/* Homes by benefit: a movable storage lives on the host when its idle
+ * time hides its copies (home_idle_margin >= 0) and they are not
+ * latency-bound; one the step never touches, always. */
 static void homes_by_benefit(const plan_trace *t, const double *P,
                              uint8_t *init)
 {
@@ -1758,21 +1758,14 @@ fail:
     return r;
 }
 
-/* The peak of the `none` schedule, judged without a budget. */
-static int none_peak_of(const plan_trace *t, uint64_t *ret_peak)
+/* Whether the homes h are among the n in homes already. */
+static bool homes_seen(const uint8_t *const *homes, int n, const uint8_t *h,
+                       size_t ns)
 {
-    plan_schedule *s = NULL;
-    plan_metrics mt;
-    plan_violation v;
-    int r = plan_none_peak(t, ret_peak);
-    if (r != HO_E_INTERNAL)
-        return r;
-    if ((r = plan_none(t, UINT64_MAX, &s)) < 0)
-        return r;
-    r = plan_simulate(t, s, &mt, &v, NULL) < 0 ? HO_E_INTERNAL : 0;
-    *ret_peak = mt.peak_device_bytes;
-    plan_schedule_free(s);
-    return r;
+    for (int e = 0; e < n; e++)
+        if (memcmp(homes[e], h, ns) == 0)
+            return true;
+    return false;
 }
 
 static void infeasible_message(const plan_trace *t, uint64_t budget,
@@ -1802,7 +1795,7 @@ int plan_hoplan(const plan_trace *t, uint64_t budget,
                 plan_schedule **ret_schedule, plan_result *result)
 {
     plan_result scratch;
-    plan_schedule *none = NULL, *floor_plan = NULL;
+    plan_schedule *floor_plan = NULL;
     uint8_t *init0 = NULL, *init_host = NULL, *init_rule = NULL;
     uint8_t *init_fit = NULL;
     double *P = NULL;
@@ -1816,7 +1809,7 @@ int plan_hoplan(const plan_trace *t, uint64_t budget,
     if (!result)
         result = &scratch;
     if ((r = hp_device_floor(t, &floor, &floor_op, &p0, &maxws)) < 0 ||
-        (r = none_peak_of(t, &none_peak)) < 0)
+        (r = plan_no_offload_peak(t, &none_peak)) < 0)
         goto out;
     result->no_offload_peak = none_peak;
     result->device_floor = floor;
@@ -1869,12 +1862,10 @@ int plan_hoplan(const plan_trace *t, uint64_t budget,
         goto out;
     }
     if (budget >= none_peak) {
+        plan_schedule *none = NULL; /* consider() takes it */
         if ((r = plan_none(t, UINT64_MAX, &none)) < 0 ||
-            (r = consider(&pb, none)) < 0) {
-            none = NULL;
+            (r = consider(&pb, none)) < 0)
             goto out;
-        }
-        none = NULL;
     }
     if (!defer_floor) {
         if (floor_plan && (r = consider(&pb, floor_plan)) < 0) {
@@ -1911,10 +1902,7 @@ int plan_hoplan(const plan_trace *t, uint64_t budget,
             uint8_t *h = init_fit + (size_t)q * ns;
             if ((r = homes_fit(t, P, targets[q], h)) < 0)
                 goto out;
-            bool dup = false;
-            for (int e = 0; e < n_homes && !dup; e++)
-                dup = memcmp(homes[e], h, ns) == 0;
-            if (!dup)
+            if (!homes_seen(homes, n_homes, h, ns))
                 homes[n_homes++] = h;
         }
     }
@@ -1944,12 +1932,8 @@ int plan_hoplan(const plan_trace *t, uint64_t budget,
                         pb.s && pb.m.exposed_us > 0;
              q++) {
             uint8_t *trim = init_fit + (size_t)(4 + q) * ns;
-            if ((r = homes_trim_exposed(t, pb.s, q == 1, trim)) <= 0)
-                continue;
-            bool dup = false;
-            for (int e = 0; e < n_homes && !dup; e++)
-                dup = memcmp(homes[e], trim, ns) == 0;
-            if (dup)
+            if ((r = homes_trim_exposed(t, pb.s, q == 1, trim)) <= 0 ||
+                homes_seen(homes, n_homes, trim, ns))
                 continue;
             unsigned kept = pb.n_kept;
             homes[n_homes] = trim;
@@ -2053,7 +2037,6 @@ int plan_hoplan(const plan_trace *t, uint64_t budget,
     r = 0;
 out:
     plan_schedule_free(pb.s);
-    plan_schedule_free(none);
     plan_schedule_free(floor_plan);
     HO_FREE_ALL(init0, init_host, init_rule, init_fit, P);
     return r;

@@ -94,12 +94,13 @@ enum {
     FS_PINNED = 1,
     FS_RETAINED = 2,
     FS_HOST_HOME = 4, /* init: host (its home, or where it starts) */
-    FS_NEED_END = 8,  /* retained and not host-homed: on device at end */
 };
 
-#ifndef FS_EDF_K
-#define FS_EDF_K 64 /* edf: misses in the backlog chain */
-#endif
+enum {
+    FS_EDF_K = 64,   /* edf: misses in the backlog chain */
+    FS_AHEAD = 2,    /* ops ahead whose storages' state is prefetched */
+    FS_COMPACT = 4,  /* victims compacted past this many per resident */
+};
 
 typedef struct fs {
     const plan_trace *t;
@@ -135,13 +136,6 @@ typedef struct fs {
     double bl_m1, bl_m2;
 } fs;
 
-#ifndef FS_AHEAD
-#define FS_AHEAD 2
-#endif
-#ifndef FS_COMPACT
-#define FS_COMPACT 4
-#endif
-
 static inline double fs_done(const fs_st *x)
 {
     return x->h2d_end > x->d2h_end ? x->h2d_end : x->d2h_end;
@@ -156,7 +150,7 @@ static inline uint32_t fs_next_op(const fs *x, uint32_t s)
 /* Needed on device at step end. */
 static inline bool fs_need_end(const fs *x, uint32_t s)
 {
-    return (x->st[s].f & FS_NEED_END) != 0;
+    return (x->st[s].f & (FS_RETAINED | FS_HOST_HOME)) == FS_RETAINED;
 }
 
 /* The op by which s must be back on device with its data (n: step end),
@@ -190,7 +184,7 @@ static uint64_t fs_vkey(const fs *x, uint32_t s)
  * key has changed: a newer entry stands for it) and rebuild the heap in
  * place: every access pushes one entry, and the old ones, their keys
  * smaller than any live one, would otherwise never reach the top.  Kept
- * within twice the resident count, amortised O(1) per push. */
+ * within FS_COMPACT times the resident count, amortised O(1) per push. */
 static void fs_vic_compact(fs *x)
 {
     size_t m = 0, h = 0;
@@ -623,10 +617,7 @@ static int fs_start(fs *x)
         ss->mark = PLAN_NONE;
         ss->f = (uint8_t)((sto->pinned ? FS_PINNED : 0) |
                           (sto->retained ? FS_RETAINED : 0) |
-                          (x->init[s] == PLAN_INIT_HOST ? FS_HOST_HOME : 0) |
-                          (sto->retained && x->init[s] != PLAN_INIT_HOST
-                               ? FS_NEED_END
-                               : 0));
+                          (x->init[s] == PLAN_INIT_HOST ? FS_HOST_HOME : 0));
         if (x->init[s] == PLAN_INIT_DEVICE && (accessed || sto->retained)) {
             ss->on_dev = true;
             x->ndev++;

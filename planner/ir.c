@@ -665,7 +665,6 @@ uint64_t plan_op_working_set(const plan_trace *t, uint32_t op, uint32_t *mark)
 int plan_trace_summarize(const plan_trace *t, plan_trace_summary *ret_summary)
 {
     plan_trace_summary sm;
-    plan_schedule *none = NULL;
     uint32_t *mark = NULL;
     int r;
 
@@ -700,28 +699,9 @@ int plan_trace_summarize(const plan_trace *t, plan_trace_summary *ret_summary)
             sm.max_op_working_set_op = i;
         }
     }
-    r = plan_none_peak(t, &sm.no_offload_peak);
-    if (r == 0) {
-        *ret_summary = sm;
-        goto fail;
-    }
-    if (r != HO_E_INTERNAL)
-        goto fail;
-    r = plan_none(t, UINT64_MAX, &none); /* the judge says what is wrong */
-    if (r < 0)
-        goto fail;
-    plan_metrics m;
-    plan_violation v;
-    r = plan_simulate(t, none, &m, &v, NULL);
-    if (r < 0) {
-        r = HO_E_INTERNAL; /* the none schedule is valid for every trace */
-        goto fail;
-    }
-    sm.no_offload_peak = m.peak_device_bytes;
-    *ret_summary = sm;
-fail:
     free(mark);
-    plan_schedule_free(none);
+    if ((r = plan_no_offload_peak(t, &sm.no_offload_peak)) == 0)
+        *ret_summary = sm;
     return r;
 }
 
@@ -761,12 +741,8 @@ int plan_schedule_push(plan_schedule *s, const plan_trace *t, uint32_t op,
 {
     if (!t || storage >= t->n_storages)
         return -EINVAL;
-    plan_action a = {.storage_id = t->storages[storage].id,
-                     .storage = storage,
-                     .op = op,
-                     .when = (uint8_t)when,
-                     .kind = (uint8_t)kind};
-    return push_action(s, &a);
+    return plan_schedule_push_ix(s, op, when, kind, storage,
+                                 t->storages[storage].id);
 }
 
 int plan_schedule_push_ix(plan_schedule *s, uint32_t op, plan_when when,
@@ -784,12 +760,7 @@ int plan_schedule_push_ix(plan_schedule *s, uint32_t op, plan_when when,
 int plan_schedule_push_id(plan_schedule *s, uint32_t op, plan_when when,
                           plan_act_kind kind, uint64_t storage_id)
 {
-    plan_action a = {.storage_id = storage_id,
-                     .storage = PLAN_NONE,
-                     .op = op,
-                     .when = (uint8_t)when,
-                     .kind = (uint8_t)kind};
-    return push_action(s, &a);
+    return plan_schedule_push_ix(s, op, when, kind, PLAN_NONE, storage_id);
 }
 
 static inline uint64_t point_key(const plan_action *a)

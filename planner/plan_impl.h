@@ -18,6 +18,9 @@
  * building or judging it (baselines.c).  0, -ENOMEM, HO_E_INTERNAL where
  * `none` would not be valid (then ask the judge). */
 int plan_none_peak(const plan_trace *t, uint64_t *ret_peak);
+/* The no-offload peak: plan_none_peak, or the judge's for plan_none when
+ * the walk refuses (0, -ENOMEM, HO_E_INTERNAL: `none` invalid). */
+int plan_no_offload_peak(const plan_trace *t, uint64_t *ret_peak);
 
 /* Stable sort of s->actions by (op, when); list order kept within a point.
  * 0 or -ENOMEM. */

@@ -640,12 +640,12 @@ START_TEST(test_forced_store_exact)
 }
 END_TEST
 
-START_TEST(test_slack_is_zero)
+/* Three 1000-byte activations, 100 us ops: 1 written by op 0 and read
+ * by the last, 2 written by op 1 and read by op 2, which writes 3 (read
+ * by the last), so 1 must be off during op 2 at a 2000-byte budget; with
+ * `idle`, an op touching nothing before the last. */
+static plan_trace *three_activations(bool idle)
 {
-    /* an activation with a long gap under heavy compute: must go off the
-     * device (budget), and the link hides it: bound 0.  (op 3 touches
-     * nothing: data off at S_2 is prefetched at E_2 at the earliest, and
-     * op 3's compute hides that copy.) */
     plan_trace *t = tu_trace(NULL);
     tu_st(t, 1, 1000, PLAN_INIT_NONE, false, false);
     tu_st(t, 2, 1000, PLAN_INIT_NONE, false, false);
@@ -653,9 +653,20 @@ START_TEST(test_slack_is_zero)
     tu_op(t, 100.0, TU_NONE, TU_R(1));
     tu_op(t, 100.0, TU_NONE, TU_R(2));
     tu_op(t, 100.0, TU_R(2), TU_R(3));
-    tu_op(t, 100.0, TU_NONE, TU_NONE);
+    if (idle)
+        tu_op(t, 100.0, TU_NONE, TU_NONE);
     tu_op(t, 100.0, TU_R(1, 3), TU_NONE);
     tu_finish(t);
+    return t;
+}
+
+START_TEST(test_slack_is_zero)
+{
+    /* an activation with a long gap under heavy compute: must go off the
+     * device (budget), and the link hides it: bound 0.  (op 3 touches
+     * nothing: data off at S_2 is prefetched at E_2 at the earliest, and
+     * op 3's compute hides that copy.) */
+    plan_trace *t = three_activations(true);
     plan_bound_result r;
     ck_assert(bound_of(t, 2000, PLAN_BOUND_FAST, 0, &r) == 0);
     ck_assert(!r.infeasible);
@@ -684,15 +695,7 @@ END_TEST
  * reaches. */
 START_TEST(test_late_prefetch_exact)
 {
-    plan_trace *t = tu_trace(NULL);
-    tu_st(t, 1, 1000, PLAN_INIT_NONE, false, false);
-    tu_st(t, 2, 1000, PLAN_INIT_NONE, false, false);
-    tu_st(t, 3, 1000, PLAN_INIT_NONE, false, false);
-    tu_op(t, 100.0, TU_NONE, TU_R(1));
-    tu_op(t, 100.0, TU_NONE, TU_R(2));
-    tu_op(t, 100.0, TU_R(2), TU_R(3)); /* 1 must be off at S_2 */
-    tu_op(t, 100.0, TU_R(1, 3), TU_NONE);
-    tu_finish(t);
+    plan_trace *t = three_activations(false); /* 1 must be off at S_2 */
     plan_bound_result r;
     double b = bound_of(t, 2000, PLAN_BOUND_FAST, 0, &r);
     ck_assert_msg(tu_close(b, 1.0), "bound %.9g (cf %.9g, lp %.9g)", b,
